@@ -1,0 +1,180 @@
+/*
+ * The wire protocol between sandbox-mcp and sandbox-agent, the small process starter that
+ * lives inside every sandbox. Shared by both sides; header-only so the agent stays free of
+ * anything but libc.
+ *
+ * Transport: one stream socket. Every message is a frame:
+ *
+ *     u32 length (little endian, of type + payload) | u8 type | payload
+ *
+ * A frame is at most AG_MAX_FRAME bytes; a peer that sends more is broken and is dropped.
+ *
+ * Conversation:
+ *   agent  -> server  AG_HELLO   u32 AG_VERSION
+ *   server -> agent   AG_FILTER  struct sock_filter[]: installed on the agent itself, so every
+ *                                process it starts inherits it; answered by AG_OK / AG_ERR
+ *   server -> agent   AG_PUT     u32 mode, str path, bytes: write a file (parents created);
+ *                                answered by AG_OK / AG_ERR
+ *   server -> agent   AG_RUN     run spec (below); answered by AG_OUT* then AG_EXIT, or AG_ERR
+ *   server -> agent   AG_KILL    empty: kill the running call's processes now
+ *   agent  -> server  AG_OUT     u8 stream (1 stdout, 2 stderr), bytes
+ *   agent  -> server  AG_EXIT    i32 wait status, u32 flags, u64 bytes[2]
+ *
+ * Run spec: u32 flags, u64 cap, u64 spill_max, str cwd, str spill_prefix,
+ *           u32 nrlim, nrlim x (u32 resource, u64 limit), u32 argc, str argv[argc],
+ *           u32 envc, str env[envc].
+ * A str is u32 length + bytes (no terminator on the wire).
+ */
+#ifndef SANDBOX_AGENT_PROTO_H
+#define SANDBOX_AGENT_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define AG_VERSION 1u
+#define AG_MAX_FRAME (64u << 20)
+
+enum ag_type {
+	AG_HELLO = 1,
+	AG_FILTER = 2,
+	AG_PUT = 3,
+	AG_RUN = 4,
+	AG_KILL = 5,
+	AG_OUT = 6,
+	AG_EXIT = 7,
+	AG_OK = 8,
+	AG_ERR = 9,
+};
+
+/* AG_RUN flags */
+#define AG_RUN_SH_FALLBACK 0x1u /* argv[0] missing: run /bin/sh with the same arguments */
+
+/* AG_EXIT flags */
+#define AG_EXIT_KILLED 0x1u     /* the call was killed by AG_KILL */
+#define AG_EXIT_SPILL_OUT 0x2u  /* stdout passed the cap; full text in <spill_prefix>.stdout */
+#define AG_EXIT_SPILL_ERR 0x4u  /* same for stderr */
+#define AG_EXIT_SPILL_CUT 0x8u  /* a spill file stopped at spill_max bytes */
+#define AG_EXIT_EXEC_FAIL 0x10u /* the program could not be started (status is 127) */
+
+/* A growable output buffer for building frames. */
+struct ag_buf {
+	unsigned char *p;
+	size_t len, cap;
+	int oom;
+};
+
+/* A read cursor over a received payload; `bad` is set on any overrun. */
+struct ag_cur {
+	const unsigned char *p;
+	size_t left;
+	int bad;
+};
+
+#ifndef AG_REALLOC
+#include <stdlib.h>
+#define AG_REALLOC realloc
+#endif
+
+static inline void ag_put(struct ag_buf *b, const void *d, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n > b->cap) {
+		size_t nc = b->cap ? b->cap : 256;
+		while (nc < b->len + n)
+			nc *= 2;
+		unsigned char *np = AG_REALLOC(b->p, nc);
+		if (!np) {
+			b->oom = 1;
+			return;
+		}
+		b->p = np;
+		b->cap = nc;
+	}
+	if (n)
+		memcpy(b->p + b->len, d, n);
+	b->len += n;
+}
+
+static inline void ag_put_u8(struct ag_buf *b, uint8_t v) { ag_put(b, &v, 1); }
+
+static inline void ag_put_u32(struct ag_buf *b, uint32_t v)
+{
+	unsigned char x[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+			      (unsigned char)(v >> 24)};
+	ag_put(b, x, 4);
+}
+
+static inline void ag_put_u64(struct ag_buf *b, uint64_t v)
+{
+	ag_put_u32(b, (uint32_t)v);
+	ag_put_u32(b, (uint32_t)(v >> 32));
+}
+
+static inline void ag_put_str(struct ag_buf *b, const char *s, size_t n)
+{
+	ag_put_u32(b, (uint32_t)n);
+	ag_put(b, s, n);
+}
+
+/* Start a frame: reserve the length field and write the type. */
+static inline void ag_frame_begin(struct ag_buf *b, uint8_t type)
+{
+	b->len = 0;
+	b->oom = 0;
+	ag_put_u32(b, 0);
+	ag_put_u8(b, type);
+}
+
+/* Fill in the length field; returns 0, or -1 when the frame is too large or memory ran out. */
+static inline int ag_frame_end(struct ag_buf *b)
+{
+	if (b->oom || b->len - 4 > AG_MAX_FRAME)
+		return -1;
+	uint32_t n = (uint32_t)(b->len - 4);
+	b->p[0] = (unsigned char)n;
+	b->p[1] = (unsigned char)(n >> 8);
+	b->p[2] = (unsigned char)(n >> 16);
+	b->p[3] = (unsigned char)(n >> 24);
+	return 0;
+}
+
+static inline uint32_t ag_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline const void *ag_get(struct ag_cur *c, size_t n)
+{
+	if (c->bad || c->left < n) {
+		c->bad = 1;
+		return NULL;
+	}
+	const void *r = c->p;
+	c->p += n;
+	c->left -= n;
+	return r;
+}
+
+static inline uint32_t ag_get_u32(struct ag_cur *c)
+{
+	const unsigned char *p = ag_get(c, 4);
+	return p ? ag_le32(p) : 0;
+}
+
+static inline uint64_t ag_get_u64(struct ag_cur *c)
+{
+	uint64_t lo = ag_get_u32(c);
+	uint64_t hi = ag_get_u32(c);
+	return lo | hi << 32;
+}
+
+/* Borrowed pointer into the payload; *n gets the length. */
+static inline const char *ag_get_str(struct ag_cur *c, size_t *n)
+{
+	*n = ag_get_u32(c);
+	return ag_get(c, *n);
+}
+
+#endif

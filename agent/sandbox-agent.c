@@ -1,0 +1,683 @@
+/*
+ * sandbox-agent: the process starter inside a sandbox.
+ *
+ * It runs as PID 1 of the sandbox's PID namespace (the local sandbox's, or a container's),
+ * as the sandbox's unprivileged user, and serves one server over one stream socket (see
+ * proto.h). For each call it forks the program with a clean environment, only fds 0-2 and
+ * the call's rlimits, streams stdout and stderr back as they come, and when the program ends,
+ * or the server says kill, it kills every other process of the namespace: being PID 1,
+ * kill(-1, SIGKILL) reaches all of them, setsid daemons included, and orphans are reparented
+ * to it, so waiting until ECHILD proves nothing of the call is left.
+ *
+ * The agent is static and uses nothing but libc so that the same binary runs in any sandbox
+ * (mounted read-only into containers). It never installs signal handlers: all signals are
+ * blocked and SIGCHLD is read through a signalfd, so code in the sandbox cannot disturb it,
+ * and it is not dumpable, so code running as the same user cannot ptrace it or read its memory.
+ *
+ * Usage: sandbox-agent --fd N          serve the socket N, exit when it closes
+ *        sandbox-agent --listen PATH   serve connections on a unix socket, one at a time
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+#define MAX_ARGS 4096
+#define MAX_RLIMITS 16
+#define CHUNK 65536
+
+struct stream {
+	int fd;                 /* read end of the pipe, -1 when closed */
+	uint64_t bytes;         /* everything read so far */
+	unsigned char *head;    /* first `cap` bytes, kept until a spill file is needed */
+	size_t head_len;
+	int spill_fd;           /* -1 until the stream passes the cap */
+	uint64_t spilled;       /* bytes written to the spill file */
+	int spill_failed, spill_cut;
+};
+
+struct call {
+	pid_t pid;              /* 0 when no call runs */
+	int status, reaped, killed, exec_fail;
+	uint64_t cap, spill_max;
+	char spill_prefix[4096];
+	struct stream s[2];
+};
+
+static int ctl = -1;
+static int sigfd = -1;
+static int filter_installed;
+static struct call call;
+static struct ag_buf out;
+
+static void die(const char *what)
+{
+	dprintf(2, "sandbox-agent: %s: %s\n", what, strerror(errno));
+	_exit(1);
+}
+
+static int read_full(int fd, void *buf, size_t n)
+{
+	unsigned char *p = buf;
+	while (n) {
+		ssize_t r = read(fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t n)
+{
+	const unsigned char *p = buf;
+	while (n) {
+		ssize_t r = write(fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Sending fails only when the server is gone; the caller's loop notices on its next read. */
+static void send_frame(void)
+{
+	if (ag_frame_end(&out) == 0)
+		(void)write_full(ctl, out.p, out.len);
+}
+
+static void send_simple(uint8_t type, const char *text)
+{
+	ag_frame_begin(&out, type);
+	if (text)
+		ag_put(&out, text, strlen(text));
+	send_frame();
+}
+
+static void send_errno(const char *what, int err)
+{
+	char msg[512];
+	snprintf(msg, sizeof msg, "%s: %s", what, strerror(err));
+	send_simple(AG_ERR, msg);
+}
+
+/* Creates the parent folders of path (like mkdir -p of dirname). */
+static int make_parents(const char *path)
+{
+	char tmp[4096];
+	size_t n = strlen(path);
+	if (n >= sizeof tmp)
+		return -1;
+	memcpy(tmp, path, n + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return 0;
+}
+
+static void do_put(struct ag_cur *c)
+{
+	size_t plen, dlen = 0;
+	uint32_t mode = ag_get_u32(c);
+	const char *p = ag_get_str(c, &plen);
+	char path[4096];
+	if (c->bad || plen == 0 || plen >= sizeof path) {
+		send_simple(AG_ERR, "bad PUT");
+		return;
+	}
+	memcpy(path, p, plen);
+	path[plen] = '\0';
+	const void *data = c->p;
+	dlen = c->left;
+	if (make_parents(path) < 0) {
+		send_errno(path, errno);
+		return;
+	}
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode & 07777);
+	if (fd < 0) {
+		send_errno(path, errno);
+		return;
+	}
+	if (write_full(fd, data, dlen) < 0 || fchmod(fd, mode & 07777) < 0) {
+		int err = errno;
+		close(fd);
+		send_errno(path, err);
+		return;
+	}
+	if (close(fd) < 0) {
+		send_errno(path, errno);
+		return;
+	}
+	send_simple(AG_OK, NULL);
+}
+
+static void do_filter(struct ag_cur *c)
+{
+	if (filter_installed) {
+		send_simple(AG_OK, NULL);
+		return;
+	}
+	if (c->left == 0 || c->left % sizeof(struct sock_filter) || c->left / sizeof(struct sock_filter) > 65535) {
+		send_simple(AG_ERR, "bad FILTER");
+		return;
+	}
+	/* The payload is not aligned for struct sock_filter; copy it. */
+	struct sock_filter *f = malloc(c->left);
+	if (!f) {
+		send_errno("filter", ENOMEM);
+		return;
+	}
+	memcpy(f, c->p, c->left);
+	struct sock_fprog prog = {.len = (unsigned short)(c->left / sizeof *f), .filter = f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0) {
+		int err = errno;
+		free(f);
+		send_errno("seccomp", err);
+		return;
+	}
+	free(f);
+	filter_installed = 1;
+	send_simple(AG_OK, NULL);
+}
+
+/* PATH search in the call's own environment (execvpe would use the agent's). */
+static void exec_path(const char *file, char *const argv[], char *const envp[])
+{
+	if (strchr(file, '/')) {
+		execve(file, argv, envp);
+		return;
+	}
+	const char *path = "/usr/local/bin:/usr/bin:/bin";
+	for (char *const *e = envp; *e; e++)
+		if (strncmp(*e, "PATH=", 5) == 0)
+			path = *e + 5;
+	int saw_eacces = 0;
+	char buf[4096];
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t dl = (size_t)(end - p);
+		if (dl + 1 + strlen(file) + 1 <= sizeof buf) {
+			memcpy(buf, dl ? p : ".", dl ? dl : 1);
+			size_t off = dl ? dl : 1;
+			buf[off] = '/';
+			strcpy(buf + off + 1, file);
+			execve(buf, argv, envp);
+			if (errno == EACCES)
+				saw_eacces = 1;
+		}
+		if (!*end)
+			break;
+		p = end;
+	}
+	errno = saw_eacces ? EACCES : ENOENT;
+}
+
+static void stream_reset(struct stream *s, int fd)
+{
+	s->fd = fd;
+	s->bytes = 0;
+	s->head_len = 0;
+	s->spill_fd = -1;
+	s->spilled = 0;
+	s->spill_failed = s->spill_cut = 0;
+}
+
+static void spill_write(struct stream *s, const void *d, size_t n)
+{
+	if (s->spill_fd < 0)
+		return;
+	if (s->spilled + n > call.spill_max) {
+		n = (size_t)(call.spill_max - s->spilled);
+		s->spill_cut = 1;
+	}
+	if (n && write_full(s->spill_fd, d, n) < 0) {
+		close(s->spill_fd);
+		s->spill_fd = -1;
+		s->spill_failed = 1;
+		return;
+	}
+	s->spilled += n;
+}
+
+/* Keeps what the spill file needs: the head until the cap, then the file itself. */
+static void stream_keep(int idx, const unsigned char *d, size_t n)
+{
+	struct stream *s = &call.s[idx];
+	s->bytes += n;
+	if (!call.spill_prefix[0])
+		return;
+	if (s->spill_fd < 0 && !s->spill_failed && s->bytes > call.cap) {
+		char path[4200];
+		snprintf(path, sizeof path, "%s.%s", call.spill_prefix, idx ? "stderr" : "stdout");
+		if (make_parents(path) == 0)
+			s->spill_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (s->spill_fd < 0) {
+			s->spill_failed = 1;
+		} else {
+			spill_write(s, s->head, s->head_len);
+			spill_write(s, d, n);
+		}
+		free(s->head);
+		s->head = NULL;
+		s->head_len = 0;
+		return;
+	}
+	if (s->spill_fd >= 0) {
+		spill_write(s, d, n);
+		return;
+	}
+	if (s->spill_failed)
+		return;
+	if (!s->head) {
+		s->head = malloc(call.cap ? call.cap : 1);
+		if (!s->head) {
+			s->spill_failed = 1;
+			return;
+		}
+	}
+	memcpy(s->head + s->head_len, d, n);
+	s->head_len += n;
+}
+
+/* Reads what is there; returns -1 at EOF. */
+static int stream_pump(int idx)
+{
+	static unsigned char buf[CHUNK];
+	struct stream *s = &call.s[idx];
+	ssize_t r = read(s->fd, buf, sizeof buf);
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (r <= 0) {
+		close(s->fd);
+		s->fd = -1;
+		return -1;
+	}
+	ag_frame_begin(&out, AG_OUT);
+	ag_put_u8(&out, (uint8_t)(idx + 1));
+	ag_put(&out, buf, (size_t)r);
+	send_frame();
+	stream_keep(idx, buf, (size_t)r);
+	return 0;
+}
+
+/* Kills every process of the namespace but us and reaps them all. */
+static void kill_all(void)
+{
+	for (;;) {
+		kill(-1, SIGKILL);
+		int st;
+		pid_t p = waitpid(-1, &st, __WALL);
+		if (p < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* ECHILD: nothing is left */
+		}
+		if (p == call.pid && !call.reaped) {
+			call.status = st;
+			call.reaped = 1;
+		}
+	}
+}
+
+static void reap(void)
+{
+	struct signalfd_siginfo si;
+	while (read(sigfd, &si, sizeof si) > 0)
+		;
+	int st;
+	pid_t p;
+	while ((p = waitpid(-1, &st, WNOHANG | __WALL)) > 0)
+		if (p == call.pid) {
+			call.status = st;
+			call.reaped = 1;
+		}
+}
+
+static void finish_call(void)
+{
+	kill_all();
+	/* Every writer is dead now, so the pipes end: drain what is buffered. */
+	for (int i = 0; i < 2; i++) {
+		int fl = fcntl(call.s[i].fd, F_GETFL);
+		if (call.s[i].fd >= 0 && fl >= 0)
+			fcntl(call.s[i].fd, F_SETFL, fl & ~O_NONBLOCK);
+		while (call.s[i].fd >= 0)
+			stream_pump(i);
+	}
+	uint32_t flags = 0;
+	if (call.killed)
+		flags |= AG_EXIT_KILLED;
+	if (call.exec_fail)
+		flags |= AG_EXIT_EXEC_FAIL;
+	for (int i = 0; i < 2; i++) {
+		struct stream *s = &call.s[i];
+		if (s->spill_fd >= 0) {
+			close(s->spill_fd);
+			flags |= i ? AG_EXIT_SPILL_ERR : AG_EXIT_SPILL_OUT;
+		}
+		if (s->spill_cut)
+			flags |= AG_EXIT_SPILL_CUT;
+		free(s->head);
+		s->head = NULL;
+	}
+	ag_frame_begin(&out, AG_EXIT);
+	ag_put_u32(&out, (uint32_t)call.status);
+	ag_put_u32(&out, flags);
+	ag_put_u64(&out, call.s[0].bytes);
+	ag_put_u64(&out, call.s[1].bytes);
+	send_frame();
+	call.pid = 0;
+}
+
+static void do_run(struct ag_cur *c)
+{
+	static char *argv[MAX_ARGS + 2], *envp[MAX_ARGS + 1];
+	static char cwd[4096];
+	struct rlimit_req { uint32_t res; uint64_t lim; } rl[MAX_RLIMITS];
+	size_t n;
+
+	if (call.pid) {
+		send_simple(AG_ERR, "a call is already running");
+		return;
+	}
+	uint32_t flags = ag_get_u32(c);
+	call.cap = ag_get_u64(c);
+	call.spill_max = ag_get_u64(c);
+	const char *s = ag_get_str(c, &n);
+	if (c->bad || n >= sizeof cwd)
+		goto bad;
+	memcpy(cwd, s, n);
+	cwd[n] = '\0';
+	s = ag_get_str(c, &n);
+	if (c->bad || n >= sizeof call.spill_prefix)
+		goto bad;
+	memcpy(call.spill_prefix, s, n);
+	call.spill_prefix[n] = '\0';
+	uint32_t nrl = ag_get_u32(c);
+	if (nrl > MAX_RLIMITS)
+		goto bad;
+	for (uint32_t i = 0; i < nrl; i++) {
+		rl[i].res = ag_get_u32(c);
+		rl[i].lim = ag_get_u64(c);
+	}
+	/* Strings are copied into one block so each gets its terminator. */
+	static char *block;
+	free(block);
+	block = malloc(c->left + 2 * MAX_ARGS + 16);
+	if (!block) {
+		send_errno("run", ENOMEM);
+		return;
+	}
+	char *bp = block;
+	char **lists[2] = {argv, envp};
+	for (int l = 0; l < 2; l++) {
+		uint32_t cnt = ag_get_u32(c);
+		if (c->bad || cnt > MAX_ARGS || (l == 0 && cnt == 0))
+			goto bad;
+		for (uint32_t i = 0; i < cnt; i++) {
+			s = ag_get_str(c, &n);
+			if (c->bad || memchr(s, 0, n))
+				goto bad;
+			memcpy(bp, s, n);
+			bp[n] = '\0';
+			lists[l][i] = bp;
+			bp += n + 1;
+		}
+		lists[l][cnt] = NULL;
+	}
+
+	int po[2], pe[2], px[2];
+	if (pipe2(po, O_CLOEXEC) < 0)
+		goto fail;
+	if (pipe2(pe, O_CLOEXEC) < 0) {
+		close(po[0]);
+		close(po[1]);
+		goto fail;
+	}
+	if (pipe2(px, O_CLOEXEC) < 0) {
+		close(po[0]);
+		close(po[1]);
+		close(pe[0]);
+		close(pe[1]);
+		goto fail;
+	}
+	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	pid_t pid = fork();
+	if (pid < 0) {
+		int err = errno;
+		close(po[0]); close(po[1]); close(pe[0]); close(pe[1]); close(px[0]); close(px[1]);
+		if (devnull >= 0)
+			close(devnull);
+		send_errno("fork", err);
+		return;
+	}
+	if (pid == 0) {
+		sigset_t all;
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		setsid();
+		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
+			goto child_fail;
+		/* Only 0-2 cross exec; px stays open until exec succeeds, then closes itself. */
+		if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+			for (int fd = 3; fd < 65536; fd++)
+				if (fd != px[1])
+					close(fd);
+		}
+		for (uint32_t i = 0; i < nrl; i++) {
+			struct rlimit r = {rl[i].lim, rl[i].lim};
+			if (setrlimit((int)rl[i].res, &r) < 0)
+				goto child_fail;
+		}
+		if (chdir(cwd) < 0)
+			goto child_fail;
+		exec_path(argv[0], argv, envp);
+		if (errno == ENOENT && (flags & AG_RUN_SH_FALLBACK)) {
+			argv[0] = "/bin/sh";
+			execve("/bin/sh", argv, envp);
+		}
+	child_fail:;
+		int err = errno;
+		(void)!write(px[1], &err, sizeof err);
+		_exit(127);
+	}
+	if (devnull >= 0)
+		close(devnull);
+	close(po[1]);
+	close(pe[1]);
+	close(px[1]);
+	int err = 0;
+	ssize_t r;
+	do
+		r = read(px[0], &err, sizeof err);
+	while (r < 0 && errno == EINTR);
+	close(px[0]);
+
+	call.pid = pid;
+	call.status = 0;
+	call.reaped = call.killed = 0;
+	call.exec_fail = r == (ssize_t)sizeof err;
+	stream_reset(&call.s[0], po[0]);
+	stream_reset(&call.s[1], pe[0]);
+	fcntl(po[0], F_SETFL, O_NONBLOCK);
+	fcntl(pe[0], F_SETFL, O_NONBLOCK);
+	if (call.exec_fail) {
+		char msg[512];
+		int len = snprintf(msg, sizeof msg, "sandbox: cannot run %s: %s\n", argv[0], strerror(err));
+		ag_frame_begin(&out, AG_OUT);
+		ag_put_u8(&out, 2);
+		ag_put(&out, msg, (size_t)len);
+		send_frame();
+		call.s[1].bytes += (uint64_t)len;
+	}
+	return;
+bad:
+	send_simple(AG_ERR, "bad RUN");
+	return;
+fail:
+	send_errno("pipe", errno);
+}
+
+/* Reads and handles one frame; returns -1 when the server is gone. */
+static int handle_frame(void)
+{
+	static unsigned char *buf;
+	unsigned char hdr[4];
+	if (read_full(ctl, hdr, 4) < 0)
+		return -1;
+	uint32_t n = ag_le32(hdr);
+	if (n == 0 || n > AG_MAX_FRAME)
+		return -1;
+	free(buf);
+	buf = malloc(n);
+	if (!buf || read_full(ctl, buf, n) < 0)
+		return -1;
+	struct ag_cur c = {buf + 1, n - 1, 0};
+	switch (buf[0]) {
+	case AG_FILTER:
+		do_filter(&c);
+		break;
+	case AG_PUT:
+		do_put(&c);
+		break;
+	case AG_RUN:
+		do_run(&c);
+		break;
+	case AG_KILL:
+		if (call.pid) {
+			call.killed = 1;
+			kill_all();
+		}
+		break;
+	default:
+		send_simple(AG_ERR, "unknown frame");
+	}
+	return 0;
+}
+
+/* Serves one connection until it closes. A call still running then is killed. */
+static void serve(void)
+{
+	ag_frame_begin(&out, AG_HELLO);
+	ag_put_u32(&out, AG_VERSION);
+	send_frame();
+	for (;;) {
+		struct pollfd p[4] = {{ctl, POLLIN, 0}, {sigfd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0}};
+		if (call.pid) {
+			p[2].fd = call.s[0].fd;
+			p[3].fd = call.s[1].fd;
+		}
+		if (poll(p, 4, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			die("poll");
+		}
+		if (p[0].revents) {
+			if (handle_frame() < 0)
+				break;
+		}
+		for (int i = 0; i < 2; i++)
+			if (call.pid && p[2 + i].revents && call.s[i].fd >= 0)
+				stream_pump(i);
+		if (p[1].revents)
+			reap();
+		if (call.pid && call.reaped)
+			finish_call();
+	}
+	if (call.pid) {
+		call.killed = 1;
+		finish_call();
+	}
+	close(ctl);
+	ctl = -1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *listen_path = NULL;
+	if (argc == 3 && strcmp(argv[1], "--fd") == 0) {
+		ctl = atoi(argv[2]);
+	} else if (argc == 3 && strcmp(argv[1], "--listen") == 0) {
+		listen_path = argv[2];
+	} else {
+		fprintf(stderr, "usage: sandbox-agent --fd N | --listen PATH\n");
+		return 2;
+	}
+	/* kill(-1) from anything but PID 1 of its own namespace would reach far too much. */
+	if (getpid() != 1) {
+		fprintf(stderr, "sandbox-agent: must run as PID 1 of a PID namespace\n");
+		return 2;
+	}
+	sigset_t all;
+	sigfillset(&all);
+	if (sigprocmask(SIG_BLOCK, &all, NULL) < 0)
+		die("sigprocmask");
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sigfd < 0)
+		die("signalfd");
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		die("prctl");
+
+	if (!listen_path) {
+		if (fcntl(ctl, F_SETFD, FD_CLOEXEC) < 0)
+			die("control fd");
+		serve();
+		kill_all();
+		return 0;
+	}
+	int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (ls < 0 || strlen(listen_path) >= sizeof sa.sun_path)
+		die("socket");
+	strcpy(sa.sun_path, listen_path);
+	unlink(listen_path);
+	if (bind(ls, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(ls, 1) < 0)
+		die(listen_path);
+	for (;;) {
+		ctl = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+		if (ctl < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			die("accept");
+		}
+		serve();
+		kill_all();
+	}
+}

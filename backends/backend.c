@@ -1,0 +1,91 @@
+#include "backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern const struct backend_ops local_backend_ops;
+
+const struct backend_ops *const backend_table[] = {
+	&local_backend_ops,
+	NULL,
+};
+
+const struct backend_ops *backend_find(const char *name)
+{
+	for (size_t i = 0; backend_table[i]; i++)
+		if (!strcmp(backend_table[i]->name, name))
+			return backend_table[i];
+	return NULL;
+}
+
+int64_t clock_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int backend_new(struct backend **out, const struct backend_ops *ops, const struct config *cfg, struct err *e)
+{
+	struct backend *b = calloc(1, sizeof *b);
+	if (!b)
+		return err_set(e, "out of memory");
+	b->priv = calloc(1, ops->priv_size ? ops->priv_size : 1);
+	if (!b->priv) {
+		free(b);
+		return err_set(e, "out of memory");
+	}
+	b->ops = ops;
+	b->cfg = cfg;
+	*out = b;
+	return 0;
+}
+
+int backend_probe(struct backend *b, struct err *e)
+{
+	return b->ops->probe(b, e);
+}
+
+int backend_start(struct backend *b, struct err *e)
+{
+	if (b->started)
+		return 0;
+	int rc = b->ops->start(b, e);
+	if (rc == 0)
+		b->started = true;
+	else
+		b->ops->destroy(b, false);
+	return rc;
+}
+
+int backend_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e)
+{
+	memset(rs, 0, sizeof *rs);
+	if (!b->started)
+		return err_set(e, "the sandbox is not started");
+	return b->ops->run(b, rq, rs, e);
+}
+
+void backend_destroy(struct backend *b, bool shutdown)
+{
+	if (!b)
+		return;
+	b->ops->destroy(b, shutdown);
+	b->started = false;
+	b->sandbox_id[0] = '\0';
+}
+
+void backend_report(struct backend *b, FILE *f)
+{
+	b->ops->report(b, f);
+}
+
+void backend_free(struct backend *b)
+{
+	if (!b)
+		return;
+	backend_destroy(b, true);
+	free(b->priv);
+	free(b);
+}

@@ -1,0 +1,102 @@
+/*
+ * The backend contract. A backend makes one sandbox (a workspace plus a place to run
+ * processes in it) and runs calls there. Every backend sits behind the same small ops table;
+ * callers use backend_*() and never a backend's insides. State lives in the backend's private
+ * struct (ops->priv_size bytes, zeroed, owned by struct backend), never in globals.
+ *
+ * Paths in requests are paths inside the sandbox: the workspace is /workspace on every backend.
+ */
+#ifndef SANDBOX_BACKEND_H
+#define SANDBOX_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../src/config.h"
+#include "../src/err.h"
+
+#define WORKSPACE "/workspace"
+
+/* Return codes of start and run besides 0 and -1 (-1: this call failed, the sandbox is fine). */
+#define BACKEND_LOST (-2) /* the sandbox is gone or broken: destroy it; a new one may be started */
+
+struct run_file {
+	const char *path;  /* absolute, inside the sandbox */
+	const void *data;  /* borrowed */
+	size_t len;
+	unsigned mode;
+};
+
+struct run_req {
+	const char *const *argv;     /* argv[0] found on the sandbox's PATH */
+	const char *const *env;      /* the whole environment of the program */
+	const char *cwd;
+	const struct run_file *files;/* written before the program starts */
+	size_t nfiles;
+	bool network;                /* this step may use the network (package installs) */
+	bool sh_fallback;            /* argv[0] missing: run /bin/sh with the same arguments */
+	int64_t deadline_ms;         /* monotonic ms (clock_ms()); past it the tree is killed */
+	int cancel_fd;               /* readable once the call is cancelled; -1 for none */
+	uint64_t cap;                /* per stream: past it, the full text is spilled */
+	const char *spill_prefix;    /* in-sandbox path prefix of spill files, NULL for none */
+	/* Output as it comes, in order per stream (1 stdout, 2 stderr). Called on the run's thread. */
+	void (*on_output)(void *ctx, int stream, const char *buf, size_t len);
+	void *ctx;
+};
+
+struct run_res {
+	int exit_code;               /* 124 on timeout, 128+n when killed by signal n */
+	bool timed_out, cancelled;
+	uint64_t bytes[2];           /* full byte counts of stdout and stderr */
+	bool spilled[2];             /* <spill_prefix>.stdout / .stderr hold the full text */
+	bool spill_cut;              /* a spill file stopped at --spill-max */
+};
+
+struct backend;
+
+struct backend_ops {
+	const char *name;
+	size_t priv_size;
+	/* Usable here? Cheap, makes nothing; e says why not. */
+	int (*probe)(struct backend *b, struct err *e);
+	/* Makes the sandbox and sets b->sandbox_id. 0, -1. */
+	int (*start)(struct backend *b, struct err *e);
+	/* Runs one call to its end. 0 (see rs), -1 (e says why), BACKEND_LOST. */
+	int (*run)(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e);
+	/* Removes the sandbox and everything it made (keeps the workspace if cfg->keep and
+	 * `shutdown`). Idempotent. */
+	void (*destroy)(struct backend *b, bool shutdown);
+	/* For --check: one line per limit, saying whether and how it is enforced here. */
+	void (*report)(struct backend *b, FILE *f);
+};
+
+struct backend {
+	const struct backend_ops *ops;
+	const struct config *cfg;    /* borrowed, outlives the backend */
+	void *priv;
+	bool started;
+	char sandbox_id[64];
+};
+
+/* The backends in auto's order of preference. NULL-terminated. */
+extern const struct backend_ops *const backend_table[];
+
+/* Looks a backend up by name; NULL if unknown. */
+const struct backend_ops *backend_find(const char *name);
+
+/* Caller frees with backend_free. */
+int backend_new(struct backend **out, const struct backend_ops *ops, const struct config *cfg, struct err *e);
+int backend_probe(struct backend *b, struct err *e);
+int backend_start(struct backend *b, struct err *e);
+int backend_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e);
+void backend_destroy(struct backend *b, bool shutdown);
+void backend_report(struct backend *b, FILE *f);
+/* Destroys (as at shutdown) and frees; NULL is fine. */
+void backend_free(struct backend *b);
+
+/* Monotonic clock in milliseconds. */
+int64_t clock_ms(void);
+
+#endif

@@ -1,0 +1,848 @@
+/*
+ * The local backend: a sandbox made from Linux namespaces, a minimal read-only root, a
+ * seccomp filter, cgroups where the host delegates them and rlimits.
+ *
+ * A sandbox is one process tree. The server clones a child into new user, mount, PID, IPC,
+ * UTS and cgroup namespaces (and a network namespace with only loopback unless the network
+ * policy says otherwise). The child builds the root on a tmpfs, pivots into it, becomes the
+ * unprivileged sandbox user with no capabilities and no_new_privs, and executes
+ * sandbox-agent, which this binary carries and starts from a sealed memfd. The agent is PID 1
+ * there: each call is one fork+exec by it, so a warm call never rebuilds anything, and when
+ * the agent dies the kernel kills everything left in the namespace.
+ *
+ * Between clone and exec the child runs in a copy of a multithreaded process, so it only
+ * makes system calls on data prepared beforehand (struct plan), as git's run-command does.
+ *
+ * Host side, a sandbox is a folder <state-dir>/local-<id> holding a lock (held while the
+ * server lives, so a later server can tell a dead one's leftovers and remove them), the
+ * workspace, and the generated /etc files.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/mount.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include "../backend.h"
+#include "../../src/agentlink.h"
+#include "../../src/cgroup.h"
+#include "../../src/filter.h"
+#include "../../src/log.h"
+#include "../../src/tree.h"
+
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+struct mount_attr {
+	__u64 attr_set, attr_clr, propagation, userns_fd;
+};
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+
+/* The sandbox user, as seen inside. */
+#define SBX_UID 1000
+#define SBX_GID 1000
+
+/* The agent, embedded at build time (see embed.S). */
+extern const unsigned char agent_blob_start[], agent_blob_end[];
+
+enum op_kind { OP_MOUNT, OP_SETATTR };
+
+struct op {
+	enum op_kind kind;
+	const char *src, *dst, *fstype, *data;
+	unsigned long flags;   /* mount flags, or MOUNT_ATTR_* for OP_SETATTR */
+	bool recursive;        /* OP_SETATTR */
+	bool optional;         /* failure is not fatal (host file that may vanish) */
+};
+
+#define MAX_OPS 160
+#define ARENA 32768
+
+/* Everything the child needs, prepared before clone. */
+struct plan {
+	struct op ops[MAX_OPS];
+	size_t nops;
+	char arena[ARENA];
+	size_t used;
+	const char *root;
+	bool new_net;
+	bool setgroups;        /* running as root: clear supplementary groups */
+	struct ifreq lo;
+	int sync_fd, err_fd, ctl_fd, agent_fd;
+	char *const *argv;
+};
+
+/* What the child reports through err_fd when a step fails. */
+struct child_err {
+	int step;              /* index into ops, or a negative step below */
+	int err;
+};
+enum { STEP_SYNC = -1, STEP_HOSTNAME = -2, STEP_LO = -3, STEP_PIVOT = -4, STEP_IDS = -5,
+       STEP_PRCTL = -6, STEP_FDS = -7, STEP_EXEC = -8 };
+
+struct inst {
+	pid_t pid;             /* the agent, PID 1 of the sandbox; 0 when none */
+	struct agentlink link;
+	struct cgroup cg;
+};
+
+struct local {
+	char state[PATH_MAX];  /* the state folder */
+	char dir[PATH_MAX];    /* this sandbox's folder */
+	char ws[PATH_MAX];     /* its workspace */
+	int lock_fd;
+	int agent_fd;          /* sealed memfd with the agent */
+	struct filter filter;
+	struct inst main;
+	unsigned seq;
+	uid_t host_uid;        /* what the sandbox user is on the host */
+	gid_t host_gid;
+	bool as_root;
+};
+
+/* ---------------------------------------------------------------- plan building */
+
+/* snprintf for paths: 0, or -1 when the result does not fit (state_dir keeps them short). */
+static int path_fmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int path_fmt(char *buf, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vsnprintf(buf, n, fmt, ap);
+	va_end(ap);
+	return r < 0 || (size_t)r >= n ? -1 : 0;
+}
+
+static const char *plan_str(struct plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static const char *plan_str(struct plan *p, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(p->arena + p->used, ARENA - p->used, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= ARENA - p->used)
+		return NULL;
+	const char *s = p->arena + p->used;
+	p->used += (size_t)n + 1;
+	return s;
+}
+
+static struct op *plan_op(struct plan *p, enum op_kind kind, const char *src, const char *dst)
+{
+	if (p->nops >= MAX_OPS || !dst)
+		return NULL;
+	struct op *o = &p->ops[p->nops++];
+	memset(o, 0, sizeof *o);
+	o->kind = kind;
+	o->src = src;
+	o->dst = dst;
+	return o;
+}
+
+static int plan_mount(struct plan *p, const char *src, const char *dst, const char *fstype,
+		      unsigned long flags, const char *data)
+{
+	struct op *o = plan_op(p, OP_MOUNT, src, dst);
+	if (!o)
+		return -1;
+	o->fstype = fstype;
+	o->flags = flags;
+	o->data = data;
+	return 0;
+}
+
+static int plan_setattr(struct plan *p, const char *dst, unsigned long attrs, bool recursive)
+{
+	struct op *o = plan_op(p, OP_SETATTR, NULL, dst);
+	if (!o)
+		return -1;
+	o->flags = attrs;
+	o->recursive = recursive;
+	return 0;
+}
+
+/*
+ * The skeleton of the root is made on the host, before clone: inside a user namespace that
+ * maps only the sandbox user, the child could not create inodes as itself. Idempotent, so
+ * every sandbox process tree of one sandbox shares it.
+ */
+static int prep_dir(const char *path)
+{
+	return mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int prep_file(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static int prep_link(const char *target, const char *path)
+{
+	return symlink(target, path) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Binds a host path at `inside` under the root, making its mount point first. Missing host
+ * paths are skipped. */
+static int plan_bind(struct plan *p, const char *host, const char *inside, bool optional)
+{
+	struct stat st;
+	if (stat(host, &st) < 0)
+		return 0;
+	const char *dst = plan_str(p, "%s%s", p->root, inside);
+	const char *src = plan_str(p, "%s", host);
+	if (!dst || !src || (S_ISDIR(st.st_mode) ? prep_dir(dst) : prep_file(dst)) < 0)
+		return -1;
+	struct op *o = plan_op(p, OP_MOUNT, src, dst);
+	if (!o)
+		return -1;
+	o->flags = MS_BIND | MS_REC;
+	o->optional = optional;
+	return 0;
+}
+
+/* Host /etc entries the sandbox sees (read-only). Nothing secret: no shadow, no ssh, no sudo. */
+static const char *const etc_allow[] = {
+	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "alternatives", "ssl",
+	"ca-certificates", "ca-certificates.conf", "pki", "mime.types", "python3", "python3.11",
+	"python3.12", "python3.13", "bash.bashrc", "profile", "inputrc", "protocols", "services",
+	"os-release", "debian_version", "gai.conf", "host.conf", "nsswitch.conf", "fonts",
+	"matplotlibrc", "magic", "locale.alias", "locale.conf", "environment",
+};
+
+/* The read-only part: the root itself, /usr, the top-level links, a chosen /etc. */
+static int plan_build(struct plan *p, bool net, const char *gen_etc)
+{
+	const char *R = p->root;
+	static const char *const dirs[] = {"", "/usr", "/etc", "/workspace", "/tmp", "/proc", "/dev", "/dev/shm"};
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		char d[PATH_MAX];
+		if (path_fmt(d, sizeof d, "%s%s", R, dirs[i]) < 0 || prep_dir(d) < 0)
+			return -1;
+	}
+	static const char *const links[][2] = {{"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"},
+					       {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"}};
+	for (size_t i = 0; i < 4; i++) {
+		char d[PATH_MAX];
+		if (path_fmt(d, sizeof d, "%s/dev/%s", R, links[i][1]) < 0 || prep_link(links[i][0], d) < 0)
+			return -1;
+	}
+	/* The root becomes a mount of its own (pivot_root needs one), private to this namespace. */
+	if (plan_mount(p, NULL, plan_str(p, "/"), NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    plan_mount(p, R, R, NULL, MS_BIND, NULL) < 0)
+		return -1;
+	/* The top-level links of a merged-/usr system, or bind mounts where they are folders. */
+	static const char *const top[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
+	for (size_t i = 0; i < sizeof top / sizeof top[0]; i++) {
+		struct stat st;
+		char target[PATH_MAX], d[PATH_MAX];
+		if (lstat(top[i], &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			ssize_t n = readlink(top[i], target, sizeof target - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			if (path_fmt(d, sizeof d, "%s%s", R, top[i]) < 0 || prep_link(target, d) < 0)
+				return -1;
+		} else if (S_ISDIR(st.st_mode) && plan_bind(p, top[i], top[i], false) < 0) {
+			return -1;
+		}
+	}
+	if (plan_mount(p, "/usr", plan_str(p, "%s/usr", R), NULL, MS_BIND | MS_REC, NULL) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof etc_allow / sizeof etc_allow[0]; i++) {
+		char host[PATH_MAX];
+		path_fmt(host, sizeof host, "/etc/%s", etc_allow[i]);
+		if (plan_bind(p, host, host, true) < 0)
+			return -1;
+	}
+	static const char *const gen[] = {"passwd", "group", "hosts", "hostname"};
+	for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++) {
+		char host[PATH_MAX], inside[64];
+		if (path_fmt(host, sizeof host, "%s/%s", gen_etc, gen[i]) < 0)
+			return -1;
+		snprintf(inside, sizeof inside, "/etc/%s", gen[i]);
+		if (plan_bind(p, host, inside, false) < 0)
+			return -1;
+	}
+	if (net && plan_bind(p, "/etc/resolv.conf", "/etc/resolv.conf", true) < 0)
+		return -1;
+	return 0;
+}
+
+/* Seals the read-only part, then adds the device nodes and the writable mounts. */
+static int plan_finish(struct plan *p, const char *ws, const char *wheelhouse, uint64_t tmp_size)
+{
+	const char *R = p->root;
+	if (*wheelhouse && plan_bind(p, wheelhouse, "/wheelhouse", false) < 0)
+		return -1;
+	if (plan_setattr(p, R, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true) < 0)
+		return -1;
+	/* A few harmless device nodes, bound from the host (a user namespace cannot mknod). */
+	static const char *const nodes[] = {"null", "zero", "full", "random", "urandom"};
+	for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+		char host[64];
+		snprintf(host, sizeof host, "/dev/%s", nodes[i]);
+		if (plan_bind(p, host, host, false) < 0)
+			return -1;
+	}
+	const char *tmpopt = plan_str(p, "size=%llu,mode=1777", (unsigned long long)tmp_size);
+	if (plan_mount(p, "tmpfs", plan_str(p, "%s/dev/shm", R), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, tmpopt) < 0)
+		return -1;
+	const char *wsd = plan_str(p, "%s/workspace", R);
+	if (plan_mount(p, plan_str(p, "%s", ws), wsd, NULL, MS_BIND, NULL) < 0 ||
+	    plan_setattr(p, wsd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
+		return -1;
+	if (plan_mount(p, "tmpfs", plan_str(p, "%s/tmp", R), "tmpfs", MS_NOSUID | MS_NODEV, tmpopt) < 0)
+		return -1;
+	if (plan_mount(p, "proc", plan_str(p, "%s/proc", R), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return -1;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- the child */
+
+static void child_fail(const struct plan *p, int step)
+{
+	struct child_err ce = {step, errno};
+	(void)!write(p->err_fd, &ce, sizeof ce);
+	_exit(127);
+}
+
+static int run_op(const struct op *o)
+{
+	if (o->kind == OP_MOUNT)
+		return mount(o->src, o->dst, o->fstype, o->flags, o->data);
+	struct mount_attr a = {.attr_set = o->flags};
+	return (int)syscall(SYS_mount_setattr, AT_FDCWD, o->dst, o->recursive ? AT_RECURSIVE : 0, &a, sizeof a);
+}
+
+/* Runs in the cloned child. Only system calls on prepared data. Never returns. */
+static void child_main(const struct plan *p)
+{
+	char c;
+	if (read(p->sync_fd, &c, 1) != 1)
+		child_fail(p, STEP_SYNC);
+	if (sethostname("sandbox", 7) < 0)
+		child_fail(p, STEP_HOSTNAME);
+	for (size_t i = 0; i < p->nops; i++)
+		if (run_op(&p->ops[i]) < 0 && !p->ops[i].optional)
+			child_fail(p, (int)i);
+	if (p->new_net) {
+		struct ifreq ifr = p->lo;
+		int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+			child_fail(p, STEP_LO);
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+			child_fail(p, STEP_LO);
+		close(s);
+	}
+	if (chdir(p->root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
+	    chdir("/") < 0)
+		child_fail(p, STEP_PIVOT);
+	/* Drop every capability for good, then become the sandbox user. */
+	for (int cap = 0; cap <= 63; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			child_fail(p, STEP_IDS);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		child_fail(p, STEP_IDS);
+	if (p->setgroups && setgroups(0, NULL) < 0)
+		child_fail(p, STEP_IDS);
+	if (setresgid(SBX_GID, SBX_GID, SBX_GID) < 0 || setresuid(SBX_UID, SBX_UID, SBX_UID) < 0)
+		child_fail(p, STEP_IDS);
+	/* After the credential change: commit_creds clears the parent-death signal. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		child_fail(p, STEP_PRCTL);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(p->ctl_fd, 3) < 0)
+		child_fail(p, STEP_FDS);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	syscall(SYS_execveat, p->agent_fd, "", p->argv, (char *const[]){NULL}, AT_EMPTY_PATH);
+	child_fail(p, STEP_EXEC);
+}
+
+/* ---------------------------------------------------------------- host side */
+
+static int write_str(const char *path, const char *s, struct err *e)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_sys(e, "open %s", path);
+	ssize_t n = write(fd, s, strlen(s));
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	if (n != (ssize_t)strlen(s))
+		return err_sys(e, "write %s", path);
+	return 0;
+}
+
+static int write_file(const char *path, const char *s, struct err *e)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return err_sys(e, "create %s", path);
+	ssize_t n = write(fd, s, strlen(s));
+	close(fd);
+	if (n != (ssize_t)strlen(s))
+		return err_set(e, "write %s failed", path);
+	return 0;
+}
+
+static const char *step_name(const struct plan *p, int step, char *buf, size_t n)
+{
+	switch (step) {
+	case STEP_SYNC: return "waiting for the server";
+	case STEP_HOSTNAME: return "setting the hostname";
+	case STEP_LO: return "bringing up loopback";
+	case STEP_PIVOT: return "switching to the sandbox root";
+	case STEP_IDS: return "dropping privileges";
+	case STEP_PRCTL: return "setting no_new_privs";
+	case STEP_FDS: return "setting up file descriptors";
+	case STEP_EXEC: return "starting sandbox-agent";
+	}
+	if (step >= 0 && (size_t)step < p->nops) {
+		const struct op *o = &p->ops[step];
+		snprintf(buf, n, "%s %s", o->kind == OP_MOUNT ? "mounting" : o->kind == OP_SETATTR ? "sealing" : "preparing",
+			 o->dst + (strncmp(o->dst, p->root, strlen(p->root)) ? 0 : strlen(p->root)));
+		return buf;
+	}
+	return "setting up";
+}
+
+static int agent_memfd(struct err *e)
+{
+	int fd = memfd_create("sandbox-agent", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+	if (fd < 0 && errno == EINVAL)
+		fd = memfd_create("sandbox-agent", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return err_sys(e, "memfd_create");
+	size_t len = (size_t)(agent_blob_end - agent_blob_start);
+	const unsigned char *p = agent_blob_start;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n <= 0) {
+			close(fd);
+			return err_sys(e, "writing sandbox-agent");
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (fchmod(fd, 0555) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+		close(fd);
+		return err_sys(e, "sealing sandbox-agent");
+	}
+	return fd;
+}
+
+static void inst_kill(struct inst *in)
+{
+	if (in->pid > 0) {
+		kill(in->pid, SIGKILL);
+		while (waitpid(in->pid, NULL, __WALL) < 0 && errno == EINTR)
+			;
+		in->pid = 0;
+	}
+	agentlink_close(&in->link);
+	cgroup_destroy(&in->cg);
+}
+
+/* Starts a sandbox process tree on L's workspace; `net` shares the host's network. */
+static int inst_spawn(struct backend *b, struct inst *in, bool net, struct err *e)
+{
+	struct local *L = b->priv;
+	const struct config *cfg = b->cfg;
+	int rc = -1, sv[2] = {-1, -1}, syncp[2] = {-1, -1}, errp[2] = {-1, -1};
+	struct plan *p = calloc(1, sizeof *p);
+	char gen[PATH_MAX], root[PATH_MAX], name[96];
+	memset(in, 0, sizeof *in);
+	in->link.fd = -1;
+	if (!p)
+		return err_set(e, "out of memory");
+	path_fmt(gen, sizeof gen, "%s/etc", L->dir);
+	path_fmt(root, sizeof root, "%s/root", L->dir);
+	p->root = root;
+	p->new_net = !net;
+	p->setgroups = L->as_root;
+	snprintf(p->lo.ifr_name, IFNAMSIZ, "lo");
+	static char *const argv[] = {"sandbox-agent", "--fd", "3", NULL};
+	p->argv = argv;
+	if (plan_build(p, net, gen) < 0 || plan_finish(p, L->ws, cfg->wheelhouse, cfg->tmp_size) < 0) {
+		err_set(e, "the sandbox's mount plan is too large");
+		goto out;
+	}
+	/* The child's fds sit high so that dup2 onto 0, 1 and 3 cannot clobber one of them. */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(syncp, O_CLOEXEC) < 0 ||
+	    pipe2(errp, O_CLOEXEC) < 0) {
+		err_sys(e, "socketpair/pipe");
+		goto out;
+	}
+	p->sync_fd = fcntl(syncp[0], F_DUPFD_CLOEXEC, 64);
+	p->err_fd = fcntl(errp[1], F_DUPFD_CLOEXEC, 64);
+	p->ctl_fd = fcntl(sv[1], F_DUPFD_CLOEXEC, 64);
+	p->agent_fd = fcntl(L->agent_fd, F_DUPFD_CLOEXEC, 64);
+	if (p->sync_fd < 0 || p->err_fd < 0 || p->ctl_fd < 0 || p->agent_fd < 0) {
+		err_sys(e, "dup");
+		goto close_high;
+	}
+	snprintf(name, sizeof name, "sandbox-mcp-%d-%s-%u", (int)getpid(), b->sandbox_id, ++L->seq);
+	cgroup_create(&in->cg, name, cfg->memory, cfg->pids, cfg->cpus);
+
+	unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+			      CLONE_NEWCGROUP | (net ? 0 : CLONE_NEWNET) | SIGCHLD;
+	pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
+	if (pid < 0) {
+		err_sys(e, "creating the sandbox namespaces");
+		goto close_high;
+	}
+	if (pid == 0)
+		child_main(p);
+	in->pid = pid;
+
+	char path[64], map[64];
+	snprintf(map, sizeof map, "%d %u 1\n", SBX_UID, (unsigned)L->host_uid);
+	path_fmt(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+	if (write_str(path, map, e) < 0)
+		goto fail;
+	if (!L->as_root) {
+		path_fmt(path, sizeof path, "/proc/%d/setgroups", (int)pid);
+		if (write_str(path, "deny", e) < 0)
+			goto fail;
+	}
+	snprintf(map, sizeof map, "%d %u 1\n", SBX_GID, (unsigned)L->host_gid);
+	path_fmt(path, sizeof path, "/proc/%d/gid_map", (int)pid);
+	if (write_str(path, map, e) < 0 || cgroup_attach(&in->cg, pid, e) < 0)
+		goto fail;
+	if (write(syncp[1], "x", 1) != 1) {
+		err_sys(e, "starting the sandbox");
+		goto fail;
+	}
+	close(p->sync_fd); close(p->err_fd); close(p->ctl_fd); close(p->agent_fd);
+	p->sync_fd = p->err_fd = p->ctl_fd = p->agent_fd = -1;
+	close(errp[1]);
+	errp[1] = -1;
+	close(sv[1]);
+	sv[1] = -1;
+	struct child_err ce;
+	ssize_t n;
+	do
+		n = read(errp[0], &ce, sizeof ce);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof ce) {
+		char buf[PATH_MAX];
+		err_set(e, "building the sandbox failed while %s: %s", step_name(p, ce.step, buf, sizeof buf),
+			strerror(ce.err));
+		goto fail;
+	}
+	int fd = sv[0];
+	sv[0] = -1;
+	if (agentlink_open(&in->link, fd, 10000, e) != 0 ||
+	    agentlink_filter(&in->link, L->filter.bpf, L->filter.len, e) != 0)
+		goto fail;
+	rc = 0;
+	goto out;
+fail:
+	inst_kill(in);
+	goto out;
+close_high:
+	cgroup_destroy(&in->cg);
+out:
+	for (int *fdp = &p->sync_fd; fdp <= &p->agent_fd; fdp++)
+		if (*fdp > 0)
+			close(*fdp);
+	int fds[] = {sv[0], sv[1], syncp[0], syncp[1], errp[0], errp[1]};
+	for (size_t i = 0; i < 6; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(p);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- state folder */
+
+static int state_dir(const struct config *cfg, char *out, size_t n, struct err *e)
+{
+	const char *t = getenv("TMPDIR");
+	if ((cfg->state_dir[0] ? path_fmt(out, n, "%s", cfg->state_dir)
+			       : path_fmt(out, n, "%s/sandbox-mcp-%u", t && *t ? t : "/tmp", (unsigned)geteuid())) < 0)
+		return err_set(e, "the state folder's path is too long");
+	if (strlen(out) > PATH_MAX - 256)
+		return err_set(e, "the state folder's path is too long");
+	if (mkdir(out, 0700) < 0 && errno != EEXIST)
+		return err_sys(e, "creating %s", out);
+	struct stat st;
+	if (lstat(out, &st) < 0)
+		return err_sys(e, "%s", out);
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return err_set(e, "%s must be a folder owned by uid %u and writable by it alone", out,
+			       (unsigned)geteuid());
+	return 0;
+}
+
+/* Removes sandboxes left by servers that died: their locks are free. */
+static void reap_leftovers(const char *state)
+{
+	DIR *d = opendir(state);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "local-", 6) != 0)
+			continue;
+		char path[PATH_MAX];
+		path_fmt(path, sizeof path, "%s/%s/kept", state, de->d_name);
+		if (access(path, F_OK) == 0)
+			continue;
+		path_fmt(path, sizeof path, "%s/%s/lock", state, de->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			close(fd);
+			continue; /* a live server's */
+		}
+		path_fmt(path, sizeof path, "%s/%s", state, de->d_name);
+		if (tree_remove(path) == 0)
+			log_msg(LOG_INFO, "removed %s, left by a server that is gone", path);
+		if (fd >= 0)
+			close(fd);
+	}
+	closedir(d);
+}
+
+/* ---------------------------------------------------------------- ops */
+
+static int read_sysctl(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	int v = -1;
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static int local_probe(struct backend *b, struct err *e)
+{
+	(void)b;
+	if (read_sysctl("/proc/sys/user/max_user_namespaces") == 0)
+		return err_set(e, "user namespaces are disabled (user.max_user_namespaces=0); "
+				  "enable them: sysctl -w user.max_user_namespaces=15000");
+	if (geteuid() != 0 && read_sysctl("/proc/sys/kernel/unprivileged_userns_clone") == 0)
+		return err_set(e, "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0); "
+				  "enable them: sysctl -w kernel.unprivileged_userns_clone=1");
+	/* A real attempt: AppArmor may allow the namespace but take its capabilities away. */
+	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (pid < 0)
+		return err_sys(e, "cannot create user namespaces");
+	if (pid == 0)
+		_exit(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 ? 0 : 1);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		if (read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1)
+			return err_set(e, "AppArmor restricts unprivileged user namespaces "
+					  "(kernel.apparmor_restrict_unprivileged_userns=1); allow them for this "
+					  "binary alone: install backends/local/apparmor.profile as "
+					  "/etc/apparmor.d/sandbox-mcp (make install-apparmor)");
+		return err_set(e, "user namespaces here get no mount rights");
+	}
+	return 0;
+}
+
+static int local_start(struct backend *b, struct err *e)
+{
+	struct local *L = b->priv;
+	const struct config *cfg = b->cfg;
+	L->lock_fd = L->agent_fd = -1;
+	L->main.link.fd = -1;
+	L->as_root = geteuid() == 0;
+	L->host_uid = L->as_root ? (uid_t)cfg->sandbox_uid : geteuid();
+	L->host_gid = L->as_root ? (gid_t)cfg->sandbox_uid : getegid();
+	if (state_dir(cfg, L->state, sizeof L->state, e) < 0)
+		return -1;
+	reap_leftovers(L->state);
+
+	unsigned char rnd[4];
+	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
+		return err_sys(e, "getrandom");
+	snprintf(b->sandbox_id, sizeof b->sandbox_id, "local-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
+	path_fmt(L->dir, sizeof L->dir, "%s/%s", L->state, b->sandbox_id);
+	path_fmt(L->ws, sizeof L->ws, "%s/workspace", L->dir);
+	if (mkdir(L->dir, 0700) < 0)
+		return err_sys(e, "creating %s", L->dir);
+	char path[PATH_MAX + 32];
+	path_fmt(path, sizeof path, "%s/lock", L->dir);
+	L->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (L->lock_fd < 0 || flock(L->lock_fd, LOCK_EX | LOCK_NB) < 0)
+		return err_sys(e, "locking %s", path);
+	path_fmt(path, sizeof path, "%s/root", L->dir);
+	if (mkdir(path, 0755) < 0 || mkdir(L->ws, 0755) < 0 || chown(L->ws, L->host_uid, L->host_gid) < 0)
+		return err_sys(e, "creating the workspace in %s", L->dir);
+	path_fmt(path, sizeof path, "%s/etc", L->dir);
+	if (mkdir(path, 0755) < 0)
+		return err_sys(e, "creating %s", path);
+	static const char *const files[][2] = {
+		{"passwd", "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+			   "sandbox:x:1000:1000:sandbox:/workspace:/bin/bash\n"
+			   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"},
+		{"group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"},
+		{"hosts", "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
+		{"hostname", "sandbox\n"},
+	};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		path_fmt(path, sizeof path, "%s/etc/%s", L->dir, files[i][0]);
+		if (write_file(path, files[i][1], e) < 0)
+			return -1;
+	}
+	if (cfg->wheelhouse[0] && access(cfg->wheelhouse, R_OK | X_OK) < 0)
+		return err_sys(e, "wheelhouse %s", cfg->wheelhouse);
+	if (filter_build(&L->filter, e) < 0)
+		return -1;
+	if ((L->agent_fd = agent_memfd(e)) < 0)
+		return -1;
+	return inst_spawn(b, &L->main, cfg->network == NET_ALL, e);
+}
+
+static void call_limits(const struct backend *b, const struct inst *in, const struct run_req *rq,
+			struct agentlink_limits *lim)
+{
+	const struct config *cfg = b->cfg;
+	int64_t left = rq->deadline_ms - clock_ms();
+	lim->open_files = cfg->open_files;
+	lim->file_size = cfg->file_size;
+	lim->cpu_s = (uint64_t)(left > 0 ? left : 0) / 1000 + 2;
+	lim->nproc = in->cg.on[CG_PIDS] ? 0 : cfg->pids;
+	lim->as = in->cg.on[CG_MEMORY] ? 0 : cfg->memory;
+	lim->spill_max = cfg->spill_max;
+}
+
+static int local_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e)
+{
+	struct local *L = b->priv;
+	struct agentlink_limits lim;
+	if (L->main.pid <= 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	/* The install step alone gets the network, in a sandbox of its own on the same workspace. */
+	if (rq->network && b->cfg->network == NET_INSTALL) {
+		struct inst net;
+		int rc = inst_spawn(b, &net, true, e);
+		if (rc < 0)
+			return -1;
+		call_limits(b, &net, rq, &lim);
+		rc = agentlink_run(&net.link, rq, &lim, rs, e);
+		inst_kill(&net);
+		return rc == BACKEND_LOST ? -1 : rc;
+	}
+	call_limits(b, &L->main, rq, &lim);
+	int rc = agentlink_run(&L->main.link, rq, &lim, rs, e);
+	if (rc == BACKEND_LOST) {
+		/* Tell a dead sandbox from a broken call: the agent's exit says which. */
+		inst_kill(&L->main);
+	}
+	return rc;
+}
+
+static void local_destroy(struct backend *b, bool shutdown)
+{
+	struct local *L = b->priv;
+	inst_kill(&L->main);
+	filter_free(&L->filter);
+	if (L->agent_fd > 0)
+		close(L->agent_fd);
+	L->agent_fd = -1;
+	if (L->dir[0]) {
+		char path[PATH_MAX + 16];
+		if (shutdown && b->cfg->keep) {
+			path_fmt(path, sizeof path, "%s/kept", L->dir);
+			int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+			if (fd >= 0)
+				close(fd);
+			log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, L->ws);
+		} else if (tree_remove(L->dir) < 0) {
+			log_msg(LOG_WARNING, "could not remove %s: %s", L->dir, strerror(errno));
+		}
+		L->dir[0] = '\0';
+	}
+	if (L->lock_fd > 0)
+		close(L->lock_fd);
+	L->lock_fd = -1;
+}
+
+static void local_report(struct backend *b, FILE *f)
+{
+	struct local *L = b->priv;
+	const struct config *cfg = b->cfg;
+	const struct cgroup *cg = &L->main.cg;
+	char sz[32];
+	const char *m;
+	fprintf(f, "    isolation   user, mount, pid, ipc, uts, cgroup%s namespaces; seccomp filter (%u rules); "
+		   "no_new_privs; no capabilities\n",
+		cfg->network == NET_ALL ? "" : ", network", L->filter.rules);
+	fprintf(f, "    user        sandbox (uid %d inside, host uid %u)\n", SBX_UID, (unsigned)L->host_uid);
+	fprintf(f, "    network     %s\n", cfg->network == NET_NONE ? "none (loopback only)"
+				     : cfg->network == NET_INSTALL ? "loopback only; package installs use the host's network"
+								   : "the host's network");
+	m = cgroup_mechanism(cg, CG_MEMORY);
+	fprintf(f, "    memory      %-10s %s\n", config_fmt_size(cfg->memory, sz, sizeof sz),
+		m ? m : "per process only (RLIMIT_AS): no cgroup memory controller here");
+	m = cgroup_mechanism(cg, CG_PIDS);
+	fprintf(f, "    processes   %-10llu %s\n", (unsigned long long)cfg->pids,
+		m ? m : "per user (RLIMIT_NPROC): no cgroup pids controller here");
+	m = cgroup_mechanism(cg, CG_CPU);
+	fprintf(f, "    cpus        %-10g %s\n", cfg->cpus, m ? m : "NOT enforced: no cgroup cpu controller here");
+	if (!m || !cgroup_mechanism(cg, CG_MEMORY) || !cgroup_mechanism(cg, CG_PIDS))
+		fprintf(f, "                (%s)\n", cg->why);
+	fprintf(f, "    open files  %-10llu rlimit (RLIMIT_NOFILE)\n", (unsigned long long)cfg->open_files);
+	fprintf(f, "    file size   %-10s rlimit (RLIMIT_FSIZE)\n", config_fmt_size(cfg->file_size, sz, sizeof sz));
+	fprintf(f, "    cpu time    %-10s rlimit (RLIMIT_CPU), the call's timeout\n", "per call");
+	fprintf(f, "    /tmp        %-10s tmpfs size\n", config_fmt_size(cfg->tmp_size, sz, sizeof sz));
+	fprintf(f, "    workspace   %s\n", L->ws);
+}
+
+const struct backend_ops local_backend_ops = {
+	.name = "local",
+	.priv_size = sizeof(struct local),
+	.probe = local_probe,
+	.start = local_start,
+	.run = local_run,
+	.destroy = local_destroy,
+	.report = local_report,
+};

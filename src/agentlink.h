@@ -1,0 +1,42 @@
+/*
+ * The server's side of a connection to sandbox-agent (agent/proto.h). A backend that runs the
+ * agent (local, Docker) hands it the connected socket and calls these; they block the calling
+ * thread. Every wait is bounded: an agent that stops answering is reported as BACKEND_LOST.
+ */
+#ifndef SANDBOX_AGENTLINK_H
+#define SANDBOX_AGENTLINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../backends/backend.h"
+#include "err.h"
+
+struct agentlink {
+	int fd;           /* owned; -1 when closed */
+};
+
+/* rlimits applied to each call's processes. */
+struct agentlink_limits {
+	uint64_t open_files, file_size, cpu_s;
+	uint64_t nproc;   /* 0: not set (a pids cgroup bounds processes) */
+	uint64_t as;      /* 0: not set (a memory cgroup bounds memory) */
+	uint64_t spill_max;
+};
+
+/* Takes ownership of fd and waits up to timeout_ms for the agent's greeting. */
+int agentlink_open(struct agentlink *l, int fd, int timeout_ms, struct err *e);
+
+/* Installs the seccomp filter (struct sock_filter[], len bytes) in the agent. */
+int agentlink_filter(struct agentlink *l, const void *bpf, size_t len, struct err *e);
+
+/* Writes a file inside the sandbox, as the sandbox user. */
+int agentlink_put(struct agentlink *l, const struct run_file *f, struct err *e);
+
+/* Writes rq->files, then runs rq to its end (see backend.h). 0, -1, BACKEND_LOST. */
+int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim,
+		  struct run_res *rs, struct err *e);
+
+void agentlink_close(struct agentlink *l);
+
+#endif

@@ -1,0 +1,304 @@
+#include "cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const names[CG_N] = {"memory", "pids", "cpu"};
+
+static int write_file(const char *dir, const char *file, const char *val)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = write(fd, val, strlen(val));
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	return n == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+static int read_file(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	size_t r = fread(buf, 1, n - 1, f);
+	buf[r] = '\0';
+	fclose(f);
+	return 0;
+}
+
+static bool has_word(const char *list, const char *word, char sep)
+{
+	size_t n = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == sep) && (p[n] == sep || p[n] == '\0' || p[n] == '\n' || p[n] == ' '))
+			return true;
+	return false;
+}
+
+/* Our own cgroup path in the hierarchy holding `controller` ("" for v2's). */
+static int own_path(const char *controller, char *out, size_t n)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return -1;
+	char line[4096];
+	int rc = -1;
+	while (fgets(line, sizeof line, f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c2 = '\0';
+		line[strcspn(line, "\n")] = '\0';
+		c2[1 + strcspn(c2 + 1, "\n")] = '\0';
+		bool match = *controller ? has_word(c1 + 1, controller, ',') : (c1[1] == '\0' && !strcmp(line, "0"));
+		if (match) {
+			snprintf(out, n, "%s", c2 + 1);
+			rc = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Mount point and root of the hierarchy: v1 with `controller`, or v2 when controller is "". */
+static int find_mount(const char *controller, char *mnt, char *root, size_t n)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -1;
+	char line[4096];
+	int rc = -1;
+	while (fgets(line, sizeof line, f)) {
+		char r[PATH_MAX], m[PATH_MAX];
+		if (sscanf(line, "%*s %*s %*s %4095s %4095s", r, m) != 2)
+			continue;
+		char *dash = strstr(line, " - ");
+		if (!dash)
+			continue;
+		char fstype[64], src[256], opts[1024];
+		if (sscanf(dash + 3, "%63s %255s %1023s", fstype, src, opts) != 3)
+			continue;
+		bool match = *controller ? !strcmp(fstype, "cgroup") && has_word(opts, controller, ',')
+					 : !strcmp(fstype, "cgroup2");
+		if (match) {
+			snprintf(mnt, n, "%s", m);
+			snprintf(root, n, "%s", r);
+			rc = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+static int hierarchy_dir(const char *controller, char *out, size_t n)
+{
+	char mnt[PATH_MAX], root[PATH_MAX], own[PATH_MAX];
+	if (find_mount(controller, mnt, root, sizeof mnt) < 0 || own_path(controller, own, sizeof own) < 0)
+		return -1;
+	const char *rel = own;
+	size_t rl = strlen(root);
+	if (strcmp(root, "/") && !strncmp(own, root, rl))
+		rel = own + rl;
+	if (!strcmp(rel, "/"))
+		rel = "";
+	if ((size_t)snprintf(out, n, "%s%s", mnt, rel) >= n)
+		return -1;
+	return 0;
+}
+
+static void limit_values(int c, uint64_t memory, uint64_t pids, double cpus, int version, char *val, size_t n)
+{
+	switch (c) {
+	case CG_MEMORY:
+		snprintf(val, n, "%llu", (unsigned long long)memory);
+		break;
+	case CG_PIDS:
+		snprintf(val, n, "%llu", (unsigned long long)pids);
+		break;
+	default:
+		if (version == 2)
+			snprintf(val, n, "%lld 100000", (long long)(cpus * 100000));
+		else
+			snprintf(val, n, "%lld", (long long)(cpus * 100000));
+	}
+}
+
+static bool try_v1(struct cgroup *cg, const char *name, uint64_t memory, uint64_t pids, double cpus)
+{
+	bool any = false;
+	for (int c = 0; c < CG_N; c++) {
+		char base[PATH_MAX], val[64];
+		if (hierarchy_dir(names[c], base, sizeof base) < 0)
+			continue;
+		if ((size_t)snprintf(cg->dir[c], sizeof cg->dir[c], "%s/%s", base, name) >= sizeof cg->dir[c] ||
+		    (mkdir(cg->dir[c], 0755) < 0 && errno != EEXIST)) {
+			cg->dir[c][0] = '\0';
+			continue;
+		}
+		limit_values(c, memory, pids, cpus, 1, val, sizeof val);
+		int rc;
+		if (c == CG_MEMORY) {
+			rc = write_file(cg->dir[c], "memory.limit_in_bytes", val);
+			/* With swap accounting, the same bound for memory + swap (no swapping past it). */
+			char p[PATH_MAX + 32];
+			snprintf(p, sizeof p, "%s/memory.memsw.limit_in_bytes", cg->dir[c]);
+			if (rc == 0 && access(p, F_OK) == 0)
+				rc = write_file(cg->dir[c], "memory.memsw.limit_in_bytes", val);
+		} else if (c == CG_PIDS) {
+			rc = write_file(cg->dir[c], "pids.max", val);
+		} else {
+			rc = write_file(cg->dir[c], "cpu.cfs_period_us", "100000");
+			if (rc == 0)
+				rc = write_file(cg->dir[c], "cpu.cfs_quota_us", val);
+		}
+		if (rc < 0) {
+			rmdir(cg->dir[c]);
+			cg->dir[c][0] = '\0';
+			continue;
+		}
+		cg->on[c] = true;
+		any = true;
+	}
+	if (any)
+		cg->version = 1;
+	return any;
+}
+
+/*
+ * v2: a cgroup with processes cannot give controllers to children, so the server first moves
+ * itself into a leaf of its own cgroup, then enables the controllers below its cgroup.
+ */
+static bool try_v2(struct cgroup *cg, const char *name, uint64_t memory, uint64_t pids, double cpus)
+{
+	char base[PATH_MAX], buf[512], path[PATH_MAX + 64];
+	if (hierarchy_dir("", base, sizeof base) < 0)
+		return false;
+	snprintf(path, sizeof path, "%s/cgroup.controllers", base);
+	if (read_file(path, buf, sizeof buf) < 0)
+		return false;
+	static const char *const v2names[CG_N] = {"memory", "pids", "cpu"};
+	char enable[64] = "";
+	for (int c = 0; c < CG_N; c++)
+		if (has_word(buf, v2names[c], ' ')) {
+			strcat(enable, "+");
+			strcat(enable, v2names[c]);
+			strcat(enable, " ");
+		}
+	if (!enable[0]) {
+		snprintf(cg->why, sizeof cg->why, "no cgroup controllers delegated to %.200s", base);
+		return false;
+	}
+	snprintf(path, sizeof path, "%s/cgroup.subtree_control", base);
+	if (read_file(path, buf, sizeof buf) < 0)
+		return false;
+	bool enabled = true;
+	for (int c = 0; c < CG_N; c++)
+		if (strstr(enable, v2names[c]) && !has_word(buf, v2names[c], ' '))
+			enabled = false;
+	if (!enabled) {
+		char leaf[PATH_MAX + 64], pid[32];
+		snprintf(leaf, sizeof leaf, "%s/sandbox-mcp-server-%d", base, (int)getpid());
+		snprintf(pid, sizeof pid, "%d", (int)getpid());
+		if ((mkdir(leaf, 0755) < 0 && errno != EEXIST) || write_file(leaf, "cgroup.procs", pid) < 0 ||
+		    write_file(base, "cgroup.subtree_control", enable) < 0) {
+			snprintf(cg->why, sizeof cg->why, "cgroup %.150s is not delegated to us: %.60s", base, strerror(errno));
+			return false;
+		}
+	}
+	char dir[PATH_MAX];
+	if ((size_t)snprintf(dir, sizeof dir, "%s/%s", base, name) >= sizeof dir || (mkdir(dir, 0755) < 0 && errno != EEXIST))
+		return false;
+	static const char *const files[CG_N] = {"memory.max", "pids.max", "cpu.max"};
+	bool any = false;
+	for (int c = 0; c < CG_N; c++) {
+		char val[64];
+		limit_values(c, memory, pids, cpus, 2, val, sizeof val);
+		snprintf(cg->dir[c], sizeof cg->dir[c], "%s", dir);
+		if (write_file(dir, files[c], val) == 0) {
+			cg->on[c] = true;
+			any = true;
+		}
+	}
+	if (cg->on[CG_MEMORY])
+		(void)write_file(dir, "memory.swap.max", "0");
+	if (!any) {
+		rmdir(dir);
+		memset(cg->dir, 0, sizeof cg->dir);
+		return false;
+	}
+	cg->version = 2;
+	return true;
+}
+
+void cgroup_create(struct cgroup *cg, const char *name, uint64_t memory, uint64_t pids, double cpus)
+{
+	memset(cg, 0, sizeof *cg);
+	char mnt[PATH_MAX], root[PATH_MAX];
+	bool v1 = find_mount("memory", mnt, root, sizeof mnt) == 0 || find_mount("pids", mnt, root, sizeof mnt) == 0;
+	if (v1 && try_v1(cg, name, memory, pids, cpus))
+		goto done;
+	if (try_v2(cg, name, memory, pids, cpus))
+		goto done;
+done:
+	if (!cg->why[0] && (!cg->on[CG_MEMORY] || !cg->on[CG_PIDS] || !cg->on[CG_CPU]))
+		snprintf(cg->why, sizeof cg->why, "%s",
+			 geteuid() == 0 ? "the host does not offer these cgroup controllers to us"
+					: "cgroups are not delegated to this user");
+}
+
+int cgroup_attach(struct cgroup *cg, pid_t pid, struct err *e)
+{
+	char val[32];
+	snprintf(val, sizeof val, "%d", (int)pid);
+	for (int c = 0; c < CG_N; c++) {
+		if (!cg->on[c])
+			continue;
+		bool dup = false;
+		for (int d = 0; d < c; d++)
+			if (cg->on[d] && !strcmp(cg->dir[d], cg->dir[c]))
+				dup = true;
+		if (!dup && write_file(cg->dir[c], "cgroup.procs", val) < 0)
+			return err_sys(e, "moving the sandbox into %s", cg->dir[c]);
+	}
+	return 0;
+}
+
+void cgroup_destroy(struct cgroup *cg)
+{
+	for (int c = 0; c < CG_N; c++) {
+		if (!cg->dir[c][0])
+			continue;
+		/* The last processes may still be leaving the cgroup: retry for a short while. */
+		for (int i = 0; i < 100; i++) {
+			if (rmdir(cg->dir[c]) == 0 || errno == ENOENT)
+				break;
+			struct timespec ts = {0, 10 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
+		for (int d = c + 1; d < CG_N; d++)
+			if (!strcmp(cg->dir[d], cg->dir[c]))
+				cg->dir[d][0] = '\0';
+		cg->dir[c][0] = '\0';
+		cg->on[c] = false;
+	}
+	cg->version = 0;
+}
+
+const char *cgroup_mechanism(const struct cgroup *cg, int controller)
+{
+	if (!cg->on[controller])
+		return NULL;
+	return cg->version == 2 ? "cgroup v2" : "cgroup v1";
+}

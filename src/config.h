@@ -1,0 +1,53 @@
+/*
+ * Configuration: every option is a command-line flag and a SANDBOX_* environment variable;
+ * flags win over the environment, which wins over the defaults. The table in config.c is the
+ * single list of options; --help is printed from it.
+ */
+#ifndef SANDBOX_CONFIG_H
+#define SANDBOX_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "err.h"
+
+enum net_policy { NET_NONE, NET_INSTALL, NET_ALL };
+
+struct config {
+	char backend[16];        /* auto, or a backend's name */
+	double timeout_s;        /* default per-call timeout */
+	double max_timeout_s;    /* largest timeout_s a call may ask for */
+	uint64_t output_cap;     /* bytes kept per stream in a result */
+	uint64_t spill_max;      /* largest spill file per stream */
+	uint64_t memory;         /* bytes, whole sandbox */
+	double cpus;
+	uint64_t pids;
+	uint64_t open_files;
+	uint64_t file_size;
+	uint64_t tmp_size;
+	int network;             /* enum net_policy */
+	char wheelhouse[4096];   /* host folder of wheels; "" for none */
+	double idle_timeout_s;
+	uint64_t queue_max;      /* calls waiting behind the running one */
+	uint64_t max_message;    /* longest accepted input line, bytes */
+	bool keep;               /* keep the sandbox at shutdown */
+	char state_dir[4096];    /* where local workspaces live; "" for the default */
+	char python[256];        /* interpreter inside the sandbox */
+	int log_level;           /* enum log_level, for stderr */
+	uint64_t sandbox_uid;    /* host uid the sandbox user maps to when we run as root */
+};
+
+enum config_mode { MODE_SERVE, MODE_HELP, MODE_VERSION, MODE_CHECK };
+
+/* Fills cfg from defaults, the environment and argv. Returns the mode, or -1 with e set. */
+int config_load(struct config *cfg, int argc, char **argv, struct err *e);
+
+void config_usage(FILE *f);
+
+/* Human-readable size ("512 MiB") into buf; returns buf. */
+const char *config_fmt_size(uint64_t v, char *buf, size_t n);
+
+const char *config_net_name(int policy);
+
+#endif

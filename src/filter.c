@@ -1,0 +1,170 @@
+#include "filter.h"
+
+#include <errno.h>
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+/* Denied outright with EPERM. Names this architecture lacks are skipped. */
+static const char *const denied[] = {
+	/* other processes' memory */
+	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "process_madvise",
+	/* the mount table */
+	"mount", "umount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
+	"fsconfig", "fsmount", "fspick", "mount_setattr",
+	/* namespaces */
+	"unshare", "setns",
+	/* keyrings */
+	"keyctl", "add_key", "request_key",
+	/* kernel attack surface */
+	"bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
+	"io_uring_register", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+	"delete_module", "create_module", "get_kernel_syms", "query_module", "lookup_dcookie",
+	"open_by_handle_at", "name_to_handle_at", "fanotify_init", "nfsservctl", "uselib", "ustat",
+	"sysfs", "_sysctl", "iopl", "ioperm", "vm86", "vm86old",
+	/* host settings */
+	"acct", "quotactl", "quotactl_fd", "swapon", "swapoff", "reboot", "syslog", "vhangup",
+	"settimeofday", "stime", "clock_settime", "clock_adjtime", "adjtimex", "sethostname",
+	"setdomainname",
+	/* NUMA policy of the host's memory */
+	"mbind", "migrate_pages", "move_pages", "set_mempolicy", "set_mempolicy_home_node",
+};
+
+static const unsigned long ns_flags[] = {CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+					 CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP, CLONE_NEWTIME};
+
+/* Socket families code may use; every other one fails with EAFNOSUPPORT. */
+static int family_allowed(int af)
+{
+	return af == AF_UNIX || af == AF_INET || af == AF_INET6 || af == AF_NETLINK;
+}
+
+static int add(scmp_filter_ctx ctx, unsigned *n, uint32_t action, int nr, unsigned cnt,
+	       const struct scmp_arg_cmp *cmp, struct err *e)
+{
+	int rc = seccomp_rule_add_array(ctx, action, nr, cnt, cmp);
+	if (rc < 0) {
+		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+		err_set(e, "seccomp_rule_add(%s): %s", name ? name : "?", strerror(-rc));
+		free(name);
+		return -1;
+	}
+	(*n)++;
+	return 0;
+}
+
+static int build_rules(scmp_filter_ctx ctx, unsigned *n, struct err *e)
+{
+	for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) {
+		int nr = seccomp_syscall_resolve_name(denied[i]);
+		if (nr == __NR_SCMP_ERROR || nr < 0)
+			continue; /* not a syscall of this architecture */
+		if (add(ctx, n, SCMP_ACT_ERRNO(EPERM), nr, 0, NULL, e) < 0)
+			return -1;
+	}
+	/* clone3 passes its flags in memory a filter cannot read: make libc fall back to clone. */
+	int nr = seccomp_syscall_resolve_name("clone3");
+	if (nr >= 0 && add(ctx, n, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, e) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++) {
+		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]);
+		if (add(ctx, n, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, &c, e) < 0)
+			return -1;
+	}
+	/* Terminal injection: compare the low 32 bits only, as the kernel does. */
+	static const unsigned long ioctls[] = {TIOCSTI, TIOCLINUX};
+	for (size_t i = 0; i < 2; i++) {
+		struct scmp_arg_cmp c = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, ioctls[i]);
+		if (add(ctx, n, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &c, e) < 0)
+			return -1;
+	}
+	/* Socket families: every family number up to AF_MAX that is not allowed, and anything above. */
+	for (int af = 0; af < AF_MAX; af++) {
+		if (family_allowed(af))
+			continue;
+		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, (unsigned)af);
+		if (add(ctx, n, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, &c, e) < 0)
+			return -1;
+	}
+	struct scmp_arg_cmp above = SCMP_A0(SCMP_CMP_GE, AF_MAX);
+	if (add(ctx, n, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, &above, e) < 0)
+		return -1;
+	/* personality: no turning off address randomisation or making reads imply exec. */
+	static const unsigned long pers[] = {ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC};
+	for (size_t i = 0; i < 2; i++) {
+		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, pers[i], pers[i]);
+		if (add(ctx, n, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1, &c, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int filter_build(struct filter *f, struct err *e)
+{
+	int rc = -1, fd = -1;
+	memset(f, 0, sizeof *f);
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return err_set(e, "seccomp_init failed");
+	int r;
+	/* Only the native ABI: i386 (int 0x80) and x32 syscalls end the process. */
+	if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS)) < 0) {
+		err_set(e, "seccomp_attr_set(BADARCH): %s", strerror(-r));
+		goto out;
+	}
+	if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1)) < 0) {
+		err_set(e, "seccomp_attr_set(NNP): %s", strerror(-r));
+		goto out;
+	}
+	if (build_rules(ctx, &f->rules, e) < 0)
+		goto out;
+	fd = memfd_create("seccomp-bpf", MFD_CLOEXEC);
+	if (fd < 0) {
+		err_sys(e, "memfd_create");
+		goto out;
+	}
+	if ((r = seccomp_export_bpf(ctx, fd)) < 0) {
+		err_set(e, "seccomp_export_bpf: %s", strerror(-r));
+		goto out;
+	}
+	off_t len = lseek(fd, 0, SEEK_END);
+	if (len <= 0 || lseek(fd, 0, SEEK_SET) < 0) {
+		err_sys(e, "seccomp filter size");
+		goto out;
+	}
+	f->bpf = malloc((size_t)len);
+	if (!f->bpf) {
+		err_set(e, "out of memory");
+		goto out;
+	}
+	if (read(fd, f->bpf, (size_t)len) != len) {
+		err_sys(e, "reading the seccomp filter");
+		goto out;
+	}
+	f->len = (size_t)len;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	seccomp_release(ctx);
+	if (rc < 0)
+		filter_free(f);
+	return rc;
+}
+
+void filter_free(struct filter *f)
+{
+	free(f->bpf);
+	f->bpf = NULL;
+	f->len = 0;
+}

@@ -1,0 +1,139 @@
+/*
+ * sandbox-mcp: an MCP server over stdio that runs Python and shell code in a sandbox.
+ *
+ * Threads: this one reads stdin and answers what needs no sandbox (handshake, ping, lists,
+ * cancellations) at once; the engine's worker runs tool calls one at a time. stdout carries
+ * protocol only (rpc_write); logs go to stderr. SIGTERM, SIGINT and EOF on stdin shut down:
+ * the running call is killed, the sandbox removed, and the process exits within 2 s.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "../backends/backend.h"
+#include "config.h"
+#include "engine.h"
+#include "log.h"
+#include "mcp.h"
+#include "rpc.h"
+#include "sandbox.h"
+#include "tools.h"
+#include "version.h"
+
+#define SHUTDOWN_MS 1800
+
+static int serve(const struct config *cfg)
+{
+	struct err e = {""};
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	/* Blocked before any thread starts, so every thread inherits the mask. */
+	if (sigprocmask(SIG_BLOCK, &sigs, NULL) < 0)
+		return 1;
+	int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		log_msg(LOG_ERROR, "signalfd: %s", strerror(errno));
+		return 1;
+	}
+	struct engine *eng;
+	if (engine_start(&eng, cfg, &e) < 0) {
+		log_msg(LOG_ERROR, "%s", e.msg);
+		return 1;
+	}
+	struct mcp *m = mcp_new(cfg, eng);
+	struct rpc_reader rd;
+	if (!m || rpc_reader_init(&rd, STDIN_FILENO, cfg->max_message) < 0) {
+		log_msg(LOG_ERROR, "out of memory");
+		return 1;
+	}
+	log_msg(LOG_INFO, "sandbox-mcp %s ready (backend %s)", SANDBOX_MCP_VERSION, cfg->backend);
+	const char *why = "stdin closed";
+	for (;;) {
+		struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {sfd, POLLIN, 0}};
+		int r = poll(p, 2, 250);
+		if (r < 0 && errno != EINTR) {
+			why = "poll failed";
+			break;
+		}
+		if (r > 0 && p[1].revents) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+				why = strsignal((int)si.ssi_signo);
+			break;
+		}
+		if (r > 0 && p[0].revents) {
+			if (rpc_reader_fill(&rd) < 0) {
+				why = "stdin read error";
+				break;
+			}
+			const char *line;
+			size_t len;
+			enum rpc_read k;
+			while ((k = rpc_reader_next(&rd, &line, &len)) == RPC_LINE || k == RPC_TOO_LONG) {
+				if (k == RPC_TOO_LONG)
+					mcp_line_too_long(m);
+				else
+					mcp_handle_line(m, line, len);
+			}
+			if (k == RPC_EOF)
+				break;
+		}
+		if (rpc_output_closed()) {
+			why = "stdout closed";
+			break;
+		}
+		engine_tick(eng);
+	}
+	log_msg(LOG_INFO, "shutting down: %s", why);
+	int rc = engine_stop(eng, clock_ms() + SHUTDOWN_MS);
+	if (rc < 0) {
+		/* The sandbox dies with us: its init has the parent-death signal set. */
+		log_msg(LOG_ERROR, "the running call did not stop in time; exiting anyway");
+		_exit(1);
+	}
+	mcp_free(m);
+	rpc_reader_free(&rd);
+	tools_free();
+	close(sfd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct config cfg;
+	struct err e = {""};
+	int mode = config_load(&cfg, argc, argv, &e);
+	if (mode < 0) {
+		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);
+		return 2;
+	}
+	if (mode == MODE_HELP) {
+		config_usage(stdout);
+		return 0;
+	}
+	if (mode == MODE_VERSION) {
+		printf("sandbox-mcp %s\n", SANDBOX_MCP_VERSION);
+		return 0;
+	}
+	log_set_stderr_level(cfg.log_level);
+	signal(SIGPIPE, SIG_IGN);
+	if (tools_init(&cfg, &e) < 0) {
+		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);
+		return 1;
+	}
+	if (mode == MODE_CHECK) {
+		printf("sandbox-mcp %s on %s\n", SANDBOX_MCP_VERSION, geteuid() == 0 ? "root" : "an unprivileged user");
+		int rc = sandbox_check(&cfg, stdout);
+		tools_free();
+		return rc == 0 ? 0 : 1;
+	}
+	return serve(&cfg);
+}

@@ -1,0 +1,260 @@
+#include "mcp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "rpc.h"
+#include "tools.h"
+#include "version.h"
+
+static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+
+struct mcp {
+	const struct config *cfg;
+	struct engine *eng;
+	char version[16];   /* negotiated protocol revision; "" before initialize */
+};
+
+struct mcp *mcp_new(const struct config *cfg, struct engine *eng)
+{
+	struct mcp *m = calloc(1, sizeof *m);
+	if (m) {
+		m->cfg = cfg;
+		m->eng = eng;
+	}
+	return m;
+}
+
+void mcp_free(struct mcp *m)
+{
+	free(m);
+}
+
+static void send_log(int level, const char *msg)
+{
+	rpc_notify("notifications/message",
+		   json_pack("{s:s, s:s, s:s}", "level", log_level_name(level), "logger", "sandbox-mcp", "data", msg));
+}
+
+static json_t *initialize(struct mcp *m, json_t *params, int *code, const char **err)
+{
+	const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
+	if (!json_is_object(params) || !asked) {
+		*code = RPC_INVALID_PARAMS;
+		*err = "initialize needs params.protocolVersion";
+		return NULL;
+	}
+	const char *v = versions[0];
+	for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++)
+		if (!strcmp(asked, versions[i]))
+			v = versions[i];
+	snprintf(m->version, sizeof m->version, "%s", v);
+	json_t *info = json_pack("{s:s, s:s, s:s}", "name", "sandbox-mcp", "title", "Sandbox MCP", "version",
+				 SANDBOX_MCP_VERSION);
+	if (strcmp(v, "2025-06-18") < 0)
+		json_object_del(info, "title"); /* older revisions have no title here */
+	return json_pack("{s:s, s:{s:{s:b}, s:{}}, s:o, s:s}", "protocolVersion", v, "capabilities", "tools",
+			 "listChanged", 0, "logging", "serverInfo", info, "instructions",
+			 "Runs Python (execute_python) and shell commands (execute_bash_commands) in an isolated "
+			 "sandbox whose /workspace persists between calls until cleanup_sandbox. Calls run one at "
+			 "a time. Each call starts fresh processes: keep state in files.");
+}
+
+static void tools_call(struct mcp *m, json_t *id, json_t *params, struct rpc_batch *batch)
+{
+	const char *name = json_string_value(json_object_get(params, "name"));
+	if (!json_is_object(params) || !name) {
+		rpc_respond(batch, rpc_error(id, RPC_INVALID_PARAMS, "tools/call needs params.name", NULL));
+		return;
+	}
+	int tool = tools_find(name);
+	if (tool < 0) {
+		char msg[256];
+		snprintf(msg, sizeof msg, "Unknown tool: %.200s", name);
+		rpc_respond(batch, rpc_error(id, RPC_INVALID_PARAMS, msg, NULL));
+		return;
+	}
+	json_t *args = json_object_get(params, "arguments");
+	if (args && !json_is_object(args) && !json_is_null(args)) {
+		rpc_respond(batch, rpc_error(id, RPC_INVALID_PARAMS, "tools/call params.arguments must be an object", NULL));
+		return;
+	}
+	args = json_is_object(args) ? json_incref(args) : json_object();
+	json_t *bad = tools_check(tool, args);
+	if (bad) {
+		json_decref(args);
+		rpc_respond(batch, rpc_result(id, bad));
+		return;
+	}
+	struct job *j = calloc(1, sizeof *j);
+	if (!j) {
+		json_decref(args);
+		rpc_respond(batch, rpc_error(id, RPC_INTERNAL_ERROR, "out of memory", NULL));
+		return;
+	}
+	j->id = json_incref(id);
+	j->batch = batch;
+	j->tool = tool;
+	j->args = args;
+	json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
+	if (json_is_string(tok) || json_is_integer(tok))
+		j->progress_token = json_incref(tok);
+	if (engine_submit(m->eng, j) < 0) {
+		job_free(j);
+		char msg[256];
+		snprintf(msg, sizeof msg,
+			 "The server is busy: %llu calls are already waiting to run. Retry once earlier calls finish.",
+			 (unsigned long long)m->cfg->queue_max);
+		json_t *r = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg, "isError", 1);
+		rpc_respond(batch, rpc_result(id, r));
+	}
+}
+
+/* Handles one message; `batch` is where its response goes. */
+static void handle_message(struct mcp *m, json_t *msg, struct rpc_batch *batch)
+{
+	if (!json_is_object(msg)) {
+		rpc_respond(batch, rpc_error(NULL, RPC_INVALID_REQUEST, "Invalid Request: not a JSON-RPC object", NULL));
+		return;
+	}
+	json_t *id = json_object_get(msg, "id");
+	json_t *method = json_object_get(msg, "method");
+	bool has_id = id != NULL;
+	bool id_ok = json_is_string(id) || json_is_integer(id);
+	if (!json_is_string(method)) {
+		if (json_object_get(msg, "result") || json_object_get(msg, "error")) {
+			rpc_batch_drop(batch); /* a response to us: we send no requests, so nothing to do */
+			return;
+		}
+		rpc_respond(batch, rpc_error(id_ok ? id : NULL, RPC_INVALID_REQUEST, "Invalid Request: no method", NULL));
+		return;
+	}
+	if (!json_is_string(json_object_get(msg, "jsonrpc")) || strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0")) {
+		rpc_respond(batch, rpc_error(id_ok ? id : NULL, RPC_INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"", NULL));
+		return;
+	}
+	if (has_id && !id_ok) {
+		rpc_respond(batch, rpc_error(NULL, RPC_INVALID_REQUEST, "Invalid Request: id must be a string or an integer", NULL));
+		return;
+	}
+	const char *meth = json_string_value(method);
+	json_t *params = json_object_get(msg, "params");
+	if (params && !json_is_object(params) && !json_is_array(params)) {
+		if (has_id)
+			rpc_respond(batch, rpc_error(id, RPC_INVALID_REQUEST, "Invalid Request: params must be an object", NULL));
+		return;
+	}
+	if (!has_id) {
+		/* Notifications are never answered. */
+		if (!strcmp(meth, "notifications/cancelled"))
+			engine_cancel(m->eng, json_object_get(params, "requestId"));
+		else if (!strcmp(meth, "notifications/initialized"))
+			log_msg(LOG_DEBUG, "client initialized (protocol %s)", m->version);
+		return;
+	}
+	int code = 0;
+	const char *err = NULL;
+	json_t *result = NULL;
+	if (!strcmp(meth, "initialize")) {
+		if (batch) {
+			code = RPC_INVALID_REQUEST;
+			err = "Invalid Request: initialize must not be part of a batch";
+		} else {
+			result = initialize(m, params, &code, &err);
+		}
+	} else if (!strcmp(meth, "ping")) {
+		result = json_object();
+	} else if (!strcmp(meth, "tools/list")) {
+		if (json_object_get(params, "cursor") && !json_is_null(json_object_get(params, "cursor"))) {
+			code = RPC_INVALID_PARAMS;
+			err = "Invalid params: unknown cursor (the tool list has one page)";
+		} else {
+			result = json_pack("{s:o}", "tools", tools_list());
+		}
+	} else if (!strcmp(meth, "tools/call")) {
+		tools_call(m, id, params, batch);
+		return;
+	} else if (!strcmp(meth, "logging/setLevel")) {
+		const char *lv = json_string_value(json_object_get(params, "level"));
+		int level = lv ? log_level_parse(lv) : -1;
+		if (level < 0) {
+			code = RPC_INVALID_PARAMS;
+			err = "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency";
+		} else {
+			log_set_client(send_log, level);
+			result = json_object();
+		}
+	} else {
+		char text[300];
+		snprintf(text, sizeof text, "Method not found: %.200s", meth);
+		rpc_respond(batch, rpc_error(id, RPC_METHOD_NOT_FOUND, text, NULL));
+		return;
+	}
+	if (result)
+		rpc_respond(batch, rpc_result(id, result));
+	else
+		rpc_respond(batch, rpc_error(id, code ? code : RPC_INTERNAL_ERROR, err ? err : "Internal error", NULL));
+}
+
+/* Batches are JSON-RPC 2.0 but MCP allowed them only up to revision 2025-03-26. */
+static bool batches_allowed(const struct mcp *m)
+{
+	return m->version[0] && strcmp(m->version, "2025-03-26") <= 0;
+}
+
+void mcp_handle_line(struct mcp *m, const char *line, size_t len)
+{
+	json_error_t je;
+	json_t *msg = json_loadb(line, len, JSON_ALLOW_NUL, &je);
+	if (!msg) {
+		char text[300];
+		snprintf(text, sizeof text, "Parse error: %s (at character %d)", je.text, je.position);
+		rpc_write(rpc_error(NULL, RPC_PARSE_ERROR, text, NULL));
+		return;
+	}
+	if (!json_is_array(msg)) {
+		handle_message(m, msg, NULL);
+		json_decref(msg);
+		return;
+	}
+	if (!batches_allowed(m)) {
+		char text[200];
+		snprintf(text, sizeof text, "Invalid Request: batches are not accepted in protocol revision %s",
+			 m->version[0] ? m->version : "(none negotiated yet)");
+		rpc_write(rpc_error(NULL, RPC_INVALID_REQUEST, text, NULL));
+		json_decref(msg);
+		return;
+	}
+	if (!json_array_size(msg)) {
+		rpc_write(rpc_error(NULL, RPC_INVALID_REQUEST, "Invalid Request: empty batch", NULL));
+		json_decref(msg);
+		return;
+	}
+	/* Count the members that get an answer (or a drop): all but well-formed notifications. */
+	size_t expected = 0, i;
+	json_t *el;
+	json_array_foreach(msg, i, el) {
+		if (!json_is_object(el) || json_object_get(el, "id") ||
+		    !json_is_string(json_object_get(el, "method")))
+			expected++;
+	}
+	struct rpc_batch *b = expected ? rpc_batch_new(expected + 1) : NULL;
+	json_array_foreach(msg, i, el) {
+		bool answered = !json_is_object(el) || json_object_get(el, "id") ||
+				!json_is_string(json_object_get(el, "method"));
+		handle_message(m, el, answered ? b : NULL);
+	}
+	/* The extra count keeps the batch open until every member was handed out. */
+	rpc_batch_drop(b);
+	json_decref(msg);
+}
+
+void mcp_line_too_long(struct mcp *m)
+{
+	char text[200];
+	snprintf(text, sizeof text, "Invalid Request: message longer than %llu bytes (--max-message)",
+		 (unsigned long long)m->cfg->max_message);
+	rpc_write(rpc_error(NULL, RPC_INVALID_REQUEST, text, NULL));
+}

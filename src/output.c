@@ -1,0 +1,146 @@
+#include "output.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int output_init(struct output *o, size_t cap)
+{
+	memset(o, 0, sizeof *o);
+	o->cap = cap;
+	o->head = malloc(cap);
+	o->tail = malloc(cap / 2 + 1);
+	if (!o->head || !o->tail) {
+		output_free(o);
+		return -1;
+	}
+	return 0;
+}
+
+void output_free(struct output *o)
+{
+	free(o->head);
+	free(o->tail);
+	o->head = o->tail = NULL;
+}
+
+int output_cut(const struct output *o)
+{
+	return o->total > o->cap;
+}
+
+void output_add(struct output *o, const char *buf, size_t len)
+{
+	o->total += len;
+	if (o->head_len < o->cap) {
+		size_t n = o->cap - o->head_len < len ? o->cap - o->head_len : len;
+		memcpy(o->head + o->head_len, buf, n);
+		o->head_len += n;
+	}
+	/* The ring always follows the stream, so the tail is right whenever the cap is passed. */
+	size_t rc = o->cap / 2;
+	if (len > rc) {
+		buf += len - rc;
+		len = rc;
+	}
+	while (len) {
+		size_t n = rc - o->tail_pos < len ? rc - o->tail_pos : len;
+		memcpy(o->tail + o->tail_pos, buf, n);
+		o->tail_pos = (o->tail_pos + n) % rc;
+		buf += n;
+		len -= n;
+	}
+}
+
+/* Length of a valid UTF-8 sequence at s (at most n bytes), or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	if (c < 0x80)
+		return 1;
+	size_t len;
+	unsigned min;
+	unsigned cp;
+	if ((c & 0xe0) == 0xc0)
+		len = 2, min = 0x80, cp = c & 0x1f;
+	else if ((c & 0xf0) == 0xe0)
+		len = 3, min = 0x800, cp = c & 0x0f;
+	else if ((c & 0xf8) == 0xf0)
+		len = 4, min = 0x10000, cp = c & 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+char *utf8_sanitize(const char *s, size_t n, size_t *outlen)
+{
+	/* Each bad byte grows to 3 bytes at most. */
+	char *out = malloc(n * 3 + 1);
+	if (!out)
+		return NULL;
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, o = 0;
+	while (i < n) {
+		size_t l = utf8_seq(p + i, n - i);
+		if (l) {
+			memcpy(out + o, p + i, l);
+			o += l;
+			i += l;
+		} else {
+			memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		}
+	}
+	out[o] = '\0';
+	*outlen = o;
+	return out;
+}
+
+char *output_text(const struct output *o, const char *full_path, size_t *len)
+{
+	if (!output_cut(o))
+		return utf8_sanitize(o->head, o->head_len, len);
+	size_t half = o->cap / 2;
+	/* Cut on character boundaries: end the head before a partial character, start the tail after one. */
+	size_t hl = half;
+	while (hl > 0 && hl > half - 3 && ((unsigned char)o->head[hl] & 0xc0) == 0x80)
+		hl--;
+	char *tail = malloc(half);
+	if (!tail)
+		return NULL;
+	memcpy(tail, o->tail + o->tail_pos, half - o->tail_pos);
+	memcpy(tail + half - o->tail_pos, o->tail, o->tail_pos);
+	size_t ts = 0;
+	while (ts < 3 && ts < half && ((unsigned char)tail[ts] & 0xc0) == 0x80)
+		ts++;
+	char marker[512];
+	unsigned long long omitted = o->total - hl - (half - ts);
+	if (full_path)
+		snprintf(marker, sizeof marker, "\n[... %llu bytes left out here; the full output is in %s ...]\n",
+			 omitted, full_path);
+	else
+		snprintf(marker, sizeof marker, "\n[... %llu bytes left out here ...]\n", omitted);
+	size_t ml = strlen(marker), n = hl + ml + half - ts;
+	char *raw = malloc(n);
+	if (!raw) {
+		free(tail);
+		return NULL;
+	}
+	memcpy(raw, o->head, hl);
+	memcpy(raw + hl, marker, ml);
+	memcpy(raw + hl + ml, tail + ts, half - ts);
+	free(tail);
+	char *res = utf8_sanitize(raw, n, len);
+	free(raw);
+	return res;
+}

@@ -1,0 +1,187 @@
+#include "sandbox.h"
+
+#include <string.h>
+
+#include "log.h"
+
+void sandbox_init(struct sandbox *s, const struct config *cfg)
+{
+	memset(s, 0, sizeof *s);
+	s->cfg = cfg;
+	s->installed = json_object();
+}
+
+/* Removes the sandbox; at shutdown the backend may keep the workspace (cfg->keep). */
+static void drop(struct sandbox *s, bool shutdown)
+{
+	if (!s->b)
+		return;
+	if (!shutdown)
+		backend_destroy(s->b, false);
+	backend_free(s->b); /* destroys as at shutdown, a no-op after the line above */
+	s->b = NULL;
+	json_object_clear(s->installed);
+}
+
+/* Tries one backend: probe, then start. 0 with s->b set, or -1 with the reason in e. */
+static int try_backend(struct sandbox *s, const struct backend_ops *ops, struct err *e)
+{
+	struct backend *b;
+	if (backend_new(&b, ops, s->cfg, e) < 0)
+		return -1;
+	if (backend_probe(b, e) < 0 || backend_start(b, e) < 0) {
+		backend_free(b);
+		return -1;
+	}
+	s->b = b;
+	log_msg(LOG_INFO, "sandbox %s started on the %s backend", b->sandbox_id, ops->name);
+	return 0;
+}
+
+int sandbox_ensure(struct sandbox *s, struct err *e)
+{
+	if (s->b)
+		return 0;
+	char reasons[sizeof e->msg] = "";
+	size_t used = 0;
+	bool any = false;
+	const bool autosel = !strcmp(s->cfg->backend, "auto");
+	for (size_t i = 0; backend_table[i]; i++) {
+		const struct backend_ops *ops = backend_table[i];
+		if (!autosel && strcmp(ops->name, s->cfg->backend))
+			continue;
+		any = true;
+		struct err be = {""};
+		if (try_backend(s, ops, &be) == 0) {
+			s->last_used = clock_ms();
+			return 0;
+		}
+		log_msg(autosel ? LOG_WARNING : LOG_ERROR, "backend %s: %s", ops->name, be.msg);
+		used += (size_t)snprintf(reasons + used, sizeof reasons - (used < sizeof reasons ? used : sizeof reasons),
+					 "%s%s: %s", used ? "; " : "", ops->name, be.msg);
+		if (used >= sizeof reasons)
+			used = sizeof reasons - 1;
+	}
+	if (!any)
+		snprintf(reasons, sizeof reasons, "%s: this build has no %s backend", s->cfg->backend, s->cfg->backend);
+	return err_set(e, "Failed to initialize sandbox engine: %s", reasons);
+}
+
+int sandbox_run(struct sandbox *s, const struct run_req *rq, struct run_res *rs, struct err *e)
+{
+	for (int attempt = 0;; attempt++) {
+		if (sandbox_ensure(s, e) < 0)
+			return -1;
+		struct err re = {""};
+		int rc = backend_run(s->b, rq, rs, &re);
+		s->last_used = clock_ms();
+		if (rc != BACKEND_LOST) {
+			if (rc < 0)
+				err_set(e, "%s", re.msg);
+			return rc;
+		}
+		log_msg(LOG_WARNING, "sandbox %s was lost: %s", s->b->sandbox_id, re.msg);
+		snprintf(s->notice, sizeof s->notice,
+			 "The previous sandbox (%s) stopped unexpectedly (%s); this call ran in a new sandbox "
+			 "with an empty workspace.", s->b->sandbox_id, re.msg);
+		drop(s, false);
+		if (attempt > 0 || rs->bytes[0] || rs->bytes[1] || rs->timed_out || rs->cancelled) {
+			snprintf(s->notice, sizeof s->notice,
+				 "The sandbox stopped unexpectedly during the previous call (%s); the workspace "
+				 "of this sandbox is new and empty.", re.msg);
+			return err_set(e, "the sandbox stopped unexpectedly: %s; the next call starts a new one", re.msg);
+		}
+	}
+}
+
+bool sandbox_cleanup(struct sandbox *s, char *backend, size_t bn, char *id, size_t idn)
+{
+	if (!s->b)
+		return false;
+	snprintf(backend, bn, "%s", s->b->ops->name);
+	snprintf(id, idn, "%s", s->b->sandbox_id);
+	log_msg(LOG_INFO, "sandbox %s removed on request", s->b->sandbox_id);
+	drop(s, false);
+	s->notice[0] = '\0';
+	return true;
+}
+
+int64_t sandbox_idle_deadline(const struct sandbox *s)
+{
+	if (!s->b || s->cfg->idle_timeout_s <= 0)
+		return -1;
+	return s->last_used + (int64_t)(s->cfg->idle_timeout_s * 1000);
+}
+
+void sandbox_idle_expire(struct sandbox *s)
+{
+	if (!s->b)
+		return;
+	log_msg(LOG_INFO, "sandbox %s removed after %g s unused", s->b->sandbox_id, s->cfg->idle_timeout_s);
+	snprintf(s->notice, sizeof s->notice,
+		 "The previous sandbox (%s) was removed after %g s without use; this call ran in a new "
+		 "sandbox with an empty workspace (earlier files and packages are gone).",
+		 s->b->sandbox_id, s->cfg->idle_timeout_s);
+	drop(s, false);
+}
+
+void sandbox_shutdown(struct sandbox *s)
+{
+	drop(s, true);
+	json_decref(s->installed);
+	s->installed = NULL;
+}
+
+const char *sandbox_backend(const struct sandbox *s)
+{
+	return s->b ? s->b->ops->name : NULL;
+}
+
+const char *sandbox_id(const struct sandbox *s)
+{
+	return s->b ? s->b->sandbox_id : NULL;
+}
+
+void sandbox_take_notice(struct sandbox *s, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s", s->notice);
+	s->notice[0] = '\0';
+}
+
+int sandbox_check(const struct config *cfg, FILE *f)
+{
+	int usable = 0;
+	const bool autosel = !strcmp(cfg->backend, "auto");
+	fprintf(f, "backends (%s):\n", autosel ? "auto tries them in this order" : "as configured");
+	for (size_t i = 0; backend_table[i]; i++) {
+		const struct backend_ops *ops = backend_table[i];
+		if (!autosel && strcmp(ops->name, cfg->backend))
+			continue;
+		struct backend *b;
+		struct err e = {""};
+		if (backend_new(&b, ops, cfg, &e) < 0 || backend_probe(b, &e) < 0 || backend_start(b, &e) < 0) {
+			fprintf(f, "  %-8s unavailable: %s\n", ops->name, e.msg);
+			continue;
+		}
+		static const char *const argv[] = {"true", NULL};
+		static const char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
+		struct run_req rq = {.argv = argv, .env = env, .cwd = WORKSPACE, .deadline_ms = clock_ms() + 30000,
+				     .cancel_fd = -1, .cap = 4096};
+		struct run_res rs;
+		int64_t t0 = clock_ms();
+		int rc = backend_run(b, &rq, &rs, &e);
+		if (rc != 0 || rs.exit_code != 0) {
+			fprintf(f, "  %-8s unavailable: a test run failed: %s\n", ops->name, rc ? e.msg : "exit code not 0");
+		} else {
+			fprintf(f, "  %-8s ok (sandbox made and a test call run; the call took %lld ms)\n", ops->name,
+				(long long)(clock_ms() - t0));
+			backend_report(b, f);
+			usable++;
+		}
+		backend_free(b);
+	}
+	if (!autosel && !backend_find(cfg->backend))
+		fprintf(f, "  %-8s unavailable: this build has no %s backend\n", cfg->backend, cfg->backend);
+	fprintf(f, "%s\n", usable ? "ready" : "no backend works here: calls will fail");
+	return usable ? 0 : -1;
+}

@@ -1,0 +1,54 @@
+/*
+ * The three tools: their listing (from schemas/tools.json and the schema files, with the
+ * configured limits written into the descriptions), argument checks, and what a call does on
+ * the sandbox. The same steps run on every backend, so results and error texts are the same.
+ *
+ * The table is built once by tools_init and read-only afterwards (safe from any thread).
+ */
+#ifndef SANDBOX_TOOLS_H
+#define SANDBOX_TOOLS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "err.h"
+#include "sandbox.h"
+
+enum tool_id { TOOL_PYTHON, TOOL_BASH, TOOL_CLEANUP, TOOL_COUNT };
+
+/* Where a call keeps its files inside the workspace. */
+#define TOOLS_DIR WORKSPACE "/.sandbox"
+#define TOOLS_SCRIPT TOOLS_DIR "/task.py"
+#define TOOLS_PACKAGES TOOLS_DIR "/packages"
+#define TOOLS_REQUIREMENTS TOOLS_DIR "/requirements.txt"
+#define TOOLS_OUTPUT TOOLS_DIR "/output"
+
+int tools_init(const struct config *cfg, struct err *e);
+void tools_free(void);
+
+/* The tools/list "tools" array. New reference. */
+json_t *tools_list(void);
+
+/* The tool's id, or -1 for an unknown name. */
+int tools_find(const char *name);
+
+/* NULL when args (borrowed) are acceptable; else an isError CallToolResult saying why (new ref). */
+json_t *tools_check(int tool, const json_t *args);
+
+struct tool_call {
+	int tool;
+	const json_t *args;        /* borrowed, already checked */
+	int cancel_fd;             /* readable once the call is cancelled */
+	unsigned long seq;         /* call number: names the call's spill files */
+	/* Sees all output as it comes (for progress); may be NULL. */
+	void (*on_output)(void *ctx, int stream, const char *buf, size_t len);
+	void *ctx;
+	bool cancelled;            /* out: cancelled, so no response is to be sent */
+};
+
+/* Runs the call (worker thread). The CallToolResult (new ref), or NULL when cancelled. */
+json_t *tools_run(struct sandbox *sb, struct tool_call *tc);
+
+#endif

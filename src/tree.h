@@ -1,0 +1,11 @@
+/*
+ * Removing a folder tree that sandboxed code wrote, whatever it did to it: entries are
+ * removed without following symlinks, and folders it made unreadable are opened up first.
+ */
+#ifndef SANDBOX_TREE_H
+#define SANDBOX_TREE_H
+
+/* Removes path and everything below it. 0, or -1 with errno set (ENOENT is success). */
+int tree_remove(const char *path);
+
+#endif

@@ -1,0 +1,4 @@
+#ifndef SANDBOX_VERSION_H
+#define SANDBOX_VERSION_H
+#define SANDBOX_MCP_VERSION "0.1.0"
+#endif
