@@ -1,0 +1,88 @@
+# Shared by every bats file: load with `load lib/helpers`.
+# The binary under test is $SANDBOX_MCP (default: build/sandbox-mcp of this checkout).
+
+TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+REPO_DIR=$(cd "$TESTS_DIR/.." && pwd)
+: "${SANDBOX_MCP:=$REPO_DIR/build/sandbox-mcp}"
+SESSION="$TESTS_DIR/lib/session.py"
+INIT='{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}'
+INITIALIZED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+# Every test gets its own state folder, so leftovers of one never meet another.
+common_setup() {
+	export SANDBOX_STATE_DIR="$BATS_TEST_TMPDIR/state"
+	mkdir -p -m 700 "$SANDBOX_STATE_DIR"
+	SERVER_LOG="$BATS_TEST_TMPDIR/server.log"
+	: > "$SERVER_LOG"
+	unset SANDBOX_BACKEND SANDBOX_TIMEOUT SANDBOX_MAX_TIMEOUT SANDBOX_OUTPUT_CAP SANDBOX_NETWORK \
+		SANDBOX_WHEELHOUSE SANDBOX_IDLE_TIMEOUT SANDBOX_QUEUE SANDBOX_MAX_MESSAGE SANDBOX_KEEP
+}
+
+setup() { common_setup; }
+
+# A test that cannot run here: skipped with its reason, or failed when skips are not allowed (CI).
+skip_or_fail() {
+	if [ -n "${SANDBOX_TEST_NO_SKIP:-}${CI:-}" ]; then
+		echo "cannot run here: $*" >&2
+		return 1
+	fi
+	skip "$*"
+}
+
+# mcp_session [SERVER ARGS...] < script (a redirection, not a pipe: $output must stay visible): runs a session (see lib/session.py); the server's
+# stdout lines land in $output, its stderr in $SERVER_LOG. Fails when stdout had a non-JSON line.
+mcp_session() {
+	run python3 "$SESSION" --stderr "$SERVER_LOG" --timeout "${SESSION_TIMEOUT:-120}" -- "$SANDBOX_MCP" "$@"
+	if [ "$status" -ne 0 ]; then
+		echo "session failed ($status); stdout:" >&2
+		printf '%s\n' "$output" >&2
+		echo "--- server stderr:" >&2
+		tail -20 "$SERVER_LOG" >&2
+		return 1
+	fi
+}
+
+# response ID: the response with that id (a JSON string id is given with its quotes: '"a"').
+response() {
+	printf '%s\n' "$output" | jq -c --argjson id "$1" 'select(type == "object" and .id == $id)' | head -1
+}
+
+# call_json ID TOOL ARGS_JSON [META_JSON]: a tools/call request line.
+call_json() {
+	local meta=${4:-null}
+	jq -cn --argjson id "$1" --arg name "$2" --argjson args "$3" --argjson meta "$meta" \
+		'{jsonrpc:"2.0", id:$id, method:"tools/call", params:({name:$name, arguments:$args} + (if $meta then {_meta:$meta} else {} end))}'
+}
+
+# tool TOOL ARGS_JSON [SERVER ARGS...]: one call in a fresh session; $result holds the result object.
+tool() {
+	local name=$1 args=$2
+	shift 2
+	mcp_session "$@" <<<"$(printf '%s\n%s\n%s\n' "$INIT" "$INITIALIZED" "$(call_json 1 "$name" "$args")")"
+	result=$(response 1 | jq -c '.result')
+	[ -n "$result" ] && [ "$result" != null ]
+}
+
+# sc FILTER: jq -e FILTER over the structuredContent of $result.
+sc() {
+	printf '%s' "$result" | jq -e ".structuredContent | $1" >/dev/null || {
+		echo "structuredContent does not satisfy: $1" >&2
+		printf '%s' "$result" | jq '.structuredContent' >&2
+		return 1
+	}
+}
+
+# jqe JSON FILTER: jq -e, printing the JSON when it does not hold.
+jqe() {
+	printf '%s' "$1" | jq -e "$2" >/dev/null || {
+		echo "does not satisfy: $2" >&2
+		printf '%s\n' "$1" >&2
+		return 1
+	}
+}
+
+# Pids of processes that belong to sandboxes of this test's state folder... of any server:
+# processes running as the sandbox's host uid.
+sandbox_processes() {
+	ps -e -o uid=,pid=,args= | awk -v u="${1:-65534}" '$1 == u {print}'
+}

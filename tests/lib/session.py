@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Drives sandbox-mcp over stdio for the tests and the demo.
+
+Usage: session.py [--stderr FILE] [--timeout S] -- SERVER [ARGS...]
+
+Reads a script from stdin, one JSON value per line:
+  - an object or array: sent to the server as one line (compact JSON);
+  - {"raw": "text"}: sent as is (no newline added); {"raw_hex": "..."}: bytes sent as is;
+  - {"sleep": S}: pause;
+  - {"wait": ID}: wait until the response with that id arrived;
+  - {"wait_line": "regex"}: wait until a stdout line matches;
+  - {"signal": "TERM"|"INT"|"KILL"}: signal the server;
+  - {"close": true}: close the server's stdin;
+  - {"expect_exit": S}: wait up to S seconds for the server to exit; prints
+    {"exit": CODE, "exit_after_ms": MS} (time since the previous step) as a line of its own.
+After the script, waits until every request sent was answered, closes stdin, and waits for
+the server to exit. Prints every stdout line of the server unchanged. Exits 3 if a stdout
+line was not JSON (protocol pollution), 4 on a timeout, else 0.
+"""
+import json, os, re, signal, subprocess, sys, threading, time
+
+def main():
+    args = sys.argv[1:]
+    stderr_path, timeout = None, 120.0
+    while args and args[0] != "--":
+        if args[0] == "--stderr":
+            stderr_path = args[1]; args = args[2:]
+        elif args[0] == "--timeout":
+            timeout = float(args[1]); args = args[2:]
+        else:
+            sys.exit("usage: session.py [--stderr FILE] [--timeout S] -- SERVER [ARGS]")
+    cmd = args[1:]
+    script = [json.loads(l) for l in sys.stdin.read().splitlines() if l.strip()]
+    err = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    lines, answered, bad = [], set(), []
+    cv = threading.Condition()
+
+    def reader():
+        for raw in proc.stdout:
+            text = raw.decode("utf-8", "replace").rstrip("\n")
+            try:
+                msg = json.loads(text)
+            except ValueError:
+                bad.append(text)
+                msg = None
+            with cv:
+                lines.append(text)
+                for m in (msg if isinstance(msg, list) else [msg]):
+                    if isinstance(m, dict) and "id" in m and ("result" in m or "error" in m):
+                        answered.add(json.dumps(m["id"]))
+                cv.notify_all()
+        with cv:
+            cv.notify_all()
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    deadline = time.monotonic() + timeout
+    sent = []
+
+    def wait_for(pred):
+        with cv:
+            while not pred():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    print(json.dumps({"session_timeout": True}), flush=True)
+                    for l in lines: print(l)
+                    proc.kill(); sys.exit(4)
+                if proc.poll() is not None and not t.is_alive():
+                    return False
+                cv.wait(min(left, 0.05))
+        return True
+
+    def send(data):
+        try:
+            proc.stdin.write(data); proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    mark = time.monotonic()
+    extra = []
+    for step in script:
+        if isinstance(step, dict) and "raw" in step:
+            send(step["raw"].encode("utf-8", "surrogateescape"))
+        elif isinstance(step, dict) and "raw_hex" in step:
+            send(bytes.fromhex(step["raw_hex"]))
+        elif isinstance(step, dict) and "sleep" in step:
+            time.sleep(step["sleep"])
+        elif isinstance(step, dict) and "wait" in step:
+            key = json.dumps(step["wait"])
+            wait_for(lambda: key in answered)
+        elif isinstance(step, dict) and "wait_line" in step:
+            rx = re.compile(step["wait_line"])
+            wait_for(lambda: any(rx.search(l) for l in lines))
+        elif isinstance(step, dict) and "signal" in step:
+            mark = time.monotonic()
+            proc.send_signal(getattr(signal, "SIG" + step["signal"]))
+        elif isinstance(step, dict) and "close" in step:
+            mark = time.monotonic()
+            try: proc.stdin.close()
+            except BrokenPipeError: pass
+        elif isinstance(step, dict) and "expect_exit" in step:
+            try:
+                code = proc.wait(timeout=step["expect_exit"])
+            except subprocess.TimeoutExpired:
+                code = None
+            extra.append(json.dumps({"exit": code, "exit_after_ms": int((time.monotonic() - mark) * 1000)}))
+        else:
+            send((json.dumps(step, separators=(",", ":"), ensure_ascii=False) + "\n").encode())
+            for m in (step if isinstance(step, list) else [step]):
+                if isinstance(m, dict) and "id" in m and "method" in m:
+                    sent.append(json.dumps(m["id"]))
+    if proc.poll() is None:
+        wait_for(lambda: all(k in answered for k in sent))
+        try: proc.stdin.close()
+        except BrokenPipeError: pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill(); print(json.dumps({"session_timeout": "exit"}))
+    t.join(5)
+    for l in lines:
+        print(l)
+    for l in extra:
+        print(l)
+    if bad:
+        sys.stderr.write("stdout line is not JSON: %r\n" % bad[0][:200])
+        sys.exit(3)
+
+if __name__ == "__main__":
+    main()
