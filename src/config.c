@@ -207,6 +207,7 @@ int config_load(struct config *cfg, int argc, char **argv, struct err *e)
 		if (v && set_opt(cfg, &opts[i], v, opts[i].env, e) < 0)
 			return -1;
 	}
+	bool timeout_set = getenv("SANDBOX_TIMEOUT") != NULL;
 	int mode = MODE_SERVE;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -249,9 +250,14 @@ int config_load(struct config *cfg, int argc, char **argv, struct err *e)
 		snprintf(from, sizeof from, "--%s", o->flag);
 		if (set_opt(cfg, o, val, from, e) < 0)
 			return -1;
+		if (!strcmp(o->flag, "timeout"))
+			timeout_set = true;
 	}
 	if (mode == MODE_HELP || mode == MODE_VERSION)
 		return mode;
+	/* A lower --max-timeout also lowers the default timeout, unless that was set too. */
+	if (!timeout_set && cfg->timeout_s > cfg->max_timeout_s)
+		cfg->timeout_s = cfg->max_timeout_s;
 	if (check_values(cfg, e) < 0)
 		return -1;
 	return mode;

@@ -32,7 +32,7 @@ skip_or_fail() {
 # mcp_session [SERVER ARGS...] < script (a redirection, not a pipe: $output must stay visible): runs a session (see lib/session.py); the server's
 # stdout lines land in $output, its stderr in $SERVER_LOG. Fails when stdout had a non-JSON line.
 mcp_session() {
-	run python3 "$SESSION" --stderr "$SERVER_LOG" --timeout "${SESSION_TIMEOUT:-120}" -- "$SANDBOX_MCP" "$@"
+	run python3 "$SESSION" --stderr "$SERVER_LOG" --timeout "${SESSION_TIMEOUT:-120}" ${SESSION_RUSAGE:+--rusage} -- "$SANDBOX_MCP" "$@"
 	if [ "$status" -ne 0 ]; then
 		echo "session failed ($status); stdout:" >&2
 		printf '%s\n' "$output" >&2

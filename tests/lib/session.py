@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Drives sandbox-mcp over stdio for the tests and the demo.
 
-Usage: session.py [--stderr FILE] [--timeout S] -- SERVER [ARGS...]
+Usage: session.py [--stderr FILE] [--timeout S] [--rusage] [--pidfile F] -- SERVER [ARGS...]
+(--rusage: print {"maxrss_kb": N} last, the peak resident size of the server or any of its
+descendants that it waited for.)
 
 Reads a script from stdin, one JSON value per line:
   - an object or array: sent to the server as one line (compact JSON);
@@ -10,6 +12,7 @@ Reads a script from stdin, one JSON value per line:
   - {"wait": ID}: wait until the response with that id arrived;
   - {"wait_line": "regex"}: wait until a stdout line matches;
   - {"signal": "TERM"|"INT"|"KILL"}: signal the server;
+  - {"sh": "command"}: run a shell command on the host (it must succeed);
   - {"close": true}: close the server's stdin;
   - {"expect_exit": S}: wait up to S seconds for the server to exit; prints
     {"exit": CODE, "exit_after_ms": MS} (time since the previous step) as a line of its own.
@@ -21,10 +24,14 @@ import json, os, re, signal, subprocess, sys, threading, time
 
 def main():
     args = sys.argv[1:]
-    stderr_path, timeout = None, 120.0
+    stderr_path, timeout, rusage, pidfile = None, 120.0, False, None
     while args and args[0] != "--":
         if args[0] == "--stderr":
             stderr_path = args[1]; args = args[2:]
+        elif args[0] == "--pidfile":
+            pidfile = args[1]; args = args[2:]
+        elif args[0] == "--rusage":
+            rusage = True; args = args[1:]
         elif args[0] == "--timeout":
             timeout = float(args[1]); args = args[2:]
         else:
@@ -33,6 +40,9 @@ def main():
     script = [json.loads(l) for l in sys.stdin.read().splitlines() if l.strip()]
     err = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    if pidfile:
+        with open(pidfile, "w") as f:
+            f.write("%d\n" % proc.pid)
     lines, answered, bad = [], set(), []
     cv = threading.Condition()
 
@@ -91,6 +101,8 @@ def main():
         elif isinstance(step, dict) and "wait_line" in step:
             rx = re.compile(step["wait_line"])
             wait_for(lambda: any(rx.search(l) for l in lines))
+        elif isinstance(step, dict) and "sh" in step:
+            subprocess.run(step["sh"], shell=True, check=True)
         elif isinstance(step, dict) and "signal" in step:
             mark = time.monotonic()
             proc.send_signal(getattr(signal, "SIG" + step["signal"]))
@@ -109,6 +121,10 @@ def main():
             for m in (step if isinstance(step, list) else [step]):
                 if isinstance(m, dict) and "id" in m and "method" in m:
                     sent.append(json.dumps(m["id"]))
+                # A cancelled request is never answered: do not wait for it.
+                if isinstance(m, dict) and m.get("method") == "notifications/cancelled":
+                    key = json.dumps((m.get("params") or {}).get("requestId"))
+                    sent[:] = [k for k in sent if k != key]
     if proc.poll() is None:
         wait_for(lambda: all(k in answered for k in sent))
         try: proc.stdin.close()
@@ -122,6 +138,9 @@ def main():
         print(l)
     for l in extra:
         print(l)
+    if rusage:
+        import resource
+        print(json.dumps({"maxrss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
     if bad:
         sys.stderr.write("stdout line is not JSON: %r\n" % bad[0][:200])
         sys.exit(3)

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs what building and testing sandbox-mcp needs on Debian or Ubuntu, only what is
+# missing (apt-get update runs once, and only when something must be installed).
+# Usage: scripts/deps.sh [build|test]   (test also installs the test tools; default build)
+set -eu
+want="build-essential pkg-config libjansson-dev libseccomp-dev libcurl4-openssl-dev libbsd-dev python3 python3-pip"
+[ "${1:-build}" = test ] && want="$want bats jq nodejs npm"
+missing=""
+for p in $want; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || missing="$missing $p"
+done
+# A Node.js that did not come from Debian (nvm, NodeSource) is fine too.
+case "$missing" in *nodejs*) command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 &&
+	missing=$(echo "$missing" | sed 's/ nodejs//; s/ npm//') ;; esac
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null 2>&1 || { echo "scripts/deps.sh: need root to install:$missing" >&2; exit 1; }
+	SUDO=sudo
+else
+	SUDO=
+fi
+echo "installing:$missing" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

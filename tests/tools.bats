@@ -1,0 +1,416 @@
+# The tools' semantics (SPEC §3, §4) on the local backend, through the real server.
+load lib/helpers
+
+setup() {
+	common_setup
+	WHEELS="$BATS_TEST_TMPDIR/wheels"
+	mkdir -p "$WHEELS"
+	python3 "$TESTS_DIR/lib/make_wheel.py" "$WHEELS" sbxdemo 1.0
+}
+
+# The host folders of this test's sandboxes.
+sandbox_dirs() {
+	find "$SANDBOX_STATE_DIR" -mindepth 1 -maxdepth 1 -name 'local-*' 2>/dev/null
+}
+
+# bash_args CODE [TIMEOUT]: execute_bash_commands arguments as JSON.
+bash_args() {
+	jq -cn --arg c "$1" --argjson t "${2:-null}" '{code: $c} + (if $t then {timeout_s: $t} else {} end)'
+}
+
+# A shell command that starts a long-lived process whose command line carries the marker $1.
+sleeper() {
+	printf 'bash -c "sleep 300; : %s"' "$1"
+}
+
+# Counts the host processes started by sleeper MARKER that are still alive.
+host_procs() {
+	ps -e -o args= | grep -c -x -F "bash -c sleep 300; : $1" || true
+}
+
+@test "bash: stdout and stderr apart, real exit code, isError when non-zero" {
+	tool execute_bash_commands '{"code":"echo out; echo err >&2; exit 3"}'
+	sc '.stdout == "out\n" and .stderr == "err\n" and .exit_code == 3 and .timed_out == false'
+	sc '.backend == "local" and (.sandbox_id | startswith("local-")) and .error == null'
+	jqe "$result" '.isError == true and .content[0].type == "text" and (.content[0].text | contains("err"))'
+}
+
+@test "bash: success is not an error and runs in /workspace as the sandbox user" {
+	tool execute_bash_commands '{"code":"pwd; id -un; echo $HOME"}'
+	sc '.stdout == "/workspace\nsandbox\n/workspace\n" and .exit_code == 0'
+	jqe "$result" '.isError != true'
+}
+
+@test "python: real interpreter, UTF-8 output, traceback and exit 1 on an exception" {
+	tool execute_python '{"script":"import sys\nprint(\"héllo\", sys.executable, sys.version_info[0])\nraise ValueError(\"boom\")"}'
+	sc '.stdout == "héllo /usr/bin/python3 3\n" and .exit_code == 1'
+	sc '(.stderr | test("Traceback")) and (.stderr | test("ValueError: boom"))'
+	jqe "$result" '.isError == true'
+}
+
+@test "files persist between calls and tools, interpreter state does not" {
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_python '{"script":"open(\"data.txt\",\"w\").write(\"kept\")\nx = 42"}')
+{"wait": 1}
+$(call_json 2 execute_bash_commands '{"code":"cat data.txt"}')
+{"wait": 2}
+$(call_json 3 execute_python '{"script":"print(x)"}')
+{"wait": 3}
+$(call_json 4 execute_python '{"script":"import os\nprint(open(\"data.txt\").read(), os.getcwd())"}')
+EOF
+	jqe "$(response 2)" '.result.structuredContent.stdout == "kept"'
+	jqe "$(response 3)" '.result.structuredContent.stderr | test("NameError")'
+	jqe "$(response 4)" '.result.structuredContent.stdout == "kept /workspace\n"'
+	# One sandbox served all four calls.
+	[ "$(printf '%s\n' "$output" | jq -r 'select(.id != "init") | .result.structuredContent.sandbox_id' | sort -u | wc -l)" -eq 1 ]
+}
+
+@test "timeout: exit 124, output so far, and every process of the call is killed, setsid daemons too" {
+	marker="sbx-timeout-$$-$RANDOM"
+	s=$(sleeper "$marker")
+	tool execute_bash_commands "$(bash_args "echo start; setsid $s & ($s &); nohup $s >/dev/null 2>&1 & sleep 0.3; ps -eo args | grep -c '^bash -c sleep 300'; sleep 300" 2)"
+	# Three sleepers were running when the timeout hit.
+	sc '.timed_out == true and .exit_code == 124 and .stdout == "start\n3\n"'
+	sc '.duration_ms >= 2000 and .duration_ms < 6000'
+	jqe "$result" '.isError == true and (.content[0].text | test("timed out"))'
+	[ "$(host_procs "$marker")" -eq 0 ]
+}
+
+@test "a call's background processes end with the call, even when it succeeds" {
+	marker="sbx-bg-$$-$RANDOM"
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands "$(bash_args "setsid $(sleeper "$marker") & disown; echo started")")
+{"wait": 1}
+$(call_json 2 execute_bash_commands '{"code":"ps -eo pid,args | grep -c \"[s]leep 300\" || true"}')
+EOF
+	jqe "$(response 1)" '.result.structuredContent.stdout == "started\n" and .result.structuredContent.exit_code == 0'
+	jqe "$(response 2)" '.result.structuredContent.stdout == "0\n"'
+	[ "$(host_procs "$marker")" -eq 0 ]
+}
+
+@test "per-call timeout_s above --max-timeout is refused with a clear error" {
+	tool execute_bash_commands '{"code":"true","timeout_s":10}' --max-timeout 5
+	jqe "$result" '.isError == true and (.content[0].text | test("timeout_s: must be at most 5"))'
+}
+
+@test "SANDBOX_TIMEOUT sets the default timeout; the flag wins over it" {
+	SANDBOX_TIMEOUT=1 tool execute_bash_commands '{"code":"sleep 5"}'
+	sc '.timed_out == true'
+	SANDBOX_TIMEOUT=1 tool execute_bash_commands '{"code":"sleep 1.5; echo done"}' --timeout 10
+	sc '.timed_out == false and .stdout == "done\n"'
+}
+
+@test "output cap: head and tail kept, full text spilled into the workspace" {
+	mcp_session --output-cap 4K <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo FIRST; seq 1 200000; echo LAST; echo small >&2"}')
+{"wait": 1}
+$(call_json 2 execute_bash_commands '{"code":"wc -c < .sandbox/output/call-1.stdout; tail -1 .sandbox/output/call-1.stdout; ls .sandbox/output"}')
+EOF
+	r=$(response 1)
+	full=$(( $(seq 1 200000 | wc -c) + 11 ))
+	jqe "$r" ".result.structuredContent.truncated == {stdout: true, stderr: false, stdout_bytes: $full, stderr_bytes: 6, stdout_file: \"/workspace/.sandbox/output/call-1.stdout\", stderr_file: null}"
+	jqe "$r" '.result.structuredContent.stdout | startswith("FIRST\n1\n2\n") and endswith("200000\nLAST\n") and test("bytes left out here; the full output is in /workspace/.sandbox/output/call-1.stdout")'
+	jqe "$r" '(.result.structuredContent.stdout | length) < 4200 and .result.structuredContent.stderr == "small\n"'
+	jqe "$(response 2)" ".result.structuredContent.stdout == \"$full\nLAST\ncall-1.stdout\n\""
+}
+
+@test "the server's memory stays bounded whatever the code prints" {
+	SESSION_RUSAGE=1 tool execute_bash_commands '{"code":"head -c 400000000 /dev/zero | tr \"\\\\0\" x; echo"}' --output-cap 64K
+	sc '.truncated.stdout == true and .truncated.stdout_bytes == 400000001'
+	sc '(.stdout | length) <= 66000'
+	# 400 MB went through; the server (and every process it waited for) peaked far below that.
+	rss=$(printf '%s\n' "$output" | jq -r 'select(.maxrss_kb != null) | .maxrss_kb')
+	echo "peak rss: $rss kB"
+	[ "$rss" -lt 200000 ]
+}
+
+@test "a spill file stops at --spill-max" {
+	mcp_session --output-cap 4K --spill-max 100K <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"head -c 1000000 /dev/zero"}')
+{"wait": 1}
+$(call_json 2 execute_bash_commands '{"code":"wc -c < .sandbox/output/call-1.stdout"}')
+EOF
+	jqe "$(response 1)" '.result.structuredContent.truncated.stdout_bytes == 1000000'
+	jqe "$(response 2)" '.result.structuredContent.stdout == "102400\n"'
+}
+
+@test "non-UTF-8 output is decoded with replacement characters, NUL bytes kept" {
+	tool execute_bash_commands '{"code":"printf \"a\\377b\\n\"; printf \"x\\0y\" >&2"}'
+	sc '.stdout == "a\ufffdb\n" and .stderr == "x\u0000y" and .exit_code == 0'
+}
+
+@test "requirements install from the wheelhouse offline, persist, and are not reinstalled" {
+	mcp_session --wheelhouse "$WHEELS" --network none <<EOF
+$INIT
+$(call_json 1 execute_python '{"script":"import sbxdemo; print(sbxdemo.VALUE)","requirements":["sbxdemo==1.0"]}')
+{"wait": 1}
+$(call_json 2 execute_bash_commands '{"code":"python3 -c \"import sbxdemo; print(sbxdemo.VALUE)\"; ls .sandbox/packages"}')
+{"wait": 2}
+$(call_json 3 execute_python '{"script":"import sbxdemo; print(sbxdemo.__file__)","requirements":["sbxdemo==1.0"]}')
+EOF
+	jqe "$(response 1)" '.result.structuredContent.stdout == "sbxdemo 1.0\n" and .result.structuredContent.exit_code == 0'
+	jqe "$(response 2)" '.result.structuredContent.stdout | startswith("sbxdemo 1.0\nsbxdemo\n")'
+	jqe "$(response 3)" '.result.structuredContent.stdout == "/workspace/.sandbox/packages/sbxdemo/__init__.py\n"'
+}
+
+@test "requirements already installed in this sandbox are not installed again" {
+	mcp_session --wheelhouse "$WHEELS" --network none <<EOF
+$INIT
+$(call_json 1 execute_python '{"script":"import sbxdemo","requirements":["sbxdemo==1.0"]}')
+{"wait": 1}
+{"sh": "rm $WHEELS/sbxdemo-1.0-py3-none-any.whl"}
+$(call_json 2 execute_python '{"script":"import sbxdemo; print(sbxdemo.VALUE)","requirements":["sbxdemo==1.0"]}')
+{"wait": 2}
+$(call_json 3 execute_python '{"script":"print(3)","requirements":["sbxdemo==1.0","other-pkg"]}')
+EOF
+	jqe "$(response 1)" '.result.structuredContent.exit_code == 0'
+	# Between calls 1 and 2 the wheel left the wheelhouse: only a skipped install lets call 2
+	# succeed, and a list with a new requirement is installed again.
+	jqe "$(response 2)" '.result.structuredContent.stdout == "sbxdemo 1.0\n"'
+	jqe "$(response 3)" '.result.structuredContent.stderr | startswith("Failed to install requirements: ")'
+}
+
+@test "install failure: exit 1, stderr starts 'Failed to install requirements: ', script not run" {
+	mcp_session --wheelhouse "$WHEELS" <<EOF
+$INIT
+$(call_json 1 execute_python '{"script":"open(\"ran.txt\",\"w\")","requirements":["no-such-package-xyz"]}')
+{"wait": 1}
+$(call_json 2 execute_bash_commands '{"code":"ls ran.txt"}')
+EOF
+	r=$(response 1)
+	jqe "$r" '.result.structuredContent.exit_code == 1 and .result.structuredContent.stdout == ""'
+	jqe "$r" '.result.structuredContent.stderr | startswith("Failed to install requirements: ") and test("no-such-package-xyz")'
+	jqe "$r" '.result.isError == true'
+	jqe "$(response 2)" '.result.structuredContent.exit_code != 0'
+}
+
+@test "with --network none and no wheelhouse, installs fail fast without the network" {
+	tool execute_python '{"script":"print(1)","requirements":["requests"]}' --network none
+	sc '.exit_code == 1 and (.stderr | startswith("Failed to install requirements: "))'
+	sc '.duration_ms < 30000'
+}
+
+@test "policy install: the install step runs in its own sandbox, the code still has no network" {
+	b64=$(base64 -w0 "$WHEELS/sbxdemo-1.0-py3-none-any.whl")
+	write=$(jq -cn --arg b "$b64" '{script: ("import base64\nopen(\"sbxdemo-1.0-py3-none-any.whl\",\"wb\").write(base64.b64decode(\"" + $b + "\"))")}')
+	mcp_session --network install <<EOF
+$INIT
+$(call_json 1 execute_python "$write")
+{"wait": 1}
+$(call_json 2 execute_python '{"script":"import sbxdemo, socket\nprint(sbxdemo.VALUE)\nprint(sorted(i[1] for i in socket.if_nameindex()))","requirements":["./sbxdemo-1.0-py3-none-any.whl"]}')
+EOF
+	jqe "$(response 1)" '.result.structuredContent.exit_code == 0'
+	jqe "$(response 2)" '.result.structuredContent.stdout == "sbxdemo 1.0\n[\u0027lo\u0027]\n"'
+}
+
+@test "cancelling the running call kills it at once; no response is sent for it" {
+	marker="sbx-cancel-$$-$RANDOM"
+	mcp_session <<EOF
+$INIT
+$(call_json 7 execute_bash_commands "$(bash_args "echo started; $(sleeper "$marker")")")
+{"sleep": 1.0}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}
+$(call_json 8 execute_bash_commands '{"code":"echo alive"}')
+{"wait": 8}
+EOF
+	[ -z "$(response 7)" ]
+	jqe "$(response 8)" '.result.structuredContent.stdout == "alive\n"'
+	[ "$(host_procs "$marker")" -eq 0 ]
+}
+
+@test "cancelling a queued call drops it; the others still run in order" {
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"sleep 1; echo 1 >> order"}')
+$(call_json 2 execute_bash_commands '{"code":"echo 2 >> order"}')
+$(call_json 3 execute_bash_commands '{"code":"echo 3 >> order"}')
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}
+{"wait": 3}
+$(call_json 4 execute_bash_commands '{"code":"cat order"}')
+EOF
+	[ -z "$(response 2)" ]
+	jqe "$(response 4)" '.result.structuredContent.stdout == "1\n3\n"'
+}
+
+@test "past the queue bound, a call gets an isError 'busy' result at once" {
+	mcp_session --queue 1 <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"sleep 2"}')
+{"sleep": 0.3}
+$(call_json 2 execute_bash_commands '{"code":"echo queued"}')
+$(call_json 3 execute_bash_commands '{"code":"echo refused"}')
+{"wait": 3}
+EOF
+	jqe "$(response 3)" '.result.isError == true and (.result.content[0].text | test("busy"))'
+	jqe "$(response 2)" '.result.structuredContent.stdout == "queued\n"'
+	# The refusal came first, while call 1 was still running.
+	[ "$(printf '%s\n' "$output" | jq -r 'select(.id != null and .id != "init") | .id' | head -1)" = 3 ]
+}
+
+@test "progress notifications about once a second, carrying the latest output line" {
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"for i in 1 2 3; do echo tick $i; sleep 1; done"}' '{"progressToken":"tok-1"}')
+EOF
+	n=$(printf '%s\n' "$output" | jq -c 'select(.method == "notifications/progress" and .params.progressToken == "tok-1")' | wc -l)
+	[ "$n" -ge 2 ] && [ "$n" -le 4 ]
+	printf '%s\n' "$output" | jq -e -s '[.[] | select(.method == "notifications/progress") | .params] | (map(.progress) | . == (sort | unique)) and any(.message | test("^tick [12]$"))'
+	jqe "$(response 1)" '.result.structuredContent.exit_code == 0'
+}
+
+@test "no progress notifications without a progress token" {
+	tool execute_bash_commands '{"code":"sleep 1.5"}'
+	! printf '%s\n' "$output" | grep -q notifications/progress
+}
+
+@test "idle timeout removes the sandbox; the next result says the workspace is fresh" {
+	mcp_session --idle-timeout 1 <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo x > keep.txt"}')
+{"wait": 1}
+{"sleep": 2.5}
+$(call_json 2 execute_bash_commands '{"code":"ls keep.txt"}')
+{"wait": 2}
+$(call_json 3 execute_bash_commands '{"code":"true"}')
+EOF
+	jqe "$(response 2)" '.result.structuredContent.exit_code != 0 and (.result.structuredContent.notice | test("removed after 1 s without use"))'
+	jqe "$(response 2)" '.result.content[0].text | test("notice: ")'
+	jqe "$(response 3)" '.result.structuredContent.notice == null'
+	a=$(response 1 | jq -r .result.structuredContent.sandbox_id)
+	b=$(response 2 | jq -r .result.structuredContent.sandbox_id)
+	[ "$a" != "$b" ]
+	grep -q "removed after 1 s unused" "$SERVER_LOG"
+}
+
+@test "cleanup_sandbox destroys the workspace on the host; the next call gets a new one" {
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo x > f.txt"}')
+{"wait": 1}
+$(call_json 2 cleanup_sandbox '{}')
+{"wait": 2}
+$(call_json 3 cleanup_sandbox '{}')
+{"wait": 3}
+$(call_json 4 execute_bash_commands '{"code":"ls"}')
+EOF
+	id1=$(response 1 | jq -r .result.structuredContent.sandbox_id)
+	jqe "$(response 2)" ".result.structuredContent == {removed: true, backend: \"local\", sandbox_id: \"$id1\"} and .result.isError != true"
+	jqe "$(response 3)" '.result.structuredContent.removed == false'
+	jqe "$(response 4)" ".result.structuredContent.stdout == \"\" and .result.structuredContent.sandbox_id != \"$id1\""
+	[ ! -e "$SANDBOX_STATE_DIR/$id1" ]
+}
+
+@test "bad arguments are isError results, never protocol errors or crashes" {
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_python '{}')
+$(call_json 2 execute_python '{"script":7}')
+$(call_json 3 execute_python '{"script":"x","requirements":["--index-url=http://evil"]}')
+$(call_json 4 execute_bash_commands '{"code":"true","timeout_s":-1}')
+$(call_json 5 execute_bash_commands '{"code":"true","extra":1}')
+$(call_json 6 execute_bash_commands '{"code":"a\u0000b"}')
+$(call_json 7 cleanup_sandbox '{"x":1}')
+$(call_json 8 execute_bash_commands '{"code":"echo still fine"}')
+EOF
+	jqe "$(response 1)" '.result.isError == true and (.result.content[0].text | test("script: is required"))'
+	jqe "$(response 2)" '.result.isError == true and (.result.content[0].text | test("script: must be a string"))'
+	jqe "$(response 3)" '.result.isError == true and (.result.content[0].text | test("requirements\\[0\\]: must be one pip requirement"))'
+	jqe "$(response 4)" '.result.isError == true and (.result.content[0].text | test("timeout_s: must be above 0"))'
+	jqe "$(response 5)" '.result.isError == true and (.result.content[0].text | test("extra: is not a known argument"))'
+	jqe "$(response 6)" '.result.isError == true and (.result.content[0].text | test("NUL"))'
+	jqe "$(response 7)" '.result.isError == true'
+	jqe "$(response 8)" '.result.structuredContent.stdout == "still fine\n"'
+}
+
+@test "no backend: exit 1 and stderr 'Failed to initialize sandbox engine: ' with each backend's reason" {
+	command -v unshare >/dev/null || skip_or_fail "unshare(1) is missing"
+	# A user namespace whose own user-namespace quota is 0: the local backend cannot start.
+	run unshare --user --map-root-user sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && echo ok'
+	[ "$output" = ok ] || skip_or_fail "cannot lower user.max_user_namespaces in a child namespace here"
+	run python3 "$SESSION" --stderr "$SERVER_LOG" -- unshare --user --map-root-user sh -c \
+		'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0"' "$SANDBOX_MCP" \
+		<<<"$(printf '%s\n%s\n' "$INIT" "$(call_json 1 execute_bash_commands '{"code":"true"}')")"
+	[ "$status" -eq 0 ]
+	result=$(response 1 | jq -c .result)
+	sc '.exit_code == 1 and .backend == null and .sandbox_id == null'
+	sc '.stderr | startswith("Failed to initialize sandbox engine: local: user namespaces are disabled")'
+	sc '.error | startswith("Failed to initialize sandbox engine: ")'
+	jqe "$result" '.isError == true'
+}
+
+@test "a named backend this build lacks says so, without falling back" {
+	tool execute_bash_commands '{"code":"true"}' --backend daytona
+	sc '.exit_code == 1 and .stderr == "Failed to initialize sandbox engine: daytona: this build has no daytona backend"'
+}
+
+shutdown_case() {
+	marker="sbx-shutdown-$$-$RANDOM"
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands "$(bash_args "echo x > f; setsid $(sleeper "$marker") & $(sleeper "$marker")")")
+{"sleep": 1.0}
+$1
+{"expect_exit": 5}
+EOF
+	exit_line=$(printf '%s\n' "$output" | jq -c 'select(.exit != null)')
+	jqe "$exit_line" '.exit == 0 and .exit_after_ms < 2000'
+	[ "$(host_procs "$marker")" -eq 0 ]
+	[ -z "$(sandbox_dirs)" ]
+}
+
+@test "shutdown on stdin EOF within 2 s: call killed, sandbox and workspace removed" {
+	shutdown_case '{"close": true}'
+}
+
+@test "shutdown on SIGTERM within 2 s" {
+	shutdown_case '{"signal": "TERM"}'
+}
+
+@test "shutdown on SIGINT within 2 s" {
+	shutdown_case '{"signal": "INT"}'
+}
+
+@test "--keep keeps the workspace at shutdown" {
+	tool execute_bash_commands '{"code":"echo kept > k.txt"}' --keep
+	d=$(sandbox_dirs)
+	[ -n "$d" ] && [ "$(cat "$d/workspace/k.txt")" = kept ]
+	grep -q "kept the workspace" "$SERVER_LOG"
+}
+
+@test "a killed server's sandbox dies with it and its folder is removed by the next server" {
+	marker="sbx-crash-$$-$RANDOM"
+	script=$(printf '%s\n%s\n{"sleep": 60}\n' "$INIT" "$(call_json 1 execute_bash_commands "$(bash_args "$(sleeper "$marker")")")")
+	python3 "$SESSION" --stderr "$SERVER_LOG" --pidfile "$BATS_TEST_TMPDIR/pid" -- "$SANDBOX_MCP" \
+		>/dev/null 2>&1 <<<"$script" &
+	for _ in $(seq 100); do [ "$(host_procs "$marker")" -gt 0 ] && break; sleep 0.1; done
+	[ "$(host_procs "$marker")" -gt 0 ]
+	old=$(sandbox_dirs)
+	[ -n "$old" ]
+	kill -9 "$(cat "$BATS_TEST_TMPDIR/pid")"
+	for _ in $(seq 30); do [ "$(host_procs "$marker")" -eq 0 ] && break; sleep 0.1; done
+	[ "$(host_procs "$marker")" -eq 0 ]
+	[ -d "$old" ]
+	tool execute_bash_commands '{"code":"true"}'
+	[ ! -e "$old" ]
+	grep -q "left by a server that is gone" "$SERVER_LOG"
+	kill %1 2>/dev/null || true
+}
+
+@test "the unprivileged path: a non-root server runs calls in its own sandbox" {
+	id sbxtest >/dev/null 2>&1 || useradd -M -d /nonexistent -s /usr/sbin/nologin sbxtest 2>/dev/null ||
+		skip_or_fail "cannot create a test user"
+	command -v setpriv >/dev/null || skip_or_fail "setpriv(1) is missing"
+	dir=$(mktemp -d /tmp/sbx-unpriv.XXXXXX)
+	chmod 755 "$dir" && chown sbxtest: "$dir"
+	run setpriv --reuid=sbxtest --regid=sbxtest --clear-groups env SANDBOX_STATE_DIR="$dir/state" \
+		python3 "$SESSION" --stderr "$dir/log" -- "$SANDBOX_MCP" \
+		<<<"$(printf '%s\n%s\n' "$INIT" "$(call_json 1 execute_bash_commands '{"code":"id -u; grep CapEff /proc/self/status; echo hi > f; cat f"}')")"
+	[ "$status" -eq 0 ] || { cat "$dir/log"; false; }
+	result=$(response 1 | jq -c .result)
+	rm -rf "$dir"
+	sc '.stdout == "1000\nCapEff:\t0000000000000000\nhi\n" and .exit_code == 0'
+}
