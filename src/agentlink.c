@@ -19,7 +19,7 @@
 
 struct frame {
 	uint8_t type;
-	unsigned char *data; /* owned */
+	unsigned char *data; /* borrowed from the link's buffer until the next read */
 	size_t len;
 };
 
@@ -91,7 +91,7 @@ static int read_all(int fd, void *buf, size_t n, int64_t deadline, struct err *e
 	return 0;
 }
 
-/* Reads one whole frame; the caller frees fr->data. */
+/* Reads one whole frame into the link's buffer. */
 static int read_frame(struct agentlink *l, struct frame *fr, int64_t deadline, struct err *e)
 {
 	unsigned char hdr[5];
@@ -105,15 +105,18 @@ static int read_frame(struct agentlink *l, struct frame *fr, int64_t deadline, s
 	}
 	fr->type = hdr[4];
 	fr->len = n - 1;
-	fr->data = malloc(fr->len + 1);
-	if (!fr->data)
-		return err_set(e, "out of memory");
+	if (fr->len + 1 > l->rcap) {
+		unsigned char *nb = realloc(l->rbuf, fr->len + 1);
+		if (!nb)
+			return err_set(e, "out of memory");
+		l->rbuf = nb;
+		l->rcap = fr->len + 1;
+	}
+	fr->data = l->rbuf;
 	/* A frame once begun arrives whole: allow the usual answer time for its rest. */
 	rc = read_all(l->fd, fr->data, fr->len, clock_ms() + ANSWER_MS, e);
-	if (rc) {
-		free(fr->data);
+	if (rc)
 		return rc;
-	}
 	fr->data[fr->len] = '\0';
 	return 0;
 }
@@ -131,19 +134,19 @@ static int expect_ok(struct agentlink *l, const char *what, struct err *e)
 		rc = err_set(e, "%s: %s", what, (char *)fr.data);
 	else
 		rc = err_set(e, "%s: unexpected answer from the sandbox agent", what);
-	free(fr.data);
 	return rc;
 }
 
 int agentlink_open(struct agentlink *l, int fd, int timeout_ms, struct err *e)
 {
 	l->fd = fd;
+	l->rbuf = NULL;
+	l->rcap = 0;
 	struct frame fr;
 	int rc = read_frame(l, &fr, clock_ms() + timeout_ms, e);
 	if (rc)
 		return rc;
 	uint32_t v = fr.len >= 4 ? ag_le32(fr.data) : 0;
-	free(fr.data);
 	if (fr.type != AG_HELLO || v != AG_VERSION) {
 		err_set(e, "the sandbox agent speaks another protocol (got %u, want %u)", v, AG_VERSION);
 		return BACKEND_LOST;
@@ -268,14 +271,10 @@ int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct ag
 					rs->exit_code = 128 + WTERMSIG(status);
 				else
 					rs->exit_code = 1;
-				free(fr.data);
 				return 0;
 			} else if (fr.type == AG_ERR) {
-				rc = err_set(e, "%s", (char *)fr.data);
-				free(fr.data);
-				return rc;
+				return err_set(e, "%s", (char *)fr.data);
 			}
-			free(fr.data);
 			continue;
 		}
 		if (kill_by >= 0) {
@@ -303,4 +302,7 @@ void agentlink_close(struct agentlink *l)
 	if (l->fd >= 0)
 		close(l->fd);
 	l->fd = -1;
+	free(l->rbuf);
+	l->rbuf = NULL;
+	l->rcap = 0;
 }

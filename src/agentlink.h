@@ -13,7 +13,9 @@
 #include "err.h"
 
 struct agentlink {
-	int fd;           /* owned; -1 when closed */
+	int fd;              /* owned; -1 when closed */
+	unsigned char *rbuf; /* receive buffer, reused for every frame; owned */
+	size_t rcap;
 };
 
 /* rlimits applied to each call's processes. */

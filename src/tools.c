@@ -37,6 +37,26 @@ static const char *const call_env[] = {
 	NULL,
 };
 
+/*
+ * The install step's environment: no PYTHONPATH and no pip configuration, so that nothing the
+ * workspace holds (a planted sitecustomize.py, a pip.conf under $HOME) runs or steers pip while
+ * the step may have the network.
+ */
+static const char *const install_env[] = {
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/tmp",
+	"USER=sandbox",
+	"LOGNAME=sandbox",
+	"LANG=C.UTF-8",
+	"TMPDIR=/tmp",
+	"PIP_CONFIG_FILE=/dev/null",
+	"PIP_CACHE_DIR=/tmp/pip-cache",
+	"PIP_DISABLE_PIP_VERSION_CHECK=1",
+	"PIP_NO_INPUT=1",
+	"PIP_ROOT_USER_ACTION=ignore",
+	NULL,
+};
+
 /* Replaces each {key} of the description with the configured value. Caller frees. */
 static char *fill_description(const char *tmpl, const struct config *cfg)
 {
@@ -342,9 +362,29 @@ static json_t *install(struct sandbox *sb, struct tool_call *tc, const json_t *r
 		txt[o++] = '\n';
 	}
 	struct run_file f = {TOOLS_REQUIREMENTS, txt, o, 0644};
+	bool offline = cfg->wheelhouse[0] || cfg->network == NET_NONE;
+	/* With the network reachable, a requirement may not name where to fetch from (a URL could
+	 * reach services on the host) and only wheels install, so no package's build code runs. */
+	if (!offline) {
+		json_array_foreach(reqs, i, r) {
+			const char *q = json_string_value(r);
+			size_t ql = strlen(q);
+			bool path = q[0] == '.' || q[0] == '/';
+			if (strstr(q, "://") || strchr(q, '@') || (path && (ql < 4 || strcmp(q + ql - 4, ".whl")))) {
+				char msg[512];
+				snprintf(msg, sizeof msg,
+					 "Failed to install requirements: '%.300s' is not allowed: when installs use the "
+					 "network, give package names (with versions) or paths of .whl files in the "
+					 "workspace, not URLs or source folders", q);
+				free(txt);
+				return early_result(sb, 1, msg, NULL, notice, t0, false, timeout);
+			}
+		}
+	}
 	const char *argv[24];
 	size_t a = 0;
 	argv[a++] = cfg->python;
+	argv[a++] = "-I";
 	argv[a++] = "-m";
 	argv[a++] = "pip";
 	argv[a++] = "install";
@@ -352,9 +392,12 @@ static json_t *install(struct sandbox *sb, struct tool_call *tc, const json_t *r
 	argv[a++] = "--upgrade";
 	argv[a++] = "--target";
 	argv[a++] = TOOLS_PACKAGES;
-	bool offline = cfg->wheelhouse[0] || cfg->network == NET_NONE;
-	if (offline)
+	if (offline) {
 		argv[a++] = "--no-index";
+	} else {
+		argv[a++] = "--only-binary";
+		argv[a++] = ":all:";
+	}
 	if (cfg->wheelhouse[0]) {
 		argv[a++] = "--find-links";
 		argv[a++] = "/wheelhouse";
@@ -369,7 +412,7 @@ static json_t *install(struct sandbox *sb, struct tool_call *tc, const json_t *r
 		return early_result(sb, 1, "Failed to install requirements: out of memory", "out of memory", notice, t0,
 				    false, timeout);
 	}
-	struct run_req rq = {.argv = argv, .env = call_env, .cwd = WORKSPACE, .files = &f, .nfiles = 1,
+	struct run_req rq = {.argv = argv, .env = install_env, .cwd = WORKSPACE, .files = &f, .nfiles = 1,
 			     .network = !offline, .deadline_ms = deadline, .cancel_fd = tc->cancel_fd,
 			     .cap = cfg->output_cap, .on_output = collect_output, .ctx = &c};
 	struct run_res rs;

@@ -60,6 +60,9 @@ struct mount_attr {
 #ifndef AT_RECURSIVE
 #define AT_RECURSIVE 0x8000
 #endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U
 #endif
@@ -386,8 +389,14 @@ static void child_main(const struct plan *p)
 	/* After the credential change: commit_creds clears the parent-death signal. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		child_fail(p, STEP_PRCTL);
+	/* The agent gets /dev/null, /dev/null, /dev/null and its socket: nothing of the server's,
+	 * not even an fd the server inherited without close-on-exec. */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(p->ctl_fd, 3) < 0)
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(p->ctl_fd, 3) < 0 ||
+	    syscall(SYS_close_range, 4, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		child_fail(p, STEP_FDS);
+	/* stderr last: a failure above is still reported through err_fd. */
+	if (dup2(null, 2) < 0)
 		child_fail(p, STEP_FDS);
 	sigset_t none;
 	sigemptyset(&none);
