@@ -81,6 +81,13 @@ void backend_report(struct backend *b, FILE *f)
 	b->ops->report(b, f);
 }
 
+void backend_reap_all(const struct config *cfg)
+{
+	for (size_t i = 0; backend_table[i]; i++)
+		if (backend_table[i]->reap)
+			backend_table[i]->reap(cfg);
+}
+
 void backend_free(struct backend *b)
 {
 	if (!b)

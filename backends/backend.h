@@ -70,6 +70,9 @@ struct backend_ops {
 	void (*destroy)(struct backend *b, bool shutdown);
 	/* For --check: one line per limit, saying whether and how it is enforced here. */
 	void (*report)(struct backend *b, FILE *f);
+	/* Removes what servers that died left behind (sandboxes, folders, cgroups). Called once
+	 * at start-up, with no sandbox made; may be NULL. */
+	void (*reap)(const struct config *cfg);
 };
 
 struct backend {
@@ -93,6 +96,8 @@ int backend_start(struct backend *b, struct err *e);
 int backend_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e);
 void backend_destroy(struct backend *b, bool shutdown);
 void backend_report(struct backend *b, FILE *f);
+/* Runs every backend's reap op. */
+void backend_reap_all(const struct config *cfg);
 /* Destroys (as at shutdown) and frees; NULL is fine. */
 void backend_free(struct backend *b);
 

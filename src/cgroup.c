@@ -1,6 +1,8 @@
 #include "cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,6 +296,35 @@ void cgroup_destroy(struct cgroup *cg)
 		cg->on[c] = false;
 	}
 	cg->version = 0;
+}
+
+static void reap_dir(const char *base)
+{
+	DIR *d = opendir(base);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		int pid;
+		if (sscanf(de->d_name, "sandbox-mcp-%d-", &pid) != 1 || pid <= 0 || pid == (int)getpid())
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue; /* that server is alive */
+		char path[PATH_MAX + 256];
+		snprintf(path, sizeof path, "%s/%s", base, de->d_name);
+		(void)rmdir(path);
+	}
+	closedir(d);
+}
+
+void cgroup_reap(void)
+{
+	char base[PATH_MAX];
+	for (int c = 0; c < CG_N; c++)
+		if (hierarchy_dir(names[c], base, sizeof base) == 0)
+			reap_dir(base);
+	if (hierarchy_dir("", base, sizeof base) == 0)
+		reap_dir(base);
 }
 
 const char *cgroup_mechanism(const struct cgroup *cg, int controller)

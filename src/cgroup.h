@@ -32,6 +32,10 @@ int cgroup_attach(struct cgroup *cg, pid_t pid, struct err *e);
 /* Removes the cgroup(s); the processes in them must be gone. Idempotent. */
 void cgroup_destroy(struct cgroup *cg);
 
+/* Removes the (empty) cgroups that servers which died left below ours: their names carry the
+ * pid of the server that made them ("sandbox-mcp-PID-..."). */
+void cgroup_reap(void);
+
 /* "cgroup v1" / "cgroup v2" for a controller that is on; NULL when it is not. */
 const char *cgroup_mechanism(const struct cgroup *cg, int controller);
 

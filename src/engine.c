@@ -88,6 +88,8 @@ static void run_job(struct engine *g, struct job *j)
 static void *worker_main(void *arg)
 {
 	struct engine *g = arg;
+	/* Before anything else, what servers that died left behind goes. */
+	backend_reap_all(g->cfg);
 	pthread_mutex_lock(&g->mu);
 	for (;;) {
 		while (!g->head && !g->stop) {

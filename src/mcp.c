@@ -9,6 +9,14 @@
 #include "tools.h"
 #include "version.h"
 
+/* The string value of j when it is a JSON string without NUL characters, else NULL: such a
+ * string cannot equal any name we know, and must not compare equal to a prefix of one. */
+static const char *plain_string(const json_t *j)
+{
+	const char *v = json_string_value(j);
+	return v && strlen(v) == json_string_length(j) ? v : NULL;
+}
+
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 
 struct mcp {
@@ -40,14 +48,15 @@ static void send_log(int level, const char *msg)
 
 static json_t *initialize(struct mcp *m, json_t *params, int *code, const char **err)
 {
-	const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
-	if (!json_is_object(params) || !asked) {
+	json_t *asked_j = json_object_get(params, "protocolVersion");
+	const char *asked = plain_string(asked_j);
+	if (!json_is_object(params) || !json_is_string(asked_j)) {
 		*code = RPC_INVALID_PARAMS;
 		*err = "initialize needs params.protocolVersion";
 		return NULL;
 	}
 	const char *v = versions[0];
-	for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++)
+	for (size_t i = 0; asked && i < sizeof versions / sizeof versions[0]; i++)
 		if (!strcmp(asked, versions[i]))
 			v = versions[i];
 	snprintf(m->version, sizeof m->version, "%s", v);
@@ -64,12 +73,13 @@ static json_t *initialize(struct mcp *m, json_t *params, int *code, const char *
 
 static void tools_call(struct mcp *m, json_t *id, json_t *params, struct rpc_batch *batch)
 {
-	const char *name = json_string_value(json_object_get(params, "name"));
+	json_t *name_j = json_object_get(params, "name");
+	const char *name = json_string_value(name_j);
 	if (!json_is_object(params) || !name) {
 		rpc_respond(batch, rpc_error(id, RPC_INVALID_PARAMS, "tools/call needs params.name", NULL));
 		return;
 	}
-	int tool = tools_find(name);
+	int tool = plain_string(name_j) ? tools_find(name) : -1;
 	if (tool < 0) {
 		char msg[256];
 		snprintf(msg, sizeof msg, "Unknown tool: %.200s", name);
@@ -82,10 +92,13 @@ static void tools_call(struct mcp *m, json_t *id, json_t *params, struct rpc_bat
 		return;
 	}
 	args = json_is_object(args) ? json_incref(args) : json_object();
-	json_t *bad = tools_check(tool, args);
-	if (bad) {
+	json_t *why;
+	if (tools_check(tool, args, &why) < 0) {
 		json_decref(args);
-		rpc_respond(batch, rpc_result(id, bad));
+		if (why)
+			rpc_respond(batch, rpc_result(id, why));
+		else
+			rpc_respond(batch, rpc_error(id, RPC_INTERNAL_ERROR, "out of memory", NULL));
 		return;
 	}
 	struct job *j = calloc(1, sizeof *j);
@@ -131,7 +144,8 @@ static void handle_message(struct mcp *m, json_t *msg, struct rpc_batch *batch)
 		rpc_respond(batch, rpc_error(id_ok ? id : NULL, RPC_INVALID_REQUEST, "Invalid Request: no method", NULL));
 		return;
 	}
-	if (!json_is_string(json_object_get(msg, "jsonrpc")) || strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0")) {
+	const char *ver = plain_string(json_object_get(msg, "jsonrpc"));
+	if (!ver || strcmp(ver, "2.0")) {
 		rpc_respond(batch, rpc_error(id_ok ? id : NULL, RPC_INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"", NULL));
 		return;
 	}
@@ -139,11 +153,14 @@ static void handle_message(struct mcp *m, json_t *msg, struct rpc_batch *batch)
 		rpc_respond(batch, rpc_error(NULL, RPC_INVALID_REQUEST, "Invalid Request: id must be a string or an integer", NULL));
 		return;
 	}
-	const char *meth = json_string_value(method);
+	/* A method with a NUL in it matches nothing: "" makes it unknown. */
+	const char *meth = plain_string(method) ? json_string_value(method) : "";
 	json_t *params = json_object_get(msg, "params");
 	if (params && !json_is_object(params) && !json_is_array(params)) {
 		if (has_id)
 			rpc_respond(batch, rpc_error(id, RPC_INVALID_REQUEST, "Invalid Request: params must be an object", NULL));
+		else
+			rpc_batch_drop(batch);
 		return;
 	}
 	if (!has_id) {
@@ -152,6 +169,7 @@ static void handle_message(struct mcp *m, json_t *msg, struct rpc_batch *batch)
 			engine_cancel(m->eng, json_object_get(params, "requestId"));
 		else if (!strcmp(meth, "notifications/initialized"))
 			log_msg(LOG_DEBUG, "client initialized (protocol %s)", m->version);
+		rpc_batch_drop(batch);
 		return;
 	}
 	int code = 0;
@@ -177,7 +195,7 @@ static void handle_message(struct mcp *m, json_t *msg, struct rpc_batch *batch)
 		tools_call(m, id, params, batch);
 		return;
 	} else if (!strcmp(meth, "logging/setLevel")) {
-		const char *lv = json_string_value(json_object_get(params, "level"));
+		const char *lv = plain_string(json_object_get(params, "level"));
 		int level = lv ? log_level_parse(lv) : -1;
 		if (level < 0) {
 			code = RPC_INVALID_PARAMS;
@@ -188,7 +206,7 @@ static void handle_message(struct mcp *m, json_t *msg, struct rpc_batch *batch)
 		}
 	} else {
 		char text[300];
-		snprintf(text, sizeof text, "Method not found: %.200s", meth);
+		snprintf(text, sizeof text, "Method not found: %.200s", json_string_value(method));
 		rpc_respond(batch, rpc_error(id, RPC_METHOD_NOT_FOUND, text, NULL));
 		return;
 	}
@@ -207,7 +225,7 @@ static bool batches_allowed(const struct mcp *m)
 void mcp_handle_line(struct mcp *m, const char *line, size_t len)
 {
 	json_error_t je;
-	json_t *msg = json_loadb(line, len, JSON_ALLOW_NUL, &je);
+	json_t *msg = json_loadb(line, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &je);
 	if (!msg) {
 		char text[300];
 		snprintf(text, sizeof text, "Parse error: %s (at character %d)", je.text, je.position);
@@ -232,20 +250,17 @@ void mcp_handle_line(struct mcp *m, const char *line, size_t len)
 		json_decref(msg);
 		return;
 	}
-	/* Count the members that get an answer (or a drop): all but well-formed notifications. */
-	size_t expected = 0, i;
+	/* Every member settles its slot once (answer or drop); the extra slot keeps the batch
+	 * open until all members were handed out. */
+	size_t i;
 	json_t *el;
-	json_array_foreach(msg, i, el) {
-		if (!json_is_object(el) || json_object_get(el, "id") ||
-		    !json_is_string(json_object_get(el, "method")))
-			expected++;
+	struct rpc_batch *b = rpc_batch_new(json_array_size(msg) + 1);
+	if (!b) {
+		rpc_write(rpc_error(NULL, RPC_INTERNAL_ERROR, "out of memory", NULL));
+		json_decref(msg);
+		return;
 	}
-	struct rpc_batch *b = expected ? rpc_batch_new(expected + 1) : NULL;
-	json_array_foreach(msg, i, el) {
-		bool answered = !json_is_object(el) || json_object_get(el, "id") ||
-				!json_is_string(json_object_get(el, "method"));
-		handle_message(m, el, answered ? b : NULL);
-	}
+	json_array_foreach(msg, i, el) handle_message(m, el, b);
 	/* The extra count keeps the batch open until every member was handed out. */
 	rpc_batch_drop(b);
 	json_decref(msg);

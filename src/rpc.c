@@ -1,6 +1,9 @@
 #include "rpc.h"
 
+#include "output.h"
+
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +72,8 @@ enum rpc_read rpc_reader_next(struct rpc_reader *r, const char **line, size_t *l
 			continue;
 		}
 		if (!nl) {
-			if (r->len > r->max) {
+			/* A "\r" waiting for its "\n" does not count against the limit. */
+			if (r->len > r->max + 1 || (r->len == r->max + 1 && r->buf[r->len - 1] != '\r')) {
 				/* Too long already: report now, drop the rest as it comes. */
 				r->skipping = true;
 				r->len = 0;
@@ -117,8 +121,11 @@ bool rpc_output_closed(void)
 
 int rpc_write(json_t *msg)
 {
-	if (!msg)
+	if (!msg) {
+		/* Only out of memory gets here: the client would wait forever, so say so. */
+		fprintf(stderr, "sandbox-mcp: error: a message could not be built and was not sent\n");
 		return -1;
+	}
 	/* Compact JSON never contains a raw newline: strings escape theirs. */
 	char *s = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
 	json_decref(msg);
@@ -157,7 +164,11 @@ json_t *rpc_result(json_t *id, json_t *result)
 
 json_t *rpc_error(json_t *id, int code, const char *message, json_t *data)
 {
-	json_t *err = json_pack("{s:i, s:s}", "code", code, "message", message);
+	/* Messages quote what the client sent, maybe cut inside a character: repair them. */
+	size_t n;
+	char *clean = utf8_sanitize(message, strlen(message), &n);
+	json_t *err = json_pack("{s:i, s:s}", "code", code, "message", clean ? clean : "error");
+	free(clean);
 	if (data && err)
 		json_object_set_new(err, "data", data);
 	else if (data)

@@ -152,32 +152,42 @@ int tools_find(const char *name)
 
 static json_t *text_result(const char *text, bool is_error)
 {
-	json_t *r = json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text);
+	/* Texts may quote arguments cut inside a character: repair them so the result exists. */
+	size_t n;
+	char *clean = utf8_sanitize(text, strlen(text), &n);
+	json_t *r = json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", clean ? clean : "error");
+	free(clean);
+	if (!r)
+		return NULL;
 	if (is_error)
 		json_object_set_new(r, "isError", json_true());
 	return r;
 }
 
-json_t *tools_check(int tool, const json_t *args)
+int tools_check(int tool, const json_t *args, json_t **why)
 {
 	struct err e = {""};
-	char msg[sizeof e.msg + 64];
+	char msg[sizeof e.msg + 64] = "";
+	const json_t *t = json_object_get(args, "timeout_s");
+	*why = NULL;
 	if (schema_validate(T.input[tool], args, "", &e) < 0) {
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: %s", tool_names[tool], e.msg);
-		return text_result(msg, true);
-	}
-	const json_t *t = json_object_get(args, "timeout_s");
-	if (t && json_number_value(t) > T.cfg->max_timeout_s) {
+	} else if (t && json_number_value(t) > T.cfg->max_timeout_s) {
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: timeout_s: must be at most %g (the server's --max-timeout)",
 			 tool_names[tool], T.cfg->max_timeout_s);
-		return text_result(msg, true);
+	} else {
+		static const char *const texts[] = {"code", "script"};
+		for (size_t i = 0; i < 2 && !msg[0]; i++) {
+			const json_t *v = json_object_get(args, texts[i]);
+			if (v && memchr(json_string_value(v), 0, json_string_length(v)))
+				snprintf(msg, sizeof msg, "Invalid arguments for %s: %s: contains a NUL character",
+					 tool_names[tool], texts[i]);
+		}
 	}
-	const json_t *code = json_object_get(args, "code");
-	if (code && memchr(json_string_value(code), 0, json_string_length(code))) {
-		snprintf(msg, sizeof msg, "Invalid arguments for %s: code: contains a NUL character", tool_names[tool]);
-		return text_result(msg, true);
-	}
-	return NULL;
+	if (!msg[0])
+		return 0;
+	*why = text_result(msg, true);
+	return -1;
 }
 
 /* ------------------------------------------------------------ running */

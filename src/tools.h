@@ -34,8 +34,9 @@ json_t *tools_list(void);
 /* The tool's id, or -1 for an unknown name. */
 int tools_find(const char *name);
 
-/* NULL when args (borrowed) are acceptable; else an isError CallToolResult saying why (new ref). */
-json_t *tools_check(int tool, const json_t *args);
+/* 0 when args (borrowed) are acceptable. -1 when not: *why gets an isError CallToolResult
+ * saying why (new ref), or NULL when even that could not be made (out of memory). */
+int tools_check(int tool, const json_t *args, json_t **why);
 
 struct tool_call {
 	int tool;

@@ -394,9 +394,12 @@ EOF
 	for _ in $(seq 30); do [ "$(host_procs "$marker")" -eq 0 ] && break; sleep 0.1; done
 	[ "$(host_procs "$marker")" -eq 0 ]
 	[ -d "$old" ]
-	tool execute_bash_commands '{"code":"true"}'
+	# The next server removes it at start-up, before any call.
+	mcp_session <<<"$INIT"
 	[ ! -e "$old" ]
 	grep -q "left by a server that is gone" "$SERVER_LOG"
+	# ...and the dead server's cgroups too.
+	! find /sys/fs/cgroup -maxdepth 4 -name "sandbox-mcp-$(cat "$BATS_TEST_TMPDIR/pid")-*" 2>/dev/null | grep -q .
 	kill %1 2>/dev/null || true
 }
 

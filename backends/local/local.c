@@ -707,7 +707,6 @@ static int local_start(struct backend *b, struct err *e)
 	L->host_gid = L->as_root ? (gid_t)cfg->sandbox_uid : getegid();
 	if (state_dir(cfg, L->state, sizeof L->state, e) < 0)
 		return -1;
-	reap_leftovers(L->state);
 
 	unsigned char rnd[4];
 	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
@@ -846,6 +845,15 @@ static void local_report(struct backend *b, FILE *f)
 	fprintf(f, "    workspace   %s\n", L->ws);
 }
 
+static void local_reap(const struct config *cfg)
+{
+	char state[PATH_MAX];
+	struct err e = {""};
+	if (state_dir(cfg, state, sizeof state, &e) == 0)
+		reap_leftovers(state);
+	cgroup_reap();
+}
+
 const struct backend_ops local_backend_ops = {
 	.name = "local",
 	.priv_size = sizeof(struct local),
@@ -854,4 +862,5 @@ const struct backend_ops local_backend_ops = {
 	.run = local_run,
 	.destroy = local_destroy,
 	.report = local_report,
+	.reap = local_reap,
 };
