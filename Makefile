@@ -12,16 +12,16 @@ WARN := -std=c11 -Wall -Wextra -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes -W
 ifneq ($(CI)$(WERROR),)
 WARN += -Werror
 endif
-PKGS := jansson libseccomp
+PKGS := jansson libseccomp libcurl
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null || echo -ljansson -lseccomp)
+DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null || echo -ljansson -lseccomp -lcurl)
 ifneq ($(SANITIZE),)
 SAN := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
 ALL_CFLAGS := $(WARN) -D_GNU_SOURCE $(DEP_CFLAGS) $(SAN) $(CFLAGS) -MMD -MP
 LDLIBS := $(DEP_LIBS) -lpthread -lm
 
-SRCS := $(wildcard src/*.c) backends/backend.c backends/local/local.c
+SRCS := $(wildcard src/*.c) backends/backend.c $(wildcard backends/*/*.c)
 OBJS := $(patsubst %.c,$(BUILD)/%.o,$(SRCS)) $(BUILD)/embed.o $(BUILD)/embed_table.o
 SCHEMAS := $(sort $(wildcard schemas/*.json))
 AGENT := $(BUILD)/sandbox-agent
