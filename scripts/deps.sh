@@ -4,14 +4,16 @@
 # Usage: scripts/deps.sh [build|test]   (test also installs the test tools; default build)
 set -eu
 want="build-essential pkg-config libjansson-dev libseccomp-dev libcurl4-openssl-dev libbsd-dev python3 python3-pip"
-[ "${1:-build}" = test ] && want="$want bats jq nodejs npm"
+[ "${1:-build}" = test ] && want="$want bats jq"
 missing=""
 for p in $want; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || missing="$missing $p"
 done
-# A Node.js that did not come from Debian (nvm, NodeSource) is fine too.
-case "$missing" in *nodejs*) command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 &&
-	missing=$(echo "$missing" | sed 's/ nodejs//; s/ npm//') ;; esac
+# Node.js and npm (for the official-SDK checks): any install will do (Debian's, NodeSource's,
+# nvm's), so look for the commands; only when they are missing, take Debian's packages.
+if [ "${1:-build}" = test ] && ! { command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; }; then
+	missing="$missing nodejs npm"
+fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
 	command -v sudo >/dev/null 2>&1 || { echo "scripts/deps.sh: need root to install:$missing" >&2; exit 1; }
