@@ -306,7 +306,10 @@ static void reap_dir(const char *base)
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		int pid;
-		if (sscanf(de->d_name, "sandbox-mcp-%d-", &pid) != 1 || pid <= 0 || pid == (int)getpid())
+		if (sscanf(de->d_name, "sandbox-mcp-server-%d", &pid) != 1 &&
+		    sscanf(de->d_name, "sandbox-mcp-%d-", &pid) != 1)
+			continue;
+		if (pid <= 0 || pid == (int)getpid())
 			continue;
 		if (kill(pid, 0) == 0 || errno != ESRCH)
 			continue; /* that server is alive */

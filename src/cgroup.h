@@ -33,7 +33,7 @@ int cgroup_attach(struct cgroup *cg, pid_t pid, struct err *e);
 void cgroup_destroy(struct cgroup *cg);
 
 /* Removes the (empty) cgroups that servers which died left below ours: their names carry the
- * pid of the server that made them ("sandbox-mcp-PID-..."). */
+ * pid of the server that made them ("sandbox-mcp-PID-...", and v2's "sandbox-mcp-server-PID"). */
 void cgroup_reap(void);
 
 /* "cgroup v1" / "cgroup v2" for a controller that is on; NULL when it is not. */
