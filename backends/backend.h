@@ -21,6 +21,7 @@
 
 /* Return codes of start and run besides 0 and -1 (-1: this call failed, the sandbox is fine). */
 #define BACKEND_LOST (-2) /* the sandbox is gone or broken: destroy it; a new one may be started */
+#define BACKEND_ABSENT (-3) /* probe: the backend is not set up here at all (no key, no engine) */
 
 struct run_file {
 	const char *path;  /* absolute, inside the sandbox */
@@ -47,6 +48,7 @@ struct run_req {
 };
 
 struct run_res {
+	bool started;                /* the program may have started: the call must not be repeated */
 	int exit_code;               /* 124 on timeout, 128+n when killed by signal n */
 	bool timed_out, cancelled;
 	uint64_t bytes[2];           /* full byte counts of stdout and stderr */
@@ -59,7 +61,8 @@ struct backend;
 struct backend_ops {
 	const char *name;
 	size_t priv_size;
-	/* Usable here? Cheap, makes nothing; e says why not. */
+	/* Usable here? Cheap, makes nothing; e says why not. -1 when it should work but does not,
+	 * BACKEND_ABSENT when it is simply not set up here (auto passes over it quietly). */
 	int (*probe)(struct backend *b, struct err *e);
 	/* Makes the sandbox and sets b->sandbox_id. 0, -1. */
 	int (*start)(struct backend *b, struct err *e);

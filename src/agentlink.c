@@ -239,6 +239,7 @@ int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct ag
 			return rc;
 	if ((rc = send_run(l, rq, lim, e)))
 		return rc;
+	rs->started = true;
 	int64_t kill_by = -1; /* once killed: when the agent must have answered */
 	for (;;) {
 		struct pollfd p[2] = {{l->fd, POLLIN, 0}, {rq->cancel_fd, POLLIN, 0}};
@@ -252,6 +253,9 @@ int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct ag
 			if ((rc = read_frame(l, &fr, clock_ms() + ANSWER_MS, e)))
 				return rc;
 			if (fr.type == AG_OUT && fr.len >= 1) {
+				/* Counted as it comes, so a run cut short still says what it printed. */
+				if (fr.data[0] == 1 || fr.data[0] == 2)
+					rs->bytes[fr.data[0] - 1] += fr.len - 1;
 				if (rq->on_output)
 					rq->on_output(rq->ctx, fr.data[0], (char *)fr.data + 1, fr.len - 1);
 			} else if (fr.type == AG_EXIT && fr.len >= 24) {

@@ -24,7 +24,7 @@ struct opt {
 
 static const struct opt opts[] = {
 	{"backend", "SANDBOX_BACKEND", T_STR, F(backend), "auto",
-	 "auto or local (auto tries each backend in order)"},
+	 "auto, daytona, docker or local (auto tries them in that order)"},
 	{"timeout", "SANDBOX_TIMEOUT", T_SECONDS, F(timeout_s), "60", "default timeout of a call, seconds"},
 	{"max-timeout", "SANDBOX_MAX_TIMEOUT", T_SECONDS, F(max_timeout_s), "600",
 	 "largest timeout_s a call may ask for, seconds"},
@@ -54,6 +54,14 @@ static const struct opt opts[] = {
 	 "stderr log level: debug info notice warning error"},
 	{"sandbox-uid", "SANDBOX_UID", T_COUNT, F(sandbox_uid), "65534",
 	 "host uid of the sandbox user when the server runs as root"},
+	{"image", "SANDBOX_IMAGE", T_STR, F(image), "python:3.12-slim",
+	 "Docker: image of the sandbox container (pulled when missing)"},
+	{"daytona-snapshot", "SANDBOX_DAYTONA_SNAPSHOT", T_STR, F(daytona_snapshot), "",
+	 "Daytona: snapshot to create sandboxes from (default: the organisation's)"},
+	{"daytona-image", "SANDBOX_DAYTONA_IMAGE", T_STR, F(daytona_image), "",
+	 "Daytona: image to create sandboxes from, instead of a snapshot"},
+	{"daytona-start-timeout", "SANDBOX_DAYTONA_START_TIMEOUT", T_SECONDS, F(daytona_start_timeout_s), "60",
+	 "Daytona: seconds a new sandbox may take to start"},
 };
 
 static const char *const net_names[] = {"none", "install", "all"};
@@ -192,6 +200,14 @@ static int check_values(const struct config *c, struct err *e)
 		return err_set(e, "--sandbox-uid must be a non-root uid");
 	if (!c->python[0] || strchr(c->python, ' '))
 		return err_set(e, "--python must name one program");
+	if (!c->image[0] || strpbrk(c->image, " \t\r\n"))
+		return err_set(e, "--image must name one image");
+	if (c->daytona_snapshot[0] && c->daytona_image[0])
+		return err_set(e, "--daytona-snapshot and --daytona-image exclude each other: give one");
+	if (strpbrk(c->daytona_image, "\r\n") || strpbrk(c->daytona_snapshot, " \t\r\n"))
+		return err_set(e, "--daytona-snapshot or --daytona-image is not a valid name");
+	if (c->daytona_start_timeout_s <= 0 || c->daytona_start_timeout_s > 3600)
+		return err_set(e, "--daytona-start-timeout must be between 0 and 3600 seconds");
 	return 0;
 }
 

@@ -36,6 +36,10 @@ struct config {
 	char python[256];        /* interpreter inside the sandbox */
 	int log_level;           /* enum log_level, for stderr */
 	uint64_t sandbox_uid;    /* host uid the sandbox user maps to when we run as root */
+	char image[256];         /* Docker: the sandbox's image */
+	char daytona_snapshot[256]; /* Daytona: snapshot to create sandboxes from; "" for the default */
+	char daytona_image[256]; /* Daytona: image to create sandboxes from instead; "" for none */
+	double daytona_start_timeout_s; /* Daytona: how long a new sandbox may take to start */
 };
 
 enum config_mode { MODE_SERVE, MODE_HELP, MODE_VERSION, MODE_CHECK };

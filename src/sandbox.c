@@ -23,15 +23,19 @@ static void drop(struct sandbox *s, bool shutdown)
 	json_object_clear(s->installed);
 }
 
-/* Tries one backend: probe, then start. 0 with s->b set, or -1 with the reason in e. */
+/* Tries one backend: probe, then start. 0 with s->b set, or -1 / BACKEND_ABSENT with the
+ * reason in e. */
 static int try_backend(struct sandbox *s, const struct backend_ops *ops, struct err *e)
 {
 	struct backend *b;
 	if (backend_new(&b, ops, s->cfg, e) < 0)
 		return -1;
-	if (backend_probe(b, e) < 0 || backend_start(b, e) < 0) {
+	int rc = backend_probe(b, e);
+	if (rc == 0)
+		rc = backend_start(b, e);
+	if (rc < 0) {
 		backend_free(b);
-		return -1;
+		return rc == BACKEND_ABSENT ? BACKEND_ABSENT : -1;
 	}
 	s->b = b;
 	log_msg(LOG_INFO, "sandbox %s started on the %s backend", b->sandbox_id, ops->name);
@@ -52,11 +56,14 @@ int sandbox_ensure(struct sandbox *s, struct err *e)
 			continue;
 		any = true;
 		struct err be = {""};
-		if (try_backend(s, ops, &be) == 0) {
+		int rc = try_backend(s, ops, &be);
+		if (rc == 0) {
 			s->last_used = clock_ms();
 			return 0;
 		}
-		log_msg(autosel ? LOG_WARNING : LOG_ERROR, "backend %s: %s", ops->name, be.msg);
+		/* auto passing over a backend that is not set up here is the normal case. */
+		log_msg(!autosel ? LOG_ERROR : rc == BACKEND_ABSENT ? LOG_INFO : LOG_WARNING, "backend %s: %s",
+			ops->name, be.msg);
 		used += (size_t)snprintf(reasons + used, sizeof reasons - (used < sizeof reasons ? used : sizeof reasons),
 					 "%s%s: %s", used ? "; " : "", ops->name, be.msg);
 		if (used >= sizeof reasons)
@@ -85,7 +92,8 @@ int sandbox_run(struct sandbox *s, const struct run_req *rq, struct run_res *rs,
 			 "The previous sandbox (%s) stopped unexpectedly (%s); this call ran in a new sandbox "
 			 "with an empty workspace.", s->b->sandbox_id, re.msg);
 		drop(s, false);
-		if (attempt > 0 || rs->bytes[0] || rs->bytes[1] || rs->timed_out || rs->cancelled) {
+		/* Repeated on a new sandbox only when the program surely never started. */
+		if (attempt > 0 || rs->started) {
 			snprintf(s->notice, sizeof s->notice,
 				 "The sandbox stopped unexpectedly during the previous call (%s); the workspace "
 				 "of this sandbox is new and empty.", re.msg);

@@ -31,9 +31,9 @@ void sandbox_init(struct sandbox *s, const struct config *cfg);
  * "Failed to initialize sandbox engine: <backend>: <reason>; ...". */
 int sandbox_ensure(struct sandbox *s, struct err *e);
 
-/* Runs on the sandbox (see backend.h). A sandbox found dead is removed: when nothing had
- * started yet the call is retried once on a fresh sandbox, else it fails and the next call
- * gets a fresh one, with a notice either way. */
+/* Runs on the sandbox (see backend.h). A sandbox found dead is removed: when the program had
+ * surely not started (rs->started false) the call is retried once on a fresh sandbox, else it
+ * fails and the next call gets a fresh one, with a notice either way. */
 int sandbox_run(struct sandbox *s, const struct run_req *rq, struct run_res *rs, struct err *e);
 
 /* Destroys the sandbox. Returns whether there was one; its name and id go to the buffers. */

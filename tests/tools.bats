@@ -331,20 +331,24 @@ EOF
 	# A user namespace whose own user-namespace quota is 0: the local backend cannot start.
 	run unshare --user --map-root-user sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && echo ok'
 	[ "$output" = ok ] || skip_or_fail "cannot lower user.max_user_namespaces in a child namespace here"
-	run python3 "$SESSION" --stderr "$SERVER_LOG" -- unshare --user --map-root-user sh -c \
+	run env SANDBOX_BACKEND=auto DAYTONA_API_KEY= DOCKER_HOST=unix:///nonexistent/docker.sock \
+		python3 "$SESSION" --stderr "$SERVER_LOG" -- unshare --user --map-root-user sh -c \
 		'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0"' "$SANDBOX_MCP" \
 		<<<"$(printf '%s\n%s\n' "$INIT" "$(call_json 1 execute_bash_commands '{"code":"true"}')")"
 	[ "$status" -eq 0 ]
 	result=$(response 1 | jq -c .result)
 	sc '.exit_code == 1 and .backend == null and .sandbox_id == null'
-	sc '.stderr | startswith("Failed to initialize sandbox engine: local: user namespaces are disabled")'
+	sc '.stderr | startswith("Failed to initialize sandbox engine: daytona: DAYTONA_API_KEY is not set; docker: ")'
+	sc '.stderr | test("; local: user namespaces are disabled")'
 	sc '.error | startswith("Failed to initialize sandbox engine: ")'
 	jqe "$result" '.isError == true'
 }
 
-@test "a named backend this build lacks says so, without falling back" {
-	tool execute_bash_commands '{"code":"true"}' --backend daytona
-	sc '.exit_code == 1 and .stderr == "Failed to initialize sandbox engine: daytona: this build has no daytona backend"'
+@test "a named backend that cannot start says why and does not fall back" {
+	DAYTONA_API_KEY= tool execute_bash_commands '{"code":"true"}' --backend daytona
+	sc '.exit_code == 1 and .stderr == "Failed to initialize sandbox engine: daytona: DAYTONA_API_KEY is not set"'
+	sc '.backend == null'
+	jqe "$result" '.isError == true'
 }
 
 shutdown_case() {

@@ -14,7 +14,10 @@ common_setup() {
 	mkdir -p -m 700 "$SANDBOX_STATE_DIR"
 	SERVER_LOG="$BATS_TEST_TMPDIR/server.log"
 	: > "$SERVER_LOG"
-	unset SANDBOX_BACKEND SANDBOX_TIMEOUT SANDBOX_MAX_TIMEOUT SANDBOX_OUTPUT_CAP SANDBOX_NETWORK \
+	# The generic suites test the local backend whatever engines or keys this machine has;
+	# docker.bats and daytona.bats choose their own backend.
+	export SANDBOX_BACKEND=local
+	unset SANDBOX_TIMEOUT SANDBOX_MAX_TIMEOUT SANDBOX_OUTPUT_CAP SANDBOX_NETWORK \
 		SANDBOX_WHEELHOUSE SANDBOX_IDLE_TIMEOUT SANDBOX_QUEUE SANDBOX_MAX_MESSAGE SANDBOX_KEEP
 }
 
