@@ -1,0 +1,1021 @@
+/*
+ * The Daytona backend: the sandbox is a Daytona cloud sandbox, driven through its REST API
+ * (http.h) and its toolbox (the in-sandbox daemon behind the toolbox proxy).
+ *
+ * Life of a sandbox:
+ *  - start: POST /sandbox with our labels (so a later server can find and delete what a dead
+ *    one left), autoStopInterval/autoDeleteInterval (so Daytona itself stops and deletes it if
+ *    this server vanishes), networkBlockAll unless --network all; then GET /sandbox/{id}
+ *    until `started` on a bounded schedule; then one command makes /workspace writable.
+ *  - run: the call's files and the runner (runner.h) go up in one bulk upload; the runner
+ *    starts in a toolbox session of its own (runAsync); the client polls the runner for
+ *    output past its offsets and the end, feeding rq->on_output; on the deadline or a
+ *    cancellation it asks the runner to kill the call, then deletes the session.
+ *  - destroy: DELETE /sandbox/{id}, bounded in time.
+ *
+ * Why not read the command's output from the session logs: that endpoint returns the whole
+ * log every time (unbounded, quadratic when polled) and as JSON text (not byte-exact). The
+ * runner keeps the streams apart in files it bounds, so every answer here stays small.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../backend.h"
+#include "../../src/log.h"
+#include "http.h"
+#include "runner.h"
+
+#define RUN_DIR "/tmp/.sandbox-mcp"
+#define RUNNER RUN_DIR "/runner.py"
+#define LABEL "sandbox-mcp"
+#define OWNER_LABEL "sandbox-mcp-owner"
+
+#define SMALL_BODY (1u << 20)           /* API and toolbox answers but polls */
+#define POLL_CHUNK (1u << 20)           /* bytes of each stream one poll may carry */
+#define POLL_BODY (4 * POLL_CHUNK)      /* base64 of two chunks, JSON, twice-escaped */
+#define API_TIMEOUT_MS 30000L
+#define CREATE_TIMEOUT_MS 75000L        /* the API may hold a create for 30 s */
+#define PROBE_TIMEOUT_MS 5000L
+#define POLL_MAX_MS 500
+#define KILL_GRACE_MS 5000              /* for the runner to stop a call once asked */
+#define RUNNER_START_MS 15000           /* for the runner to write its pid file */
+#define SHUTDOWN_DELETE_MS 1500L        /* the server must exit within 2 s */
+
+struct daytona {
+	struct dt_http http;
+	bool open;             /* http is usable */
+	char id[64];           /* the sandbox's id; "" when none */
+	char tb[2048];         /* toolbox base URL: toolboxProxyUrl/id */
+	char snapshot[256], image[256];
+	unsigned seq;          /* calls run in this sandbox */
+	const char *python;    /* cfg->python, borrowed */
+};
+
+/* ---------------------------------------------------------------- small helpers */
+
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void sb_add(struct sbuf *s, const char *d, size_t n)
+{
+	if (s->oom)
+		return;
+	if (s->len + n + 1 > s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 1024;
+		while (nc < s->len + n + 1)
+			nc *= 2;
+		char *np = realloc(s->p, nc);
+		if (!np) {
+			s->oom = true;
+			return;
+		}
+		s->p = np;
+		s->cap = nc;
+	}
+	memcpy(s->p + s->len, d, n);
+	s->len += n;
+	s->p[s->len] = '\0';
+}
+
+static void sb_fmt(struct sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_fmt(struct sbuf *s, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof tmp)
+		s->oom = true;
+	else
+		sb_add(s, tmp, (size_t)n);
+}
+
+/* One word for a POSIX shell: single-quoted, ' written as '\''. */
+static void sb_word(struct sbuf *s, const char *w)
+{
+	sb_add(s, " '", 2);
+	for (const char *p = w; *p; p++) {
+		const char *q = strchr(p, '\'');
+		size_t n = q ? (size_t)(q - p) : strlen(p);
+		sb_add(s, p, n);
+		if (!q)
+			break;
+		sb_add(s, "'\\''", 4);
+		p = q;
+	}
+	sb_add(s, "'", 1);
+}
+
+static int b64_val(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* Decodes base64 in place-sized out (at least len*3/4 bytes). Returns the length, or -1. */
+static long b64_decode(const char *in, size_t len, unsigned char *out)
+{
+	size_t o = 0;
+	unsigned acc = 0;
+	int bits = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (in[i] == '=')
+			break;
+		int v = b64_val((unsigned char)in[i]);
+		if (v < 0)
+			return -1;
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (unsigned char)(acc >> bits);
+		}
+	}
+	return (long)o;
+}
+
+static void sleep_ms(int64_t ms)
+{
+	if (ms <= 0)
+		return;
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* "host:pid:starttime": who made a sandbox, so that reap can tell a dead server's. */
+static void owner_of(pid_t pid, char *out, size_t n)
+{
+	char host[128] = "?", path[64], buf[1024];
+	unsigned long long start = 0;
+	gethostname(host, sizeof host - 1);
+	host[sizeof host - 1] = '\0';
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		size_t r = fread(buf, 1, sizeof buf - 1, f);
+		buf[r] = '\0';
+		fclose(f);
+		char *p = strrchr(buf, ')');
+		/* Field 22 (starttime) is the 20th after the ") ". */
+		for (int i = 0; p && i < 20; i++)
+			p = strchr(p + 1, ' ');
+		if (p)
+			start = strtoull(p + 1, NULL, 10);
+	}
+	snprintf(out, n, "%s:%d:%llu", host, (int)pid, start);
+}
+
+static const char *json_str(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+/* ---------------------------------------------------------------- requests */
+
+static int api(struct daytona *D, const char *method, const char *path, json_t *body, long timeout_ms,
+	       struct dt_resp *rs, struct err *e)
+{
+	char *url = dt_http_url(&D->http, path);
+	if (!url)
+		return err_set(e, "out of memory");
+	struct dt_req rq = {.method = method, .url = url, .json = body, .timeout_ms = timeout_ms,
+			    .max_body = SMALL_BODY};
+	int rc = dt_http_call(&D->http, &rq, rs, e);
+	free(url);
+	return rc;
+}
+
+static int tbx(struct daytona *D, const char *method, const char *path, json_t *body, const struct dt_part *parts,
+	       size_t nparts, long timeout_ms, size_t max_body, struct dt_resp *rs, struct err *e)
+{
+	size_t n = strlen(D->tb) + strlen(path) + 1;
+	char *url = malloc(n);
+	if (!url)
+		return err_set(e, "out of memory");
+	snprintf(url, n, "%s%s", D->tb, path);
+	struct dt_req rq = {.method = method, .url = url, .json = body, .parts = parts, .nparts = nparts,
+			    .timeout_ms = timeout_ms, .max_body = max_body};
+	int rc = dt_http_call(&D->http, &rq, rs, e);
+	free(url);
+	return rc;
+}
+
+/* A toolbox request failed: is the sandbox itself gone? BACKEND_LOST if so, else -1. The
+ * reason for the failure is already in e. */
+static int lost_or_failed(struct daytona *D, struct err *e)
+{
+	char path[128];
+	struct dt_resp rs;
+	struct err ce = {""};
+	snprintf(path, sizeof path, "/sandbox/%s", D->id);
+	if (api(D, "GET", path, NULL, 10000, &rs, &ce) < 0)
+		return -1;
+	int rc = -1;
+	if (rs.status == 404) {
+		err_clear(e);
+		err_set(e, "the Daytona sandbox %s no longer exists", D->id);
+		rc = BACKEND_LOST;
+	} else if (rs.status == 200) {
+		const char *st = json_str(rs.json, "state");
+		if (st && strcmp(st, "started")) {
+			err_clear(e);
+			err_set(e, "the Daytona sandbox %s is %s", D->id, st);
+			rc = BACKEND_LOST;
+		}
+	}
+	dt_resp_free(&rs);
+	return rc;
+}
+
+/* Runs a short shell command with the toolbox's synchronous execute. 0 with *out (caller
+ * frees) the combined output and *code the exit code, or -1 / BACKEND_LOST. */
+static int tb_exec(struct daytona *D, const char *cmd, int timeout_s, size_t max_body, char **out, int *code,
+		   struct err *e)
+{
+	json_t *body = json_pack("{s:s, s:i}", "command", cmd, "timeout", timeout_s);
+	if (!body)
+		return err_set(e, "out of memory");
+	struct dt_resp rs;
+	int rc = tbx(D, "POST", "/process/execute", body, NULL, 0, (timeout_s + 5) * 1000L, max_body, &rs, e);
+	json_decref(body);
+	if (rc < 0)
+		return lost_or_failed(D, e);
+	if (rs.status != 200) {
+		dt_http_fail(&rs, "running a command in the Daytona sandbox", e);
+		dt_resp_free(&rs);
+		return lost_or_failed(D, e);
+	}
+	const char *res = json_str(rs.json, "result");
+	json_t *ec = json_object_get(rs.json, "exitCode");
+	if (!ec)
+		ec = json_object_get(rs.json, "code");
+	*code = json_is_integer(ec) ? (int)json_integer_value(ec) : -1;
+	*out = strdup(res ? res : "");
+	dt_resp_free(&rs);
+	return *out ? 0 : err_set(e, "out of memory");
+}
+
+/* ---------------------------------------------------------------- probe, start */
+
+static int dt_open(struct daytona *D, struct err *e)
+{
+	if (D->open)
+		return 0;
+	if (dt_http_open(&D->http, e) < 0)
+		return -1;
+	D->open = true;
+	return 0;
+}
+
+static int daytona_probe(struct backend *b, struct err *e)
+{
+	struct daytona *D = b->priv;
+	const char *key = getenv("DAYTONA_API_KEY");
+	if (!key || !*key) {
+		err_set(e, "DAYTONA_API_KEY is not set");
+		return BACKEND_ABSENT;
+	}
+	if (b->cfg->wheelhouse[0])
+		return err_set(e, "--wheelhouse is a folder on this host, which a Daytona sandbox cannot see");
+	/* Both names were checked with the rest of the configuration. */
+	snprintf(D->snapshot, sizeof D->snapshot, "%s", b->cfg->daytona_snapshot);
+	snprintf(D->image, sizeof D->image, "%s", b->cfg->daytona_image);
+	if (dt_open(D, e) < 0)
+		return -1;
+	/* The cheapest authenticated call: one list item. */
+	struct dt_resp rs;
+	struct err he = {""};
+	if (api(D, "GET", "/sandbox?limit=1", NULL, PROBE_TIMEOUT_MS, &rs, &he) < 0)
+		return err_set(e, "the Daytona API at %s does not answer: %s", D->http.api, he.msg);
+	int rc = 0;
+	if (rs.status != 200) {
+		char what[1200];
+		snprintf(what, sizeof what, "the Daytona API at %s", D->http.api);
+		rc = dt_http_fail(&rs, what, e);
+	}
+	dt_resp_free(&rs);
+	return rc;
+}
+
+static long start_timeout_ms(const struct config *cfg)
+{
+	return (long)(cfg->daytona_start_timeout_s * 1000);
+}
+
+static json_t *create_body(struct backend *b, struct daytona *D)
+{
+	const struct config *cfg = b->cfg;
+	char owner[256];
+	owner_of(getpid(), owner, sizeof owner);
+	/* Stopped after this many idle minutes, then deleted (autoDeleteInterval 0): a server that
+	 * dies without deleting its sandbox leaks nothing for long. Longer than --idle-timeout,
+	 * which removes the sandbox itself while the server lives. */
+	long stop_min = cfg->idle_timeout_s > 0 ? (long)ceil(cfg->idle_timeout_s / 60.0) + 5 : 60;
+	if (stop_min > 24 * 60)
+		stop_min = 24 * 60;
+	json_t *body = json_pack("{s:{s:s, s:s, s:s}, s:i, s:i, s:b, s:{}}", "labels", LABEL, "1", OWNER_LABEL,
+				 owner, "code-toolbox-language", "python", "autoStopInterval", (int)stop_min,
+				 "autoDeleteInterval", 0, "networkBlockAll", cfg->network != NET_ALL, "env");
+	if (!body)
+		return NULL;
+	if (D->http.target[0])
+		json_object_set_new(body, "target", json_string(D->http.target));
+	if (D->snapshot[0]) {
+		json_object_set_new(body, "snapshot", json_string(D->snapshot));
+	} else if (D->image[0]) {
+		/* Resources may be given only with an image (a snapshot fixes its own). */
+		char df[300];
+		snprintf(df, sizeof df, "FROM %s\n", D->image);
+		long gib = (long)ceil((double)cfg->memory / (1024.0 * 1024 * 1024));
+		json_object_set_new(body, "buildInfo", json_pack("{s:s}", "dockerfileContent", df));
+		json_object_set_new(body, "cpu", json_integer((json_int_t)ceil(cfg->cpus)));
+		json_object_set_new(body, "memory", json_integer(gib < 1 ? 1 : gib));
+	}
+	return body;
+}
+
+/* Polls the sandbox until `started`: every 100 ms for 5 s, then 10% slower each time, at most
+ * every second (the SDKs' schedule), until the deadline. */
+static int wait_started(struct daytona *D, json_t **dto, int64_t deadline, struct err *e)
+{
+	char path[128];
+	snprintf(path, sizeof path, "/sandbox/%s", D->id);
+	int64_t t0 = clock_ms(), interval = 100;
+	for (;;) {
+		const char *st = json_str(*dto, "state");
+		if (st && !strcmp(st, "started"))
+			return 0;
+		if (st && (!strcmp(st, "error") || !strcmp(st, "build_failed"))) {
+			const char *why = json_str(*dto, "errorReason");
+			return err_set(e, "the Daytona sandbox %s failed to start (%s)%s%s", D->id, st, why ? ": " : "",
+				       why ? why : "");
+		}
+		if (st && (!strcmp(st, "destroyed") || !strcmp(st, "destroying")))
+			return err_set(e, "the Daytona sandbox %s was %s while starting", D->id, st);
+		int64_t now = clock_ms();
+		if (now >= deadline)
+			return err_set(e, "the Daytona sandbox %s did not start within %lld s (state: %s)", D->id,
+				       (long long)((deadline - t0 + 999) / 1000), st ? st : "unknown");
+		sleep_ms(interval < deadline - now ? interval : deadline - now);
+		if (clock_ms() - t0 > 5000)
+			interval = interval * 11 / 10 > 1000 ? 1000 : interval * 11 / 10;
+		struct dt_resp rs;
+		if (api(D, "GET", path, NULL, API_TIMEOUT_MS, &rs, e) < 0)
+			return err_set(e, "asking for the state of the Daytona sandbox");
+		if (rs.status != 200 || !json_is_object(rs.json)) {
+			dt_http_fail(&rs, "asking for the state of the Daytona sandbox", e);
+			dt_resp_free(&rs);
+			return -1;
+		}
+		json_decref(*dto);
+		*dto = json_incref(rs.json);
+		dt_resp_free(&rs);
+	}
+}
+
+static int toolbox_url(struct daytona *D, const json_t *dto, struct err *e)
+{
+	const char *u = json_str(dto, "toolboxProxyUrl");
+	struct dt_resp rs = {0};
+	if (!u || !*u) {
+		char path[128];
+		snprintf(path, sizeof path, "/sandbox/%s/toolbox-proxy-url", D->id);
+		if (api(D, "GET", path, NULL, API_TIMEOUT_MS, &rs, e) < 0)
+			return -1;
+		if (rs.status != 200 || !(u = json_str(rs.json, "url"))) {
+			dt_http_fail(&rs, "asking for the toolbox URL", e);
+			dt_resp_free(&rs);
+			return -1;
+		}
+	}
+	size_t n = strlen(u);
+	while (n && u[n - 1] == '/')
+		n--;
+	int w = snprintf(D->tb, sizeof D->tb, "%.*s/%s", (int)n, u, D->id);
+	dt_resp_free(&rs);
+	if (w < 0 || (size_t)w >= sizeof D->tb)
+		return err_set(e, "the toolbox URL is too long");
+	return 0;
+}
+
+static int daytona_start(struct backend *b, struct err *e)
+{
+	struct daytona *D = b->priv;
+	D->python = b->cfg->python;
+	if (dt_open(D, e) < 0)
+		return -1;
+	int64_t deadline = clock_ms() + start_timeout_ms(b->cfg);
+	json_t *body = create_body(b, D);
+	if (!body)
+		return err_set(e, "out of memory");
+	struct dt_resp rs;
+	struct err he = {""};
+	int rc = api(D, "POST", "/sandbox", body, CREATE_TIMEOUT_MS, &rs, &he);
+	json_decref(body);
+	if (rc < 0)
+		return err_set(e, "creating a Daytona sandbox: %s", he.msg);
+	const char *id = json_str(rs.json, "id");
+	if ((rs.status != 200 && rs.status != 201) || !id || !*id || strlen(id) >= sizeof D->id ||
+	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(id)) {
+		if (rs.status == 200 || rs.status == 201)
+			err_set(e, "creating a Daytona sandbox: the answer has no usable id");
+		else
+			dt_http_fail(&rs, "creating a Daytona sandbox", e);
+		dt_resp_free(&rs);
+		return -1;
+	}
+	snprintf(D->id, sizeof D->id, "%s", id);
+	snprintf(b->sandbox_id, sizeof b->sandbox_id, "%s", id);
+	json_t *dto = json_incref(rs.json);
+	dt_resp_free(&rs);
+	log_msg(LOG_INFO, "Daytona sandbox %s created; waiting for it to start", D->id);
+	rc = wait_started(D, &dto, deadline, e);
+	if (rc == 0)
+		rc = toolbox_url(D, dto, e);
+	json_decref(dto);
+	if (rc < 0)
+		return -1;
+	/* The workspace is /workspace on every backend; images run as an unprivileged user that
+	 * usually has sudo (Daytona's own do), which is needed once to make the folder. */
+	struct sbuf cmd = {0};
+	sb_fmt(&cmd, "mkdir -p %s 2>/dev/null || sudo -n sh -c 'mkdir -p %s && chown \"$1\" %s' sh \"$(id -u):$(id -g)\";"
+		     " [ -w %s ] || sudo -n chown \"$(id -u):$(id -g)\" %s 2>/dev/null;"
+		     " [ -w %s ] || { echo \"no writable %s for user $(id -un) (and no sudo)\"; exit 1; };"
+		     " command -v", WORKSPACE, WORKSPACE, WORKSPACE, WORKSPACE, WORKSPACE, WORKSPACE, WORKSPACE);
+	sb_word(&cmd, b->cfg->python);
+	sb_fmt(&cmd, " >/dev/null || { echo \"the image has no %s, which the backend needs\"; exit 1; }",
+	       strchr(b->cfg->python, '\'') ? "python" : b->cfg->python);
+	if (cmd.oom) {
+		free(cmd.p);
+		return err_set(e, "out of memory");
+	}
+	char *out = NULL;
+	int code = -1;
+	rc = tb_exec(D, cmd.p, 60, SMALL_BODY, &out, &code, e);
+	free(cmd.p);
+	if (rc == 0 && code != 0) {
+		size_t n = out ? strlen(out) : 0;
+		while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+			out[--n] = '\0';
+		rc = err_set(e, "preparing the Daytona sandbox: %s", out && *out ? out : "the setup command failed");
+	}
+	free(out);
+	if (rc != 0)
+		return -1;
+	log_msg(LOG_INFO, "Daytona sandbox %s started (%s)", D->id,
+		D->snapshot[0] ? D->snapshot : D->image[0] ? D->image : "the default snapshot");
+	return 0;
+}
+
+/* ---------------------------------------------------------------- run */
+
+static int set_network(struct daytona *D, bool block, struct err *e)
+{
+	char path[128];
+	snprintf(path, sizeof path, "/sandbox/%s/network-settings", D->id);
+	json_t *body = json_pack("{s:b}", "networkBlockAll", block);
+	struct dt_resp rs;
+	int rc = body ? api(D, "POST", path, body, API_TIMEOUT_MS, &rs, e) : err_set(e, "out of memory");
+	json_decref(body);
+	if (rc < 0)
+		return -1;
+	if (rs.status != 200 && rs.status != 201)
+		rc = dt_http_fail(&rs, block ? "blocking the sandbox's network again" : "opening the network for the install",
+				  e);
+	dt_resp_free(&rs);
+	return rc;
+}
+
+/* Feeds `n` filler bytes: output the runner dropped between the head and the tail window,
+ * only ever past the cap, where the server keeps nothing of it but the count. */
+static void feed_gap(const struct run_req *rq, int stream, uint64_t n)
+{
+	char nl[4096];
+	memset(nl, '\n', sizeof nl);
+	while (n && rq->on_output) {
+		size_t k = n > sizeof nl ? sizeof nl : (size_t)n;
+		rq->on_output(rq->ctx, stream, nl, k);
+		n -= k;
+	}
+}
+
+struct progress {
+	uint64_t fed[2];
+	json_t *done;          /* the runner's status, once written; owned */
+	bool running;
+	bool more;             /* a chunk came back full: poll again at once */
+	bool got;              /* the last poll brought output */
+};
+
+/* One poll of the runner: feeds new output, notes the end. */
+static int poll_runner(struct daytona *D, const struct run_req *rq, const char *dir, struct progress *pg,
+		       struct err *e)
+{
+	struct sbuf c = {0};
+	sb_word(&c, D->python);
+	sb_fmt(&c, " " RUNNER " poll %s %llu %llu %u", dir, (unsigned long long)pg->fed[0],
+	       (unsigned long long)pg->fed[1], POLL_CHUNK);
+	if (c.oom) {
+		free(c.p);
+		return err_set(e, "out of memory");
+	}
+	char *out = NULL;
+	int code = -1;
+	int rc = tb_exec(D, c.p + 1, 20, POLL_BODY, &out, &code, e);
+	free(c.p);
+	if (rc)
+		return rc;
+	json_t *j = code == 0 ? json_loads(out, 0, NULL) : NULL;
+	if (!json_is_object(j)) {
+		size_t n = strlen(out);
+		while (n && out[n - 1] == '\n')
+			out[--n] = '\0';
+		err_set(e, "the call runner in the sandbox failed: %.300s", *out ? out : "no answer");
+		free(out);
+		json_decref(j);
+		return -1;
+	}
+	free(out);
+	pg->more = pg->got = false;
+	json_t *s = json_object_get(j, "s");
+	for (int i = 0; i < 2; i++) {
+		json_t *c1 = json_array_get(s, (size_t)i);
+		json_t *off = json_object_get(c1, "off");
+		const char *data = json_str(c1, "data");
+		if (!json_is_integer(off) || !data || json_integer_value(off) < 0)
+			continue;
+		uint64_t o = (uint64_t)json_integer_value(off);
+		size_t dl = strlen(data);
+		if (o < pg->fed[i] || !dl)
+			continue;
+		unsigned char *buf = malloc(dl / 4 * 3 + 3);
+		long n = buf ? b64_decode(data, dl, buf) : -1;
+		if (n > 0) {
+			feed_gap(rq, i + 1, o - pg->fed[i]);
+			if (rq->on_output)
+				rq->on_output(rq->ctx, i + 1, (const char *)buf, (size_t)n);
+			pg->fed[i] = o + (uint64_t)n;
+			pg->got = true;
+			if ((size_t)n >= POLL_CHUNK)
+				pg->more = true;
+		}
+		free(buf);
+	}
+	json_t *done = json_object_get(j, "done");
+	if (json_is_object(done) && !pg->done)
+		pg->done = json_incref(done);
+	pg->running = json_is_true(json_object_get(j, "running"));
+	json_decref(j);
+	return 0;
+}
+
+static int ask_kill(struct daytona *D, const char *dir, struct err *e)
+{
+	struct sbuf c = {0};
+	char *out = NULL;
+	int code;
+	sb_word(&c, D->python);
+	sb_fmt(&c, " " RUNNER " kill %s", dir);
+	int rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p + 1, 10, SMALL_BODY, &out, &code, e);
+	free(c.p);
+	free(out);
+	return rc;
+}
+
+/* The runner's own stderr, when it could not even start (no python, ...). */
+static void session_failure(struct daytona *D, const char *sid, const char *cid, struct err *e)
+{
+	char path[512];
+	struct dt_resp rs;
+	struct err ie = {""};
+	snprintf(path, sizeof path, "/process/session/%s/command/%s/logs", sid, cid);
+	if (tbx(D, "GET", path, NULL, NULL, 0, 10000, SMALL_BODY, &rs, &ie) == 0 && rs.status == 200) {
+		const char *t = json_str(rs.json, "stderr");
+		if (!t || !*t)
+			t = json_str(rs.json, "output");
+		if (!t)
+			t = rs.body;
+		err_set(e, "the call runner did not start in the sandbox: %.400s", t && *t ? t : "no output");
+	}
+	dt_resp_free(&rs);
+	err_set(e, "the call runner did not start in the sandbox");
+}
+
+static bool runner_exited(struct daytona *D, const char *sid, const char *cid)
+{
+	char path[512];
+	struct dt_resp rs;
+	struct err ie = {""};
+	snprintf(path, sizeof path, "/process/session/%s/command/%s", sid, cid);
+	bool exited = tbx(D, "GET", path, NULL, NULL, 0, 10000, SMALL_BODY, &rs, &ie) == 0 && rs.status == 200 &&
+		      json_is_integer(json_object_get(rs.json, "exitCode"));
+	dt_resp_free(&rs);
+	return exited;
+}
+
+static size_t count(const char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+/* The runner's command line. Caller frees. */
+static char *runner_command(const struct backend *b, const struct run_req *rq, const char *dir)
+{
+	struct sbuf c = {0};
+	int64_t left = rq->deadline_ms - clock_ms();
+	/* The runner's own timer is a backstop: the client kills at the deadline itself. */
+	sb_word(&c, b->cfg->python);
+	sb_fmt(&c, " %s run", RUNNER);
+	sb_word(&c, dir);
+	sb_fmt(&c, " %llu %llu %lld", (unsigned long long)rq->cap, (unsigned long long)b->cfg->spill_max,
+	       (long long)(left > 1 ? left : 1));
+	sb_word(&c, rq->spill_prefix ? rq->spill_prefix : "");
+	sb_fmt(&c, " %d", rq->sh_fallback ? 1 : 0);
+	sb_word(&c, rq->cwd ? rq->cwd : WORKSPACE);
+	sb_fmt(&c, " %zu", count(rq->env));
+	for (size_t i = 0; rq->env && rq->env[i]; i++)
+		sb_word(&c, rq->env[i]);
+	sb_add(&c, " --", 3);
+	for (size_t i = 0; rq->argv[i]; i++)
+		sb_word(&c, rq->argv[i]);
+	if (c.oom) {
+		free(c.p);
+		return NULL;
+	}
+	return c.p;
+}
+
+static int upload(struct daytona *D, const struct run_req *rq, struct err *e)
+{
+	struct dt_part *parts = calloc(rq->nfiles + 1, sizeof *parts);
+	if (!parts)
+		return err_set(e, "out of memory");
+	parts[0] = (struct dt_part){RUNNER, daytona_runner_py, strlen(daytona_runner_py)};
+	for (size_t i = 0; i < rq->nfiles; i++)
+		parts[i + 1] = (struct dt_part){rq->files[i].path, rq->files[i].data, rq->files[i].len};
+	struct dt_resp rs;
+	int rc = tbx(D, "POST", "/files/bulk-upload", NULL, parts, rq->nfiles + 1, 120000, SMALL_BODY, &rs, e);
+	free(parts);
+	if (rc < 0)
+		return lost_or_failed(D, e);
+	if (rs.status != 200) {
+		dt_http_fail(&rs, "uploading files into the Daytona sandbox", e);
+		dt_resp_free(&rs);
+		return lost_or_failed(D, e);
+	}
+	dt_resp_free(&rs);
+	return 0;
+}
+
+/* Starts the runner in a session of its own. 0 with cid filled, or -1 / BACKEND_LOST. */
+static int launch(struct daytona *D, const char *sid, const char *cmd, char *cid, size_t cn, bool *session,
+		  struct err *e)
+{
+	json_t *body = json_pack("{s:s}", "sessionId", sid);
+	struct dt_resp rs;
+	int rc = body ? tbx(D, "POST", "/process/session", body, NULL, 0, API_TIMEOUT_MS, SMALL_BODY, &rs, e)
+		      : err_set(e, "out of memory");
+	json_decref(body);
+	if (rc < 0)
+		return lost_or_failed(D, e);
+	if (rs.status != 201 && rs.status != 200) {
+		dt_http_fail(&rs, "opening a toolbox session", e);
+		dt_resp_free(&rs);
+		return lost_or_failed(D, e);
+	}
+	dt_resp_free(&rs);
+	*session = true;
+	char path[256];
+	snprintf(path, sizeof path, "/process/session/%s/exec", sid);
+	body = json_pack("{s:s, s:b}", "command", cmd, "runAsync", 1);
+	rc = body ? tbx(D, "POST", path, body, NULL, 0, API_TIMEOUT_MS, SMALL_BODY, &rs, e) : err_set(e, "out of memory");
+	json_decref(body);
+	if (rc < 0)
+		return lost_or_failed(D, e);
+	const char *c = json_str(rs.json, "cmdId");
+	if ((rs.status != 202 && rs.status != 200) || !c || strlen(c) >= cn ||
+	    strspn(c, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(c)) {
+		dt_http_fail(&rs, "starting the call in a toolbox session", e);
+		dt_resp_free(&rs);
+		return lost_or_failed(D, e);
+	}
+	snprintf(cid, cn, "%s", c);
+	dt_resp_free(&rs);
+	return 0;
+}
+
+static void close_session(struct daytona *D, const char *sid)
+{
+	char path[256];
+	struct dt_resp rs;
+	struct err ie = {""};
+	snprintf(path, sizeof path, "/process/session/%s", sid);
+	/* Kills the session's process group; the runner has already ended the call's processes. */
+	if (tbx(D, "DELETE", path, NULL, NULL, 0, 10000, SMALL_BODY, &rs, &ie) < 0)
+		log_msg(LOG_DEBUG, "deleting toolbox session %s: %s", sid, ie.msg);
+	else if (rs.status != 204 && rs.status != 200 && rs.status != 404)
+		log_msg(LOG_DEBUG, "deleting toolbox session %s: HTTP %ld", sid, rs.status);
+	dt_resp_free(&rs);
+}
+
+/* Waits for the runner, feeding output, until it has ended and all its output is in. */
+static int follow(struct daytona *D, const struct run_req *rq, const char *dir, const char *sid, const char *cid,
+		  struct run_res *rs, struct progress *pg, struct err *e)
+{
+	int64_t interval = 50, kill_at = -1, t0 = clock_ms(), checked = t0;
+	for (;;) {
+		int rc = poll_runner(D, rq, dir, pg, e);
+		if (rc)
+			return rc;
+		if (pg->done) {
+			const char *why = json_str(pg->done, "error");
+			if (why)
+				return err_set(e, "%s", why);
+			json_t *bytes = json_object_get(pg->done, "bytes");
+			bool all = true;
+			for (int i = 0; i < 2; i++)
+				all = all && pg->fed[i] >= (uint64_t)json_integer_value(json_array_get(bytes, (size_t)i));
+			if (all || rs->cancelled)
+				return 0;
+			if (pg->got)
+				continue;
+			/* Bytes counted but no longer in the window (only ever past the cap). */
+			for (int i = 0; i < 2; i++) {
+				uint64_t n = (uint64_t)json_integer_value(json_array_get(bytes, (size_t)i));
+				if (pg->fed[i] < n) {
+					feed_gap(rq, i + 1, n - pg->fed[i]);
+					pg->fed[i] = n;
+				}
+			}
+			return 0;
+		}
+		int64_t now = clock_ms();
+		if (!pg->running && now - checked > 500) {
+			checked = now;
+			if (runner_exited(D, sid, cid)) {
+				/* The runner's command ended without a status: it never ran. */
+				session_failure(D, sid, cid, e);
+				return -1;
+			}
+		}
+		if (!pg->running && now - t0 > RUNNER_START_MS) {
+			session_failure(D, sid, cid, e);
+			return -1;
+		}
+		if (kill_at >= 0 && now > kill_at + KILL_GRACE_MS) {
+			err_set(e, "the sandbox did not stop the call within %d ms", KILL_GRACE_MS);
+			return BACKEND_LOST;
+		}
+		if (pg->more)
+			continue;
+		bool cancel = false;
+		if (kill_at < 0) {
+			int64_t until = rq->deadline_ms - now;
+			int t = (int)(until < interval ? (until > 0 ? until : 0) : interval);
+			struct pollfd p = {rq->cancel_fd, POLLIN, 0};
+			int r = poll(&p, rq->cancel_fd >= 0 ? 1 : 0, t);
+			cancel = r > 0 && (p.revents & POLLIN);
+			if (cancel || clock_ms() >= rq->deadline_ms) {
+				if (cancel)
+					rs->cancelled = true;
+				else
+					rs->timed_out = true;
+				if ((rc = ask_kill(D, dir, e)))
+					return rc;
+				kill_at = clock_ms();
+			}
+		} else {
+			sleep_ms(interval);
+		}
+		interval = interval * 3 / 2 > POLL_MAX_MS ? POLL_MAX_MS : interval * 3 / 2;
+	}
+}
+
+static int daytona_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e)
+{
+	struct daytona *D = b->priv;
+	if (!D->id[0] || !D->open)
+		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
+	unsigned seq = ++D->seq;
+	char dir[128], sid[96], cid[128];
+	snprintf(dir, sizeof dir, RUN_DIR "/call-%u", seq);
+	snprintf(sid, sizeof sid, "sandbox-mcp-%d-%u", (int)getpid(), seq);
+	/* The install step alone may reach the network (--network install). */
+	bool opened = rq->network && b->cfg->network == NET_INSTALL;
+	if (opened && set_network(D, false, e) < 0)
+		return -1;
+	int rc = upload(D, rq, e);
+	char *cmd = NULL;
+	struct progress pg = {.done = NULL};
+	bool session = false;
+	if (rc == 0) {
+		cmd = runner_command(b, rq, dir);
+		if (!cmd)
+			rc = err_set(e, "out of memory");
+	}
+	if (rc == 0) {
+		rs->started = true; /* from here on the command may run: never repeat it */
+		rc = launch(D, sid, cmd, cid, sizeof cid, &session, e);
+	}
+	if (rc == 0)
+		rc = follow(D, rq, dir, sid, cid, rs, &pg, e);
+	if (session)
+		close_session(D, sid);
+	if (opened) {
+		struct err ne = {""};
+		if (set_network(D, true, &ne) < 0) {
+			/* The code must not get the network the install had: drop this sandbox. */
+			err_clear(e);
+			err_set(e, "%s; the sandbox is dropped", ne.msg);
+			rc = BACKEND_LOST;
+		}
+	}
+	if (rc == 0) {
+		json_t *bytes = json_object_get(pg.done, "bytes"), *sp = json_object_get(pg.done, "spilled");
+		for (int i = 0; i < 2; i++) {
+			json_int_t n = json_integer_value(json_array_get(bytes, (size_t)i));
+			rs->bytes[i] = n > 0 ? (uint64_t)n : 0;
+			rs->spilled[i] = rq->spill_prefix && json_is_true(json_array_get(sp, (size_t)i));
+		}
+		rs->spill_cut = json_is_true(json_object_get(pg.done, "spill_cut"));
+		json_t *ec = json_object_get(pg.done, "exit_code");
+		if (json_is_true(json_object_get(pg.done, "timed_out")))
+			rs->timed_out = true;
+		rs->exit_code = rs->timed_out ? 124 : json_is_integer(ec) ? (int)json_integer_value(ec) : 1;
+	}
+	json_decref(pg.done);
+	free(cmd);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- destroy, report, reap */
+
+static int delete_sandbox(struct dt_http *h, const char *id, long timeout_ms, int tries, struct err *e)
+{
+	char path[128];
+	snprintf(path, sizeof path, "/sandbox/%s", id);
+	char *url = dt_http_url(h, path);
+	if (!url)
+		return err_set(e, "out of memory");
+	int rc = -1;
+	for (int i = 0; i < tries; i++) {
+		struct dt_req rq = {.method = "DELETE", .url = url, .timeout_ms = timeout_ms, .max_body = SMALL_BODY};
+		struct dt_resp rs;
+		err_clear(e);
+		if (dt_http_call(h, &rq, &rs, e) < 0)
+			break;
+		long st = rs.status;
+		if (st == 200 || st == 202 || st == 204 || st == 404) {
+			dt_resp_free(&rs);
+			rc = 0;
+			break;
+		}
+		dt_http_fail(&rs, "deleting the Daytona sandbox", e);
+		dt_resp_free(&rs);
+		/* 409: a state change is in progress; it ends soon. */
+		if (st != 409 || i + 1 == tries)
+			break;
+		sleep_ms(1000);
+	}
+	free(url);
+	return rc;
+}
+
+static void daytona_destroy(struct backend *b, bool shutdown)
+{
+	struct daytona *D = b->priv;
+	if (D->id[0] && D->open) {
+		struct err e = {""};
+		if (shutdown && b->cfg->keep)
+			log_msg(LOG_NOTICE, "kept Daytona sandbox %s; Daytona stops and deletes it once it is idle", D->id);
+		else if (delete_sandbox(&D->http, D->id, shutdown ? SHUTDOWN_DELETE_MS : 10000, shutdown ? 1 : 3, &e) < 0)
+			log_msg(LOG_WARNING, "could not delete Daytona sandbox %s: %s (Daytona deletes it once it is idle)",
+				D->id, e.msg);
+		else
+			log_msg(LOG_INFO, "deleted Daytona sandbox %s", D->id);
+	}
+	D->id[0] = '\0';
+	D->tb[0] = '\0';
+	if (D->open)
+		dt_http_close(&D->http);
+	D->open = false;
+}
+
+static void daytona_report(struct backend *b, FILE *f)
+{
+	struct daytona *D = b->priv;
+	const struct config *cfg = b->cfg;
+	fprintf(f, "    api         %s%s%s\n", D->http.api, D->http.target[0] ? ", target " : "", D->http.target);
+	fprintf(f, "    sandbox     %s (%s)\n", D->id,
+		D->snapshot[0] ? D->snapshot : D->image[0] ? D->image : "the organization's default snapshot");
+	fprintf(f, "    network     %s\n", cfg->network == NET_NONE ? "blocked (networkBlockAll)"
+				     : cfg->network == NET_INSTALL ? "blocked; opened for package installs only"
+								   : "open");
+	fprintf(f, "    resources   Daytona's: %s\n", D->image[0] ? "cpu and memory (GiB, rounded up) from --cpus and --memory"
+							  : "the snapshot's; --memory, --cpus, --pids NOT applied");
+	fprintf(f, "    timeouts    the call's timeout; every process of the call killed at its end\n");
+	fprintf(f, "    lifetime    auto-stop when idle, then auto-delete; labelled %s for reaping\n", LABEL);
+}
+
+static bool owner_alive(const char *owner, const char *host)
+{
+	char h[128];
+	int pid;
+	unsigned long long start;
+	const char *c = strrchr(owner, ':');
+	if (!c || c == owner)
+		return true;
+	const char *c2 = c - 1;
+	while (c2 > owner && *c2 != ':')
+		c2--;
+	if (c2 == owner || (size_t)(c2 - owner) >= sizeof h)
+		return true;
+	memcpy(h, owner, (size_t)(c2 - owner));
+	h[c2 - owner] = '\0';
+	if (strcmp(h, host) || sscanf(c2 + 1, "%d:%llu", &pid, &start) != 2 || pid <= 0)
+		return true; /* not ours to judge */
+	char now[256], want[256];
+	owner_of(pid, now, sizeof now);
+	snprintf(want, sizeof want, "%s", owner);
+	return kill(pid, 0) == 0 && !strcmp(now, want);
+}
+
+static void daytona_reap(const struct config *cfg)
+{
+	if (strcmp(cfg->backend, "auto") && strcmp(cfg->backend, "daytona"))
+		return;
+	const char *key = getenv("DAYTONA_API_KEY");
+	if (!key || !*key)
+		return;
+	struct dt_http h;
+	struct err e = {""};
+	if (dt_http_open(&h, &e) < 0)
+		return;
+	char *lab = dt_http_escape("{\"" LABEL "\":\"1\"}"), path[256], host[128] = "?";
+	gethostname(host, sizeof host - 1);
+	host[sizeof host - 1] = '\0';
+	snprintf(path, sizeof path, "/sandbox?limit=100&labels=%s", lab ? lab : "");
+	free(lab);
+	char *url = dt_http_url(&h, path);
+	/* At start-up, before the first call: short, whatever the API does. */
+	struct dt_req rq = {.method = "GET", .url = url, .timeout_ms = 2000, .max_body = 8u << 20};
+	struct dt_resp rs = {0};
+	if (!url || dt_http_call(&h, &rq, &rs, &e) < 0 || rs.status != 200) {
+		log_msg(LOG_DEBUG, "daytona: not looking for leftovers: %s", e.msg[0] ? e.msg : "the API said no");
+		goto out;
+	}
+	json_t *items = json_is_array(rs.json) ? rs.json : json_object_get(rs.json, "items");
+	size_t i;
+	json_t *it;
+	int64_t until = clock_ms() + 5000;
+	json_array_foreach(items, i, it) {
+		const char *id = json_str(it, "id");
+		json_t *labels = json_object_get(it, "labels");
+		const char *owner = json_str(labels, OWNER_LABEL);
+		if (!id || !owner || strlen(id) > 100 || owner_alive(owner, host) || clock_ms() > until)
+			continue;
+		struct err de = {""};
+		if (delete_sandbox(&h, id, 3000, 1, &de) == 0)
+			log_msg(LOG_INFO, "deleted Daytona sandbox %s, left by a server that is gone (%s)", id, owner);
+		else
+			log_msg(LOG_WARNING, "could not delete Daytona sandbox %s left by %s: %s", id, owner, de.msg);
+	}
+out:
+	dt_resp_free(&rs);
+	free(url);
+	dt_http_close(&h);
+}
+
+const struct backend_ops daytona_backend_ops = {
+	.name = "daytona",
+	.priv_size = sizeof(struct daytona),
+	.probe = daytona_probe,
+	.start = daytona_start,
+	.run = daytona_run,
+	.destroy = daytona_destroy,
+	.report = daytona_report,
+	.reap = daytona_reap,
+};

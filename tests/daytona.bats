@@ -1,0 +1,289 @@
+# The Daytona backend, against the loopback Daytona test server (tests/daytona/server.py),
+# which is itself checked with Daytona's official TypeScript SDK.
+load lib/helpers
+
+DT_KEY="dt-secret-key-5f1c9a7e"
+
+setup_file() {
+	export DAYTONA_TEST_KEY="$DT_KEY"
+	DT_PORT_FILE="$BATS_FILE_TMPDIR/port"
+	python3 "$BATS_TEST_DIRNAME/daytona/server.py" --port-file "$DT_PORT_FILE" 2>"$BATS_FILE_TMPDIR/daytona.log" &
+	echo $! >"$BATS_FILE_TMPDIR/server.pid"
+	for _ in $(seq 100); do [ -s "$DT_PORT_FILE" ] && break; sleep 0.1; done
+	[ -s "$DT_PORT_FILE" ]
+}
+
+teardown_file() {
+	[ -f "$BATS_FILE_TMPDIR/server.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/server.pid")" 2>/dev/null || true
+}
+
+setup() {
+	common_setup
+	DT_URL="http://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
+	DT_LOG="$BATS_FILE_TMPDIR/daytona.log"
+	export DAYTONA_API_URL="$DT_URL/api" DAYTONA_API_KEY="$DT_KEY" SANDBOX_BACKEND=daytona
+	unset DAYTONA_TARGET SANDBOX_DAYTONA_SNAPSHOT SANDBOX_DAYTONA_IMAGE SANDBOX_DAYTONA_START_TIMEOUT
+	control '{"clear_log": true}' >/dev/null
+}
+
+# control JSON: sets the test server's failure mode (see server.py); prints its state.
+control() {
+	python3 - "$DT_URL/_control" "$1" <<'EOF'
+import sys, urllib.request
+req = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method='POST',
+                             headers={'Content-Type': 'application/json'})
+print(urllib.request.urlopen(req, timeout=10).read().decode())
+EOF
+}
+
+# The test server's request log since the last control call, one JSON object per line.
+requests() {
+	control '{}' | jq -c '.requests[]'
+}
+
+# Sandboxes the test server still holds.
+live_sandboxes() {
+	control '{}' | jq '.sandboxes | length'
+}
+
+bash_args() {
+	jq -cn --arg c "$1" --argjson t "${2:-null}" '{code: $c} + (if $t then {timeout_s: $t} else {} end)'
+}
+
+@test "the test server follows the API: Daytona's official TypeScript SDK creates, runs, uploads, downloads, deletes" {
+	command -v node >/dev/null && command -v npm >/dev/null || skip_or_fail "node and npm are needed"
+	run "$BATS_TEST_DIRNAME/daytona/sdk-check/run"
+	printf '%s\n' "$output"
+	[ "$status" -ne 2 ] || skip_or_fail "the npm registry is not reachable: cannot install @daytonaio/sdk"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"6 passed, 0 failed"* ]]
+	requests | jq -se 'any(.source == "sdk-typescript-legacy" or .source == "sdk-typescript")'
+}
+
+@test "bash: stdout and stderr apart, real exit code, the SDK headers, the sandbox deleted at exit" {
+	tool execute_bash_commands '{"code":"echo out; echo err >&2; exit 3"}'
+	sc '.stdout == "out\n" and .stderr == "err\n" and .exit_code == 3 and .timed_out == false'
+	sc '.backend == "daytona" and (.sandbox_id | test("^[0-9a-f-]{36}$")) and .error == null'
+	jqe "$result" '.isError == true'
+	requests | jq -se 'length > 0 and all(.source == "sandbox-mcp" and .sdk_version == "0.218.0" and (.user_agent | startswith("sandbox-mcp/")))'
+	# Created with our labels, idle stop and delete, and no network for the code.
+	requests | jq -se 'any(.method == "POST" and .path == "/api/sandbox")'
+	grep -q 'deleted Daytona sandbox' "$SERVER_LOG"
+	[ "$(live_sandboxes)" -eq 0 ]
+}
+
+@test "the sandbox is created labelled, with auto-stop, auto-delete and the network blocked" {
+	printf '%s\n%s\n%s\n' "$INIT" "$INITIALIZED" "$(call_json 1 execute_bash_commands '{"code":"sleep 2"}')" >"$BATS_TEST_TMPDIR/script"
+	python3 "$SESSION" --stderr "$SERVER_LOG" -- "$SANDBOX_MCP" <"$BATS_TEST_TMPDIR/script" >/dev/null &
+	for _ in $(seq 50); do [ "$(live_sandboxes)" -gt 0 ] && break; sleep 0.1; done
+	state=$(control '{}')
+	wait
+	jqe "$state" '[.sandboxes[]][0] | .labels["sandbox-mcp"] == "1" and (.labels["sandbox-mcp-owner"] | test(":[0-9]+:[0-9]+$"))
+		and .autoDeleteInterval == 0 and .autoStopInterval >= 5 and .networkBlockAll == true'
+}
+
+@test "python runs; files persist between calls and tools; interpreter state does not" {
+	mcp_session <<EOF
+$INIT
+$INITIALIZED
+$(call_json 1 execute_python '{"script":"import sys\nopen(\"data.txt\",\"w\").write(\"kept\")\nprint(\"héllo\", 6*7)\nprint(\"warn\", file=sys.stderr)\nx = 1"}')
+{"wait": 1}
+$(call_json 2 execute_bash_commands '{"code":"cat data.txt; echo; ls .sandbox"}')
+{"wait": 2}
+$(call_json 3 execute_python '{"script":"print(x)"}')
+{"wait": 3}
+$(call_json 4 cleanup_sandbox '{}')
+{"wait": 4}
+$(call_json 5 execute_bash_commands '{"code":"ls data.txt"}')
+EOF
+	jqe "$(response 1)" '.result.structuredContent | .stdout == "héllo 42\n" and .stderr == "warn\n" and .exit_code == 0'
+	jqe "$(response 2)" '.result.structuredContent | .stdout == "kept\ntask.py\n"'
+	jqe "$(response 3)" '.result.structuredContent | (.stderr | contains("NameError")) and .exit_code == 1'
+	jqe "$(response 4)" '.result.structuredContent | .removed == true and .backend == "daytona"'
+	jqe "$(response 5)" '.result.structuredContent | .exit_code != 0'
+	[ "$(jq -r '.result.structuredContent.sandbox_id' <<<"$(response 1)")" != "$(jq -r '.result.structuredContent.sandbox_id' <<<"$(response 5)")" ]
+}
+
+@test "timeout: exit 124, output so far, and every process of the call is killed, setsid ones too" {
+	marker="dt-timeout-$$-$RANDOM"
+	t0=$(date +%s%N)
+	tool execute_bash_commands "$(bash_args "echo start; (sleep 300; : $marker) & setsid bash -c 'sleep 300; : $marker' & sleep 300" 1)"
+	t1=$(date +%s%N)
+	sc '.timed_out == true and .exit_code == 124 and .stdout == "start\n"'
+	[ $(((t1 - t0) / 1000000)) -lt 6000 ]
+	sleep 0.3
+	! ps -e -o args= | grep -v grep | grep -q "$marker"
+}
+
+@test "a call's background processes end with the call, even when it succeeds" {
+	marker="dt-bg-$$-$RANDOM"
+	tool execute_bash_commands "$(bash_args "(sleep 300; : $marker) & echo done")"
+	sc '.exit_code == 0 and .stdout == "done\n"'
+	sleep 0.3
+	! ps -e -o args= | grep -v grep | grep -q "$marker"
+}
+
+@test "cancelling the running call kills it at once; the next call runs" {
+	marker="dt-cancel-$$-$RANDOM"
+	mcp_session <<EOF
+$INIT
+$INITIALIZED
+$(call_json 1 execute_bash_commands "$(bash_args "sleep 300; : $marker")")
+{"sleep": 1.5}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}
+$(call_json 2 execute_bash_commands '{"code":"echo alive"}')
+{"wait": 2}
+EOF
+	[ -z "$(response 1)" ]
+	jqe "$(response 2)" '.result.structuredContent.stdout == "alive\n"'
+	! ps -e -o args= | grep -v grep | grep -q "$marker"
+}
+
+@test "output cap: head and tail kept, byte counts full, the full text spilled into the workspace" {
+	mcp_session --output-cap 1K <<EOF
+$INIT
+$INITIALIZED
+$(call_json 1 execute_bash_commands '{"code":"for i in $(seq 1 1000); do echo line-$i; done; echo bad >&2"}')
+{"wait": 1}
+$(call_json 2 execute_bash_commands '{"code":"wc -c < .sandbox/output/call-1.stdout; tail -n 1 .sandbox/output/call-1.stdout"}')
+EOF
+	r=$(response 1 | jq -c '.result.structuredContent')
+	jqe "$r" '.truncated.stdout == true and .truncated.stdout_bytes == 8893 and .truncated.stdout_file == "/workspace/.sandbox/output/call-1.stdout"'
+	jqe "$r" '.truncated.stderr == false and .stderr == "bad\n" and .truncated.stderr_file == null'
+	jqe "$r" '(.stdout | startswith("line-1\nline-2\n")) and (.stdout | endswith("line-999\nline-1000\n")) and (.stdout | contains("8893") | not)'
+	jqe "$r" '.stdout | test("\\[\\.\\.\\. [0-9]+ bytes left out here; the full output is in /workspace/.sandbox/output/call-1.stdout")'
+	# The marker counts exactly what is left out: kept head and tail plus the count make the total.
+	jqe "$(response 2)" '.result.structuredContent.stdout == "8893\nline-1000\n"'
+}
+
+@test "install failure: exit 1, stderr starts 'Failed to install requirements: ', script not run" {
+	tool execute_python '{"script":"print(\"ran\")","requirements":["surely-not-a-package-dt==0.0.1"]}' --network none
+	sc '.exit_code == 1 and (.stderr | startswith("Failed to install requirements: ")) and .stdout == ""'
+}
+
+@test "policy install: the network is opened for the install step alone and blocked again" {
+	tool execute_python '{"script":"print(\"ran\")","requirements":["./missing-dt.whl"]}'
+	sc '.exit_code == 1 and (.stderr | startswith("Failed to install requirements: "))'
+	requests | jq -se '[.[] | select(.path | endswith("/network-settings"))] | length == 2'
+}
+
+@test "the API key never reaches the sandbox, the server's log, or a process's arguments" {
+	marker="dt-args-$$-$RANDOM"
+	printf '%s\n%s\n%s\n%s\n' "$INIT" "$INITIALIZED" "$(call_json 1 execute_bash_commands "$(bash_args "sleep 1.5; : $marker; env; cat /proc/self/environ")")" >"$BATS_TEST_TMPDIR/script"
+	python3 "$SESSION" --stderr "$SERVER_LOG" -- "$SANDBOX_MCP" --log-level debug <"$BATS_TEST_TMPDIR/script" >"$BATS_TEST_TMPDIR/out" &
+	for _ in $(seq 50); do ps -e -o args= | grep -v grep | grep -q "$marker" && break; sleep 0.1; done
+	ps -e -o args= >"$BATS_TEST_TMPDIR/ps"
+	wait
+	output=$(cat "$BATS_TEST_TMPDIR/out")
+	jqe "$(response 1)" '.result.structuredContent | .exit_code == 0 and (.stdout | contains("HOME="))'
+	! grep -q "$DT_KEY" "$BATS_TEST_TMPDIR/out"
+	! grep -q "$DT_KEY" "$SERVER_LOG"
+	! grep -q "$DT_KEY" "$BATS_TEST_TMPDIR/ps"
+	grep -q "$marker" "$BATS_TEST_TMPDIR/ps"
+}
+
+@test "no key: a named daytona backend says DAYTONA_API_KEY is not set, without falling back" {
+	unset DAYTONA_API_KEY
+	tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.exit_code == 1 and .backend == null and (.error | startswith("Failed to initialize sandbox engine: daytona: DAYTONA_API_KEY is not set"))'
+}
+
+@test "401: a refused key is a clear error naming DAYTONA_API_KEY" {
+	export DAYTONA_API_KEY=wrong-key
+	tool execute_bash_commands '{"code":"echo hi"}'
+	sc '(.error | test("daytona: the Daytona API at http://127.0.0.1:[0-9]+/api: HTTP 401: Unauthorized \\(the API key was refused: check DAYTONA_API_KEY\\)"))'
+}
+
+@test "500: a failing service is a clear error" {
+	control '{"fail": "500"}' >/dev/null
+	tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.error | test("daytona: .*HTTP 500: An unexpected error occurred. \\(the Daytona service failed\\)")'
+}
+
+@test "500 while creating: the error names the step, and nothing is retried" {
+	control '{"fail": "500", "method": "POST", "path": "/api/sandbox"}' >/dev/null
+	tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.error | test("daytona: creating a Daytona sandbox: HTTP 500: An unexpected error occurred")'
+	requests | jq -se '[.[] | select(.method == "POST" and .path == "/api/sandbox")] | length == 1'
+}
+
+@test "429 with Retry-After is waited out and retried; the call succeeds" {
+	control '{"fail": "429", "count": 2, "seconds": 1}' >/dev/null
+	tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.stdout == "hi\n" and .backend == "daytona"'
+	requests | jq -se '[.[] | select(.status == 429)] | length == 2'
+}
+
+@test "429 for longer than the retries: a clear rate-limit error" {
+	control '{"fail": "429", "seconds": 1}' >/dev/null
+	tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.error | test("HTTP 429: Rate limit exceeded \\(rate limited")'
+}
+
+@test "a dropped connection is retried for a GET; when every one drops, a clear error" {
+	control '{"fail": "drop", "count": 1}' >/dev/null
+	tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.stdout == "hi\n"'
+	control '{"fail": "drop"}' >/dev/null
+	tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.error | test("daytona: the Daytona API at .* does not answer: (Server returned nothing|Recv failure|Empty reply)")'
+}
+
+@test "a slow API: the probe gives up after its short timeout" {
+	control '{"fail": "slow", "seconds": 8}' >/dev/null
+	t0=$(date +%s)
+	tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.error | test("does not answer: Timeout was reached")'
+	# start-up reaping (2 s) and the probe (5 s), each bounded; never the 8 s the API takes
+	[ $(($(date +%s) - t0)) -lt 12 ]
+}
+
+@test "a sandbox that never starts: a clear error within the start timeout, and it is deleted" {
+	control '{"fail": "never_start"}' >/dev/null
+	export SANDBOX_DAYTONA_START_TIMEOUT=2
+	tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.error | test("daytona: the Daytona sandbox [0-9a-f-]+ did not start within 2 s \\(state: creating\\)")'
+	[ "$(live_sandboxes)" -eq 0 ]
+}
+
+@test "auto: when the Daytona API fails, the next backend is used and the reason is logged" {
+	unset SANDBOX_BACKEND
+	control '{"fail": "500"}' >/dev/null
+	tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.stdout == "hi\n" and .backend != "daytona" and .backend != null'
+	grep -q 'warning: backend daytona: the Daytona API at .*HTTP 500' "$SERVER_LOG"
+}
+
+@test "reap: a sandbox labelled by a server that is gone is deleted at start-up" {
+	id=$(python3 - "$DT_URL" "$DT_KEY" "$(hostname)" <<'EOF'
+import json, sys, urllib.request
+body = {"labels": {"sandbox-mcp": "1", "sandbox-mcp-owner": "%s:999999999:1" % sys.argv[3]}}
+req = urllib.request.Request(sys.argv[1] + '/api/sandbox', data=json.dumps(body).encode(), method='POST',
+                             headers={'Authorization': 'Bearer ' + sys.argv[2], 'Content-Type': 'application/json'})
+print(json.load(urllib.request.urlopen(req))['id'])
+EOF
+)
+	[ "$(live_sandboxes)" -eq 1 ]
+	mcp_session <<<"$(printf '%s\n%s\n' "$INIT" "$INITIALIZED")"
+	grep -q "deleted Daytona sandbox $id, left by a server that is gone" "$SERVER_LOG"
+	[ "$(live_sandboxes)" -eq 0 ]
+}
+
+@test "--check runs a test call on the daytona backend" {
+	run "$SANDBOX_MCP" --check --backend daytona
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"daytona  ok"* ]]
+}
+
+@test "mcp-check (official MCP SDK client) passes every check on the daytona backend" {
+	MCP_CHECK="$REPO_DIR/../shared/tools/mcp-check/run"
+	[ -x "$MCP_CHECK" ] || skip_or_fail "mcp-check not found at $MCP_CHECK"
+	command -v node >/dev/null && command -v npm >/dev/null || skip_or_fail "node and npm are needed"
+	run env MCP_CHECK_SECRET=leak-me "$MCP_CHECK" "$SANDBOX_MCP"
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ (^|$'\n')([0-9]+)\ passed,\ 0\ failed$ ]]
+	[ "${BASH_REMATCH[2]}" -ge 13 ]
+	[[ "$output" != *"$DT_KEY"* ]]
+}
