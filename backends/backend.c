@@ -4,9 +4,13 @@
 #include <string.h>
 #include <time.h>
 
+extern const struct backend_ops daytona_backend_ops;
+extern const struct backend_ops docker_backend_ops;
 extern const struct backend_ops local_backend_ops;
 
 const struct backend_ops *const backend_table[] = {
+	&daytona_backend_ops,
+	&docker_backend_ops,
 	&local_backend_ops,
 	NULL,
 };

@@ -4,7 +4,7 @@
 # Usage: scripts/deps.sh [build|test]   (test also installs the test tools; default build)
 set -eu
 want="build-essential pkg-config libjansson-dev libseccomp-dev libcurl4-openssl-dev libbsd-dev python3 python3-pip"
-[ "${1:-build}" = test ] && want="$want bats jq"
+[ "${1:-build}" = test ] && want="$want bats jq debootstrap"
 missing=""
 for p in $want; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || missing="$missing $p"
@@ -13,6 +13,11 @@ done
 # nvm's), so look for the commands; only when they are missing, take Debian's packages.
 if [ "${1:-build}" = test ] && ! { command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; }; then
 	missing="$missing nodejs npm"
+fi
+# A Docker engine and CLI (for tests/docker.bats): Debian's docker.io, unless dockerd and the
+# docker CLI are already there (Docker's own docker-ce packages conflict with it).
+if [ "${1:-build}" = test ] && ! { command -v dockerd >/dev/null 2>&1 && command -v docker >/dev/null 2>&1; }; then
+	missing="$missing docker.io"
 fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then

@@ -1,0 +1,712 @@
+/*
+ * The Docker backend: the sandbox is one container per workspace, made through the Docker
+ * Engine API (engine.h; Podman's compatible socket works too), with the same in-sandbox agent
+ * and the same wire protocol as the local backend, so calls give the same results.
+ *
+ * The container runs the server's own static sandbox-agent as its PID 1 (no --init): the
+ * binary is written under the state folder and bind-mounted read-only at /.sandbox-agent, and
+ * it listens on /run/sandbox-agent/agent.sock, a bind of a host folder, so the server connects
+ * to it directly (same kernel) and no call goes through the engine: a warm call is one round
+ * trip on a unix socket, as on the local backend. Timeouts and cancellation kill the call's
+ * processes the same way: the agent kills every process of the container's PID namespace.
+ *
+ * The container: an unprivileged user (--sandbox-uid, 65534, when the server runs as root;
+ * else the server's own uid), every capability dropped, no-new-privileges, the engine's
+ * default seccomp profile plus the server's filter (src/filter.h) installed by the agent, a
+ * read-only root, /tmp a tmpfs of --tmp-size, network "none" (--network all: the engine's
+ * default bridge), memory (no swap), CPU and process limits from the configuration, and labels
+ * naming the server that made it (sandbox-mcp=1, sandbox-mcp.pid, .start, .host, .sandbox).
+ *
+ * Host side, a sandbox is a folder <state-dir>/docker-<id>, like a local sandbox's: a lock (so
+ * a later server can tell a dead server's leftovers), the workspace, bind-mounted at
+ * /workspace (the engine is on this machine anyway, since we reach the agent's socket through
+ * a host folder; a bind keeps ownership simple and --keep meaningful), the agent binary and
+ * one run-N folder per container for its socket.
+ *
+ * With --network install, the install step runs in a second, short-lived container on the same
+ * workspace with the engine's default bridge network, running the same agent; it is removed as
+ * soon as pip ends.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <dirent.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../backend.h"
+#include "../../src/agentlink.h"
+#include "../../src/filter.h"
+#include "../../src/log.h"
+#include "../../src/tree.h"
+#include "dkapi.h"
+
+#define DEFAULT_IMAGE "python:3.12-slim"
+#define AGENT_IN "/.sandbox-agent"
+#define RUN_IN "/run/sandbox-agent"
+#define SOCK_NAME "agent.sock"
+#define LABEL "sandbox-mcp"
+
+/* Engine call timeouts, ms. */
+#define T_QUICK 15000L
+#define T_CREATE 60000L
+#define T_PULL 600000L
+/* How long a started container's agent may take to listen. */
+#define AGENT_WAIT_MS 20000
+
+/* The agent, embedded at build time (see embed.S). */
+extern const unsigned char agent_blob_start[], agent_blob_end[];
+
+struct docker_inst {
+	char id[80];           /* the container's id; "" when none */
+	char run[PATH_MAX];    /* host folder bound at RUN_IN; "" when none */
+	struct agentlink link;
+};
+
+struct docker {
+	struct dkapi eng;
+	bool inited;           /* start ran: the fds below are valid */
+	char image[256];
+	char state[PATH_MAX];  /* the state folder */
+	char dir[PATH_MAX];    /* this sandbox's folder */
+	char ws[PATH_MAX];     /* its workspace */
+	char agent[PATH_MAX];  /* the agent binary, bound into every container */
+	int lock_fd;
+	struct filter filter;
+	struct docker_inst main;
+	unsigned seq;
+	unsigned uid, gid;     /* the container's user */
+	bool rl_memory, rl_pids; /* the engine could not limit these: fall back to rlimits */
+	char host[256];        /* labels: this server */
+	char start_time[32];
+};
+
+/* ---------------------------------------------------------------- small helpers */
+
+static int path_fmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int path_fmt(char *buf, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vsnprintf(buf, n, fmt, ap);
+	va_end(ap);
+	return r < 0 || (size_t)r >= n ? -1 : 0;
+}
+
+/* Field 22 of /proc/PID/stat (start time in clock ticks): with the pid, names a process. */
+static int proc_start(long pid, char *buf, size_t n)
+{
+	char path[64], st[1024];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t r = read(fd, st, sizeof st - 1);
+	close(fd);
+	if (r <= 0)
+		return -1;
+	st[r] = '\0';
+	char *p = strrchr(st, ')');
+	if (!p)
+		return -1;
+	/* After ") " come fields 3 onwards; field 22 is the 20th of them. */
+	p++;
+	for (int field = 2; field < 22 && p; field++) {
+		p = strchr(p + 1, ' ');
+	}
+	if (!p)
+		return -1;
+	size_t len = strcspn(p + 1, " ");
+	if (len == 0 || len >= n)
+		return -1;
+	memcpy(buf, p + 1, len);
+	buf[len] = '\0';
+	return 0;
+}
+
+static void self_labels(struct docker *D)
+{
+	if (gethostname(D->host, sizeof D->host) < 0)
+		snprintf(D->host, sizeof D->host, "?");
+	D->host[sizeof D->host - 1] = '\0';
+	if (proc_start(getpid(), D->start_time, sizeof D->start_time) < 0)
+		snprintf(D->start_time, sizeof D->start_time, "?");
+}
+
+/* Image names go into URL paths: keep them to the characters image references use. */
+static bool image_ok(const char *s)
+{
+	return *s && strlen(s) < 256 && s[0] != '-' &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@") == strlen(s);
+}
+
+static int state_dir(const struct config *cfg, char *out, size_t n, struct err *e)
+{
+	const char *t = getenv("TMPDIR");
+	if ((cfg->state_dir[0] ? path_fmt(out, n, "%s", cfg->state_dir)
+			       : path_fmt(out, n, "%s/sandbox-mcp-%u", t && *t ? t : "/tmp", (unsigned)geteuid())) < 0 ||
+	    strlen(out) > PATH_MAX - 256)
+		return err_set(e, "the state folder's path is too long");
+	if (mkdir(out, 0700) < 0 && errno != EEXIST)
+		return err_sys(e, "creating %s", out);
+	struct stat st;
+	if (lstat(out, &st) < 0)
+		return err_sys(e, "%s", out);
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return err_set(e, "%s must be a folder owned by uid %u and writable by it alone", out,
+			       (unsigned)geteuid());
+	return 0;
+}
+
+/* Writes the embedded agent to path, mode 0555. */
+static int write_agent(const char *path, struct err *e)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0700);
+	if (fd < 0)
+		return err_sys(e, "creating %s", path);
+	const unsigned char *p = agent_blob_start;
+	size_t len = (size_t)(agent_blob_end - agent_blob_start);
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err_sys(e, "writing %s", path);
+			close(fd);
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (fchmod(fd, 0555) < 0) {
+		err_sys(e, "chmod %s", path);
+		close(fd);
+		return -1;
+	}
+	if (close(fd) < 0)
+		return err_sys(e, "writing %s", path);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- containers */
+
+static void remove_container(struct dkapi *eng, const char *id)
+{
+	char path[160];
+	long status = 0;
+	json_t *ans = NULL;
+	struct err e = {""};
+	snprintf(path, sizeof path, "/containers/%s?force=1&v=1", id);
+	if (dkapi_call(eng, "DELETE", path, NULL, T_QUICK, &status, &ans, &e) < 0)
+		log_msg(LOG_WARNING, "could not remove container %.12s: %s", id, e.msg);
+	else if (status != 204 && status != 404)
+		log_msg(LOG_WARNING, "could not remove container %.12s: %s (HTTP %ld)", id,
+			dkapi_message(ans, "the engine refused"), status);
+	json_decref(ans);
+}
+
+static void inst_kill(struct docker *D, struct docker_inst *in)
+{
+	agentlink_close(&in->link);
+	if (in->id[0]) {
+		remove_container(&D->eng, in->id);
+		in->id[0] = '\0';
+	}
+	if (in->run[0]) {
+		if (tree_remove(in->run) < 0)
+			log_msg(LOG_WARNING, "could not remove %s: %s", in->run, strerror(errno));
+		in->run[0] = '\0';
+	}
+}
+
+static json_t *mount_spec(const char *src, const char *dst, bool ro)
+{
+	return json_pack("{s:s, s:s, s:s, s:b}", "Type", "bind", "Source", src, "Target", dst, "ReadOnly", ro);
+}
+
+/* The create request of a container on D's workspace; `net`: the engine's default network. */
+static json_t *container_spec(struct backend *b, const struct docker_inst *in, bool net, const char *role)
+{
+	struct docker *D = b->priv;
+	const struct config *cfg = b->cfg;
+	char user[32], pid[24], tmpfs[96];
+	snprintf(user, sizeof user, "%u:%u", D->uid, D->gid);
+	snprintf(pid, sizeof pid, "%ld", (long)getpid());
+	snprintf(tmpfs, sizeof tmpfs, "rw,nosuid,nodev,size=%llu,mode=1777", (unsigned long long)cfg->tmp_size);
+	json_t *mounts = json_pack("[o, o, o]", mount_spec(D->ws, WORKSPACE, false), mount_spec(in->run, RUN_IN, false),
+				   mount_spec(D->agent, AGENT_IN, true));
+	if (mounts && cfg->wheelhouse[0])
+		json_array_append_new(mounts, mount_spec(cfg->wheelhouse, "/wheelhouse", true));
+	json_t *host = json_pack(
+		"{s:o, s:b, s:[s], s:[s], s:s, s:I, s:I, s:I, s:I, s:{s:s, s:s}, s:I, s:b, s:b, s:s, s:{s:s}}",
+		"Mounts", mounts, "ReadonlyRootfs", 1, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
+		"NetworkMode", net ? "bridge" : "none", "Memory", (json_int_t)cfg->memory, "MemorySwap",
+		(json_int_t)cfg->memory, "NanoCpus", (json_int_t)(cfg->cpus * 1e9), "PidsLimit", (json_int_t)cfg->pids,
+		"Tmpfs", "/tmp", tmpfs, "/sys", "ro,nosuid,nodev,noexec,size=4k", "ShmSize", (json_int_t)cfg->tmp_size, "Init", 0, "Privileged", 0, "IpcMode",
+		"private", "RestartPolicy", "Name", "no");
+	return json_pack("{s:s, s:[s], s:[s, s], s:s, s:s, s:s, s:[], s:I, s:{s:s, s:s, s:s, s:s, s:s, s:s}, s:o}",
+			 "Image", D->image, "Entrypoint", AGENT_IN, "Cmd", "--listen", RUN_IN "/" SOCK_NAME, "User", user,
+			 "WorkingDir", WORKSPACE, "Hostname", "sandbox", "Env", "StopTimeout", (json_int_t)1, "Labels",
+			 LABEL, "1", LABEL ".pid", pid, LABEL ".start", D->start_time, LABEL ".host", D->host,
+			 LABEL ".sandbox", b->sandbox_id, LABEL ".role", role, "HostConfig", host);
+}
+
+/* Reads what the engine says about a container that should be running. */
+static void container_state(struct docker *D, const char *id, char *buf, size_t n, bool *running)
+{
+	char path[128];
+	long status = 0;
+	json_t *ans = NULL;
+	struct err e = {""};
+	*running = true;
+	snprintf(buf, n, "state unknown");
+	snprintf(path, sizeof path, "/containers/%s/json", id);
+	if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &ans, &e) < 0) {
+		snprintf(buf, n, "%s", e.msg);
+	} else if (status == 404) {
+		*running = false;
+		snprintf(buf, n, "the container is gone");
+	} else if (status == 200) {
+		json_t *st = json_object_get(ans, "State");
+		*running = json_is_true(json_object_get(st, "Running"));
+		const char *err = json_string_value(json_object_get(st, "Error"));
+		snprintf(buf, n, "the container %s (exit code %lld%s%s%s)", *running ? "runs" : "stopped",
+			 (long long)json_integer_value(json_object_get(st, "ExitCode")), err && *err ? ": " : "",
+			 err ? err : "", json_is_true(json_object_get(st, "OOMKilled")) ? ", out of memory" : "");
+	}
+	json_decref(ans);
+}
+
+/* Connects to the agent's socket once it listens; the fd, or -1 with e set. */
+static int wait_agent(struct docker *D, struct docker_inst *in, struct err *e)
+{
+	int dfd = open(in->run, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return err_sys(e, "opening %s", in->run);
+	/* Through /proc/self/fd, so that a long state folder cannot overflow sun_path. */
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/" SOCK_NAME, dfd);
+	int64_t until = clock_ms() + AGENT_WAIT_MS, next_check = clock_ms() + 300;
+	int fd = -1;
+	for (;;) {
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			err_sys(e, "socket");
+			break;
+		}
+		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+			break;
+		int saved = errno;
+		close(fd);
+		fd = -1;
+		if (saved != ENOENT && saved != ECONNREFUSED && saved != EAGAIN) {
+			errno = saved;
+			err_sys(e, "connecting to the sandbox agent in %s", in->run);
+			break;
+		}
+		if (clock_ms() >= next_check) {
+			char why[512];
+			bool running;
+			container_state(D, in->id, why, sizeof why, &running);
+			if (!running) {
+				err_set(e, "the sandbox container stopped before its agent listened: %s", why);
+				break;
+			}
+			next_check = clock_ms() + 300;
+		}
+		if (clock_ms() >= until) {
+			err_set(e, "the sandbox agent did not listen on %s/%s within %d s (the engine must run on this "
+				   "machine's kernel, with the state folder visible to it)", in->run, SOCK_NAME,
+				AGENT_WAIT_MS / 1000);
+			break;
+		}
+		poll(NULL, 0, 5);
+	}
+	close(dfd);
+	return fd;
+}
+
+/* Starts a container on D's workspace and connects to its agent. */
+static int inst_spawn(struct backend *b, struct docker_inst *in, bool net, const char *role, struct err *e)
+{
+	struct docker *D = b->priv;
+	char name[128], path[256], why[512];
+	long status = 0;
+	json_t *ans = NULL;
+	memset(in, 0, sizeof *in);
+	in->link.fd = -1;
+	unsigned n = D->seq++;
+	if (path_fmt(in->run, sizeof in->run, "%s/run-%u", D->dir, n) < 0)
+		return err_set(e, "the state folder's path is too long");
+	if (mkdir(in->run, 0700) < 0 || chown(in->run, D->uid, D->gid) < 0) {
+		err_sys(e, "creating %s", in->run);
+		goto fail;
+	}
+	json_t *spec = container_spec(b, in, net, role);
+	if (!spec) {
+		err_set(e, "out of memory");
+		goto fail;
+	}
+	snprintf(name, sizeof name, "sandbox-mcp-%s-%u", b->sandbox_id, n);
+	snprintf(path, sizeof path, "/containers/create?name=%s", name);
+	int rc = dkapi_call(&D->eng, "POST", path, spec, T_CREATE, &status, &ans, e);
+	json_decref(spec);
+	if (rc < 0)
+		goto fail;
+	const char *id = json_string_value(json_object_get(ans, "Id"));
+	if (status != 201 || !id || strlen(id) >= sizeof in->id) {
+		err_set(e, "the engine refused to create the sandbox container: %s (HTTP %ld)",
+			dkapi_message(ans, "no container id"), status);
+		goto fail;
+	}
+	snprintf(in->id, sizeof in->id, "%s", id);
+	size_t i;
+	json_t *w;
+	json_array_foreach(json_object_get(ans, "Warnings"), i, w) {
+		const char *s = json_string_value(w);
+		if (!s)
+			continue;
+		log_msg(LOG_WARNING, "docker: %s", s);
+		if (strstr(s, "emory"))
+			D->rl_memory = true;
+		if (strstr(s, "PID") || strstr(s, "pids"))
+			D->rl_pids = true;
+	}
+	json_decref(ans);
+	ans = NULL;
+	snprintf(path, sizeof path, "/containers/%s/start", in->id);
+	if (dkapi_call(&D->eng, "POST", path, NULL, T_CREATE, &status, &ans, e) < 0)
+		goto fail;
+	if (status != 204 && status != 304) {
+		err_set(e, "the engine could not start the sandbox container: %s (HTTP %ld)",
+			dkapi_message(ans, "no reason given"), status);
+		goto fail;
+	}
+	json_decref(ans);
+	ans = NULL;
+	int fd = wait_agent(D, in, e);
+	if (fd < 0)
+		goto fail;
+	if (agentlink_open(&in->link, fd, 10000, e) != 0) {
+		container_state(D, in->id, why, sizeof why, &(bool){true});
+		err_set(e, "(%s)", why);
+		goto fail;
+	}
+	if (agentlink_filter(&in->link, D->filter.bpf, D->filter.len, e) != 0)
+		goto fail;
+	return 0;
+fail:
+	json_decref(ans);
+	inst_kill(D, in);
+	return -1;
+}
+
+/* ---------------------------------------------------------------- images */
+
+static int ensure_image(struct docker *D, struct err *e)
+{
+	char path[400];
+	long status = 0;
+	json_t *ans = NULL;
+	snprintf(path, sizeof path, "/images/%s/json", D->image);
+	if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &ans, e) < 0)
+		return -1;
+	if (status == 200) {
+		json_decref(ans);
+		return 0;
+	}
+	if (status != 404) {
+		err_set(e, "the engine could not look up the image %s: %s (HTTP %ld)", D->image,
+			dkapi_message(ans, "no reason given"), status);
+		json_decref(ans);
+		return -1;
+	}
+	json_decref(ans);
+	log_msg(LOG_NOTICE, "pulling the image %s (not on this engine yet)", D->image);
+	struct err pe = {""};
+	if (dkapi_pull(&D->eng, D->image, T_PULL, &pe) < 0)
+		return err_set(e, "the image %s is not on this engine and pulling it failed (%s); pull it where a "
+				  "registry is reachable (docker pull %s, or docker load), or choose an image that "
+				  "is present with --image / SANDBOX_IMAGE (it needs python3, and bash for "
+				  "execute_bash_commands)", D->image, pe.msg, D->image);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- leftovers */
+
+/* Is the server of these labels gone? Only servers of this host are judged. */
+static bool owner_dead(const struct docker *D, json_t *labels, bool self_too)
+{
+	const char *host = json_string_value(json_object_get(labels, LABEL ".host"));
+	const char *pid = json_string_value(json_object_get(labels, LABEL ".pid"));
+	const char *start = json_string_value(json_object_get(labels, LABEL ".start"));
+	if (!host || strcmp(host, D->host) || !pid || !start)
+		return false;
+	char *end;
+	long p = strtol(pid, &end, 10);
+	if (*end || p <= 0)
+		return false;
+	if (p == (long)getpid() && !strcmp(start, D->start_time))
+		return self_too;
+	char now[32];
+	if (kill((pid_t)p, 0) < 0 && errno == ESRCH)
+		return true;
+	return proc_start(p, now, sizeof now) == 0 && strcmp(now, start) != 0;
+}
+
+/* Removes containers of servers of this host that are gone; with self_too, this server's own
+ * earlier containers too (they outlived an engine restart). */
+static void reap_containers(struct docker *D, bool self_too)
+{
+	char path[256], filt[128];
+	long status = 0;
+	json_t *ans = NULL;
+	struct err e = {""};
+	if (dkapi_escape(&D->eng, "{\"label\":[\"" LABEL "=1\"]}", filt, sizeof filt) < 0)
+		return;
+	snprintf(path, sizeof path, "/containers/json?all=1&filters=%s", filt);
+	if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &ans, &e) < 0 || status != 200) {
+		log_msg(LOG_DEBUG, "docker: listing leftover containers failed: %s", e.msg[0] ? e.msg : "HTTP error");
+		json_decref(ans);
+		return;
+	}
+	size_t i;
+	json_t *c;
+	json_array_foreach(ans, i, c) {
+		const char *id = json_string_value(json_object_get(c, "Id"));
+		if (id && owner_dead(D, json_object_get(c, "Labels"), self_too)) {
+			remove_container(&D->eng, id);
+			log_msg(LOG_INFO, "removed container %.12s, left by a server that is gone", id);
+		}
+	}
+	json_decref(ans);
+}
+
+/* Removes docker-* sandbox folders whose lock is free (their server is gone). */
+static void reap_folders(const char *state)
+{
+	DIR *d = opendir(state);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "docker-", 7) != 0)
+			continue;
+		char path[PATH_MAX];
+		if (path_fmt(path, sizeof path, "%s/%s/kept", state, de->d_name) < 0 || access(path, F_OK) == 0)
+			continue;
+		path_fmt(path, sizeof path, "%s/%s/lock", state, de->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			close(fd);
+			continue; /* a live server's */
+		}
+		path_fmt(path, sizeof path, "%s/%s", state, de->d_name);
+		if (tree_remove(path) == 0)
+			log_msg(LOG_INFO, "removed %s, left by a server that is gone", path);
+		if (fd >= 0)
+			close(fd);
+	}
+	closedir(d);
+}
+
+/* ---------------------------------------------------------------- ops */
+
+static int docker_probe(struct backend *b, struct err *e)
+{
+	struct docker *D = b->priv;
+	if (D->eng.api[0])
+		return 0;
+	/* No DOCKER_HOST and no engine socket anywhere: Docker is not set up here at all. */
+	const char *host = getenv("DOCKER_HOST");
+	if (!D->eng.sock[0] && dkapi_locate(&D->eng, e) < 0)
+		return host && *host ? -1 : BACKEND_ABSENT;
+	return dkapi_open(&D->eng, 5000, e);
+}
+
+static int docker_start(struct backend *b, struct err *e)
+{
+	struct docker *D = b->priv;
+	const struct config *cfg = b->cfg;
+	D->inited = true;
+	D->lock_fd = -1;
+	D->main.link.fd = -1;
+	D->uid = geteuid() == 0 ? (unsigned)cfg->sandbox_uid : (unsigned)geteuid();
+	D->gid = geteuid() == 0 ? (unsigned)cfg->sandbox_uid : (unsigned)getegid();
+	snprintf(D->image, sizeof D->image, "%s", cfg->image[0] ? cfg->image : DEFAULT_IMAGE);
+	if (!image_ok(D->image))
+		return err_set(e, "--image '%s' is not an image reference", D->image);
+	self_labels(D);
+	if (!D->eng.api[0] && dkapi_open(&D->eng, 5000, e) < 0)
+		return -1;
+	if (state_dir(cfg, D->state, sizeof D->state, e) < 0)
+		return -1;
+	reap_containers(D, true);
+
+	unsigned char rnd[4];
+	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
+		return err_sys(e, "getrandom");
+	snprintf(b->sandbox_id, sizeof b->sandbox_id, "docker-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
+	if (path_fmt(D->dir, sizeof D->dir, "%s/%s", D->state, b->sandbox_id) < 0 ||
+	    path_fmt(D->ws, sizeof D->ws, "%s/workspace", D->dir) < 0 ||
+	    path_fmt(D->agent, sizeof D->agent, "%s/sandbox-agent", D->dir) < 0)
+		return err_set(e, "the state folder's path is too long");
+	if (mkdir(D->dir, 0700) < 0) {
+		D->dir[0] = '\0';
+		return err_sys(e, "creating %s/%s", D->state, b->sandbox_id);
+	}
+	char path[PATH_MAX + 16];
+	path_fmt(path, sizeof path, "%s/lock", D->dir);
+	D->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (D->lock_fd < 0 || flock(D->lock_fd, LOCK_EX | LOCK_NB) < 0)
+		return err_sys(e, "locking %s", path);
+	if (mkdir(D->ws, 0755) < 0 || chown(D->ws, D->uid, D->gid) < 0)
+		return err_sys(e, "creating the workspace %s", D->ws);
+	if (write_agent(D->agent, e) < 0)
+		return -1;
+	if (cfg->wheelhouse[0] && access(cfg->wheelhouse, R_OK | X_OK) < 0)
+		return err_sys(e, "wheelhouse %s", cfg->wheelhouse);
+	if (ensure_image(D, e) < 0 || filter_build(&D->filter, e) < 0)
+		return -1;
+	return inst_spawn(b, &D->main, cfg->network == NET_ALL, "main", e);
+}
+
+static void call_limits(const struct backend *b, const struct run_req *rq, struct agentlink_limits *lim)
+{
+	const struct docker *D = b->priv;
+	const struct config *cfg = b->cfg;
+	int64_t left = rq->deadline_ms - clock_ms();
+	lim->open_files = cfg->open_files;
+	lim->file_size = cfg->file_size;
+	lim->cpu_s = (uint64_t)(left > 0 ? left : 0) / 1000 + 2;
+	lim->nproc = D->rl_pids ? cfg->pids : 0;
+	lim->as = D->rl_memory ? cfg->memory : 0;
+	lim->spill_max = cfg->spill_max;
+}
+
+static int docker_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e)
+{
+	struct docker *D = b->priv;
+	struct agentlink_limits lim;
+	if (!D->main.id[0] || D->main.link.fd < 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	call_limits(b, rq, &lim);
+	/* The install step alone gets the network, in a container of its own on the same workspace. */
+	if (rq->network && b->cfg->network == NET_INSTALL) {
+		struct docker_inst net;
+		if (inst_spawn(b, &net, true, "install", e) < 0)
+			return -1;
+		log_msg(LOG_INFO, "docker: the install step runs in its own container %.12s (network bridge)", net.id);
+		int rc = agentlink_run(&net.link, rq, &lim, rs, e);
+		inst_kill(D, &net);
+		return rc == BACKEND_LOST ? -1 : rc;
+	}
+	int rc = agentlink_run(&D->main.link, rq, &lim, rs, e);
+	if (rc == BACKEND_LOST) {
+		char why[512];
+		bool running;
+		container_state(D, D->main.id, why, sizeof why, &running);
+		log_msg(LOG_WARNING, "docker: lost the agent of %s: %s", b->sandbox_id, why);
+		agentlink_close(&D->main.link);
+	}
+	return rc;
+}
+
+static void docker_destroy(struct backend *b, bool shutdown)
+{
+	struct docker *D = b->priv;
+	if (D->inited) {
+		inst_kill(D, &D->main);
+		filter_free(&D->filter);
+		if (D->dir[0]) {
+			char path[PATH_MAX + 16];
+			if (shutdown && b->cfg->keep) {
+				path_fmt(path, sizeof path, "%s/kept", D->dir);
+				int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+				if (fd >= 0)
+					close(fd);
+				unlink(D->agent);
+				log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, D->ws);
+			} else if (tree_remove(D->dir) < 0) {
+				log_msg(LOG_WARNING, "could not remove %s: %s", D->dir, strerror(errno));
+			}
+			D->dir[0] = '\0';
+		}
+		if (D->lock_fd >= 0)
+			close(D->lock_fd);
+		D->lock_fd = -1;
+		D->inited = false;
+	}
+	dkapi_close(&D->eng);
+	D->eng.api[0] = '\0';
+}
+
+static void docker_report(struct backend *b, FILE *f)
+{
+	struct docker *D = b->priv;
+	const struct config *cfg = b->cfg;
+	char sz[32];
+	fprintf(f, "    engine      %s %s at unix://%s (API version %s)\n", D->eng.name, D->eng.version, D->eng.sock,
+		D->eng.api + 2);
+	fprintf(f, "    image       %s\n", D->image);
+	fprintf(f, "    isolation   container (own pid, mount, ipc, uts%s namespaces); read-only root; engine's default "
+		   "seccomp profile plus the server's filter (%u rules); no-new-privileges; no capabilities\n",
+		cfg->network == NET_ALL ? "" : ", network", D->filter.rules);
+	fprintf(f, "    user        uid %u, gid %u\n", D->uid, D->gid);
+	fprintf(f, "    network     %s\n", cfg->network == NET_NONE ? "none (loopback only)"
+				     : cfg->network == NET_INSTALL ? "loopback only; package installs use the engine's default bridge"
+								   : "the engine's default bridge");
+	fprintf(f, "    memory      %-10s %s\n", config_fmt_size(cfg->memory, sz, sizeof sz),
+		D->rl_memory ? "per process only (RLIMIT_AS): the engine cannot limit memory here"
+			     : "container memory limit (cgroup), no swap");
+	fprintf(f, "    processes   %-10llu %s\n", (unsigned long long)cfg->pids,
+		D->rl_pids ? "per user (RLIMIT_NPROC): the engine cannot limit processes here" : "container pids limit (cgroup)");
+	fprintf(f, "    cpus        %-10g container CPU quota (NanoCpus)\n", cfg->cpus);
+	fprintf(f, "    open files  %-10llu rlimit (RLIMIT_NOFILE)\n", (unsigned long long)cfg->open_files);
+	fprintf(f, "    file size   %-10s rlimit (RLIMIT_FSIZE)\n", config_fmt_size(cfg->file_size, sz, sizeof sz));
+	fprintf(f, "    cpu time    %-10s rlimit (RLIMIT_CPU), the call's timeout\n", "per call");
+	fprintf(f, "    /tmp        %-10s tmpfs size\n", config_fmt_size(cfg->tmp_size, sz, sizeof sz));
+	fprintf(f, "    workspace   %s (bind-mounted at /workspace)\n", D->ws);
+}
+
+static void docker_reap(const struct config *cfg)
+{
+	struct docker *D = calloc(1, sizeof *D);
+	struct err e = {""};
+	if (!D)
+		return;
+	/* Only when an engine is there: no waiting at start-up for one that is not. Containers
+	 * first: they hold the folders' binds. */
+	if (dkapi_locate(&D->eng, &e) == 0 && dkapi_open(&D->eng, 3000, &e) == 0) {
+		self_labels(D);
+		reap_containers(D, false);
+	}
+	char state[PATH_MAX];
+	if (state_dir(cfg, state, sizeof state, &e) == 0)
+		reap_folders(state);
+	dkapi_close(&D->eng);
+	free(D);
+}
+
+const struct backend_ops docker_backend_ops = {
+	.name = "docker",
+	.priv_size = sizeof(struct docker),
+	.probe = docker_probe,
+	.start = docker_start,
+	.run = docker_run,
+	.destroy = docker_destroy,
+	.report = docker_report,
+	.reap = docker_reap,
+};

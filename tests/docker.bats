@@ -1,0 +1,354 @@
+# The Docker backend, on a real engine: the same scenario on local and docker compared result by
+# result, mcp-check, isolation, faults (engine down, container killed, engine restarted, image
+# missing), lifetime (idle, cleanup, reaping) and, last, that nothing of ours is left.
+#
+# setup_file uses the engine that answers (DOCKER_HOST, /var/run/docker.sock) or starts Debian's
+# dockerd in a temp folder (tests/lib/docker-engine.sh), and builds the test image without a
+# registry (backends/docker/test-image.sh: debootstrap, cached). Where no engine can run, every
+# test is skipped with the reason (a failure under CI / SANDBOX_TEST_NO_SKIP).
+load lib/helpers
+
+IMAGE=sandbox-mcp-test:latest
+
+setup_file() {
+	export DK_ENV="$BATS_FILE_TMPDIR/engine.env"
+	local out
+	if ! out=$("$TESTS_DIR/lib/docker-engine.sh" up "$DK_ENV" 2>&1); then
+		export DK_SKIP="no Docker engine here: $out"
+		return 0
+	fi
+	# shellcheck disable=SC1090
+	. "$DK_ENV"
+	export DOCKER_HOST OWN_DIR="${OWN_DIR:-}"
+	if ! out=$("$REPO_DIR/backends/docker/test-image.sh" "$IMAGE" 2>&1); then
+		export DK_SKIP="the test image could not be built: $out"
+		return 0
+	fi
+	# Volumes that were there before, so that the last test can tell ours apart.
+	docker volume ls -q | sort >"$BATS_FILE_TMPDIR/volumes.before"
+}
+
+teardown_file() {
+	[ -n "${DK_ENV:-}" ] && [ -f "$DK_ENV" ] && "$TESTS_DIR/lib/docker-engine.sh" down "$DK_ENV"
+	return 0
+}
+
+setup() {
+	common_setup
+	[ -z "${DK_SKIP:-}" ] || skip_or_fail "$DK_SKIP"
+	export SANDBOX_BACKEND=docker SANDBOX_IMAGE="$IMAGE"
+}
+
+# Our containers on the engine (any state), one id per line.
+our_containers() {
+	docker ps -aq --filter label=sandbox-mcp=1
+}
+
+# The test's sandbox folders on the host.
+docker_dirs() {
+	find "$SANDBOX_STATE_DIR" -mindepth 1 -maxdepth 1 -name 'docker-*' 2>/dev/null
+}
+
+bash_call() { # ID CODE [TIMEOUT]
+	call_json "$1" execute_bash_commands "$(jq -cn --arg c "$2" --argjson t "${3:-null}" '{code: $c} + (if $t then {timeout_s: $t} else {} end)')"
+}
+
+py_call() { # ID SCRIPT [REQUIREMENTS_JSON]
+	call_json "$1" execute_python "$(jq -cn --arg s "$2" --argjson r "${3:-null}" '{script: $s} + (if $r then {requirements: $r} else {} end)')"
+}
+
+# The parity scenario: stdout/stderr/exit codes, environment, limits, persistence, output cap and
+# spill file, timeout, processes gone after a call, install failure, cleanup.
+scenario() {
+	echo "$INIT"
+	echo "$INITIALIZED"
+	local i=0 c
+	while IFS= read -r c; do
+		i=$((i + 1))
+		case $c in
+		py:*) py_call "$i" "$(printf '%b' "${c#py:}")" ;;
+		req:*) py_call "$i" 'print(1)' "${c#req:}" ;;
+		t1:*) bash_call "$i" "${c#t1:}" 1 ;;
+		cleanup) call_json "$i" cleanup_sandbox '{}' ;;
+		*) bash_call "$i" "$c" ;;
+		esac
+		echo "{\"wait\": $i}"
+	done <<'EOF'
+echo out; echo err >&2; exit 3
+py:import sys\nprint("py", sys.version_info[:2])\nprint("e", file=sys.stderr)\nsys.exit(4)
+pwd; echo "$HOME"; env | sort; umask; ulimit -n; ulimit -f; uname -n
+grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status
+touch /x /usr/x /etc/x 2>&1; echo t > /tmp/t && cat /tmp/t; ls /sys/class/net
+printf 'data\n' > keep.txt; mkdir -p d && echo x > d/y
+py:import os\nprint(open("keep.txt").read(), end="")\nprint(*sorted(os.listdir("d")), *sorted(os.listdir(".")))
+head -c 5000 /dev/zero | tr '\0' a; echo; seq 1 400 >&2
+wc -c < .sandbox/output/call-8.stdout; wc -c < .sandbox/output/call-8.stderr
+t1:echo start; sleep 30
+(sleep 300 &) ; setsid sleep 300 & nohup sleep 300 >/dev/null 2>&1 & echo started
+ls /proc | grep -c '^[0-9]*$'
+py:import socket\nsocket.create_connection(("192.0.2.1", 80), timeout=2)
+req:["nosuchpkg-xyz"]
+printf '\xff\xfeok\n'; kill -9 $$
+nosuchcommand
+cleanup
+ls -A; echo "[$?]"
+EOF
+}
+
+# run_scenario BACKEND: the scenario's results, minus where they ran and how long they took.
+run_scenario() {
+	SANDBOX_BACKEND=$1 SESSION_TIMEOUT=300 mcp_session --network none --output-cap 1K < <(scenario)
+	printf '%s\n' "$output" | jq -c 'select(type == "object" and (.id | type) == "number")
+		| {id, sc: (.result.structuredContent | del(.backend, .sandbox_id, .duration_ms)), isError: .result.isError}' |
+		jq -sc 'sort_by(.id)'
+}
+
+@test "parity: the same scenario gives the same results on the local and the docker backend" {
+	local_res=$(run_scenario local)
+	docker_res=$(run_scenario docker)
+	n=$(jq length <<<"$docker_res")
+	[ "$n" -eq 18 ]
+	if [ "$local_res" != "$docker_res" ]; then
+		diff <(jq . <<<"$local_res") <(jq . <<<"$docker_res") >&2 || true
+		return 1
+	fi
+	# And the scenario says what it should (so that parity is not two equal failures).
+	jqe "$docker_res" '.[0].sc.exit_code == 3 and .[0].sc.stdout == "out\n" and .[0].sc.stderr == "err\n"'
+	jqe "$docker_res" '.[1].sc.exit_code == 4 and .[1].sc.stdout == "py (3, 11)\n"'
+	jqe "$docker_res" '.[3].sc.stdout | test("CapEff:\t0+\n") and test("NoNewPrivs:\t1") and test("Seccomp:\t2")'
+	jqe "$docker_res" '.[4].sc | (.stdout | test("Read-only file system") and endswith("\nt\n")) and (.stderr | test("/sys/class/net"))'
+	jqe "$docker_res" '.[6].sc.stdout == "data\ny .sandbox d keep.txt\n"'
+	jqe "$docker_res" '.[7].sc.truncated | .stdout and .stderr and .stdout_bytes == 5001 and .stdout_file == "/workspace/.sandbox/output/call-8.stdout"'
+	jqe "$docker_res" '.[8].sc.stdout == "5001\n1492\n"'
+	jqe "$docker_res" '.[9].sc | .timed_out and .exit_code == 124 and .stdout == "start\n"'
+	jqe "$docker_res" '.[11].sc.stdout == "4\n"'
+	jqe "$docker_res" '.[12].sc.stderr | test("Network is unreachable")'
+	jqe "$docker_res" '.[13].sc | .exit_code == 1 and (.stderr | startswith("Failed to install requirements: ") and test("nosuchpkg-xyz"))'
+	jqe "$docker_res" '.[14].sc.exit_code == 137 and .[15].sc.exit_code == 127'
+	# cleanup, then the workspace is empty.
+	jqe "$docker_res" '.[16].sc.removed == true and .[17].sc.stdout == "[0]\n"'
+	[ -z "$(our_containers)" ]
+}
+
+@test "mcp-check (official SDK client) passes every check on the docker backend" {
+	MCP_CHECK="$REPO_DIR/../shared/tools/mcp-check/run"
+	[ -x "$MCP_CHECK" ] || skip_or_fail "mcp-check not found at $MCP_CHECK"
+	command -v node >/dev/null && command -v npm >/dev/null || skip_or_fail "node and npm are needed"
+	run env SANDBOX_BACKEND=docker SANDBOX_IMAGE="$IMAGE" MCP_CHECK_SECRET=leak-me "$MCP_CHECK" "$SANDBOX_MCP"
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ (^|$'\n')([0-9]+)\ passed,\ 0\ failed$ ]]
+	[ "${BASH_REMATCH[2]}" -ge 13 ]
+	[ -z "$(our_containers)" ]
+}
+
+@test "--check: the docker backend works here and reports its limits" {
+	run "$SANDBOX_MCP" --backend docker --check
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"docker   ok"* ]]
+	[[ "$output" == *"container memory limit"* && "$output" == *"image       $IMAGE"* ]]
+	[ -z "$(our_containers)" ]
+}
+
+@test "isolation: unprivileged user, no capabilities, read-only root, no network, limits and labels from the configuration" {
+	local ins="$BATS_TEST_TMPDIR/inspect.json"
+	mcp_session --memory 300M --pids 77 --cpus 0.5 --tmp-size 20M <<EOF
+$INIT
+$(bash_call 1 'id -u; id -g; grep CapEff /proc/self/status; cat /proc/1/cmdline | tr "\0" " "; echo; df -k /tmp | tail -1 | awk "{print \$2}"; awk -F: "NR > 2 {gsub(/ /, \"\", \$1); print \$1}" /proc/net/dev; (echo > /dev/tcp/192.0.2.1/80) 2>&1 | tail -1; touch /bin/x 2>&1')
+{"wait": 1}
+{"sh": "docker inspect \$(docker ps -q --filter label=sandbox-mcp=1) > '$ins'"}
+EOF
+	result=$(response 1 | jq -c .result)
+	sc '.exit_code == 1'
+	sc '.stdout | startswith("65534\n65534\nCapEff:\t0000000000000000\n/.sandbox-agent --listen /run/sandbox-agent/agent.sock \n20480\nlo\n")'
+	sc '.stdout | test("Network is unreachable") and test("Read-only file system")'
+	jqe "$(cat "$ins")" 'length == 1 and (.[0] |
+		.Config.User == "65534:65534" and .HostConfig.ReadonlyRootfs and .HostConfig.CapDrop == ["ALL"]
+		and (.HostConfig.SecurityOpt | index("no-new-privileges") != null) and .HostConfig.NetworkMode == "none"
+		and .HostConfig.Memory == 314572800 and .HostConfig.MemorySwap == 314572800 and .HostConfig.PidsLimit == 77
+		and .HostConfig.NanoCpus == 500000000 and .HostConfig.Privileged == false
+		and .Config.Labels["sandbox-mcp"] == "1" and (.Config.Labels["sandbox-mcp.pid"] | test("^[0-9]+$"))
+		and (.Config.Labels["sandbox-mcp.sandbox"] | startswith("docker-"))
+		and ([.Mounts[] | select(.Destination == "/.sandbox-agent")][0].RW == false))'
+	[ -z "$(our_containers)" ]
+}
+
+@test "timeout and cancellation kill every process of the call inside the container" {
+	mcp_session <<EOF
+$INIT
+$(bash_call 1 'setsid sleep 300 & (sleep 300 &); echo bg; sleep 300' 1)
+{"wait": 1}
+$(call_json 2 execute_bash_commands '{"code":"setsid sleep 300 & echo started; sleep 300"}' '{"progressToken":"p2"}')
+{"wait_line": "\"message\":\"started"}
+{"sleep": 0.5}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}
+{"sleep": 1}
+$(bash_call 3 'ls /proc | grep -c "^[0-9]*$"')
+{"wait": 3}
+EOF
+	result=$(response 1 | jq -c .result)
+	sc '.timed_out and .exit_code == 124 and .stdout == "bg\n"'
+	[ -z "$(response 2)" ]
+	result=$(response 3 | jq -c .result)
+	sc '.stdout == "4\n"'
+}
+
+@test "--network install: the install step runs in its own short-lived container and installs into the workspace" {
+	local wheels="$BATS_TEST_TMPDIR/wheels"
+	mkdir -p "$wheels"
+	python3 "$TESTS_DIR/lib/make_wheel.py" "$wheels" sbxdemo 1.0
+	b64=$(base64 -w0 "$wheels/sbxdemo-1.0-py3-none-any.whl")
+	mcp_session --log-level info <<EOF
+$INIT
+$(py_call 1 "import base64; open('sbxdemo-1.0-py3-none-any.whl', 'wb').write(base64.b64decode('$b64'))")
+{"wait": 1}
+$(py_call 2 'import sbxdemo; print(sbxdemo.VALUE)' '["./sbxdemo-1.0-py3-none-any.whl"]')
+{"wait": 2}
+{"sh": "docker ps -aq --filter label=sandbox-mcp.role=install > '$BATS_TEST_TMPDIR/install.ids'"}
+$(bash_call 3 'python3 -c "import sbxdemo; print(sbxdemo.__file__)"')
+{"wait": 3}
+EOF
+	result=$(response 2 | jq -c .result)
+	sc '.exit_code == 0 and .stdout == "sbxdemo 1.0\n"'
+	result=$(response 3 | jq -c .result)
+	sc '.stdout == "/workspace/.sandbox/packages/sbxdemo/__init__.py\n"'
+	grep -q 'the install step runs in its own container' "$SERVER_LOG"
+	[ ! -s "$BATS_TEST_TMPDIR/install.ids" ]
+}
+
+@test "--wheelhouse: installs come from the read-only /wheelhouse, offline" {
+	local wheels="$BATS_TEST_TMPDIR/wheels"
+	mkdir -p "$wheels"
+	python3 "$TESTS_DIR/lib/make_wheel.py" "$wheels" sbxdemo 2.0
+	chmod -R a+rX "$wheels"
+	tool execute_python '{"script":"import sbxdemo, os\nprint(sbxdemo.VALUE)\nprint(os.access(\"/wheelhouse\", os.W_OK))","requirements":["sbxdemo"]}' --wheelhouse "$wheels"
+	sc '.exit_code == 0 and .stdout == "sbxdemo 2.0\nFalse\n"'
+	! grep -q 'the install step runs in its own container' "$SERVER_LOG"
+}
+
+@test "a container removed from outside between calls: the next call runs in a fresh sandbox, with a notice" {
+	mcp_session <<EOF
+$INIT
+$(bash_call 1 'echo x > f; echo ok')
+{"wait": 1}
+{"sh": "docker rm -f \$(docker ps -q --filter label=sandbox-mcp=1) >/dev/null"}
+$(bash_call 2 'ls; echo done')
+{"wait": 2}
+EOF
+	result=$(response 2 | jq -c .result)
+	sc '.exit_code == 0 and .stdout == "done\n" and .error == null'
+	sc '.notice | test("stopped unexpectedly") and test("empty workspace")'
+	[ "$(response 1 | jq -r .result.structuredContent.sandbox_id)" != "$(response 2 | jq -r .result.structuredContent.sandbox_id)" ]
+	[ -z "$(our_containers)" ]
+	[ -z "$(docker_dirs)" ]
+}
+
+@test "a container killed during a call: the call says the sandbox stopped, the next one gets a fresh sandbox" {
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo x > f; echo running; sleep 300","timeout_s":20}' '{"progressToken":"p1"}')
+{"wait_line": "\"message\":\"running"}
+{"sleep": 0.5}
+{"sh": "docker kill \$(docker ps -q --filter label=sandbox-mcp=1) >/dev/null"}
+{"wait": 1}
+$(bash_call 2 'ls; echo done')
+{"wait": 2}
+EOF
+	result=$(response 1 | jq -c .result)
+	sc '.exit_code == 1 and (.error | test("stopped unexpectedly"))'
+	result=$(response 2 | jq -c .result)
+	sc '.exit_code == 0 and .stdout == "done\n"'
+	# The notice that the workspace is new comes with one of the two results.
+	[ "$( (response 1; response 2) | jq -r '.result.structuredContent.notice // empty' | grep -c 'stopped unexpectedly')" -ge 1 ]
+	[ "$(response 1 | jq -r .result.structuredContent.sandbox_id)" != "$(response 2 | jq -r .result.structuredContent.sandbox_id)" ]
+	[ -z "$(our_containers)" ]
+}
+
+@test "the engine restarted mid-session: BACKEND_LOST, then a fresh sandbox with a notice" {
+	[ -n "${OWN_DIR:-}" ] || skip_or_fail "the engine here was not started by the tests; not restarting it"
+	mcp_session <<EOF
+$INIT
+$(bash_call 1 'echo x > f; echo ok')
+{"wait": 1}
+{"sh": "'$TESTS_DIR/lib/docker-engine.sh' restart '$DK_ENV'"}
+$(bash_call 2 'ls; echo done')
+{"wait": 2}
+EOF
+	result=$(response 2 | jq -c .result)
+	sc '.exit_code == 0 and .stdout == "done\n" and (.notice | test("stopped unexpectedly"))'
+	[ -z "$(our_containers)" ]
+}
+
+@test "no engine: the docker backend says why; auto falls through to local" {
+	export DOCKER_HOST="unix://$BATS_TEST_TMPDIR/no-such.sock"
+	tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.exit_code == 1 and .backend == null'
+	sc '.error | test("^Failed to initialize sandbox engine: docker: no Docker engine socket at .*no-such.sock")'
+	SANDBOX_BACKEND=auto tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.exit_code == 0 and .backend == "local"'
+	grep -q 'backend docker.*: no Docker engine socket' "$SERVER_LOG"
+	# A socket nobody listens on.
+	python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$BATS_TEST_TMPDIR/dead.sock"
+	DOCKER_HOST="unix://$BATS_TEST_TMPDIR/dead.sock" tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.error | test("docker: the Docker engine at unix://.*dead.sock is not running")'
+	DOCKER_HOST=tcp://127.0.0.1:2375 tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.error | test("docker: DOCKER_HOST=tcp://127.0.0.1:2375 is not supported")'
+}
+
+@test "an image that is missing and cannot be pulled: a clear error naming it and the fix" {
+	SANDBOX_IMAGE=sandbox-mcp-test-missing:nope tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.exit_code == 1 and .backend == null'
+	sc '.error | test("the image sandbox-mcp-test-missing:nope is not on this engine and pulling it failed") and test("SANDBOX_IMAGE")'
+	[ -z "$(our_containers)" ]
+	[ -z "$(docker_dirs)" ]
+}
+
+@test "idle timeout and cleanup_sandbox remove the container and its folder; --keep keeps the workspace only" {
+	mcp_session --idle-timeout 1 <<EOF
+$INIT
+$(bash_call 1 'echo x > f')
+{"wait": 1}
+{"sh": "test -n \"\$(docker ps -q --filter label=sandbox-mcp=1)\""}
+{"sleep": 2.5}
+{"sh": "test -z \"\$(docker ps -aq --filter label=sandbox-mcp=1)\""}
+$(bash_call 2 'ls')
+{"wait": 2}
+$(call_json 3 cleanup_sandbox '{}')
+{"wait": 3}
+{"sh": "test -z \"\$(docker ps -aq --filter label=sandbox-mcp=1)\""}
+EOF
+	result=$(response 2 | jq -c .result)
+	sc '.stdout == "" and (.notice | test("removed after 1 s"))'
+	result=$(response 3 | jq -c .result)
+	sc '.removed == true and .backend == "docker"'
+	[ -z "$(docker_dirs)" ]
+	tool execute_bash_commands '{"code":"echo kept > k.txt"}' --keep
+	[ -z "$(our_containers)" ]
+	[ "$(cat "$(docker_dirs)"/workspace/k.txt)" = kept ]
+	rm -rf "$(docker_dirs)"
+}
+
+@test "leftovers of a server killed with SIGKILL are removed by the next server" {
+	mcp_session <<EOF
+$INIT
+$(bash_call 1 'echo x > f')
+{"wait": 1}
+{"signal": "KILL"}
+{"expect_exit": 5}
+EOF
+	[ -n "$(our_containers)" ]
+	[ -n "$(docker_dirs)" ]
+	tool execute_bash_commands '{"code":"echo fresh"}' --backend local
+	[ -z "$(our_containers)" ]
+	[ -z "$(docker_dirs)" ]
+	grep -q 'left by a server that is gone' "$SERVER_LOG"
+}
+
+@test "after the suite: no container, volume, agent process or folder of ours is left" {
+	[ -z "$(our_containers)" ]
+	[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
+	diff "$BATS_FILE_TMPDIR/volumes.before" <(docker volume ls -q | sort)
+	! pgrep -f '^/\.sandbox-agent --listen' >/dev/null
+	[ -z "$(find "$BATS_RUN_TMPDIR" "${TMPDIR:-/tmp}/sandbox-mcp-$(id -u)" -type d -name 'docker-????????' 2>/dev/null)" ]
+}
