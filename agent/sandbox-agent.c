@@ -15,7 +15,8 @@
  * and it is not dumpable, so code running as the same user cannot ptrace it or read its memory.
  *
  * Usage: sandbox-agent --fd N          serve the socket N, exit when it closes
- *        sandbox-agent --listen PATH   serve connections on a unix socket, one at a time
+ *        sandbox-agent --listen PATH   accept one connection on a unix socket, then remove the
+ *                                      socket and serve that connection until it closes
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -370,13 +371,23 @@ static void reap(void)
 static void finish_call(void)
 {
 	kill_all();
-	/* Every writer is dead now, so the pipes end: drain what is buffered. */
+	/* Every writer is dead now, so the pipes end: drain what is buffered. Bounded all the
+	 * same: a write end that lives on elsewhere (sent over a socket) must not hold us. */
 	for (int i = 0; i < 2; i++) {
-		int fl = fcntl(call.s[i].fd, F_GETFL);
-		if (call.s[i].fd >= 0 && fl >= 0)
-			fcntl(call.s[i].fd, F_SETFL, fl & ~O_NONBLOCK);
-		while (call.s[i].fd >= 0)
+		struct timespec t0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (call.s[i].fd >= 0) {
+			struct pollfd pf = {call.s[i].fd, POLLIN, 0};
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			long left = 500 - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+			if (left <= 0 || poll(&pf, 1, (int)left) <= 0) {
+				close(call.s[i].fd);
+				call.s[i].fd = -1;
+				break;
+			}
 			stream_pump(i);
+		}
 	}
 	uint32_t flags = 0;
 	if (call.killed)
@@ -670,14 +681,18 @@ int main(int argc, char **argv)
 	unlink(listen_path);
 	if (bind(ls, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(ls, 1) < 0)
 		die(listen_path);
+	/* One server, one connection: then nothing in the sandbox can connect, queue descriptors
+	 * in the backlog, or put another socket in the path's place. */
 	for (;;) {
 		ctl = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
-		if (ctl < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
+		if (ctl >= 0)
+			break;
+		if (errno != EINTR && errno != ECONNABORTED)
 			die("accept");
-		}
-		serve();
-		kill_all();
 	}
+	unlink(listen_path);
+	close(ls);
+	serve();
+	kill_all();
+	return 0;
 }

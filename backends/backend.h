@@ -42,7 +42,8 @@ struct run_req {
 	int cancel_fd;               /* readable once the call is cancelled; -1 for none */
 	uint64_t cap;                /* per stream: past it, the full text is spilled */
 	const char *spill_prefix;    /* in-sandbox path prefix of spill files, NULL for none */
-	/* Output as it comes, in order per stream (1 stdout, 2 stderr). Called on the run's thread. */
+	/* Output as it comes, in order per stream (1 stdout, 2 stderr). Called on the run's thread.
+	 * buf NULL: len bytes passed that the backend did not keep (only ever past the cap). */
 	void (*on_output)(void *ctx, int stream, const char *buf, size_t len);
 	void *ctx;
 };
@@ -64,7 +65,7 @@ struct backend_ops {
 	/* Usable here? Cheap, makes nothing; e says why not. -1 when it should work but does not,
 	 * BACKEND_ABSENT when it is simply not set up here (auto passes over it quietly). */
 	int (*probe)(struct backend *b, struct err *e);
-	/* Makes the sandbox and sets b->sandbox_id. 0, -1. */
+	/* Makes the sandbox and sets b->sandbox_id. 0, -1 (e says why). */
 	int (*start)(struct backend *b, struct err *e);
 	/* Runs one call to its end. 0 (see rs), -1 (e says why), BACKEND_LOST. */
 	int (*run)(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e);

@@ -51,6 +51,8 @@ static void on_output(void *ctx, int stream, const char *buf, size_t len)
 {
 	struct engine *g = ctx;
 	(void)stream;
+	if (!buf)
+		return; /* bytes that passed unseen: nothing to show */
 	pthread_mutex_lock(&g->mu);
 	if (len >= LAST_MAX) {
 		memcpy(g->last, buf + len - LAST_MAX, LAST_MAX);
@@ -76,10 +78,19 @@ static void run_job(struct engine *g, struct job *j)
 	struct tool_call tc = {.tool = j->tool, .args = j->args, .cancel_fd = g->cancel_fd, .seq = ++g->seq,
 			       .on_output = on_output, .ctx = g};
 	json_t *result = tools_run(&g->sb, &tc);
-	if (tc.cancelled || !result) {
+	/* The call is over: no progress may follow its response. */
+	pthread_mutex_lock(&g->mu);
+	g->running = NULL;
+	pthread_mutex_unlock(&g->mu);
+	if (tc.cancelled) {
 		log_msg(LOG_INFO, "call %lu cancelled", tc.seq);
 		rpc_batch_drop(j->batch);
 		json_decref(result);
+		return;
+	}
+	if (!result) {
+		log_msg(LOG_ERROR, "call %lu: the result could not be built", tc.seq);
+		rpc_respond(j->batch, rpc_error(j->id, RPC_INTERNAL_ERROR, "Internal error: the result could not be built", NULL));
 		return;
 	}
 	rpc_respond(j->batch, rpc_result(j->id, result));
@@ -127,10 +138,6 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&g->mu);
 
 		run_job(g, j);
-
-		pthread_mutex_lock(&g->mu);
-		g->running = NULL;
-		pthread_mutex_unlock(&g->mu);
 		job_free(j);
 		pthread_mutex_lock(&g->mu);
 	}

@@ -24,6 +24,11 @@ void output_free(struct output *o)
 	o->head = o->tail = NULL;
 }
 
+void output_skip(struct output *o, uint64_t len)
+{
+	o->total += len;
+}
+
 int output_cut(const struct output *o)
 {
 	return o->total > o->cap;

@@ -21,6 +21,8 @@ struct output {
 /* 0, or -1 when out of memory. */
 int output_init(struct output *o, size_t cap);
 void output_add(struct output *o, const char *buf, size_t len);
+/* Counts len bytes that passed unseen (between the kept head and tail). */
+void output_skip(struct output *o, uint64_t len);
 int output_cut(const struct output *o);
 
 /* The kept text, with a marker where bytes were left out naming `full_path` (may be NULL).

@@ -18,7 +18,7 @@ static void drop(struct sandbox *s, bool shutdown)
 		return;
 	if (!shutdown)
 		backend_destroy(s->b, false);
-	backend_free(s->b); /* destroys as at shutdown, a no-op after the line above */
+	backend_free(s->b); /* destroys as at shutdown: every backend's destroy is idempotent */
 	s->b = NULL;
 	json_object_clear(s->installed);
 }
@@ -165,10 +165,11 @@ int sandbox_check(const struct config *cfg, FILE *f)
 		const struct backend_ops *ops = backend_table[i];
 		if (!autosel && strcmp(ops->name, cfg->backend))
 			continue;
-		struct backend *b;
+		struct backend *b = NULL;
 		struct err e = {""};
 		if (backend_new(&b, ops, cfg, &e) < 0 || backend_probe(b, &e) < 0 || backend_start(b, &e) < 0) {
 			fprintf(f, "  %-8s unavailable: %s\n", ops->name, e.msg);
+			backend_free(b);
 			continue;
 		}
 		static const char *const argv[] = {"true", NULL};

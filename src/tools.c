@@ -1,9 +1,12 @@
 #include "tools.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "log.h"
 #include "output.h"
@@ -164,25 +167,40 @@ static json_t *text_result(const char *text, bool is_error)
 	return r;
 }
 
+/* The name of the first string in v (keys included) holding a NUL character, or NULL. Text
+ * with NUL cannot reach a program intact: a C string would end early. */
+static const char *find_nul(const json_t *v, const char *name)
+{
+	size_t i;
+	const char *k;
+	json_t *x;
+	if (json_is_string(v))
+		return memchr(json_string_value(v), 0, json_string_length(v)) ? name : NULL;
+	if (json_is_array(v))
+		json_array_foreach(v, i, x) if (find_nul(x, name)) return name;
+	if (json_is_object(v))
+		json_object_foreach((json_t *)v, k, x) {
+			/* A key with a NUL reads as a shorter key: refuse it too. */
+			if (find_nul(x, k))
+				return k;
+		}
+	return NULL;
+}
+
 int tools_check(int tool, const json_t *args, json_t **why)
 {
 	struct err e = {""};
 	char msg[sizeof e.msg + 64] = "";
 	const json_t *t = json_object_get(args, "timeout_s");
+	const char *nul = find_nul(args, "arguments");
 	*why = NULL;
-	if (schema_validate(T.input[tool], args, "", &e) < 0) {
+	if (nul) {
+		snprintf(msg, sizeof msg, "Invalid arguments for %s: %.200s: contains a NUL character", tool_names[tool], nul);
+	} else if (schema_validate(T.input[tool], args, "", &e) < 0) {
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: %s", tool_names[tool], e.msg);
 	} else if (t && json_number_value(t) > T.cfg->max_timeout_s) {
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: timeout_s: must be at most %g (the server's --max-timeout)",
 			 tool_names[tool], T.cfg->max_timeout_s);
-	} else {
-		static const char *const texts[] = {"code", "script"};
-		for (size_t i = 0; i < 2 && !msg[0]; i++) {
-			const json_t *v = json_object_get(args, texts[i]);
-			if (v && memchr(json_string_value(v), 0, json_string_length(v)))
-				snprintf(msg, sizeof msg, "Invalid arguments for %s: %s: contains a NUL character",
-					 tool_names[tool], texts[i]);
-		}
 	}
 	if (!msg[0])
 		return 0;
@@ -200,8 +218,10 @@ struct collect {
 static void collect_output(void *ctx, int stream, const char *buf, size_t len)
 {
 	struct collect *c = ctx;
-	if (stream == 1 || stream == 2)
+	if ((stream == 1 || stream == 2) && buf)
 		output_add(&c->out[stream - 1], buf, len);
+	else if (stream == 1 || stream == 2)
+		output_skip(&c->out[stream - 1], len);
 	if (c->tc->on_output)
 		c->tc->on_output(c->tc->ctx, stream, buf, len);
 }
@@ -300,9 +320,17 @@ static char *outcome_text(const struct outcome *o, const char *backend, const ch
 	return t;
 }
 
+/* A JSON string of s, repaired to valid UTF-8 (errors and notices may quote anything cut
+ * anywhere); null for NULL. */
 static json_t *str_or_null(const char *s)
 {
-	return s ? json_string(s) : json_null();
+	if (!s)
+		return json_null();
+	size_t n;
+	char *clean = utf8_sanitize(s, strlen(s), &n);
+	json_t *j = clean ? json_stringn(clean, n) : NULL;
+	free(clean);
+	return j ? j : json_string("(text lost: out of memory)");
 }
 
 static json_t *outcome_result(const struct outcome *o, struct sandbox *sb, double timeout)
@@ -317,9 +345,11 @@ static json_t *outcome_result(const struct outcome *o, struct sandbox *sb, doubl
 			       str_or_null(o->file[1]), "backend", str_or_null(backend), "sandbox_id", str_or_null(id),
 			       "error", str_or_null(o->error), "notice", str_or_null(o->notice));
 	char *text = outcome_text(o, backend, id, timeout);
-	json_t *r = json_pack("{s:[{s:s, s:s}], s:o}", "content", "type", "text", "text", text ? text : "",
+	json_t *r = json_pack("{s:[{s:s, s:o}], s:o}", "content", "type", "text", "text", str_or_null(text ? text : ""),
 			      "structuredContent", sc);
 	free(text);
+	if (!r)
+		return NULL;
 	if (o->exit_code != 0 || o->timed_out || o->error)
 		json_object_set_new(r, "isError", json_true());
 	return r;
@@ -338,6 +368,37 @@ static json_t *early_result(struct sandbox *sb, int exit_code, const char *stder
 	json_t *r = outcome_result(&o, sb, timeout);
 	free(clean);
 	return r;
+}
+
+/* A PEP 508 requirement made of a name, extras, version specifiers and a marker only. */
+static bool plain_requirement(const char *q)
+{
+	static regex_t re;
+	static bool compiled;
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&mu);
+	if (!compiled)
+		compiled = regcomp(&re,
+				   "^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?"       /* name */
+				   " *(\\[ *[A-Za-z0-9._-]+( *, *[A-Za-z0-9._-]+)* *\\])?" /* extras */
+				   " *((===|~=|==|!=|<=|>=|<|>) *[A-Za-z0-9.*+!_-]+"
+				   "( *, *(===|~=|==|!=|<=|>=|<|>) *[A-Za-z0-9.*+!_-]+)*)?" /* versions */
+				   " *(;[^/\\\\@#:]*)?$",                                 /* marker */
+				   REG_EXTENDED | REG_NOSUB) == 0;
+	bool ok = compiled && regexec(&re, q, 0, NULL, 0) == 0;
+	pthread_mutex_unlock(&mu);
+	if (!ok)
+		return false;
+	/* pip takes a name that ends like an archive ("x.whl", "x.tar.gz") for a file. */
+	static const char *const archive[] = {".whl", ".zip", ".tar", ".tgz", ".tbz", ".txz", ".tlz",
+					      ".gz", ".bz2", ".xz", ".lz", ".lzma"};
+	size_t n = strcspn(q, "[ ;<>=!~");
+	for (size_t i = 0; i < sizeof archive / sizeof archive[0]; i++) {
+		size_t al = strlen(archive[i]);
+		if (n >= al && !strncasecmp(q + n - al, archive[i], al))
+			return false;
+	}
+	return true;
 }
 
 /* True when every requirement asked for was installed in this sandbox before. */
@@ -373,19 +434,20 @@ static json_t *install(struct sandbox *sb, struct tool_call *tc, const json_t *r
 	}
 	struct run_file f = {TOOLS_REQUIREMENTS, txt, o, 0644};
 	bool offline = cfg->wheelhouse[0] || cfg->network == NET_NONE;
-	/* With the network reachable, a requirement may not name where to fetch from (a URL could
-	 * reach services on the host) and only wheels install, so no package's build code runs. */
+	/* With the network reachable, only wheels install (no package's build code runs) and a
+	 * requirement must be a plain PEP 508 name with extras, versions and markers: no URL (it
+	 * could reach services on the host), no path (a folder in the workspace with a build
+	 * backend would run it, with the network). */
 	if (!offline) {
 		json_array_foreach(reqs, i, r) {
 			const char *q = json_string_value(r);
-			size_t ql = strlen(q);
-			bool path = q[0] == '.' || q[0] == '/';
-			if (strstr(q, "://") || strchr(q, '@') || (path && (ql < 4 || strcmp(q + ql - 4, ".whl")))) {
-				char msg[512];
+			if (!plain_requirement(q)) {
+				char msg[800];
 				snprintf(msg, sizeof msg,
 					 "Failed to install requirements: '%.300s' is not allowed: when installs use the "
-					 "network, give package names (with versions) or paths of .whl files in the "
-					 "workspace, not URLs or source folders", q);
+					 "network, give package names with optional extras, versions and markers "
+					 "(e.g. \"requests[socks]>=2.31\"), not URLs or paths; local wheels install "
+					 "with --network none or a wheelhouse", q);
 				free(txt);
 				return early_result(sb, 1, msg, NULL, notice, t0, false, timeout);
 			}
@@ -422,7 +484,8 @@ static json_t *install(struct sandbox *sb, struct tool_call *tc, const json_t *r
 		return early_result(sb, 1, "Failed to install requirements: out of memory", "out of memory", notice, t0,
 				    false, timeout);
 	}
-	struct run_req rq = {.argv = argv, .env = install_env, .cwd = WORKSPACE, .files = &f, .nfiles = 1,
+	/* Not in the workspace: a name must never resolve to a folder the code made there. */
+	struct run_req rq = {.argv = argv, .env = install_env, .cwd = "/tmp", .files = &f, .nfiles = 1,
 			     .network = !offline, .deadline_ms = deadline, .cancel_fd = tc->cancel_fd,
 			     .cap = cfg->output_cap, .on_output = collect_output, .ctx = &c};
 	struct run_res rs;

@@ -49,7 +49,8 @@ struct tool_call {
 	bool cancelled;            /* out: cancelled, so no response is to be sent */
 };
 
-/* Runs the call (worker thread). The CallToolResult (new ref), or NULL when cancelled. */
+/* Runs the call (worker thread). The CallToolResult (new ref); NULL when cancelled
+ * (tc->cancelled) or, without tc->cancelled, when out of memory. */
 json_t *tools_run(struct sandbox *sb, struct tool_call *tc);
 
 #endif

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,7 +20,17 @@ static int remove_at(int parent, const char *name, int depth)
 	}
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == EACCES) {
-		(void)fchmodat(parent, name, 0700, 0);
+		/* A folder made unreadable: open it up. Through an O_PATH handle checked to be a
+		 * folder, never by name, which a symlink could have replaced in between. */
+		int pfd = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		struct stat st;
+		if (pfd >= 0 && fstat(pfd, &st) == 0 && S_ISDIR(st.st_mode)) {
+			char proc[64];
+			snprintf(proc, sizeof proc, "/proc/self/fd/%d", pfd);
+			(void)chmod(proc, 0700);
+		}
+		if (pfd >= 0)
+			close(pfd);
 		fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	}
 	if (fd < 0)

@@ -162,8 +162,8 @@ EOF
 }
 
 @test "policy install: the network is opened for the install step alone and blocked again" {
-	tool execute_python '{"script":"print(\"ran\")","requirements":["./missing-dt.whl"]}'
-	sc '.exit_code == 1 and (.stderr | startswith("Failed to install requirements: "))'
+	tool execute_python '{"script":"print(\"ran\")","requirements":["missing-dt-pkg"],"timeout_s":5}'
+	sc '.exit_code != 0 and (.stderr | startswith("Failed to install requirements: ")) and (.stderr | test("is not allowed") | not)'
 	requests | jq -se '[.[] | select(.path | endswith("/network-settings"))] | length == 2'
 }
 

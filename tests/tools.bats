@@ -194,17 +194,24 @@ EOF
 	sc '.duration_ms < 30000'
 }
 
-@test "policy install: the install step runs in its own sandbox, the code still has no network" {
-	b64=$(base64 -w0 "$WHEELS/sbxdemo-1.0-py3-none-any.whl")
-	write=$(jq -cn --arg b "$b64" '{script: ("import base64\nopen(\"sbxdemo-1.0-py3-none-any.whl\",\"wb\").write(base64.b64decode(\"" + $b + "\"))")}')
+@test "policy install: paths and URLs are refused, names go to pip in the install sandbox, the code has no network" {
 	mcp_session --network install <<EOF
 $INIT
-$(call_json 1 execute_python "$write")
+$(call_json 1 execute_bash_commands '{"code":"mkdir -p proj/pkg && echo x > proj/pkg/pyproject.toml"}')
 {"wait": 1}
-$(call_json 2 execute_python '{"script":"import sbxdemo, socket\nprint(sbxdemo.VALUE)\nprint(sorted(i[1] for i in socket.if_nameindex()))","requirements":["./sbxdemo-1.0-py3-none-any.whl"]}')
+$(call_json 2 execute_python '{"script":"print(1)","requirements":["proj/pkg"]}')
+$(call_json 3 execute_python '{"script":"print(1)","requirements":["x @ http://127.0.0.1:9/x.whl"]}')
+$(call_json 4 execute_python '{"script":"print(1)","requirements":["./x-1.0-py3-none-any.whl"]}')
+$(call_json 5 execute_python '{"script":"print(1)","requirements":["evil.tar.gz"]}')
+$(call_json 6 execute_python '{"script":"print(1)","requirements":["sbxdemo[extra]>=1.0,<2; python_version > \"3\""],"timeout_s":3}')
+$(call_json 7 execute_python '{"script":"import socket\nprint(sorted(i[1] for i in socket.if_nameindex()))"}')
 EOF
-	jqe "$(response 1)" '.result.structuredContent.exit_code == 0'
-	jqe "$(response 2)" '.result.structuredContent.stdout == "sbxdemo 1.0\n[\u0027lo\u0027]\n"'
+	for id in 2 3 4 5; do
+		jqe "$(response $id)" '.result.structuredContent.exit_code == 1 and (.result.structuredContent.stderr | startswith("Failed to install requirements: ") and test("is not allowed"))'
+	done
+	# A plain name passes the check and reaches pip (which finds no index here).
+	jqe "$(response 6)" '.result.structuredContent.stderr | startswith("Failed to install requirements: ") and (test("is not allowed") | not)'
+	jqe "$(response 7)" '.result.structuredContent.stdout == "[\u0027lo\u0027]\n"'
 }
 
 @test "cancelling the running call kills it at once; no response is sent for it" {
@@ -315,6 +322,8 @@ $(call_json 5 execute_bash_commands '{"code":"true","extra":1}')
 $(call_json 6 execute_bash_commands '{"code":"a\u0000b"}')
 $(call_json 7 cleanup_sandbox '{"x":1}')
 $(call_json 8 execute_bash_commands '{"code":"echo still fine"}')
+$(call_json 9 execute_python '{"script":"x","requirements":["foo #\u0000\n--index-url http://127.0.0.1:9/simple"]}')
+$(call_json 10 execute_python '{"script":"print(1)\u0000print(2)"}')
 EOF
 	jqe "$(response 1)" '.result.isError == true and (.result.content[0].text | test("script: is required"))'
 	jqe "$(response 2)" '.result.isError == true and (.result.content[0].text | test("script: must be a string"))'
@@ -324,6 +333,14 @@ EOF
 	jqe "$(response 6)" '.result.isError == true and (.result.content[0].text | test("NUL"))'
 	jqe "$(response 7)" '.result.isError == true'
 	jqe "$(response 8)" '.result.structuredContent.stdout == "still fine\n"'
+	jqe "$(response 9)" '.result.isError == true and (.result.content[0].text | test("requirements: contains a NUL character"))'
+	jqe "$(response 10)" '.result.isError == true and (.result.content[0].text | test("script: contains a NUL character"))'
+}
+
+@test "a result whose texts are not valid UTF-8 is still answered, repaired" {
+	export SANDBOX_STATE_DIR=$'/nonexistent/\xff\xfe'
+	tool execute_bash_commands '{"code":"true"}'
+	sc '.exit_code == 1 and (.error | test("\ufffd")) and (.stderr | startswith("Failed to initialize sandbox engine: "))'
 }
 
 @test "no backend: exit 1 and stderr 'Failed to initialize sandbox engine: ' with each backend's reason" {

@@ -4,11 +4,13 @@
  *
  * A sandbox is one process tree. The server clones a child into new user, mount, PID, IPC,
  * UTS and cgroup namespaces (and a network namespace with only loopback unless the network
- * policy says otherwise). The child builds the root on a tmpfs, pivots into it, becomes the
+ * policy says otherwise). The child mounts the root, pivots into it, becomes the
  * unprivileged sandbox user with no capabilities and no_new_privs, and executes
  * sandbox-agent, which this binary carries and starts from a sealed memfd. The agent is PID 1
  * there: each call is one fork+exec by it, so a warm call never rebuilds anything, and when
- * the agent dies the kernel kills everything left in the namespace.
+ * the agent dies the kernel kills everything left in the namespace. The root is a bind of a
+ * skeleton folder made on the host (mount points, links), with /usr and a chosen /etc bound
+ * read-only into it, and tmpfs /tmp and /dev/shm.
  *
  * Between clone and exec the child runs in a copy of a multithreaded process, so it only
  * makes system calls on data prepared beforehand (struct plan), as git's run-command does.
@@ -382,9 +384,11 @@ static void child_main(const struct plan *p)
 			child_fail(p, STEP_IDS);
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		child_fail(p, STEP_IDS);
-	if (p->setgroups && setgroups(0, NULL) < 0)
+	/* Raw system calls: libc's set*id wrappers would try to reach the threads of the process
+	 * this child was copied from. */
+	if (p->setgroups && syscall(SYS_setgroups, 0, NULL) < 0)
 		child_fail(p, STEP_IDS);
-	if (setresgid(SBX_GID, SBX_GID, SBX_GID) < 0 || setresuid(SBX_UID, SBX_UID, SBX_UID) < 0)
+	if (syscall(SYS_setresgid, SBX_GID, SBX_GID, SBX_GID) < 0 || syscall(SYS_setresuid, SBX_UID, SBX_UID, SBX_UID) < 0)
 		child_fail(p, STEP_IDS);
 	/* After the credential change: commit_creds clears the parent-death signal. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
@@ -712,15 +716,22 @@ static int local_start(struct backend *b, struct err *e)
 	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
 		return err_sys(e, "getrandom");
 	snprintf(b->sandbox_id, sizeof b->sandbox_id, "local-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
+	/* Made locked under another name, then renamed: another server's reap never sees it
+	 * without its lock held. */
+	char tmp[PATH_MAX], path[PATH_MAX + 32];
+	path_fmt(tmp, sizeof tmp, "%s/new-%s", L->state, b->sandbox_id);
 	path_fmt(L->dir, sizeof L->dir, "%s/%s", L->state, b->sandbox_id);
 	path_fmt(L->ws, sizeof L->ws, "%s/workspace", L->dir);
-	if (mkdir(L->dir, 0700) < 0)
-		return err_sys(e, "creating %s", L->dir);
-	char path[PATH_MAX + 32];
-	path_fmt(path, sizeof path, "%s/lock", L->dir);
+	if (mkdir(tmp, 0700) < 0)
+		return err_sys(e, "creating %s", tmp);
+	path_fmt(path, sizeof path, "%s/lock", tmp);
 	L->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (L->lock_fd < 0 || flock(L->lock_fd, LOCK_EX | LOCK_NB) < 0)
-		return err_sys(e, "locking %s", path);
+	if (L->lock_fd < 0 || flock(L->lock_fd, LOCK_EX | LOCK_NB) < 0 || rename(tmp, L->dir) < 0) {
+		err_sys(e, "locking %s", path);
+		unlink(path);
+		rmdir(tmp);
+		return -1;
+	}
 	path_fmt(path, sizeof path, "%s/root", L->dir);
 	if (mkdir(path, 0755) < 0 || mkdir(L->ws, 0755) < 0 || chown(L->ws, L->host_uid, L->host_gid) < 0)
 		return err_sys(e, "creating the workspace in %s", L->dir);
