@@ -48,6 +48,7 @@
 #include "../backend.h"
 #include "../../src/agentlink.h"
 #include "../../src/filter.h"
+#include "../../src/hostdir.h"
 #include "../../src/log.h"
 #include "../../src/tree.h"
 #include "dkapi.h"
@@ -94,17 +95,6 @@ struct docker {
 
 /* ---------------------------------------------------------------- small helpers */
 
-static int path_fmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int path_fmt(char *buf, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int r = vsnprintf(buf, n, fmt, ap);
-	va_end(ap);
-	return r < 0 || (size_t)r >= n ? -1 : 0;
-}
-
 /* Field 22 of /proc/PID/stat (start time in clock ticks): with the pid, names a process. */
 static int proc_start(long pid, char *buf, size_t n)
 {
@@ -150,24 +140,6 @@ static bool image_ok(const char *s)
 {
 	return *s && strlen(s) < 256 && s[0] != '-' &&
 	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@") == strlen(s);
-}
-
-static int state_dir(const struct config *cfg, char *out, size_t n, struct err *e)
-{
-	const char *t = getenv("TMPDIR");
-	if ((cfg->state_dir[0] ? path_fmt(out, n, "%s", cfg->state_dir)
-			       : path_fmt(out, n, "%s/sandbox-mcp-%u", t && *t ? t : "/tmp", (unsigned)geteuid())) < 0 ||
-	    strlen(out) > PATH_MAX - 256)
-		return err_set(e, "the state folder's path is too long");
-	if (mkdir(out, 0700) < 0 && errno != EEXIST)
-		return err_sys(e, "creating %s", out);
-	struct stat st;
-	if (lstat(out, &st) < 0)
-		return err_sys(e, "%s", out);
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
-		return err_set(e, "%s must be a folder owned by uid %u and writable by it alone", out,
-			       (unsigned)geteuid());
-	return 0;
 }
 
 /* Writes the embedded agent to path, mode 0555. */
@@ -348,7 +320,7 @@ static int inst_spawn(struct backend *b, struct docker_inst *in, bool net, const
 	memset(in, 0, sizeof *in);
 	in->link.fd = -1;
 	unsigned n = D->seq++;
-	if (path_fmt(in->run, sizeof in->run, "%s/run-%u", D->dir, n) < 0)
+	if (hostdir_path(in->run, sizeof in->run, "%s/run-%u", D->dir, n) < 0)
 		return err_set(e, "the state folder's path is too long");
 	if (mkdir(in->run, 0700) < 0 || chown(in->run, D->uid, D->gid) < 0) {
 		err_sys(e, "creating %s", in->run);
@@ -495,33 +467,6 @@ static void reap_containers(struct docker *D, bool self_too)
 }
 
 /* Removes docker-* sandbox folders whose lock is free (their server is gone). */
-static void reap_folders(const char *state)
-{
-	DIR *d = opendir(state);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "docker-", 7) != 0)
-			continue;
-		char path[PATH_MAX];
-		if (path_fmt(path, sizeof path, "%s/%s/kept", state, de->d_name) < 0 || access(path, F_OK) == 0)
-			continue;
-		path_fmt(path, sizeof path, "%s/%s/lock", state, de->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
-			close(fd);
-			continue; /* a live server's */
-		}
-		path_fmt(path, sizeof path, "%s/%s", state, de->d_name);
-		if (tree_remove(path) == 0)
-			log_msg(LOG_INFO, "removed %s, left by a server that is gone", path);
-		if (fd >= 0)
-			close(fd);
-	}
-	closedir(d);
-}
-
 /* ---------------------------------------------------------------- ops */
 
 static int docker_probe(struct backend *b, struct err *e)
@@ -551,7 +496,7 @@ static int docker_start(struct backend *b, struct err *e)
 	self_labels(D);
 	if (!D->eng.api[0] && dkapi_open(&D->eng, 5000, e) < 0)
 		return -1;
-	if (state_dir(cfg, D->state, sizeof D->state, e) < 0)
+	if (hostdir_state(cfg, D->state, sizeof D->state, e) < 0)
 		return -1;
 	reap_containers(D, true);
 
@@ -559,19 +504,13 @@ static int docker_start(struct backend *b, struct err *e)
 	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
 		return err_sys(e, "getrandom");
 	snprintf(b->sandbox_id, sizeof b->sandbox_id, "docker-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
-	if (path_fmt(D->dir, sizeof D->dir, "%s/%s", D->state, b->sandbox_id) < 0 ||
-	    path_fmt(D->ws, sizeof D->ws, "%s/workspace", D->dir) < 0 ||
-	    path_fmt(D->agent, sizeof D->agent, "%s/sandbox-agent", D->dir) < 0)
-		return err_set(e, "the state folder's path is too long");
-	if (mkdir(D->dir, 0700) < 0) {
+	if (hostdir_make(D->state, b->sandbox_id, D->dir, sizeof D->dir, &D->lock_fd, e) < 0) {
 		D->dir[0] = '\0';
-		return err_sys(e, "creating %s/%s", D->state, b->sandbox_id);
+		return -1;
 	}
-	char path[PATH_MAX + 16];
-	path_fmt(path, sizeof path, "%s/lock", D->dir);
-	D->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (D->lock_fd < 0 || flock(D->lock_fd, LOCK_EX | LOCK_NB) < 0)
-		return err_sys(e, "locking %s", path);
+	if (hostdir_path(D->ws, sizeof D->ws, "%s/workspace", D->dir) < 0 ||
+	    hostdir_path(D->agent, sizeof D->agent, "%s/sandbox-agent", D->dir) < 0)
+		return err_set(e, "the state folder's path is too long");
 	if (mkdir(D->ws, 0755) < 0 || chown(D->ws, D->uid, D->gid) < 0)
 		return err_sys(e, "creating the workspace %s", D->ws);
 	if (write_agent(D->agent, e) < 0)
@@ -631,12 +570,8 @@ static void docker_destroy(struct backend *b, bool shutdown)
 		inst_kill(D, &D->main);
 		filter_free(&D->filter);
 		if (D->dir[0]) {
-			char path[PATH_MAX + 16];
 			if (shutdown && b->cfg->keep) {
-				path_fmt(path, sizeof path, "%s/kept", D->dir);
-				int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-				if (fd >= 0)
-					close(fd);
+				hostdir_keep(D->dir);
 				unlink(D->agent);
 				log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, D->ws);
 			} else if (tree_remove(D->dir) < 0) {
@@ -694,8 +629,8 @@ static void docker_reap(const struct config *cfg)
 		reap_containers(D, false);
 	}
 	char state[PATH_MAX];
-	if (state_dir(cfg, state, sizeof state, &e) == 0)
-		reap_folders(state);
+	if (hostdir_state(cfg, state, sizeof state, &e) == 0)
+		hostdir_reap(state, "docker-");
 	dkapi_close(&D->eng);
 	free(D);
 }

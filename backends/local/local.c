@@ -48,6 +48,7 @@
 #include "../../src/agentlink.h"
 #include "../../src/cgroup.h"
 #include "../../src/filter.h"
+#include "../../src/hostdir.h"
 #include "../../src/log.h"
 #include "../../src/tree.h"
 
@@ -132,18 +133,6 @@ struct local {
 };
 
 /* ---------------------------------------------------------------- plan building */
-
-/* snprintf for paths: 0, or -1 when the result does not fit (state_dir keeps them short). */
-static int path_fmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int path_fmt(char *buf, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int r = vsnprintf(buf, n, fmt, ap);
-	va_end(ap);
-	return r < 0 || (size_t)r >= n ? -1 : 0;
-}
 
 static const char *plan_str(struct plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -253,14 +242,14 @@ static int plan_build(struct plan *p, bool net, const char *gen_etc)
 	static const char *const dirs[] = {"", "/usr", "/etc", "/workspace", "/tmp", "/proc", "/dev", "/dev/shm"};
 	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
 		char d[PATH_MAX];
-		if (path_fmt(d, sizeof d, "%s%s", R, dirs[i]) < 0 || prep_dir(d) < 0)
+		if (hostdir_path(d, sizeof d, "%s%s", R, dirs[i]) < 0 || prep_dir(d) < 0)
 			return -1;
 	}
 	static const char *const links[][2] = {{"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"},
 					       {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"}};
 	for (size_t i = 0; i < 4; i++) {
 		char d[PATH_MAX];
-		if (path_fmt(d, sizeof d, "%s/dev/%s", R, links[i][1]) < 0 || prep_link(links[i][0], d) < 0)
+		if (hostdir_path(d, sizeof d, "%s/dev/%s", R, links[i][1]) < 0 || prep_link(links[i][0], d) < 0)
 			return -1;
 	}
 	/* The root becomes a mount of its own (pivot_root needs one), private to this namespace. */
@@ -279,7 +268,7 @@ static int plan_build(struct plan *p, bool net, const char *gen_etc)
 			if (n <= 0)
 				continue;
 			target[n] = '\0';
-			if (path_fmt(d, sizeof d, "%s%s", R, top[i]) < 0 || prep_link(target, d) < 0)
+			if (hostdir_path(d, sizeof d, "%s%s", R, top[i]) < 0 || prep_link(target, d) < 0)
 				return -1;
 		} else if (S_ISDIR(st.st_mode) && plan_bind(p, top[i], top[i], false) < 0) {
 			return -1;
@@ -289,14 +278,14 @@ static int plan_build(struct plan *p, bool net, const char *gen_etc)
 		return -1;
 	for (size_t i = 0; i < sizeof etc_allow / sizeof etc_allow[0]; i++) {
 		char host[PATH_MAX];
-		path_fmt(host, sizeof host, "/etc/%s", etc_allow[i]);
+		hostdir_path(host, sizeof host, "/etc/%s", etc_allow[i]);
 		if (plan_bind(p, host, host, true) < 0)
 			return -1;
 	}
 	static const char *const gen[] = {"passwd", "group", "hosts", "hostname"};
 	for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++) {
 		char host[PATH_MAX], inside[64];
-		if (path_fmt(host, sizeof host, "%s/%s", gen_etc, gen[i]) < 0)
+		if (hostdir_path(host, sizeof host, "%s/%s", gen_etc, gen[i]) < 0)
 			return -1;
 		snprintf(inside, sizeof inside, "/etc/%s", gen[i]);
 		if (plan_bind(p, host, inside, false) < 0)
@@ -508,8 +497,8 @@ static int inst_spawn(struct backend *b, struct inst *in, bool net, struct err *
 	in->link.fd = -1;
 	if (!p)
 		return err_set(e, "out of memory");
-	path_fmt(gen, sizeof gen, "%s/etc", L->dir);
-	path_fmt(root, sizeof root, "%s/root", L->dir);
+	hostdir_path(gen, sizeof gen, "%s/etc", L->dir);
+	hostdir_path(root, sizeof root, "%s/root", L->dir);
 	p->root = root;
 	p->new_net = !net;
 	p->setgroups = L->as_root;
@@ -550,16 +539,16 @@ static int inst_spawn(struct backend *b, struct inst *in, bool net, struct err *
 
 	char path[64], map[64];
 	snprintf(map, sizeof map, "%d %u 1\n", SBX_UID, (unsigned)L->host_uid);
-	path_fmt(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+	hostdir_path(path, sizeof path, "/proc/%d/uid_map", (int)pid);
 	if (write_str(path, map, e) < 0)
 		goto fail;
 	if (!L->as_root) {
-		path_fmt(path, sizeof path, "/proc/%d/setgroups", (int)pid);
+		hostdir_path(path, sizeof path, "/proc/%d/setgroups", (int)pid);
 		if (write_str(path, "deny", e) < 0)
 			goto fail;
 	}
 	snprintf(map, sizeof map, "%d %u 1\n", SBX_GID, (unsigned)L->host_gid);
-	path_fmt(path, sizeof path, "/proc/%d/gid_map", (int)pid);
+	hostdir_path(path, sizeof path, "/proc/%d/gid_map", (int)pid);
 	if (write_str(path, map, e) < 0 || cgroup_attach(&in->cg, pid, e) < 0)
 		goto fail;
 	if (write(syncp[1], "x", 1) != 1) {
@@ -605,56 +594,6 @@ out:
 			close(fds[i]);
 	free(p);
 	return rc;
-}
-
-/* ---------------------------------------------------------------- state folder */
-
-static int state_dir(const struct config *cfg, char *out, size_t n, struct err *e)
-{
-	const char *t = getenv("TMPDIR");
-	if ((cfg->state_dir[0] ? path_fmt(out, n, "%s", cfg->state_dir)
-			       : path_fmt(out, n, "%s/sandbox-mcp-%u", t && *t ? t : "/tmp", (unsigned)geteuid())) < 0)
-		return err_set(e, "the state folder's path is too long");
-	if (strlen(out) > PATH_MAX - 256)
-		return err_set(e, "the state folder's path is too long");
-	if (mkdir(out, 0700) < 0 && errno != EEXIST)
-		return err_sys(e, "creating %s", out);
-	struct stat st;
-	if (lstat(out, &st) < 0)
-		return err_sys(e, "%s", out);
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
-		return err_set(e, "%s must be a folder owned by uid %u and writable by it alone", out,
-			       (unsigned)geteuid());
-	return 0;
-}
-
-/* Removes sandboxes left by servers that died: their locks are free. */
-static void reap_leftovers(const char *state)
-{
-	DIR *d = opendir(state);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "local-", 6) != 0)
-			continue;
-		char path[PATH_MAX];
-		path_fmt(path, sizeof path, "%s/%s/kept", state, de->d_name);
-		if (access(path, F_OK) == 0)
-			continue;
-		path_fmt(path, sizeof path, "%s/%s/lock", state, de->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
-			close(fd);
-			continue; /* a live server's */
-		}
-		path_fmt(path, sizeof path, "%s/%s", state, de->d_name);
-		if (tree_remove(path) == 0)
-			log_msg(LOG_INFO, "removed %s, left by a server that is gone", path);
-		if (fd >= 0)
-			close(fd);
-	}
-	closedir(d);
 }
 
 /* ---------------------------------------------------------------- ops */
@@ -709,33 +648,21 @@ static int local_start(struct backend *b, struct err *e)
 	L->as_root = geteuid() == 0;
 	L->host_uid = L->as_root ? (uid_t)cfg->sandbox_uid : geteuid();
 	L->host_gid = L->as_root ? (gid_t)cfg->sandbox_uid : getegid();
-	if (state_dir(cfg, L->state, sizeof L->state, e) < 0)
+	if (hostdir_state(cfg, L->state, sizeof L->state, e) < 0)
 		return -1;
 
 	unsigned char rnd[4];
 	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
 		return err_sys(e, "getrandom");
 	snprintf(b->sandbox_id, sizeof b->sandbox_id, "local-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
-	/* Made locked under another name, then renamed: another server's reap never sees it
-	 * without its lock held. */
-	char tmp[PATH_MAX], path[PATH_MAX + 32];
-	path_fmt(tmp, sizeof tmp, "%s/new-%s", L->state, b->sandbox_id);
-	path_fmt(L->dir, sizeof L->dir, "%s/%s", L->state, b->sandbox_id);
-	path_fmt(L->ws, sizeof L->ws, "%s/workspace", L->dir);
-	if (mkdir(tmp, 0700) < 0)
-		return err_sys(e, "creating %s", tmp);
-	path_fmt(path, sizeof path, "%s/lock", tmp);
-	L->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (L->lock_fd < 0 || flock(L->lock_fd, LOCK_EX | LOCK_NB) < 0 || rename(tmp, L->dir) < 0) {
-		err_sys(e, "locking %s", path);
-		unlink(path);
-		rmdir(tmp);
+	if (hostdir_make(L->state, b->sandbox_id, L->dir, sizeof L->dir, &L->lock_fd, e) < 0 ||
+	    hostdir_path(L->ws, sizeof L->ws, "%s/workspace", L->dir) < 0)
 		return -1;
-	}
-	path_fmt(path, sizeof path, "%s/root", L->dir);
+	char path[PATH_MAX + 32];
+	hostdir_path(path, sizeof path, "%s/root", L->dir);
 	if (mkdir(path, 0755) < 0 || mkdir(L->ws, 0755) < 0 || chown(L->ws, L->host_uid, L->host_gid) < 0)
 		return err_sys(e, "creating the workspace in %s", L->dir);
-	path_fmt(path, sizeof path, "%s/etc", L->dir);
+	hostdir_path(path, sizeof path, "%s/etc", L->dir);
 	if (mkdir(path, 0755) < 0)
 		return err_sys(e, "creating %s", path);
 	static const char *const files[][2] = {
@@ -747,7 +674,7 @@ static int local_start(struct backend *b, struct err *e)
 		{"hostname", "sandbox\n"},
 	};
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-		path_fmt(path, sizeof path, "%s/etc/%s", L->dir, files[i][0]);
+		hostdir_path(path, sizeof path, "%s/etc/%s", L->dir, files[i][0]);
 		if (write_file(path, files[i][1], e) < 0)
 			return -1;
 	}
@@ -808,12 +735,8 @@ static void local_destroy(struct backend *b, bool shutdown)
 		close(L->agent_fd);
 	L->agent_fd = -1;
 	if (L->dir[0]) {
-		char path[PATH_MAX + 16];
 		if (shutdown && b->cfg->keep) {
-			path_fmt(path, sizeof path, "%s/kept", L->dir);
-			int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-			if (fd >= 0)
-				close(fd);
+			hostdir_keep(L->dir);
 			log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, L->ws);
 		} else if (tree_remove(L->dir) < 0) {
 			log_msg(LOG_WARNING, "could not remove %s: %s", L->dir, strerror(errno));
@@ -860,8 +783,8 @@ static void local_reap(const struct config *cfg)
 {
 	char state[PATH_MAX];
 	struct err e = {""};
-	if (state_dir(cfg, state, sizeof state, &e) == 0)
-		reap_leftovers(state);
+	if (hostdir_state(cfg, state, sizeof state, &e) == 0)
+		hostdir_reap(state, "local-");
 	cgroup_reap();
 }
 
