@@ -1183,3 +1183,8 @@ pgrep -c -x python3'
 	[ -z "$(sandbox_processes "$uid")" ] || { sandbox_processes "$uid" >&2; return 1; }
 	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
 }
+
+@test "kernel: the sandbox's cgroup namespace is rooted at its own cgroups (no host cgroup paths)" {
+	tool execute_bash_commands '{"code":"cut -d: -f3 /proc/self/cgroup | sort -u"}'
+	sc '.stdout == "/\n" and .exit_code == 0'
+}

@@ -110,7 +110,7 @@ struct child_err {
 	int err;
 };
 enum { STEP_SYNC = -1, STEP_HOSTNAME = -2, STEP_LO = -3, STEP_PIVOT = -4, STEP_IDS = -5,
-       STEP_PRCTL = -6, STEP_FDS = -7, STEP_EXEC = -8 };
+       STEP_PRCTL = -6, STEP_FDS = -7, STEP_EXEC = -8, STEP_CGROUPNS = -9 };
 
 struct inst {
 	pid_t pid;             /* the agent, PID 1 of the sandbox; 0 when none */
@@ -349,6 +349,10 @@ static void child_main(const struct plan *p)
 	char c;
 	if (read(p->sync_fd, &c, 1) != 1)
 		child_fail(p, STEP_SYNC);
+	/* Now, not at clone: the server has moved us into the sandbox's cgroups, which thereby
+	 * become the root of what the sandbox sees. */
+	if (syscall(SYS_unshare, CLONE_NEWCGROUP) < 0)
+		child_fail(p, STEP_CGROUPNS);
 	if (sethostname("sandbox", 7) < 0)
 		child_fail(p, STEP_HOSTNAME);
 	for (size_t i = 0; i < p->nops; i++)
@@ -437,6 +441,7 @@ static const char *step_name(const struct plan *p, int step, char *buf, size_t n
 	case STEP_PRCTL: return "setting no_new_privs";
 	case STEP_FDS: return "setting up file descriptors";
 	case STEP_EXEC: return "starting sandbox-agent";
+	case STEP_CGROUPNS: return "making the cgroup namespace";
 	}
 	if (step >= 0 && (size_t)step < p->nops) {
 		const struct op *o = &p->ops[step];
@@ -527,7 +532,7 @@ static int inst_spawn(struct backend *b, struct inst *in, bool net, struct err *
 	cgroup_create(&in->cg, name, cfg->memory, cfg->pids, cfg->cpus);
 
 	unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-			      CLONE_NEWCGROUP | (net ? 0 : CLONE_NEWNET) | SIGCHLD;
+			      (net ? 0 : CLONE_NEWNET) | SIGCHLD;
 	pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
 	if (pid < 0) {
 		err_sys(e, "creating the sandbox namespaces");
