@@ -123,6 +123,33 @@ EOF
 	! ps -e -o args= | grep -v grep | grep -q "$marker"
 }
 
+@test "a call that kills its runner leaves no process behind, setsid ones included; the next call runs" {
+	marker="dt-runner-$$-$RANDOM"
+	# The call's code runs as the runner's user, so it can kill the runner (its parent); its
+	# setsid daemon then leaves the runner's tree. The sweep after the call must still end it,
+	# before the call's response (not only when the sandbox is deleted at the end).
+	code='setsid bash -c "sleep 300; : '"$marker"'" </dev/null >/dev/null 2>&1 &
+sleep 0.5; tr "\0" " " </proc/$PPID/cmdline >&2; kill -9 $PPID; sleep 1; echo after'
+	printf '%s\n%s\n%s\n%s\n%s\n%s\n%s\n' "$INIT" "$INITIALIZED" "$(call_json 1 execute_bash_commands "$(bash_args "$code" 30)")" \
+		'{"wait": 1}' '{"sleep": 4}' "$(call_json 2 execute_bash_commands '{"code":"echo alive"}')" '{"wait": 2}' >"$BATS_TEST_TMPDIR/script"
+	python3 "$SESSION" --stderr "$SERVER_LOG" --timeout 120 -- "$SANDBOX_MCP" <"$BATS_TEST_TMPDIR/script" >"$BATS_TEST_TMPDIR/out" &
+	# The session prints at its end: the first call is over once its toolbox session is deleted;
+	# the sweep follows at once, the second call 4 s later.
+	for _ in $(seq 300); do requests | jq -se 'any(.method == "DELETE" and (.path | contains("/process/session/")))' >/dev/null && break; sleep 0.1; done
+	sleep 1.5
+	ps -e -o args= >"$BATS_TEST_TMPDIR/ps"
+	wait
+	output=$(cat "$BATS_TEST_TMPDIR/out")
+	# The call's end came back (the runner was killed: never "after", and no clean exit).
+	jqe "$(response 1)" '.result.structuredContent | .stdout != "after\n"'
+	if grep -v grep "$BATS_TEST_TMPDIR/ps" | grep "$marker"; then
+		echo "left behind after the call's response" >&2
+		false
+	fi
+	jqe "$(response 2)" '.result.structuredContent.stdout == "alive\n" and .result.structuredContent.exit_code == 0'
+	! ps -e -o args= | grep -v grep | grep -q "$marker"
+}
+
 @test "cancelling the running call kills it at once; the next call runs" {
 	marker="dt-cancel-$$-$RANDOM"
 	mcp_session <<EOF

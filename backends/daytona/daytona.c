@@ -58,6 +58,7 @@ struct daytona {
 	char snapshot[256], image[256];
 	unsigned seq;          /* calls run in this sandbox */
 	const char *python;    /* cfg->python, borrowed */
+	char *baseline;        /* "PID:START ..." of the sandbox's own processes, spared by sweeps */
 };
 
 /* ---------------------------------------------------------------- small helpers */
@@ -418,6 +419,75 @@ static int toolbox_url(struct daytona *D, const json_t *dto, struct err *e)
 	return 0;
 }
 
+/* `python3 -c SWEEP WORDS`: the sweep (runner.h) run inline. Caller frees. */
+static char *sweep_command(const struct daytona *D, const char *words)
+{
+	struct sbuf c = {0};
+	sb_word(&c, D->python);
+	sb_add(&c, " -c", 3);
+	sb_word(&c, daytona_sweep_py);
+	sb_add(&c, " ", 1);
+	sb_add(&c, words, strlen(words));
+	if (c.oom) {
+		free(c.p);
+		return NULL;
+	}
+	memmove(c.p, c.p + 1, c.len); /* the leading space */
+	return c.p;
+}
+
+/* The processes the sandbox has before any call: the toolbox daemon, the entrypoint, ... A
+ * sweep spares them; everything else of the sandbox user is a call's and dies with it. */
+static int take_baseline(struct daytona *D, struct err *e)
+{
+	char *cmd = sweep_command(D, "list"), *out = NULL;
+	int code = -1;
+	if (!cmd)
+		return err_set(e, "out of memory");
+	int rc = tb_exec(D, cmd, 30, SMALL_BODY, &out, &code, e);
+	free(cmd);
+	if (rc < 0)
+		return -1;
+	size_t n = strlen(out);
+	while (n && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' '))
+		out[--n] = '\0';
+	if (code != 0 || !n || strspn(out, "0123456789: ") != n || n > 64 * 1024) {
+		rc = err_set(e, "preparing the Daytona sandbox: listing its processes failed: %.300s", out);
+		free(out);
+		return rc;
+	}
+	free(D->baseline);
+	D->baseline = out;
+	return 0;
+}
+
+/* Kills whatever the call left in the sandbox (see runner.h): its runner may be gone (the
+ * call can kill it, it runs as the same user), and with it what kept its processes in hand. */
+static int sweep(struct daytona *D, struct err *e)
+{
+	struct sbuf w = {0};
+	sb_add(&w, "sweep ", 6);
+	sb_add(&w, D->baseline ? D->baseline : "", D->baseline ? strlen(D->baseline) : 0);
+	char *cmd = w.oom ? NULL : sweep_command(D, w.p), *out = NULL;
+	free(w.p);
+	if (!cmd)
+		return err_set(e, "out of memory");
+	int code = -1;
+	int rc = tb_exec(D, cmd, 20, SMALL_BODY, &out, &code, e);
+	free(cmd);
+	if (rc)
+		return rc;
+	size_t n = strlen(out);
+	while (n && out[n - 1] == '\n')
+		out[--n] = '\0';
+	if (code != 0)
+		rc = err_set(e, "the call's processes could not all be killed (%.200s)", *out ? out : "no answer");
+	else
+		log_msg(LOG_DEBUG, "daytona: %s", out);
+	free(out);
+	return rc;
+}
+
 static int daytona_start(struct backend *b, struct err *e)
 {
 	struct daytona *D = b->priv;
@@ -481,6 +551,8 @@ static int daytona_start(struct backend *b, struct err *e)
 	}
 	free(out);
 	if (rc != 0)
+		return -1;
+	if (take_baseline(D, e) < 0)
 		return -1;
 	log_msg(LOG_INFO, "Daytona sandbox %s started (%s)", D->id,
 		D->snapshot[0] ? D->snapshot : D->image[0] ? D->image : "the default snapshot");
@@ -839,6 +911,15 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 		rc = follow(D, rq, dir, sid, cid, rs, &pg, e);
 	if (session)
 		close_session(D, sid);
+	if (rs->started && rc != BACKEND_LOST) {
+		/* Nothing the call started may outlive it, even with its runner killed. */
+		struct err se = {""};
+		if (sweep(D, &se) != 0) {
+			err_clear(e);
+			err_set(e, "%s; the sandbox is dropped", se.msg);
+			rc = BACKEND_LOST;
+		}
+	}
 	if (opened) {
 		struct err ne = {""};
 		if (set_network(D, true, &ne) < 0) {
@@ -914,6 +995,8 @@ static void daytona_destroy(struct backend *b, bool shutdown)
 	}
 	D->id[0] = '\0';
 	D->tb[0] = '\0';
+	free(D->baseline);
+	D->baseline = NULL;
 	if (D->open)
 		dt_http_close(&D->http);
 	D->open = false;

@@ -30,4 +30,19 @@
 
 extern const char daytona_runner_py[];
 
+/*
+ * The sweep: what ends a call's processes even when the call killed its runner (it runs as the
+ * same user and can; its setsid descendants then leave the runner's tree). The server runs it
+ * after every call with the toolbox's synchronous exec, as `python3 -c SWEEP ...`, so that no
+ * file the call could have rewritten is involved:
+ *   list          prints "PID:STARTTIME ..." for every process (taken once, when the sandbox
+ *                 has started and before any call: the toolbox daemon, the entrypoint, ...)
+ *   sweep KEEP... SIGKILLs every process of its user that is not pid 1, not in KEEP, not the
+ *                 sweep itself or one of its ancestors (the daemon's exec, the daemon); again
+ *                 until none is left, at most 3 s. Exit 0 when none is left, else 1.
+ * SANDBOX_MCP_NO_SWEEP=1 in the toolbox's environment turns it off (the test server sets it
+ * when it cannot give a sandbox a PID namespace of its own, where a sweep would reach the host).
+ */
+extern const char daytona_sweep_py[];
+
 #endif

@@ -11,8 +11,11 @@ Usage: server.py [--port N] [--port-file FILE]   (port 0, the default: a free on
   DAYTONA_TEST_KEY      the API key it accepts (default "test-key"); anything else is 401
   DAYTONA_TEST_FAIL     a failure mode from the start, as JSON (see /_control)
   DAYTONA_TEST_START_S  seconds a sandbox spends in "creating" (default 0.2)
-  DAYTONA_TEST_NO_PIDNS=1  run commands in this host's PID namespace (by default each command
-                        gets one of its own with unshare, where allowed, like a real sandbox)
+  DAYTONA_TEST_NO_PIDNS=1  run commands in this host's PID namespace (by default each sandbox
+                        gets one of its own with unshare, where allowed, shared by all its
+                        commands and with a reaping pid 1, like a real sandbox's container).
+                        Without one, commands get SANDBOX_MCP_NO_SWEEP=1: a sweep would reach
+                        this host's processes.
 Control: POST /_control {"fail": MODE, "count": N, "on": "api"|"toolbox"|"all", "seconds": S,
                          "method": M, "path": P}   (method and path: only requests that match)
   MODE: "500", "401", "429" (with Retry-After: S), "slow" (S seconds), "drop" (close the
@@ -35,7 +38,7 @@ REQUESTS = []
 MAPPED = re.compile(r'(?<![\w./-])/(workspace|tmp|home/daytona)(?=[/\s\'";:)]|$)')
 
 def pid_namespace():
-    """A real sandbox shows only its own processes; where unshare allows it, each command gets a
+    """A real sandbox shows only its own processes; where unshare allows it, each sandbox gets a
     PID namespace (and its own /proc) so that it cannot see or count this host's other processes."""
     for pre in (['unshare', '--pid', '--fork', '--mount-proc'],
                 ['unshare', '--user', '--map-root-user', '--pid', '--fork', '--mount-proc']):
@@ -49,6 +52,31 @@ def pid_namespace():
 
 
 NS = pid_namespace() if os.environ.get('DAYTONA_TEST_NO_PIDNS') != '1' else []
+# The sandbox's pid 1: reaps orphans, as a container's init does.
+INIT = 'import os, time\nwhile True:\n    try:\n        os.wait()\n    except ChildProcessError:\n        time.sleep(0.2)\n'
+
+
+def start_namespace():
+    """A PID namespace for one sandbox: (holder process, prefix that runs a command in it), or
+    (None, []). Every command of the sandbox runs in it, so that, as in a real sandbox, an
+    orphan is reparented to the sandbox's pid 1 and stays visible to the sandbox's commands."""
+    if not NS:
+        return None, []
+    holder = subprocess.Popen(NS + [sys.executable, '-c', INIT], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    for _ in range(200):
+        try:
+            with open('/proc/%d/task/%d/children' % (holder.pid, holder.pid)) as f:
+                kids = f.read().split()
+            if kids:
+                pre = ['nsenter', '-t', kids[0]] + (['--user'] if '--user' in NS else []) + ['--pid', '--mount']
+                return holder, pre
+        except OSError:
+            pass
+        time.sleep(0.01)
+    holder.kill()
+    holder.wait()
+    return None, []
 
 if os.environ.get('DAYTONA_TEST_FAIL'):
     CONTROL.update(json.loads(os.environ['DAYTONA_TEST_FAIL']))
@@ -78,6 +106,7 @@ class Sandbox:
         self.created = time.monotonic()
         self.never_start = CONTROL['fail'] == 'never_start'
         self.sessions = {}
+        self.holder, self.ns = start_namespace()
         labels = dict(body.get('labels') or {})
         labels.setdefault('code-toolbox-language', 'python')
         self.dto = {
@@ -109,12 +138,21 @@ class Sandbox:
         return MAPPED.sub(lambda m: self.root + m.group(0), text)
 
     def env(self):
-        return {'PATH': '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-                'HOME': self.root + '/home/daytona', 'USER': 'daytona', 'LANG': 'C.UTF-8'}
+        env = {'PATH': '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+               'HOME': self.root + '/home/daytona', 'USER': 'daytona', 'LANG': 'C.UTF-8'}
+        if self.holder is None:
+            env['SANDBOX_MCP_NO_SWEEP'] = '1'
+        return env
 
     def kill_all(self):
         for s in list(self.sessions.values()):
             s.close()
+        if self.holder is not None:  # the end of the namespace: its pid 1 goes, all of it goes
+            try:
+                os.killpg(self.holder.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self.holder.wait()
 
 
 class Command:
@@ -124,7 +162,7 @@ class Command:
         self.out = os.path.join(sdir, self.id + '.out')
         self.err = os.path.join(sdir, self.id + '.err')
         with open(self.out, 'wb') as o, open(self.err, 'wb') as e:
-            self.proc = subprocess.Popen(NS + ['bash', '-c', sandbox.command(command)], cwd=sandbox.root + '/home/daytona',
+            self.proc = subprocess.Popen(sandbox.ns + ['bash', '-c', sandbox.command(command)], cwd=sandbox.root + '/home/daytona',
                                          env=sandbox.env(), stdin=subprocess.DEVNULL, stdout=o, stderr=e,
                                          start_new_session=True)
 
@@ -513,7 +551,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.error(400, 'invalid env name %s' % k, source='DAYTONA_DAEMON', code='BAD_REQUEST')
             env[k] = v
         cwd = s.path(b['cwd']) if b.get('cwd') else s.root + '/home/daytona'
-        p = subprocess.Popen(NS + ['bash'], cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        p = subprocess.Popen(s.ns + ['bash'], cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, start_new_session=True)
         try:
             out, _ = p.communicate(s.command(cmd).encode(), timeout=b.get('timeout') or None)
@@ -536,7 +574,7 @@ def main():
         with open(a.port_file + '.tmp', 'w') as f:
             f.write('%d\n' % port)
         os.rename(a.port_file + '.tmp', a.port_file)
-    log('commands run %s' % ('in PID namespaces of their own' if NS else "in this host's PID namespace"))
+    log('commands run %s' % ('in a PID namespace per sandbox' if NS else "in this host's PID namespace"))
     log('listening on http://127.0.0.1:%d (API base http://127.0.0.1:%d/api), sandboxes in %s' % (port, port, ROOT))
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
     try:
