@@ -301,6 +301,15 @@ int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct ag
 	}
 }
 
+void agentlink_report_limits(const struct config *cfg, FILE *f)
+{
+	char sz[32];
+	fprintf(f, "    open files  %-10llu rlimit (RLIMIT_NOFILE)\n", (unsigned long long)cfg->open_files);
+	fprintf(f, "    file size   %-10s rlimit (RLIMIT_FSIZE)\n", config_fmt_size(cfg->file_size, sz, sizeof sz));
+	fprintf(f, "    cpu time    %-10s rlimit (RLIMIT_CPU), the call's timeout\n", "per call");
+	fprintf(f, "    /tmp        %-10s tmpfs size\n", config_fmt_size(cfg->tmp_size, sz, sizeof sz));
+}
+
 void agentlink_close(struct agentlink *l)
 {
 	if (l->fd >= 0)

@@ -41,4 +41,8 @@ int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct ag
 
 void agentlink_close(struct agentlink *l);
 
+/* For --check: the per-call rlimits the agent applies (see agentlink_run), and /tmp's size,
+ * one line each, as the backends that run the agent print their limits. */
+void agentlink_report_limits(const struct config *cfg, FILE *f);
+
 #endif

@@ -609,10 +609,7 @@ static void docker_report(struct backend *b, FILE *f)
 	fprintf(f, "    processes   %-10llu %s\n", (unsigned long long)cfg->pids,
 		D->rl_pids ? "per user (RLIMIT_NPROC): the engine cannot limit processes here" : "container pids limit (cgroup)");
 	fprintf(f, "    cpus        %-10g container CPU quota (NanoCpus)\n", cfg->cpus);
-	fprintf(f, "    open files  %-10llu rlimit (RLIMIT_NOFILE)\n", (unsigned long long)cfg->open_files);
-	fprintf(f, "    file size   %-10s rlimit (RLIMIT_FSIZE)\n", config_fmt_size(cfg->file_size, sz, sizeof sz));
-	fprintf(f, "    cpu time    %-10s rlimit (RLIMIT_CPU), the call's timeout\n", "per call");
-	fprintf(f, "    /tmp        %-10s tmpfs size\n", config_fmt_size(cfg->tmp_size, sz, sizeof sz));
+	agentlink_report_limits(cfg, f);
 	fprintf(f, "    workspace   %s (bind-mounted at /workspace)\n", D->ws);
 }
 

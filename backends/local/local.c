@@ -777,10 +777,7 @@ static void local_report(struct backend *b, FILE *f)
 	fprintf(f, "    cpus        %-10g %s\n", cfg->cpus, m ? m : "NOT enforced: no cgroup cpu controller here");
 	if (!m || !cgroup_mechanism(cg, CG_MEMORY) || !cgroup_mechanism(cg, CG_PIDS))
 		fprintf(f, "                (%s)\n", cg->why);
-	fprintf(f, "    open files  %-10llu rlimit (RLIMIT_NOFILE)\n", (unsigned long long)cfg->open_files);
-	fprintf(f, "    file size   %-10s rlimit (RLIMIT_FSIZE)\n", config_fmt_size(cfg->file_size, sz, sizeof sz));
-	fprintf(f, "    cpu time    %-10s rlimit (RLIMIT_CPU), the call's timeout\n", "per call");
-	fprintf(f, "    /tmp        %-10s tmpfs size\n", config_fmt_size(cfg->tmp_size, sz, sizeof sz));
+	agentlink_report_limits(cfg, f);
 	fprintf(f, "    workspace   %s\n", L->ws);
 }
 
