@@ -42,6 +42,8 @@ int backend_new(struct backend **out, const struct backend_ops *ops, const struc
 	}
 	b->ops = ops;
 	b->cfg = cfg;
+	if (ops->init)
+		ops->init(b);
 	*out = b;
 	return 0;
 }
@@ -51,11 +53,11 @@ int backend_probe(struct backend *b, struct err *e)
 	return b->ops->probe(b, e);
 }
 
-int backend_start(struct backend *b, struct err *e)
+int backend_start(struct backend *b, int cancel_fd, struct err *e)
 {
 	if (b->started)
 		return 0;
-	int rc = b->ops->start(b, e);
+	int rc = b->ops->start(b, cancel_fd, e);
 	if (rc == 0)
 		b->started = true;
 	else
@@ -69,6 +71,23 @@ int backend_run(struct backend *b, const struct run_req *rq, struct run_res *rs,
 	if (!b->started)
 		return err_set(e, "the sandbox is not started");
 	return b->ops->run(b, rq, rs, e);
+}
+
+int backend_put(struct backend *b, const struct run_file *f, struct err *e)
+{
+	if (!b->started)
+		return err_set(e, "the sandbox is not started");
+	return b->ops->put(b, f, e);
+}
+
+int backend_watch_fd(const struct backend *b)
+{
+	return b->started && b->ops->watch_fd ? b->ops->watch_fd(b) : -1;
+}
+
+int backend_check(struct backend *b, struct err *e)
+{
+	return b->started && b->ops->check ? b->ops->check(b, e) : 0;
 }
 
 void backend_destroy(struct backend *b, bool shutdown)

@@ -22,6 +22,7 @@
 /* Return codes of start and run besides 0 and -1 (-1: this call failed, the sandbox is fine). */
 #define BACKEND_LOST (-2) /* the sandbox is gone or broken: destroy it; a new one may be started */
 #define BACKEND_ABSENT (-3) /* probe: the backend is not set up here at all (no key, no engine) */
+#define BACKEND_CANCELLED (-4) /* start: the call that needed the sandbox was cancelled */
 
 struct run_file {
 	const char *path;  /* absolute, inside the sandbox */
@@ -52,8 +53,11 @@ struct run_res {
 	bool started;                /* the program may have started: the call must not be repeated */
 	int exit_code;               /* 124 on timeout, 128+n when killed by signal n */
 	bool timed_out, cancelled;
+	bool oom_killed;             /* the out-of-memory killer ended a process of the call */
+	uint64_t memory_limit;       /* with oom_killed: the limit that was hit, bytes; 0 unknown */
 	uint64_t bytes[2];           /* full byte counts of stdout and stderr */
 	bool spilled[2];             /* <spill_prefix>.stdout / .stderr hold the full text */
+	int spill_errno[2];          /* past the cap, the spill file could not be written: why */
 	bool spill_cut;              /* a spill file stopped at --spill-max */
 };
 
@@ -62,13 +66,25 @@ struct backend;
 struct backend_ops {
 	const char *name;
 	size_t priv_size;
+	/* Called once, first, on the zeroed private struct: sets every "none" value that is not
+	 * zero (fds to -1), so that destroy is safe whatever fails later. May be NULL. */
+	void (*init)(struct backend *b);
 	/* Usable here? Cheap, makes nothing; e says why not. -1 when it should work but does not,
 	 * BACKEND_ABSENT when it is simply not set up here (auto passes over it quietly). */
 	int (*probe)(struct backend *b, struct err *e);
-	/* Makes the sandbox and sets b->sandbox_id. 0, -1 (e says why). */
-	int (*start)(struct backend *b, struct err *e);
+	/* Makes the sandbox and sets b->sandbox_id. 0, -1 (e says why), or BACKEND_CANCELLED as
+	 * soon as cancel_fd (-1: none) turns readable, within a second, having left nothing behind. */
+	int (*start)(struct backend *b, int cancel_fd, struct err *e);
 	/* Runs one call to its end. 0 (see rs), -1 (e says why), BACKEND_LOST. */
 	int (*run)(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e);
+	/* Writes one file into the sandbox, as its user, between calls. 0, -1, BACKEND_LOST. */
+	int (*put)(struct backend *b, const struct run_file *f, struct err *e);
+	/* Between calls: an fd that turns readable when the sandbox may have died (then call
+	 * check), or -1. May be NULL. */
+	int (*watch_fd)(const struct backend *b);
+	/* Between calls: is the sandbox still whole (its processes, its workspace)? 0, or
+	 * BACKEND_LOST with the reason in e; what died is reaped. May be NULL. */
+	int (*check)(struct backend *b, struct err *e);
 	/* Removes the sandbox and everything it made (keeps the workspace if cfg->keep and
 	 * `shutdown`). Idempotent. */
 	void (*destroy)(struct backend *b, bool shutdown);
@@ -96,8 +112,13 @@ const struct backend_ops *backend_find(const char *name);
 /* Caller frees with backend_free. */
 int backend_new(struct backend **out, const struct backend_ops *ops, const struct config *cfg, struct err *e);
 int backend_probe(struct backend *b, struct err *e);
-int backend_start(struct backend *b, struct err *e);
+int backend_start(struct backend *b, int cancel_fd, struct err *e);
 int backend_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e);
+int backend_put(struct backend *b, const struct run_file *f, struct err *e);
+/* -1 when the backend has nothing to watch. */
+int backend_watch_fd(const struct backend *b);
+/* 0 when whole (or nothing to check), BACKEND_LOST. */
+int backend_check(struct backend *b, struct err *e);
 void backend_destroy(struct backend *b, bool shutdown);
 void backend_report(struct backend *b, FILE *f);
 /* Runs every backend's reap op. */

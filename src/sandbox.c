@@ -32,7 +32,7 @@ static int try_backend(struct sandbox *s, const struct backend_ops *ops, struct 
 		return -1;
 	int rc = backend_probe(b, e);
 	if (rc == 0)
-		rc = backend_start(b, e);
+		rc = backend_start(b, -1, e);
 	if (rc < 0) {
 		backend_free(b);
 		return rc == BACKEND_ABSENT ? BACKEND_ABSENT : -1;
@@ -167,7 +167,7 @@ int sandbox_check(const struct config *cfg, FILE *f)
 			continue;
 		struct backend *b = NULL;
 		struct err e = {""};
-		if (backend_new(&b, ops, cfg, &e) < 0 || backend_probe(b, &e) < 0 || backend_start(b, &e) < 0) {
+		if (backend_new(&b, ops, cfg, &e) < 0 || backend_probe(b, &e) < 0 || backend_start(b, -1, &e) < 0) {
 			fprintf(f, "  %-8s unavailable: %s\n", ops->name, e.msg);
 			backend_free(b);
 			continue;

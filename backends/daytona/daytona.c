@@ -488,9 +488,10 @@ static int sweep(struct daytona *D, struct err *e)
 	return rc;
 }
 
-static int daytona_start(struct backend *b, struct err *e)
+static int daytona_start(struct backend *b, int cancel_fd, struct err *e)
 {
 	struct daytona *D = b->priv;
+	(void)cancel_fd;
 	D->python = b->cfg->python;
 	if (dt_open(D, e) < 0)
 		return -1;
@@ -794,6 +795,24 @@ static int launch(struct daytona *D, const char *sid, const char *cmd, char *cid
 	return 0;
 }
 
+static int daytona_put(struct backend *b, const struct run_file *f, struct err *e)
+{
+	struct daytona *D = b->priv;
+	if (!D->id[0] || !D->open)
+		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
+	struct dt_part part = {f->path, f->data, f->len};
+	struct dt_resp rs;
+	if (tbx(D, "POST", "/files/bulk-upload", NULL, &part, 1, 120000, SMALL_BODY, &rs, e) < 0)
+		return lost_or_failed(D, e);
+	int rc = 0;
+	if (rs.status != 200) {
+		dt_http_fail(&rs, "uploading a file into the Daytona sandbox", e);
+		rc = lost_or_failed(D, e);
+	}
+	dt_resp_free(&rs);
+	return rc;
+}
+
 static void close_session(struct daytona *D, const char *sid)
 {
 	char path[256];
@@ -1093,6 +1112,7 @@ const struct backend_ops daytona_backend_ops = {
 	.probe = daytona_probe,
 	.start = daytona_start,
 	.run = daytona_run,
+	.put = daytona_put,
 	.destroy = daytona_destroy,
 	.report = daytona_report,
 	.reap = daytona_reap,

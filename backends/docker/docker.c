@@ -77,11 +77,12 @@ struct docker_inst {
 
 struct docker {
 	struct dkapi eng;
-	bool inited;           /* start ran: the fds below are valid */
 	char image[256];
 	char state[PATH_MAX];  /* the state folder */
 	char dir[PATH_MAX];    /* this sandbox's folder */
 	char ws[PATH_MAX];     /* its workspace */
+	dev_t ws_dev;          /* which folder it is: one removed and made again is not it */
+	ino_t ws_ino;
 	char agent[PATH_MAX];  /* the agent binary, bound into every container */
 	int lock_fd;
 	struct filter filter;
@@ -481,13 +482,18 @@ static int docker_probe(struct backend *b, struct err *e)
 	return dkapi_open(&D->eng, 5000, e);
 }
 
-static int docker_start(struct backend *b, struct err *e)
+static void docker_init(struct backend *b)
+{
+	struct docker *D = b->priv;
+	D->lock_fd = -1;
+	D->main.link.fd = -1;
+}
+
+static int docker_start(struct backend *b, int cancel_fd, struct err *e)
 {
 	struct docker *D = b->priv;
 	const struct config *cfg = b->cfg;
-	D->inited = true;
-	D->lock_fd = -1;
-	D->main.link.fd = -1;
+	(void)cancel_fd;
 	D->uid = geteuid() == 0 ? (unsigned)cfg->sandbox_uid : (unsigned)geteuid();
 	D->gid = geteuid() == 0 ? (unsigned)cfg->sandbox_uid : (unsigned)getegid();
 	snprintf(D->image, sizeof D->image, "%s", cfg->image[0] ? cfg->image : DEFAULT_IMAGE);
@@ -511,8 +517,11 @@ static int docker_start(struct backend *b, struct err *e)
 	if (hostdir_path(D->ws, sizeof D->ws, "%s/workspace", D->dir) < 0 ||
 	    hostdir_path(D->agent, sizeof D->agent, "%s/sandbox-agent", D->dir) < 0)
 		return err_set(e, "the state folder's path is too long");
-	if (mkdir(D->ws, 0755) < 0 || chown(D->ws, D->uid, D->gid) < 0)
+	struct stat ws;
+	if (mkdir(D->ws, 0755) < 0 || chown(D->ws, D->uid, D->gid) < 0 || stat(D->ws, &ws) < 0)
 		return err_sys(e, "creating the workspace %s", D->ws);
+	D->ws_dev = ws.st_dev;
+	D->ws_ino = ws.st_ino;
 	if (write_agent(D->agent, e) < 0)
 		return -1;
 	if (cfg->wheelhouse[0] && access(cfg->wheelhouse, R_OK | X_OK) < 0)
@@ -563,27 +572,58 @@ static int docker_run(struct backend *b, const struct run_req *rq, struct run_re
 	return rc;
 }
 
+static int docker_put(struct backend *b, const struct run_file *f, struct err *e)
+{
+	struct docker *D = b->priv;
+	if (!D->main.id[0] || D->main.link.fd < 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	return agentlink_put(&D->main.link, f, e);
+}
+
+static int docker_watch_fd(const struct backend *b)
+{
+	const struct docker *D = b->priv;
+	return D->main.link.fd;
+}
+
+static int docker_check(struct backend *b, struct err *e)
+{
+	struct docker *D = b->priv;
+	if (!D->main.id[0] || D->main.link.fd < 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	/* Between calls the agent says nothing: readable means it closed or died. */
+	struct pollfd p = {D->main.link.fd, POLLIN, 0};
+	if (poll(&p, 1, 0) > 0) {
+		char why[512];
+		bool running;
+		container_state(D, D->main.id, why, sizeof why, &running);
+		agentlink_close(&D->main.link);
+		return err_set(e, "its agent went away (%s)", why), BACKEND_LOST;
+	}
+	struct stat ws;
+	if (stat(D->ws, &ws) < 0 || ws.st_ino != D->ws_ino || ws.st_dev != D->ws_dev)
+		return err_set(e, "its workspace %s was removed on the host", D->ws), BACKEND_LOST;
+	return 0;
+}
+
 static void docker_destroy(struct backend *b, bool shutdown)
 {
 	struct docker *D = b->priv;
-	if (D->inited) {
-		inst_kill(D, &D->main);
-		filter_free(&D->filter);
-		if (D->dir[0]) {
-			if (shutdown && b->cfg->keep) {
-				hostdir_keep(D->dir);
-				unlink(D->agent);
-				log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, D->ws);
-			} else if (tree_remove(D->dir) < 0) {
-				log_msg(LOG_WARNING, "could not remove %s: %s", D->dir, strerror(errno));
-			}
-			D->dir[0] = '\0';
+	inst_kill(D, &D->main);
+	filter_free(&D->filter);
+	if (D->dir[0]) {
+		if (shutdown && b->cfg->keep) {
+			hostdir_keep(D->dir);
+			unlink(D->agent);
+			log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, D->ws);
+		} else if (tree_remove(D->dir) < 0) {
+			log_msg(LOG_WARNING, "could not remove %s: %s", D->dir, strerror(errno));
 		}
-		if (D->lock_fd >= 0)
-			close(D->lock_fd);
-		D->lock_fd = -1;
-		D->inited = false;
+		D->dir[0] = '\0';
 	}
+	if (D->lock_fd >= 0)
+		close(D->lock_fd);
+	D->lock_fd = -1;
 	dkapi_close(&D->eng);
 	D->eng.api[0] = '\0';
 }
@@ -635,9 +675,13 @@ static void docker_reap(const struct config *cfg)
 const struct backend_ops docker_backend_ops = {
 	.name = "docker",
 	.priv_size = sizeof(struct docker),
+	.init = docker_init,
 	.probe = docker_probe,
 	.start = docker_start,
 	.run = docker_run,
+	.put = docker_put,
+	.watch_fd = docker_watch_fd,
+	.check = docker_check,
 	.destroy = docker_destroy,
 	.report = docker_report,
 	.reap = docker_reap,

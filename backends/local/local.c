@@ -122,6 +122,8 @@ struct local {
 	char state[PATH_MAX];  /* the state folder */
 	char dir[PATH_MAX];    /* this sandbox's folder */
 	char ws[PATH_MAX];     /* its workspace */
+	dev_t ws_dev;          /* which folder it is: one removed and made again is not it */
+	ino_t ws_ino;
 	int lock_fd;
 	int agent_fd;          /* sealed memfd with the agent */
 	struct filter filter;
@@ -502,6 +504,7 @@ static int inst_spawn(struct backend *b, struct inst *in, bool net, struct err *
 	in->link.fd = -1;
 	if (!p)
 		return err_set(e, "out of memory");
+	p->sync_fd = p->err_fd = p->ctl_fd = p->agent_fd = -1;
 	hostdir_path(gen, sizeof gen, "%s/etc", L->dir);
 	hostdir_path(root, sizeof root, "%s/root", L->dir);
 	p->root = root;
@@ -591,7 +594,7 @@ close_high:
 	cgroup_destroy(&in->cg);
 out:
 	for (int *fdp = &p->sync_fd; fdp <= &p->agent_fd; fdp++)
-		if (*fdp > 0)
+		if (*fdp >= 0)
 			close(*fdp);
 	int fds[] = {sv[0], sv[1], syncp[0], syncp[1], errp[0], errp[1]};
 	for (size_t i = 0; i < 6; i++)
@@ -644,12 +647,18 @@ static int local_probe(struct backend *b, struct err *e)
 	return 0;
 }
 
-static int local_start(struct backend *b, struct err *e)
+static void local_init(struct backend *b)
+{
+	struct local *L = b->priv;
+	L->lock_fd = L->agent_fd = -1;
+	L->main.link.fd = -1;
+}
+
+static int local_start(struct backend *b, int cancel_fd, struct err *e)
 {
 	struct local *L = b->priv;
 	const struct config *cfg = b->cfg;
-	L->lock_fd = L->agent_fd = -1;
-	L->main.link.fd = -1;
+	(void)cancel_fd; /* nothing here waits long enough to need it */
 	L->as_root = geteuid() == 0;
 	L->host_uid = L->as_root ? (uid_t)cfg->sandbox_uid : geteuid();
 	L->host_gid = L->as_root ? (gid_t)cfg->sandbox_uid : getegid();
@@ -665,8 +674,12 @@ static int local_start(struct backend *b, struct err *e)
 		return -1;
 	char path[PATH_MAX + 32];
 	hostdir_path(path, sizeof path, "%s/root", L->dir);
-	if (mkdir(path, 0755) < 0 || mkdir(L->ws, 0755) < 0 || chown(L->ws, L->host_uid, L->host_gid) < 0)
+	struct stat ws;
+	if (mkdir(path, 0755) < 0 || mkdir(L->ws, 0755) < 0 || chown(L->ws, L->host_uid, L->host_gid) < 0 ||
+	    stat(L->ws, &ws) < 0)
 		return err_sys(e, "creating the workspace in %s", L->dir);
+	L->ws_dev = ws.st_dev;
+	L->ws_ino = ws.st_ino;
 	hostdir_path(path, sizeof path, "%s/etc", L->dir);
 	if (mkdir(path, 0755) < 0)
 		return err_sys(e, "creating %s", path);
@@ -731,12 +744,46 @@ static int local_run(struct backend *b, const struct run_req *rq, struct run_res
 	return rc;
 }
 
+static int local_put(struct backend *b, const struct run_file *f, struct err *e)
+{
+	struct local *L = b->priv;
+	if (L->main.pid <= 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	return agentlink_put(&L->main.link, f, e);
+}
+
+static int local_watch_fd(const struct backend *b)
+{
+	const struct local *L = b->priv;
+	return L->main.link.fd;
+}
+
+static int local_check(struct backend *b, struct err *e)
+{
+	struct local *L = b->priv;
+	int st;
+	pid_t p = L->main.pid > 0 ? waitpid(L->main.pid, &st, WNOHANG | __WALL) : -1;
+	if (p == L->main.pid) {
+		L->main.pid = 0; /* reaped: inst_kill must not wait for it */
+		inst_kill(&L->main);
+		if (WIFSIGNALED(st))
+			return err_set(e, "the sandbox's init process was killed by signal %d", WTERMSIG(st)), BACKEND_LOST;
+		return err_set(e, "the sandbox's init process exited"), BACKEND_LOST;
+	}
+	if (L->main.pid <= 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	struct stat ws;
+	if (stat(L->ws, &ws) < 0 || ws.st_ino != L->ws_ino || ws.st_dev != L->ws_dev)
+		return err_set(e, "its workspace %s was removed on the host", L->ws), BACKEND_LOST;
+	return 0;
+}
+
 static void local_destroy(struct backend *b, bool shutdown)
 {
 	struct local *L = b->priv;
 	inst_kill(&L->main);
 	filter_free(&L->filter);
-	if (L->agent_fd > 0)
+	if (L->agent_fd >= 0)
 		close(L->agent_fd);
 	L->agent_fd = -1;
 	if (L->dir[0]) {
@@ -748,7 +795,7 @@ static void local_destroy(struct backend *b, bool shutdown)
 		}
 		L->dir[0] = '\0';
 	}
-	if (L->lock_fd > 0)
+	if (L->lock_fd >= 0)
 		close(L->lock_fd);
 	L->lock_fd = -1;
 }
@@ -793,9 +840,13 @@ static void local_reap(const struct config *cfg)
 const struct backend_ops local_backend_ops = {
 	.name = "local",
 	.priv_size = sizeof(struct local),
+	.init = local_init,
 	.probe = local_probe,
 	.start = local_start,
 	.run = local_run,
+	.put = local_put,
+	.watch_fd = local_watch_fd,
+	.check = local_check,
 	.destroy = local_destroy,
 	.report = local_report,
 	.reap = local_reap,
