@@ -61,7 +61,7 @@ int backend_start(struct backend *b, int cancel_fd, struct err *e)
 	if (rc == 0)
 		b->started = true;
 	else
-		b->ops->destroy(b, false);
+		b->ops->destroy(b, false, &(struct err){""});
 	return rc;
 }
 
@@ -90,13 +90,14 @@ int backend_check(struct backend *b, struct err *e)
 	return b->started && b->ops->check ? b->ops->check(b, e) : 0;
 }
 
-void backend_destroy(struct backend *b, bool shutdown)
+int backend_destroy(struct backend *b, bool shutdown, struct err *e)
 {
 	if (!b)
-		return;
-	b->ops->destroy(b, shutdown);
+		return 0;
+	int rc = b->ops->destroy(b, shutdown, e);
 	b->started = false;
 	b->sandbox_id[0] = '\0';
+	return rc;
 }
 
 void backend_report(struct backend *b, FILE *f)
@@ -115,7 +116,7 @@ void backend_free(struct backend *b)
 {
 	if (!b)
 		return;
-	backend_destroy(b, true);
+	backend_destroy(b, true, &(struct err){""});
 	free(b->priv);
 	free(b);
 }

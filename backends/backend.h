@@ -86,8 +86,8 @@ struct backend_ops {
 	 * BACKEND_LOST with the reason in e; what died is reaped. May be NULL. */
 	int (*check)(struct backend *b, struct err *e);
 	/* Removes the sandbox and everything it made (keeps the workspace if cfg->keep and
-	 * `shutdown`). Idempotent. */
-	void (*destroy)(struct backend *b, bool shutdown);
+	 * `shutdown`). Idempotent. 0, or -1 with e naming what could not be removed. */
+	int (*destroy)(struct backend *b, bool shutdown, struct err *e);
 	/* For --check: one line per limit, saying whether and how it is enforced here. */
 	void (*report)(struct backend *b, FILE *f);
 	/* Removes what servers that died left behind (sandboxes, folders, cgroups). Called once
@@ -119,7 +119,8 @@ int backend_put(struct backend *b, const struct run_file *f, struct err *e);
 int backend_watch_fd(const struct backend *b);
 /* 0 when whole (or nothing to check), BACKEND_LOST. */
 int backend_check(struct backend *b, struct err *e);
-void backend_destroy(struct backend *b, bool shutdown);
+/* 0, or -1 with e naming what could not be removed (the backend is closed either way). */
+int backend_destroy(struct backend *b, bool shutdown, struct err *e);
 void backend_report(struct backend *b, FILE *f);
 /* Runs every backend's reap op. */
 void backend_reap_all(const struct config *cfg);

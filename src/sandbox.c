@@ -11,16 +11,17 @@ void sandbox_init(struct sandbox *s, const struct config *cfg)
 	s->installed = json_object();
 }
 
-/* Removes the sandbox; at shutdown the backend may keep the workspace (cfg->keep). */
-static void drop(struct sandbox *s, bool shutdown)
+/* Removes the sandbox; at shutdown the backend may keep the workspace (cfg->keep). 0, or -1
+ * with e naming what could not be removed. */
+static int drop(struct sandbox *s, bool shutdown, struct err *e)
 {
 	if (!s->b)
-		return;
-	if (!shutdown)
-		backend_destroy(s->b, false);
-	backend_free(s->b); /* destroys as at shutdown: every backend's destroy is idempotent */
+		return 0;
+	int rc = backend_destroy(s->b, shutdown, e);
+	backend_free(s->b); /* nothing left to do: every backend's destroy is idempotent */
 	s->b = NULL;
 	json_object_clear(s->installed);
+	return rc;
 }
 
 /* Tries one backend: probe, then start. 0 with s->b set, or -1 / BACKEND_ABSENT with the
@@ -91,7 +92,7 @@ int sandbox_run(struct sandbox *s, const struct run_req *rq, struct run_res *rs,
 		snprintf(s->notice, sizeof s->notice,
 			 "The previous sandbox (%s) stopped unexpectedly (%s); this call ran in a new sandbox "
 			 "with an empty workspace.", s->b->sandbox_id, re.msg);
-		drop(s, false);
+		drop(s, false, &(struct err){""});
 		/* Repeated on a new sandbox only when the program surely never started. */
 		if (attempt > 0 || rs->started) {
 			snprintf(s->notice, sizeof s->notice,
@@ -102,16 +103,17 @@ int sandbox_run(struct sandbox *s, const struct run_req *rq, struct run_res *rs,
 	}
 }
 
-bool sandbox_cleanup(struct sandbox *s, char *backend, size_t bn, char *id, size_t idn)
+int sandbox_cleanup(struct sandbox *s, char *backend, size_t bn, char *id, size_t idn, struct err *e)
 {
 	if (!s->b)
-		return false;
+		return 0;
 	snprintf(backend, bn, "%s", s->b->ops->name);
 	snprintf(id, idn, "%s", s->b->sandbox_id);
-	log_msg(LOG_INFO, "sandbox %s removed on request", s->b->sandbox_id);
-	drop(s, false);
+	int rc = drop(s, false, e);
+	log_msg(rc < 0 ? LOG_WARNING : LOG_INFO, "sandbox %s removed on request%s%s", id, rc < 0 ? ", but " : "",
+		rc < 0 ? e->msg : "");
 	s->notice[0] = '\0';
-	return true;
+	return rc < 0 ? -1 : 1;
 }
 
 int64_t sandbox_idle_deadline(const struct sandbox *s)
@@ -130,12 +132,12 @@ void sandbox_idle_expire(struct sandbox *s)
 		 "The previous sandbox (%s) was removed after %g s without use; this call ran in a new "
 		 "sandbox with an empty workspace (earlier files and packages are gone).",
 		 s->b->sandbox_id, s->cfg->idle_timeout_s);
-	drop(s, false);
+	drop(s, false, &(struct err){""});
 }
 
 void sandbox_shutdown(struct sandbox *s)
 {
-	drop(s, true);
+	drop(s, true, &(struct err){""});
 	json_decref(s->installed);
 	s->installed = NULL;
 }

@@ -36,8 +36,9 @@ int sandbox_ensure(struct sandbox *s, struct err *e);
  * fails and the next call gets a fresh one, with a notice either way. */
 int sandbox_run(struct sandbox *s, const struct run_req *rq, struct run_res *rs, struct err *e);
 
-/* Destroys the sandbox. Returns whether there was one; its name and id go to the buffers. */
-bool sandbox_cleanup(struct sandbox *s, char *backend, size_t bn, char *id, size_t idn);
+/* Destroys the sandbox; its name and id go to the buffers. 0 when there was none, 1 when it
+ * was removed entirely, -1 when it was removed but something of it could not be (e says what). */
+int sandbox_cleanup(struct sandbox *s, char *backend, size_t bn, char *id, size_t idn, struct err *e);
 
 /* Monotonic ms at which the sandbox counts as idle, or -1. */
 int64_t sandbox_idle_deadline(const struct sandbox *s);

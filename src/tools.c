@@ -603,18 +603,24 @@ static json_t *execute(struct sandbox *sb, struct tool_call *tc)
 
 static json_t *cleanup(struct sandbox *sb)
 {
-	char backend[32], id[64], text[256];
-	bool removed = sandbox_cleanup(sb, backend, sizeof backend, id, sizeof id);
-	if (removed)
+	char backend[32], id[64], text[sizeof(struct err) + 256];
+	struct err e = {""};
+	int rc = sandbox_cleanup(sb, backend, sizeof backend, id, sizeof id, &e);
+	bool removed = rc != 0;
+	if (rc > 0)
 		snprintf(text, sizeof text,
 			 "Removed sandbox %s (%s) and its workspace. The next call starts a new, empty sandbox.", id, backend);
+	else if (rc < 0)
+		snprintf(text, sizeof text,
+			 "Stopped sandbox %s (%s), but not all of it could be removed: %s. The next call starts a new, "
+			 "empty sandbox.", id, backend, e.msg);
 	else
 		snprintf(text, sizeof text, "There was no sandbox to remove. The next call starts a new, empty sandbox.");
-	json_t *r = text_result(text, false);
+	json_t *r = text_result(text, rc < 0);
 	json_object_set_new(r, "structuredContent",
-			    json_pack("{s:b, s:o, s:o}", "removed", removed, "backend",
+			    json_pack("{s:b, s:o, s:o, s:o}", "removed", removed, "backend",
 				      removed ? json_string(backend) : json_null(), "sandbox_id",
-				      removed ? json_string(id) : json_null()));
+				      removed ? json_string(id) : json_null(), "error", str_or_null(rc < 0 ? e.msg : NULL)));
 	return r;
 }
 

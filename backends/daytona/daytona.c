@@ -999,17 +999,19 @@ static int delete_sandbox(struct dt_http *h, const char *id, long timeout_ms, in
 	return rc;
 }
 
-static void daytona_destroy(struct backend *b, bool shutdown)
+static int daytona_destroy(struct backend *b, bool shutdown, struct err *e)
 {
 	struct daytona *D = b->priv;
+	int rc = 0;
 	if (D->id[0] && D->open) {
-		struct err e = {""};
-		if (shutdown && b->cfg->keep)
+		struct err de = {""};
+		if (shutdown && b->cfg->keep) {
 			log_msg(LOG_NOTICE, "kept Daytona sandbox %s; Daytona stops and deletes it once it is idle", D->id);
-		else if (delete_sandbox(&D->http, D->id, shutdown ? SHUTDOWN_DELETE_MS : 10000, shutdown ? 1 : 3, &e) < 0)
-			log_msg(LOG_WARNING, "could not delete Daytona sandbox %s: %s (Daytona deletes it once it is idle)",
-				D->id, e.msg);
-		else
+		} else if (delete_sandbox(&D->http, D->id, shutdown ? SHUTDOWN_DELETE_MS : 10000, shutdown ? 1 : 3, &de) < 0) {
+			rc = err_set(e, "could not delete Daytona sandbox %s: %s (Daytona deletes it once it is idle)", D->id,
+				     de.msg);
+			log_msg(LOG_WARNING, "%s", e->msg);
+		} else
 			log_msg(LOG_INFO, "deleted Daytona sandbox %s", D->id);
 	}
 	D->id[0] = '\0';
@@ -1019,6 +1021,7 @@ static void daytona_destroy(struct backend *b, bool shutdown)
 	if (D->open)
 		dt_http_close(&D->http);
 	D->open = false;
+	return rc;
 }
 
 static void daytona_report(struct backend *b, FILE *f)

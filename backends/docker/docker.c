@@ -606,9 +606,10 @@ static int docker_check(struct backend *b, struct err *e)
 	return 0;
 }
 
-static void docker_destroy(struct backend *b, bool shutdown)
+static int docker_destroy(struct backend *b, bool shutdown, struct err *e)
 {
 	struct docker *D = b->priv;
+	int rc = 0;
 	inst_kill(D, &D->main);
 	filter_free(&D->filter);
 	if (D->dir[0]) {
@@ -617,7 +618,9 @@ static void docker_destroy(struct backend *b, bool shutdown)
 			unlink(D->agent);
 			log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, D->ws);
 		} else if (tree_remove(D->dir) < 0) {
-			log_msg(LOG_WARNING, "could not remove %s: %s", D->dir, strerror(errno));
+			err_sys(e, "could not remove %s", D->dir);
+			log_msg(LOG_WARNING, "%s", e->msg);
+			rc = -1;
 		}
 		D->dir[0] = '\0';
 	}
@@ -626,6 +629,7 @@ static void docker_destroy(struct backend *b, bool shutdown)
 	D->lock_fd = -1;
 	dkapi_close(&D->eng);
 	D->eng.api[0] = '\0';
+	return rc;
 }
 
 static void docker_report(struct backend *b, FILE *f)

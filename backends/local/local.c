@@ -778,9 +778,10 @@ static int local_check(struct backend *b, struct err *e)
 	return 0;
 }
 
-static void local_destroy(struct backend *b, bool shutdown)
+static int local_destroy(struct backend *b, bool shutdown, struct err *e)
 {
 	struct local *L = b->priv;
+	int rc = 0;
 	inst_kill(&L->main);
 	filter_free(&L->filter);
 	if (L->agent_fd >= 0)
@@ -791,13 +792,16 @@ static void local_destroy(struct backend *b, bool shutdown)
 			hostdir_keep(L->dir);
 			log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, L->ws);
 		} else if (tree_remove(L->dir) < 0) {
-			log_msg(LOG_WARNING, "could not remove %s: %s", L->dir, strerror(errno));
+			err_sys(e, "could not remove %s", L->dir);
+			log_msg(LOG_WARNING, "%s", e->msg);
+			rc = -1;
 		}
 		L->dir[0] = '\0';
 	}
 	if (L->lock_fd >= 0)
 		close(L->lock_fd);
 	L->lock_fd = -1;
+	return rc;
 }
 
 static void local_report(struct backend *b, FILE *f)
