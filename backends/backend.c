@@ -23,13 +23,6 @@ const struct backend_ops *backend_find(const char *name)
 	return NULL;
 }
 
-int64_t clock_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int backend_new(struct backend **out, const struct backend_ops *ops, const struct config *cfg, struct err *e)
 {
 	struct backend *b = calloc(1, sizeof *b);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../src/clock.h"
 #include "../src/config.h"
 #include "../src/err.h"
 
@@ -126,8 +127,5 @@ void backend_report(struct backend *b, FILE *f);
 void backend_reap_all(const struct config *cfg);
 /* Destroys (as at shutdown) and frees; NULL is fine. */
 void backend_free(struct backend *b);
-
-/* Monotonic clock in milliseconds. */
-int64_t clock_ms(void);
 
 #endif
