@@ -29,7 +29,9 @@ static const struct opt opts[] = {
 	{"max-timeout", "SANDBOX_MAX_TIMEOUT", T_SECONDS, F(max_timeout_s), "600",
 	 "largest timeout_s a call may ask for, seconds"},
 	{"output-cap", "SANDBOX_OUTPUT_CAP", T_SIZE, F(output_cap), "64K",
-	 "bytes of stdout and of stderr kept in a result (head and tail)"},
+	 "bytes of stdout and of stderr kept (head and tail); past it the full text is saved in the workspace"},
+	{"result-max", "SANDBOX_RESULT_MAX", T_SIZE, F(result_max), "32K",
+	 "largest result of a call, serialized (text and structured content together)"},
 	{"spill-max", "SANDBOX_SPILL_MAX", T_SIZE, F(spill_max), "100M",
 	 "largest file a cut stream is saved to in the workspace"},
 	{"memory", "SANDBOX_MEMORY", T_SIZE, F(memory), "512M", "memory of the whole sandbox"},
@@ -188,6 +190,8 @@ static int check_values(const struct config *c, struct err *e)
 		return err_set(e, "--timeout (%g) is above --max-timeout (%g)", c->timeout_s, c->max_timeout_s);
 	if (c->output_cap < 1024 || c->output_cap > (64u << 20))
 		return err_set(e, "--output-cap must be between 1K and 64M");
+	if (c->result_max < 4096 || c->result_max > (256u << 20))
+		return err_set(e, "--result-max must be between 4K and 256M");
 	if (c->memory < (16u << 20))
 		return err_set(e, "--memory must be at least 16M");
 	if (c->cpus <= 0 || c->cpus > 1024)

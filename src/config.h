@@ -18,7 +18,8 @@ struct config {
 	char backend[16];        /* auto, or a backend's name */
 	double timeout_s;        /* default per-call timeout */
 	double max_timeout_s;    /* largest timeout_s a call may ask for */
-	uint64_t output_cap;     /* bytes kept per stream in a result */
+	uint64_t output_cap;     /* bytes of each stream kept in memory; past it, the stream is spilled */
+	uint64_t result_max;     /* largest serialized result of a call */
 	uint64_t spill_max;      /* largest spill file per stream */
 	uint64_t memory;         /* bytes, whole sandbox */
 	double cpus;

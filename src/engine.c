@@ -1,6 +1,7 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -9,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../backends/backend.h"
+#include "clock.h"
 #include "log.h"
 #include "output.h"
 #include "sandbox.h"
@@ -21,15 +22,16 @@ struct engine {
 	const struct config *cfg;
 	pthread_t worker;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv;         /* the worker has finished */
 	struct job *head, *tail;
 	size_t queued;
 	struct job *running;
 	int cancel_fd;             /* eventfd: written to cancel the running call */
+	int wake_fd;               /* eventfd: written when the idle worker has something to do */
 	bool stop;
 	bool done;                 /* the worker has finished */
 	unsigned long seq;
-	struct sandbox sb;
+	struct sandbox sb;         /* the worker's alone */
 	/* progress of the running call, under mu */
 	char last[LAST_MAX];
 	size_t last_len;
@@ -73,16 +75,24 @@ static void drain_eventfd(int fd)
 		;
 }
 
+static void kick(int fd)
+{
+	uint64_t one = 1;
+	(void)!write(fd, &one, sizeof one);
+}
+
 static void run_job(struct engine *g, struct job *j)
 {
 	struct tool_call tc = {.tool = j->tool, .args = j->args, .cancel_fd = g->cancel_fd, .seq = ++g->seq,
 			       .on_output = on_output, .ctx = g};
 	json_t *result = tools_run(&g->sb, &tc);
-	/* The call is over: no progress may follow its response. */
+	/* The call is over. Progress is sent under mu only while `running` is this job, so once
+	 * it is cleared nothing about the request can follow its response. */
 	pthread_mutex_lock(&g->mu);
 	g->running = NULL;
+	bool cancelled = tc.cancelled || j->cancelled;
 	pthread_mutex_unlock(&g->mu);
-	if (tc.cancelled) {
+	if (cancelled) {
 		log_msg(LOG_INFO, "call %lu cancelled", tc.seq);
 		rpc_batch_drop(j->batch);
 		json_decref(result);
@@ -96,35 +106,38 @@ static void run_job(struct engine *g, struct job *j)
 	rpc_respond(j->batch, rpc_result(j->id, result));
 }
 
+/* Waits, with mu released, until a job or a stop may be there, the sandbox turns idle, or its
+ * watch fd says it may have died; handles the last two. Called and returns with mu held. */
+static void idle_wait(struct engine *g)
+{
+	int64_t idle = sandbox_idle_deadline(&g->sb);
+	int wfd = sandbox_watch_fd(&g->sb);
+	pthread_mutex_unlock(&g->mu);
+	struct pollfd p[2] = {{g->wake_fd, POLLIN, 0}, {wfd, POLLIN, 0}};
+	int64_t left = idle < 0 ? -1 : idle - clock_ms();
+	int r = poll(p, 2, left < 0 ? -1 : left > 3600000 ? 3600000 : (int)left);
+	if (r > 0 && p[0].revents)
+		drain_eventfd(g->wake_fd);
+	if (r > 0 && wfd >= 0 && p[1].revents)
+		sandbox_check(&g->sb); /* a sandbox that died is reaped now, not at the next call */
+	if (idle >= 0 && clock_ms() >= idle)
+		sandbox_idle_expire(&g->sb);
+	pthread_mutex_lock(&g->mu);
+}
+
 static void *worker_main(void *arg)
 {
 	struct engine *g = arg;
 	/* Before anything else, what servers that died left behind goes. */
-	backend_reap_all(g->cfg);
+	sandbox_reap_leftovers(g->cfg);
 	pthread_mutex_lock(&g->mu);
 	for (;;) {
-		while (!g->head && !g->stop) {
-			int64_t idle = sandbox_idle_deadline(&g->sb);
-			if (idle < 0) {
-				pthread_cond_wait(&g->cv, &g->mu);
-				continue;
-			}
-			int64_t now = clock_ms();
-			if (now >= idle) {
-				pthread_mutex_unlock(&g->mu);
-				sandbox_idle_expire(&g->sb);
-				pthread_mutex_lock(&g->mu);
-				continue;
-			}
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			int64_t ns = ts.tv_nsec + (idle - now) % 1000 * 1000000;
-			ts.tv_sec += (idle - now) / 1000 + ns / 1000000000;
-			ts.tv_nsec = ns % 1000000000;
-			pthread_cond_timedwait(&g->cv, &g->mu, &ts);
-		}
 		if (g->stop)
 			break;
+		if (!g->head) {
+			idle_wait(g);
+			continue;
+		}
 		struct job *j = g->head;
 		g->head = j->next;
 		if (!g->head)
@@ -156,6 +169,7 @@ int engine_start(struct engine **out, const struct config *cfg, struct err *e)
 	if (!g)
 		return err_set(e, "out of memory");
 	g->cfg = cfg;
+	g->cancel_fd = g->wake_fd = -1;
 	sandbox_init(&g->sb, cfg);
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_condattr_t ca;
@@ -164,16 +178,17 @@ int engine_start(struct engine **out, const struct config *cfg, struct err *e)
 	pthread_cond_init(&g->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	g->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (g->cancel_fd < 0) {
-		free(g);
-		return err_sys(e, "eventfd");
-	}
-	int rc = pthread_create(&g->worker, NULL, worker_main, g);
+	g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	int rc = g->cancel_fd < 0 || g->wake_fd < 0 ? errno : pthread_create(&g->worker, NULL, worker_main, g);
 	if (rc) {
-		close(g->cancel_fd);
+		if (g->cancel_fd >= 0)
+			close(g->cancel_fd);
+		if (g->wake_fd >= 0)
+			close(g->wake_fd);
+		sandbox_shutdown(&g->sb);
 		free(g);
 		errno = rc;
-		return err_sys(e, "pthread_create");
+		return err_sys(e, "starting the engine");
 	}
 	*out = g;
 	return 0;
@@ -193,15 +208,9 @@ int engine_submit(struct engine *g, struct job *j)
 		g->head = j;
 	g->tail = j;
 	g->queued++;
-	pthread_cond_signal(&g->cv);
+	kick(g->wake_fd);
 	pthread_mutex_unlock(&g->mu);
 	return 0;
-}
-
-static void kick_running(struct engine *g)
-{
-	uint64_t one = 1;
-	(void)!write(g->cancel_fd, &one, sizeof one);
 }
 
 void engine_cancel(struct engine *g, const json_t *request_id)
@@ -211,7 +220,9 @@ void engine_cancel(struct engine *g, const json_t *request_id)
 	struct job *dropped = NULL;
 	pthread_mutex_lock(&g->mu);
 	if (g->running && json_equal(g->running->id, request_id)) {
-		kick_running(g);
+		/* From now on nothing more is sent about it, whatever the call still does. */
+		g->running->cancelled = true;
+		kick(g->cancel_fd);
 	} else {
 		for (struct job **pp = &g->head; *pp; pp = &(*pp)->next) {
 			if (!json_equal((*pp)->id, request_id))
@@ -256,18 +267,16 @@ void engine_tick(struct engine *g)
 {
 	pthread_mutex_lock(&g->mu);
 	struct job *j = g->running;
-	if (!j || !j->progress_token || clock_ms() < g->next_progress_ms) {
-		pthread_mutex_unlock(&g->mu);
-		return;
+	if (j && !j->cancelled && j->progress_token && clock_ms() >= g->next_progress_ms) {
+		g->next_progress_ms += 1000;
+		char msg[400];
+		last_line(g->last, g->last_len, msg, sizeof msg);
+		/* Queued under mu: see run_job. */
+		rpc_notify("notifications/progress",
+			   json_pack("{s:O, s:I, s:s}", "progressToken", j->progress_token, "progress",
+				     (json_int_t)++g->progress_n, "message", *msg ? msg : "running"));
 	}
-	g->next_progress_ms += 1000;
-	long n = ++g->progress_n;
-	char msg[400];
-	last_line(g->last, g->last_len, msg, sizeof msg);
-	json_t *params = json_pack("{s:O, s:I}", "progressToken", j->progress_token, "progress", (json_int_t)n);
 	pthread_mutex_unlock(&g->mu);
-	json_object_set_new(params, "message", json_string(*msg ? msg : "running"));
-	rpc_notify("notifications/progress", params);
 }
 
 int engine_stop(struct engine *g, int64_t deadline_ms)
@@ -278,8 +287,8 @@ int engine_stop(struct engine *g, int64_t deadline_ms)
 	g->head = g->tail = NULL;
 	g->queued = 0;
 	if (g->running)
-		kick_running(g);
-	pthread_cond_broadcast(&g->cv);
+		kick(g->cancel_fd);
+	kick(g->wake_fd);
 	pthread_mutex_unlock(&g->mu);
 	while (q) {
 		struct job *n = q->next;
@@ -290,22 +299,18 @@ int engine_stop(struct engine *g, int64_t deadline_ms)
 	int rc = 0;
 	pthread_mutex_lock(&g->mu);
 	while (!g->done) {
-		int64_t left = deadline_ms - clock_ms();
-		if (left <= 0) {
+		if (clock_ms() >= deadline_ms) {
 			rc = -1;
 			break;
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		int64_t ns = ts.tv_nsec + left % 1000 * 1000000;
-		ts.tv_sec += left / 1000 + ns / 1000000000;
-		ts.tv_nsec = ns % 1000000000;
+		struct timespec ts = clock_at(deadline_ms);
 		pthread_cond_timedwait(&g->cv, &g->mu, &ts);
 	}
 	pthread_mutex_unlock(&g->mu);
 	if (rc == 0) {
 		pthread_join(g->worker, NULL);
 		close(g->cancel_fd);
+		close(g->wake_fd);
 		pthread_mutex_destroy(&g->mu);
 		pthread_cond_destroy(&g->cv);
 		free(g);

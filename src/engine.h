@@ -1,13 +1,18 @@
 /*
  * The engine runs tool calls strictly one at a time, in arrival order, on one worker thread,
  * while the reader thread stays free to answer pings, take cancellations and queue more calls
- * (up to --queue waiting). It owns the sandbox (only the worker touches it) and removes it
- * when idle and at shutdown.
+ * (up to --queue waiting). It owns the sandbox (only the worker touches it), removes it when
+ * idle and at shutdown, and between calls notices at once when it died.
+ *
+ * Nothing about a request is sent after its response, and nothing at all after the client
+ * cancelled it.
  */
 #ifndef SANDBOX_ENGINE_H
 #define SANDBOX_ENGINE_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "err.h"
@@ -21,6 +26,7 @@ struct job {
 	int tool;                  /* enum tool_id */
 	json_t *args;              /* owned */
 	json_t *progress_token;    /* owned; NULL when the client asked for no progress */
+	bool cancelled;            /* the client cancelled it while it ran: nothing more is sent */
 	struct job *next;
 };
 

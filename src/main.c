@@ -2,9 +2,11 @@
  * sandbox-mcp: an MCP server over stdio that runs Python and shell code in a sandbox.
  *
  * Threads: this one reads stdin and answers what needs no sandbox (handshake, ping, lists,
- * cancellations) at once; the engine's worker runs tool calls one at a time. stdout carries
- * protocol only (rpc_write); logs go to stderr. SIGTERM, SIGINT and EOF on stdin shut down:
- * the running call is killed, the sandbox removed, and the process exits within 2 s.
+ * cancellations) at once; the engine's worker runs tool calls one at a time; the writer
+ * (rpc.h) alone writes stdout, so neither ever waits for a client that stops reading. stdout
+ * carries protocol only; logs go to stderr. SIGTERM, SIGINT, SIGHUP and EOF on stdin shut
+ * down: the running call is killed, the sandbox removed, and the process exits within 2 s,
+ * whatever the client does.
  */
 #include <errno.h>
 #include <poll.h>
@@ -15,7 +17,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "../backends/backend.h"
+#include "clock.h"
 #include "config.h"
 #include "engine.h"
 #include "log.h"
@@ -24,8 +26,13 @@
 #include "sandbox.h"
 #include "tools.h"
 #include "version.h"
+#include "wheelhouse.h"
 
-#define SHUTDOWN_MS 1800
+/* The whole shutdown takes less than 2 s: the engine gets SHUTDOWN_MS at most; then the
+ * writer gets FLUSH_MS to hand over what is queued, within the 2 s. */
+#define SHUTDOWN_MS 1700
+#define FLUSH_MS 250
+#define EXIT_MS 1900
 
 static int serve(const struct config *cfg)
 {
@@ -43,6 +50,10 @@ static int serve(const struct config *cfg)
 		log_msg(LOG_ERROR, "signalfd: %s", strerror(errno));
 		return 1;
 	}
+	if (rpc_writer_start(STDOUT_FILENO) < 0) {
+		log_msg(LOG_ERROR, "cannot start the output writer");
+		return 1;
+	}
 	struct engine *eng;
 	if (engine_start(&eng, cfg, &e) < 0) {
 		log_msg(LOG_ERROR, "%s", e.msg);
@@ -57,7 +68,8 @@ static int serve(const struct config *cfg)
 	log_msg(LOG_INFO, "sandbox-mcp %s ready (backend %s)", SANDBOX_MCP_VERSION, cfg->backend);
 	const char *why = "stdin closed";
 	for (;;) {
-		struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {sfd, POLLIN, 0}};
+		/* While the client is far behind in reading, take no new requests. */
+		struct pollfd p[2] = {{rpc_output_backlog() ? -1 : STDIN_FILENO, POLLIN, 0}, {sfd, POLLIN, 0}};
 		int r = poll(p, 2, 250);
 		if (r < 0 && errno != EINTR) {
 			why = "poll failed";
@@ -93,12 +105,16 @@ static int serve(const struct config *cfg)
 		engine_tick(eng);
 	}
 	log_msg(LOG_INFO, "shutting down: %s", why);
-	int rc = engine_stop(eng, clock_ms() + SHUTDOWN_MS);
+	int64_t t0 = clock_ms();
+	int rc = engine_stop(eng, t0 + SHUTDOWN_MS);
 	if (rc < 0) {
 		/* The sandbox dies with us: its init has the parent-death signal set. */
 		log_msg(LOG_ERROR, "the running call did not stop in time; exiting anyway");
 		_exit(1);
 	}
+	int64_t flush_by = clock_ms() + FLUSH_MS;
+	if (rpc_writer_flush(flush_by < t0 + EXIT_MS ? flush_by : t0 + EXIT_MS) < 0)
+		log_msg(LOG_NOTICE, "the client stopped reading: answers it did not take are dropped");
 	mcp_free(m);
 	rpc_reader_free(&rd);
 	tools_free();
@@ -124,6 +140,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	log_set_stderr_level(cfg.log_level);
+	if (cfg.wheelhouse[0] &&
+	    wheelhouse_check(cfg.wheelhouse, geteuid() == 0 ? (uid_t)cfg.sandbox_uid : geteuid(), &e) < 0) {
+		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);
+		return 2;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	if (tools_init(&cfg, &e) < 0) {
 		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);
@@ -131,7 +152,7 @@ int main(int argc, char **argv)
 	}
 	if (mode == MODE_CHECK) {
 		printf("sandbox-mcp %s on %s\n", SANDBOX_MCP_VERSION, geteuid() == 0 ? "root" : "an unprivileged user");
-		int rc = sandbox_check(&cfg, stdout);
+		int rc = sandbox_check_all(&cfg, stdout);
 		tools_free();
 		return rc == 0 ? 0 : 1;
 	}

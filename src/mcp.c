@@ -81,8 +81,8 @@ static void tools_call(struct mcp *m, json_t *id, json_t *params, struct rpc_bat
 	}
 	int tool = plain_string(name_j) ? tools_find(name) : -1;
 	if (tool < 0) {
-		char msg[256];
-		snprintf(msg, sizeof msg, "Unknown tool: %.200s", name);
+		char msg[400];
+		snprintf(msg, sizeof msg, "Unknown tool: %.200s (the tools are %s)", name, tools_names());
 		rpc_respond(batch, rpc_error(id, RPC_INVALID_PARAMS, msg, NULL));
 		return;
 	}
@@ -117,9 +117,9 @@ static void tools_call(struct mcp *m, json_t *id, json_t *params, struct rpc_bat
 	if (engine_submit(m->eng, j) < 0) {
 		job_free(j);
 		char msg[256];
-		snprintf(msg, sizeof msg,
-			 "The server is busy: %llu calls are already waiting to run. Retry once earlier calls finish.",
-			 (unsigned long long)m->cfg->queue_max);
+		unsigned long long q = (unsigned long long)m->cfg->queue_max;
+		snprintf(msg, sizeof msg, "The server is busy: %llu %s already waiting to run. Retry once earlier calls finish.",
+			 q, q == 1 ? "call is" : "calls are");
 		json_t *r = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg, "isError", 1);
 		rpc_respond(batch, rpc_result(id, r));
 	}

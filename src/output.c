@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static size_t utf8_seq(const unsigned char *s, size_t n);
+
 int output_init(struct output *o, size_t cap)
 {
 	memset(o, 0, sizeof *o);
@@ -55,6 +57,11 @@ void output_add(struct output *o, const char *buf, size_t len)
 		buf += n;
 		len -= n;
 	}
+}
+
+size_t utf8_char_len(const char *s, size_t n)
+{
+	return n ? utf8_seq((const unsigned char *)s, n) : 0;
 }
 
 /* Length of a valid UTF-8 sequence at s (at most n bytes), or 0 if invalid. */
@@ -109,6 +116,22 @@ char *utf8_sanitize(const char *s, size_t n, size_t *outlen)
 	out[o] = '\0';
 	*outlen = o;
 	return out;
+}
+
+void output_view(const struct output *o, struct output_view *v)
+{
+	memset(v, 0, sizeof *v);
+	v->total = o->total;
+	v->head = o->head;
+	v->head_len = o->head_len;
+	v->cut = output_cut(o);
+	if (v->cut) {
+		size_t half = o->cap / 2;
+		v->tail1 = o->tail + o->tail_pos;
+		v->tail1_len = half - o->tail_pos;
+		v->tail2 = o->tail;
+		v->tail2_len = o->tail_pos;
+	}
 }
 
 char *output_text(const struct output *o, const char *full_path, size_t *len)

@@ -29,7 +29,23 @@ int output_cut(const struct output *o);
  * Valid UTF-8. Caller frees; *len gets its length. NULL when out of memory. */
 char *output_text(const struct output *o, const char *full_path, size_t *len);
 
+/* The raw bytes kept: all of them (head) when the stream was not cut; else its first cap bytes
+ * (head) and its last cap/2 bytes (tail, in order: tail1 then tail2). Borrowed. */
+struct output_view {
+	const char *head;
+	size_t head_len;
+	const char *tail1, *tail2;
+	size_t tail1_len, tail2_len;
+	uint64_t total;
+	int cut;
+};
+void output_view(const struct output *o, struct output_view *v);
+
 void output_free(struct output *o);
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 when the byte at s starts
+ * none (utf8_sanitize replaces such a byte by U+FFFD). */
+size_t utf8_char_len(const char *s, size_t n);
 
 /* Copies s (n bytes) with every invalid UTF-8 sequence replaced by U+FFFD. Caller frees. */
 char *utf8_sanitize(const char *s, size_t n, size_t *outlen);

@@ -7,7 +7,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 #define READ_CHUNK 65536
 
@@ -108,52 +111,183 @@ enum rpc_read rpc_reader_next(struct rpc_reader *r, const char **line, size_t *l
 	}
 }
 
-static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool out_closed;
+/* One line waiting for the client. */
+struct out_msg {
+	struct out_msg *next;
+	size_t len;
+	char *line; /* ends with its newline; owned */
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;         /* something queued, or the queue emptied */
+	struct out_msg *head, *tail;
+	size_t bytes;              /* queued, not yet written */
+	bool writing;              /* the writer holds a message it took off the queue */
+	bool closed;               /* a write failed: the client is gone */
+	int fd;
+} out = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1}; /* cv: made by rpc_writer_start */
 
 bool rpc_output_closed(void)
 {
-	pthread_mutex_lock(&out_lock);
-	bool c = out_closed;
-	pthread_mutex_unlock(&out_lock);
+	pthread_mutex_lock(&out.lock);
+	bool c = out.closed;
+	pthread_mutex_unlock(&out.lock);
 	return c;
 }
 
-int rpc_write(json_t *msg)
+bool rpc_output_backlog(void)
+{
+	pthread_mutex_lock(&out.lock);
+	bool b = out.bytes > RPC_BACKLOG_MAX;
+	pthread_mutex_unlock(&out.lock);
+	return b;
+}
+
+static void free_queue(struct out_msg *m)
+{
+	while (m) {
+		struct out_msg *n = m->next;
+		free(m->line);
+		free(m);
+		m = n;
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&out.lock);
+	for (;;) {
+		while (!out.head)
+			pthread_cond_wait(&out.cv, &out.lock);
+		struct out_msg *m = out.head;
+		out.head = m->next;
+		if (!out.head)
+			out.tail = NULL;
+		out.writing = true;
+		pthread_mutex_unlock(&out.lock);
+		const char *p = m->line;
+		size_t left = m->len;
+		bool failed = false;
+		while (left) {
+			ssize_t w = write(out.fd, p, left);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				failed = true;
+				break;
+			}
+			p += w;
+			left -= (size_t)w;
+		}
+		pthread_mutex_lock(&out.lock);
+		out.bytes -= m->len;
+		out.writing = false;
+		free(m->line);
+		free(m);
+		if (failed && !out.closed) {
+			/* Nobody reads any more: what waits is dropped, and later messages with it. */
+			out.closed = true;
+			free_queue(out.head);
+			out.head = out.tail = NULL;
+			out.bytes = 0;
+		}
+		pthread_cond_broadcast(&out.cv);
+	}
+	return NULL;
+}
+
+int rpc_writer_start(int fd)
+{
+	pthread_t t;
+	pthread_attr_t a;
+	pthread_condattr_t ca;
+	out.fd = fd;
+	if (pthread_condattr_init(&ca) != 0 || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
+	    pthread_cond_init(&out.cv, &ca) != 0)
+		return -1;
+	pthread_condattr_destroy(&ca);
+	if (pthread_attr_init(&a) != 0)
+		return -1;
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&t, &a, writer_main, NULL);
+	pthread_attr_destroy(&a);
+	return rc == 0 ? 0 : -1;
+}
+
+int rpc_writer_flush(int64_t deadline_ms)
+{
+	pthread_mutex_lock(&out.lock);
+	while ((out.head || out.writing) && !out.closed) {
+		int64_t left = deadline_ms - clock_ms();
+		if (left <= 0)
+			break;
+		struct timespec ts = clock_at(deadline_ms);
+		pthread_cond_timedwait(&out.cv, &out.lock, &ts);
+	}
+	int rc = (out.head || out.writing) && !out.closed ? -1 : 0;
+	pthread_mutex_unlock(&out.lock);
+	return rc;
+}
+
+/* Queues msg (stolen); optional messages only while the client keeps up. */
+static int enqueue(json_t *msg, bool optional)
 {
 	if (!msg) {
 		/* Only out of memory gets here: the client would wait forever, so say so. */
 		fprintf(stderr, "sandbox-mcp: error: a message could not be built and was not sent\n");
 		return -1;
 	}
+	if (optional) {
+		pthread_mutex_lock(&out.lock);
+		bool busy = out.bytes > RPC_OPTIONAL_MAX || out.closed;
+		pthread_mutex_unlock(&out.lock);
+		if (busy) {
+			json_decref(msg);
+			return -1;
+		}
+	}
 	/* Compact JSON never contains a raw newline: strings escape theirs. */
 	char *s = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
 	json_decref(msg);
-	if (!s)
+	struct out_msg *m = s ? malloc(sizeof *m) : NULL;
+	if (!m) {
+		free(s);
+		fprintf(stderr, "sandbox-mcp: error: out of memory: a message was not sent\n");
 		return -1;
-	size_t n = strlen(s);
-	s[n] = '\n'; /* json_dumps allocates n + 1: reuse the terminator's byte */
-	int rc = 0;
-	pthread_mutex_lock(&out_lock);
-	const char *p = s;
-	size_t left = n + 1;
-	while (!out_closed && left) {
-		ssize_t w = write(STDOUT_FILENO, p, left);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			out_closed = true;
-			rc = -1;
-			break;
-		}
-		p += w;
-		left -= (size_t)w;
 	}
-	if (out_closed)
+	m->len = strlen(s);
+	s[m->len++] = '\n'; /* json_dumps allocates len + 1: reuse the terminator's byte */
+	m->line = s;
+	m->next = NULL;
+	pthread_mutex_lock(&out.lock);
+	int rc = 0;
+	if (out.closed) {
+		free(s);
+		free(m);
 		rc = -1;
-	pthread_mutex_unlock(&out_lock);
-	free(s);
+	} else {
+		if (out.tail)
+			out.tail->next = m;
+		else
+			out.head = m;
+		out.tail = m;
+		out.bytes += m->len;
+		pthread_cond_broadcast(&out.cv);
+	}
+	pthread_mutex_unlock(&out.lock);
 	return rc;
+}
+
+int rpc_write(json_t *msg)
+{
+	return enqueue(msg, false);
+}
+
+int rpc_write_optional(json_t *msg)
+{
+	return enqueue(msg, true);
 }
 
 json_t *rpc_result(json_t *id, json_t *result)
@@ -178,7 +312,7 @@ json_t *rpc_error(json_t *id, int code, const char *message, json_t *data)
 
 void rpc_notify(const char *method, json_t *params)
 {
-	rpc_write(json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", method, "params", params));
+	rpc_write_optional(json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", method, "params", params));
 }
 
 struct rpc_batch {

@@ -46,10 +46,33 @@ int rpc_reader_fill(struct rpc_reader *r);
  * has no "\n" or "\r\n"; blank lines are skipped. RPC_TOO_LONG is reported once per line. */
 enum rpc_read rpc_reader_next(struct rpc_reader *r, const char **line, size_t *len);
 
-/* ---- writing */
+/* ---- writing
+ *
+ * Messages are queued in the order they are handed over and written to stdout by a writer
+ * thread of their own, so no other thread ever waits for a client that stops reading: the
+ * reader keeps answering (its answers queue up) and shutdown is never held up. */
 
-/* Writes one message as one line on stdout. Stolen. Thread-safe. -1 once stdout is gone. */
+/* Starts the writer on fd; call it before anything is queued. 0 or -1. */
+int rpc_writer_start(int fd);
+
+/* Waits until everything queued was written, the client is gone, or deadline_ms (monotonic)
+ * passes; -1 when something was left unwritten. The writer may stay blocked in a write: the
+ * process is about to exit. */
+int rpc_writer_flush(int64_t deadline_ms);
+
+/* Queues one message as one line on stdout. Stolen. Thread-safe, never blocks on the client.
+ * -1 once stdout is gone. */
 int rpc_write(json_t *msg);
+
+/* Like rpc_write, for messages a client can do without (progress, logs): dropped rather than
+ * queued while the client is not reading (more than RPC_OPTIONAL_MAX bytes wait). */
+int rpc_write_optional(json_t *msg);
+#define RPC_OPTIONAL_MAX (1u << 20)
+
+/* True while more than RPC_BACKLOG_MAX bytes wait for the client: the reader stops taking new
+ * requests until it catches up, so the queue stays bounded. */
+bool rpc_output_backlog(void);
+#define RPC_BACKLOG_MAX (64u << 20)
 
 /* True once a write to stdout failed (the client is gone). */
 bool rpc_output_closed(void);
@@ -59,7 +82,7 @@ json_t *rpc_result(json_t *id, json_t *result);
 /* An error response object; data stolen (may be NULL). */
 json_t *rpc_error(json_t *id, int code, const char *message, json_t *data);
 
-/* Sends a notification; params stolen. */
+/* Sends a notification (as rpc_write_optional: one the client can do without); params stolen. */
 void rpc_notify(const char *method, json_t *params);
 
 /* ---- batches: where a response goes */

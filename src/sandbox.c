@@ -11,6 +11,11 @@ void sandbox_init(struct sandbox *s, const struct config *cfg)
 	s->installed = json_object();
 }
 
+void sandbox_reap_leftovers(const struct config *cfg)
+{
+	backend_reap_all(cfg);
+}
+
 /* Removes the sandbox; at shutdown the backend may keep the workspace (cfg->keep). 0, or -1
  * with e naming what could not be removed. */
 static int drop(struct sandbox *s, bool shutdown, struct err *e)
@@ -24,29 +29,45 @@ static int drop(struct sandbox *s, bool shutdown, struct err *e)
 	return rc;
 }
 
-/* Tries one backend: probe, then start. 0 with s->b set, or -1 / BACKEND_ABSENT with the
- * reason in e. */
-static int try_backend(struct sandbox *s, const struct backend_ops *ops, struct err *e)
+/* The sandbox died or lost its workspace: removes it, and the next call that makes a new one
+ * is told why its workspace is empty. */
+static void lost(struct sandbox *s, const char *why)
+{
+	log_msg(LOG_WARNING, "sandbox %s was lost: %s", s->b->sandbox_id, why);
+	snprintf(s->pending, sizeof s->pending,
+		 "The previous sandbox (%s) stopped unexpectedly (%s); this call ran in a new sandbox with an "
+		 "empty workspace.", s->b->sandbox_id, why);
+	drop(s, false, &(struct err){""});
+}
+
+/* Tries one backend: probe, then start. 0 with s->b set, or -1 / BACKEND_ABSENT /
+ * BACKEND_CANCELLED with the reason in e. */
+static int try_backend(struct sandbox *s, const struct backend_ops *ops, int cancel_fd, struct err *e)
 {
 	struct backend *b;
 	if (backend_new(&b, ops, s->cfg, e) < 0)
 		return -1;
 	int rc = backend_probe(b, e);
 	if (rc == 0)
-		rc = backend_start(b, -1, e);
+		rc = backend_start(b, cancel_fd, e);
 	if (rc < 0) {
 		backend_free(b);
-		return rc == BACKEND_ABSENT ? BACKEND_ABSENT : -1;
+		return rc == BACKEND_ABSENT || rc == BACKEND_CANCELLED ? rc : -1;
 	}
 	s->b = b;
 	log_msg(LOG_INFO, "sandbox %s started on the %s backend", b->sandbox_id, ops->name);
 	return 0;
 }
 
-int sandbox_ensure(struct sandbox *s, struct err *e)
+int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e)
 {
-	if (s->b)
-		return 0;
+	if (s->b) {
+		/* A sandbox that died, or whose workspace went, since the last call is replaced. */
+		struct err ce = {""};
+		if (backend_check(s->b, &ce) == 0)
+			return 0;
+		lost(s, ce.msg);
+	}
 	char reasons[sizeof e->msg] = "";
 	size_t used = 0;
 	bool any = false;
@@ -57,10 +78,17 @@ int sandbox_ensure(struct sandbox *s, struct err *e)
 			continue;
 		any = true;
 		struct err be = {""};
-		int rc = try_backend(s, ops, &be);
+		int rc = try_backend(s, ops, cancel_fd, &be);
 		if (rc == 0) {
 			s->last_used = clock_ms();
+			if (s->pending[0] && !notice[0])
+				snprintf(notice, SANDBOX_NOTICE_MAX, "%s", s->pending);
+			s->pending[0] = '\0';
 			return 0;
+		}
+		if (rc == BACKEND_CANCELLED) {
+			log_msg(LOG_INFO, "backend %s: making the sandbox was cancelled", ops->name);
+			return BACKEND_CANCELLED;
 		}
 		/* auto passing over a backend that is not set up here is the normal case. */
 		log_msg(!autosel ? LOG_ERROR : rc == BACKEND_ABSENT ? LOG_INFO : LOG_WARNING, "backend %s: %s",
@@ -75,36 +103,53 @@ int sandbox_ensure(struct sandbox *s, struct err *e)
 	return err_set(e, "Failed to initialize sandbox engine: %s", reasons);
 }
 
-int sandbox_run(struct sandbox *s, const struct run_req *rq, struct run_res *rs, struct err *e)
+int sandbox_run(struct sandbox *s, const struct run_req *rq, struct run_res *rs, char *notice, struct err *e)
 {
 	for (int attempt = 0;; attempt++) {
-		if (sandbox_ensure(s, e) < 0)
+		int rc = sandbox_ensure(s, rq->cancel_fd, notice, e);
+		if (rc == BACKEND_CANCELLED) {
+			memset(rs, 0, sizeof *rs);
+			rs->cancelled = true;
+			return 0;
+		}
+		if (rc < 0)
 			return -1;
 		struct err re = {""};
-		int rc = backend_run(s->b, rq, rs, &re);
+		rc = backend_run(s->b, rq, rs, &re);
 		s->last_used = clock_ms();
 		if (rc != BACKEND_LOST) {
 			if (rc < 0)
 				err_set(e, "%s", re.msg);
 			return rc;
 		}
-		log_msg(LOG_WARNING, "sandbox %s was lost: %s", s->b->sandbox_id, re.msg);
-		snprintf(s->notice, sizeof s->notice,
-			 "The previous sandbox (%s) stopped unexpectedly (%s); this call ran in a new sandbox "
-			 "with an empty workspace.", s->b->sandbox_id, re.msg);
-		drop(s, false, &(struct err){""});
+		char id[sizeof s->b->sandbox_id];
+		snprintf(id, sizeof id, "%s", s->b->sandbox_id);
+		lost(s, re.msg);
 		/* Repeated on a new sandbox only when the program surely never started. */
 		if (attempt > 0 || rs->started) {
-			snprintf(s->notice, sizeof s->notice,
-				 "The sandbox stopped unexpectedly during the previous call (%s); the workspace "
-				 "of this sandbox is new and empty.", re.msg);
+			snprintf(s->pending, sizeof s->pending,
+				 "The sandbox (%s) stopped unexpectedly during the previous call (%s); this call ran in "
+				 "a new sandbox with an empty workspace.", id, re.msg);
 			return err_set(e, "the sandbox stopped unexpectedly: %s; the next call starts a new one", re.msg);
 		}
 	}
 }
 
+int sandbox_put(struct sandbox *s, const struct run_file *f, struct err *e)
+{
+	if (!s->b)
+		return err_set(e, "there is no sandbox");
+	int rc = backend_put(s->b, f, e);
+	if (rc == BACKEND_LOST) {
+		lost(s, e->msg);
+		return -1;
+	}
+	return rc;
+}
+
 int sandbox_cleanup(struct sandbox *s, char *backend, size_t bn, char *id, size_t idn, struct err *e)
 {
+	s->pending[0] = '\0';
 	if (!s->b)
 		return 0;
 	snprintf(backend, bn, "%s", s->b->ops->name);
@@ -112,8 +157,19 @@ int sandbox_cleanup(struct sandbox *s, char *backend, size_t bn, char *id, size_
 	int rc = drop(s, false, e);
 	log_msg(rc < 0 ? LOG_WARNING : LOG_INFO, "sandbox %s removed on request%s%s", id, rc < 0 ? ", but " : "",
 		rc < 0 ? e->msg : "");
-	s->notice[0] = '\0';
 	return rc < 0 ? -1 : 1;
+}
+
+int sandbox_watch_fd(const struct sandbox *s)
+{
+	return s->b ? backend_watch_fd(s->b) : -1;
+}
+
+void sandbox_check(struct sandbox *s)
+{
+	struct err e = {""};
+	if (s->b && backend_check(s->b, &e) != 0)
+		lost(s, e.msg);
 }
 
 int64_t sandbox_idle_deadline(const struct sandbox *s)
@@ -128,7 +184,7 @@ void sandbox_idle_expire(struct sandbox *s)
 	if (!s->b)
 		return;
 	log_msg(LOG_INFO, "sandbox %s removed after %g s unused", s->b->sandbox_id, s->cfg->idle_timeout_s);
-	snprintf(s->notice, sizeof s->notice,
+	snprintf(s->pending, sizeof s->pending,
 		 "The previous sandbox (%s) was removed after %g s without use; this call ran in a new "
 		 "sandbox with an empty workspace (earlier files and packages are gone).",
 		 s->b->sandbox_id, s->cfg->idle_timeout_s);
@@ -152,13 +208,7 @@ const char *sandbox_id(const struct sandbox *s)
 	return s->b ? s->b->sandbox_id : NULL;
 }
 
-void sandbox_take_notice(struct sandbox *s, char *buf, size_t n)
-{
-	snprintf(buf, n, "%s", s->notice);
-	s->notice[0] = '\0';
-}
-
-int sandbox_check(const struct config *cfg, FILE *f)
+int sandbox_check_all(const struct config *cfg, FILE *f)
 {
 	int usable = 0;
 	const bool autosel = !strcmp(cfg->backend, "auto");

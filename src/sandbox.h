@@ -1,8 +1,11 @@
 /*
  * The sandbox's life: the backend is chosen and the sandbox made at the first call (auto tries
  * each backend of backend_table in order, logging why each one that fails was skipped), kept
- * until cleanup, idle timeout or shutdown, and made anew by the next call. When a sandbox
- * disappears under a session (idle removal, a crash), the next result carries a notice.
+ * until cleanup, idle timeout, its death or shutdown, and made anew by the next call.
+ *
+ * Notices: when a sandbox goes away under a session (idle removal, a crash, its workspace
+ * removed on the host), the call that runs in the new sandbox that replaces it gets a notice
+ * saying its workspace is new; the call during which a sandbox died gets an error instead.
  * Used by the engine's worker thread only.
  */
 #ifndef SANDBOX_SANDBOX_H
@@ -17,28 +20,43 @@
 #include "config.h"
 #include "err.h"
 
+#define SANDBOX_NOTICE_MAX 512
+
 struct sandbox {
 	const struct config *cfg;     /* borrowed */
 	struct backend *b;            /* NULL when there is no sandbox */
-	char notice[512];             /* for the next result; "" for none */
+	char pending[SANDBOX_NOTICE_MAX]; /* for the call that makes the next sandbox; "" for none */
 	int64_t last_used;            /* monotonic ms */
 	json_t *installed;            /* requirements installed in this sandbox: object used as a set */
 };
 
 void sandbox_init(struct sandbox *s, const struct config *cfg);
 
-/* Makes the sandbox if there is none. On failure e reads
+/* Removes what servers that died left behind (every backend's reap). */
+void sandbox_reap_leftovers(const struct config *cfg);
+
+/* Makes the sandbox if there is none (or the one there turns out dead). A pending notice goes
+ * to `notice` (SANDBOX_NOTICE_MAX bytes) when this made a new sandbox. 0; BACKEND_CANCELLED when
+ * cancel_fd turned readable while a sandbox was being made; -1 with e reading
  * "Failed to initialize sandbox engine: <backend>: <reason>; ...". */
-int sandbox_ensure(struct sandbox *s, struct err *e);
+int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e);
 
 /* Runs on the sandbox (see backend.h). A sandbox found dead is removed: when the program had
- * surely not started (rs->started false) the call is retried once on a fresh sandbox, else it
- * fails and the next call gets a fresh one, with a notice either way. */
-int sandbox_run(struct sandbox *s, const struct run_req *rq, struct run_res *rs, struct err *e);
+ * surely not started (rs->started false) the call is retried once on a fresh sandbox and
+ * `notice` says so; else it fails (e says the sandbox stopped) and the next call's notice will. */
+int sandbox_run(struct sandbox *s, const struct run_req *rq, struct run_res *rs, char *notice, struct err *e);
+
+/* Writes one file into the sandbox between calls (see backend.h's put). */
+int sandbox_put(struct sandbox *s, const struct run_file *f, struct err *e);
 
 /* Destroys the sandbox; its name and id go to the buffers. 0 when there was none, 1 when it
  * was removed entirely, -1 when it was removed but something of it could not be (e says what). */
 int sandbox_cleanup(struct sandbox *s, char *backend, size_t bn, char *id, size_t idn, struct err *e);
+
+/* Between calls: an fd that turns readable when the sandbox may have died, or -1. */
+int sandbox_watch_fd(const struct sandbox *s);
+/* Between calls: removes the sandbox if it died, leaving a notice for the next call. */
+void sandbox_check(struct sandbox *s);
 
 /* Monotonic ms at which the sandbox counts as idle, or -1. */
 int64_t sandbox_idle_deadline(const struct sandbox *s);
@@ -51,10 +69,7 @@ void sandbox_shutdown(struct sandbox *s);
 const char *sandbox_backend(const struct sandbox *s);  /* borrowed; NULL when none */
 const char *sandbox_id(const struct sandbox *s);       /* borrowed; NULL when none */
 
-/* Moves the pending notice into buf ("" if none). */
-void sandbox_take_notice(struct sandbox *s, char *buf, size_t n);
-
 /* --check: tries every backend here, prints what works and which limits hold. 0 if one works. */
-int sandbox_check(const struct config *cfg, FILE *f);
+int sandbox_check_all(const struct config *cfg, FILE *f);
 
 #endif

@@ -22,8 +22,9 @@ enum tool_id { TOOL_PYTHON, TOOL_BASH, TOOL_CLEANUP, TOOL_COUNT };
 #define TOOLS_DIR WORKSPACE "/.sandbox"
 #define TOOLS_SCRIPT TOOLS_DIR "/task.py"
 #define TOOLS_PACKAGES TOOLS_DIR "/packages"
-#define TOOLS_REQUIREMENTS TOOLS_DIR "/requirements.txt"
+#define TOOLS_SHELL_SCRIPT TOOLS_DIR "/task.sh" /* bash code too long for one argument */
 #define TOOLS_OUTPUT TOOLS_DIR "/output"
+#define TOOLS_TMP TOOLS_DIR "/tmp"           /* temporary files of the install step */
 
 int tools_init(const struct config *cfg, struct err *e);
 void tools_free(void);
@@ -33,6 +34,9 @@ json_t *tools_list(void);
 
 /* The tool's id, or -1 for an unknown name. */
 int tools_find(const char *name);
+
+/* "execute_python, execute_bash_commands, cleanup_sandbox", for error texts. */
+const char *tools_names(void);
 
 /* 0 when args (borrowed) are acceptable. -1 when not: *why gets an isError CallToolResult
  * saying why (new ref), or NULL when even that could not be made (out of memory). */

@@ -4,12 +4,12 @@ load lib/helpers
 @test "--help names every option with its environment variable and default" {
 	run "$SANDBOX_MCP" --help
 	[ "$status" -eq 0 ]
-	for o in backend timeout max-timeout output-cap spill-max memory cpus pids open-files file-size \
+	for o in backend timeout max-timeout output-cap result-max spill-max memory cpus pids open-files file-size \
 		tmp-size network wheelhouse idle-timeout queue max-message keep state-dir python log-level sandbox-uid \
 		image daytona-snapshot daytona-image daytona-start-timeout; do
 		[[ "$output" == *"--$o"* ]] || { echo "missing --$o"; false; }
 	done
-	[ "$(grep -c "env SANDBOX_" <<<"$output")" -eq 25 ]
+	[ "$(grep -c "env SANDBOX_" <<<"$output")" -eq 26 ]
 	[[ "$output" == *"--check"* && "$output" == *"--version"* ]]
 }
 

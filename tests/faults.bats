@@ -43,3 +43,110 @@ EOF2
 	# It stopped because stdin closed at the end, not before.
 	grep -q "shutting down: stdin closed" "$SERVER_LOG"
 }
+
+@test "a client that stops reading stdout cannot keep the server from shutting down within 2 s" {
+	for how in TERM INT eof; do
+		run python3 "$TESTS_DIR/lib/stalled-client.py" "$how" -- "$SANDBOX_MCP" --output-cap 1M --result-max 2M
+		echo "$how: $output"
+		[ "$status" -eq 0 ]
+		jqe "${lines[${#lines[@]}-1]}" '.exit == 0 and .exit_after_ms < 2000'
+	done
+}
+
+@test "a client that reads nothing for a long time still has its requests read and answered" {
+	run python3 "$TESTS_DIR/lib/stalled-client.py" pings -- "$SANDBOX_MCP" --output-cap 1M --result-max 2M
+	echo "$output"
+	[ "$status" -eq 0 ]
+	jqe "${lines[${#lines[@]}-1]}" '.pings_answered == 5000 and .call_answered'
+}
+
+# The sandbox's init (sandbox-agent) as a child of the server whose pid is in file $1.
+agent_of() {
+	pgrep -P "$(cat "$1")" | head -1
+}
+
+@test "an agent killed between calls is reaped at once; the next call says its workspace is new" {
+	pidf="$BATS_TEST_TMPDIR/server.pid"
+	run python3 "$SESSION" --stderr "$SERVER_LOG" --pidfile "$pidf" --timeout 60 -- "$SANDBOX_MCP" <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo keep > f; echo one"}')
+{"wait": 1}
+{"sh": "kill -KILL \$(pgrep -P \$(cat $pidf))"}
+{"sh": "for i in \$(seq 200); do ps --ppid \$(cat $pidf) -o stat= | grep -q Z || exit 0; sleep 0.05; done; echo 'the dead agent stays a zombie' >&2; exit 1"}
+$(call_json 2 execute_bash_commands '{"code":"ls; echo two"}')
+EOF
+	echo "$output"
+	[ "$status" -eq 0 ]
+	result=$(response 1 | jq -c .result)
+	id1=$(printf '%s' "$result" | jq -r .structuredContent.sandbox_id)
+	result=$(response 2 | jq -c .result)
+	sc ".exit_code == 0 and .stdout == \"two\n\" and .sandbox_id != \"$id1\""
+	sc ".notice | test(\"previous sandbox \\\\($id1\\\\) stopped unexpectedly\")"
+}
+
+@test "a sandbox that dies during a call: that call gets the error, the next one the notice" {
+	pidf="$BATS_TEST_TMPDIR/server.pid"
+	run python3 "$SESSION" --stderr "$SERVER_LOG" --pidfile "$pidf" --timeout 60 -- "$SANDBOX_MCP" <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo started; sleep 30"}' '{"progressToken":"t"}')
+{"wait_line": "\"message\":\"started\""}
+{"sh": "kill -KILL \$(pgrep -P \$(cat $pidf))"}
+{"wait": 1}
+$(call_json 2 execute_bash_commands '{"code":"echo two"}')
+EOF
+	echo "$output"
+	[ "$status" -eq 0 ]
+	result=$(response 1 | jq -c .result)
+	sc '.exit_code == 1 and (.error | test("stopped unexpectedly")) and .notice == null'
+	result=$(response 2 | jq -c .result)
+	sc '.exit_code == 0 and .stdout == "two\n" and (.notice | test("stopped unexpectedly during the previous call"))'
+}
+
+@test "a workspace removed on the host between calls is noticed: a fresh sandbox, and a notice" {
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo keep > f; echo one"}')
+{"wait": 1}
+{"sh": "rm -rf $SANDBOX_STATE_DIR/local-*"}
+$(call_json 2 execute_bash_commands '{"code":"ls; echo two"}')
+$(call_json 3 execute_bash_commands '{"code":"echo three > g; cat g"}')
+EOF
+	result=$(response 2 | jq -c .result)
+	sc '.exit_code == 0 and .stdout == "two\n" and (.notice | test("removed on the host"))'
+	result=$(response 3 | jq -c .result)
+	sc '.exit_code == 0 and .stdout == "three\n" and .notice == null'
+}
+
+@test "progress is never sent after its call's response, nor after a cancellation" {
+	script="$INIT"
+	for i in $(seq 1 12); do
+		script+=$'\n'"$(call_json "$i" execute_bash_commands '{"code":"sleep 1.0$RANDOM; echo x"}' "{\"progressToken\":\"t$i\"}")"
+	done
+	script+=$'\n'"$(call_json 99 execute_bash_commands '{"code":"echo started; sleep 30"}' '{"progressToken":"c"}')"
+	script+=$'\n''{"wait_line": "\"progressToken\":\"c\""}'
+	script+=$'\n''{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}'
+	script+=$'\n''{"jsonrpc":"2.0","id":"p","method":"ping"}'
+	script+=$'\n''{"wait": "p"}'
+	script+=$'\n''{"jsonrpc":"2.0","id":"p2","method":"ping"}'
+	SESSION_TIMEOUT=90 mcp_session <<<"$script"
+	# For every call, no progress line carrying its token comes after its response line.
+	run python3 -c '
+import json, sys
+lines = [json.loads(l) for l in sys.stdin if l.strip()]
+done = {}
+for n, m in enumerate(lines):
+    if m.get("id") in range(1, 13) and "result" in m:
+        done["t%d" % m["id"]] = n
+    if m.get("id") == "p":
+        done["c"] = n
+for n, m in enumerate(lines):
+    if m.get("method") == "notifications/progress":
+        tok = m["params"]["progressToken"]
+        if tok in done and n > done[tok]:
+            sys.exit("progress for %s after its end (line %d > %d)" % (tok, n, done[tok]))
+print("ok", len(done))
+' <<<"$output"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = "ok 13" ]
+}

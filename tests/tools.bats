@@ -111,7 +111,7 @@ $(call_json 2 execute_bash_commands '{"code":"wc -c < .sandbox/output/call-1.std
 EOF
 	r=$(response 1)
 	full=$(( $(seq 1 200000 | wc -c) + 11 ))
-	jqe "$r" ".result.structuredContent.truncated == {stdout: true, stderr: false, stdout_bytes: $full, stderr_bytes: 6, stdout_file: \"/workspace/.sandbox/output/call-1.stdout\", stderr_file: null}"
+	jqe "$r" ".result.structuredContent.truncated == {stdout: true, stderr: false, stdout_bytes: $full, stderr_bytes: 6, stdout_file: \"/workspace/.sandbox/output/call-1.stdout\", stderr_file: null, stdout_file_error: null, stderr_file_error: null}"
 	jqe "$r" '.result.structuredContent.stdout | startswith("FIRST\n1\n2\n") and endswith("200000\nLAST\n") and test("bytes left out here; the full output is in /workspace/.sandbox/output/call-1.stdout")'
 	jqe "$r" '(.result.structuredContent.stdout | length) < 4200 and .result.structuredContent.stderr == "small\n"'
 	jqe "$(response 2)" ".result.structuredContent.stdout == \"$full\nLAST\ncall-1.stdout\n\""
@@ -305,7 +305,7 @@ $(call_json 3 cleanup_sandbox '{}')
 $(call_json 4 execute_bash_commands '{"code":"ls"}')
 EOF
 	id1=$(response 1 | jq -r .result.structuredContent.sandbox_id)
-	jqe "$(response 2)" ".result.structuredContent == {removed: true, backend: \"local\", sandbox_id: \"$id1\"} and .result.isError != true"
+	jqe "$(response 2)" ".result.structuredContent == {removed: true, backend: \"local\", sandbox_id: \"$id1\", error: null} and .result.isError != true"
 	jqe "$(response 3)" '.result.structuredContent.removed == false'
 	jqe "$(response 4)" ".result.structuredContent.stdout == \"\" and .result.structuredContent.sandbox_id != \"$id1\""
 	[ ! -e "$SANDBOX_STATE_DIR/$id1" ]

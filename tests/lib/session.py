@@ -37,7 +37,7 @@ def main():
         else:
             sys.exit("usage: session.py [--stderr FILE] [--timeout S] -- SERVER [ARGS]")
     cmd = args[1:]
-    script = [json.loads(l) for l in sys.stdin.read().splitlines() if l.strip()]
+    script = [json.loads(l) for l in sys.stdin.read().split("\n") if l.strip()]  # not splitlines(): it splits inside JSON on U+2028 and others
     err = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
     if pidfile:
