@@ -300,3 +300,12 @@ man_section() {
 	[ "$(printf '%s\n' "$output" | jq -c 'select(.id == 2) | .result.structuredContent.exit_code')" = 0 ]
 	[[ "$(printf '%s\n' "$output" | jq -r 'select(.id == 2) | .result.structuredContent.stdout')" == Linux\ * ]]
 }
+
+@test "man page: its Claude Code example is the README's command" {
+	need groff
+	local cmd
+	cmd=$(man_section EXAMPLES | awk '/^ +claude mcp add / {on = 1} on {print} on && !/\\$/ {exit}' |
+		sed -E 's/^ +//; s/ *\\$//' | tr '\n' ' ' | sed 's/ $//')
+	[[ "$cmd" == "claude mcp add "* ]]
+	[ "$cmd" = "$(grep -E '^claude mcp add ' "$REPO_DIR/README.md")" ]
+}
