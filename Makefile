@@ -27,9 +27,9 @@ endif
 # executable (so ASLR moves the code too), full RELRO (relocations made read-only and every
 # symbol bound at start-up) and _FORTIFY_SOURCE=3 (bounds-checked string and memory calls).
 # Fortify only works when optimising, so it is left out when the last -O of CFLAGS is -O0 or
-# there is none; it is left out of sanitizer builds too, since the sanitizers do not support
-# it (its checked wrappers hide accesses from them), and a distribution's default is undone
-# there. A _FORTIFY_SOURCE given in CPPFLAGS or CFLAGS is left as given.
+# there is none. Sanitizer builds go without it, whatever HARDEN says (a distribution's
+# default is undone too): the sanitizers do not support it, as its checked wrappers hide
+# accesses from them. A _FORTIFY_SOURCE given in CPPFLAGS or CFLAGS is left as given.
 # The static in-sandbox agent gets the same: a static PIE, full RELRO, stack protector and
 # fortify (it is always built with -Os).
 HARDEN ?= 1
@@ -42,16 +42,19 @@ HARDEN_CFLAGS := -fstack-protector-strong -fPIE
 HARDEN_LDFLAGS := -pie -Wl,-z,relro,-z,now
 AGENT_HARDEN := -fstack-protector-strong -fPIE $(FORTIFY)
 AGENT_LINK := -static-pie -Wl,-z,relro,-z,now
-ifneq ($(SANITIZE),)
-HARDEN_CFLAGS += $(if $(FORTIFY),-U_FORTIFY_SOURCE)
-else ifneq ($(filter-out -O0,$(lastword $(filter -O%,$(CFLAGS)))),)
+ifeq ($(SANITIZE),)
+ifneq ($(filter-out -O0,$(lastword $(filter -O%,$(CFLAGS)))),)
 HARDEN_CFLAGS += $(FORTIFY)
+endif
 endif
 else
 AGENT_LINK := -static
 endif
+ifneq ($(SANITIZE),)
+SAN_CFLAGS := $(SAN) $(if $(FORTIFY),-U_FORTIFY_SOURCE)
+endif
 
-ALL_CFLAGS := $(WARN) -D_GNU_SOURCE $(DEP_CFLAGS) $(HARDEN_CFLAGS) $(SAN) $(CPPFLAGS) $(CFLAGS) -MMD -MP
+ALL_CFLAGS := $(WARN) -D_GNU_SOURCE $(DEP_CFLAGS) $(HARDEN_CFLAGS) $(SAN_CFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP
 ALL_LDFLAGS := $(HARDEN_LDFLAGS) $(SAN) $(CFLAGS) $(LDFLAGS)
 LDLIBS := $(DEP_LIBS) -lpthread -lm
 # The agent: static, libc only, never instrumented; stripped when linked.
