@@ -2,10 +2,14 @@
 #   make                         build build/sandbox-mcp (the agent and schemas embedded)
 #   make test                    build, then run the whole test suite (tests/run)
 #   make SANITIZE=address,undefined test    the same with sanitizers
-#   make install PREFIX=/usr/local DESTDIR=
+#   make install PREFIX=/usr/local DESTDIR=     the binary and its man page
+#   make HARDEN=0                without the hardening flags (see below)
+# Changing CC, CPPFLAGS, CFLAGS, LDFLAGS, SANITIZE, HARDEN or WERROR rebuilds everything.
 CC ?= cc
 PKG_CONFIG ?= pkg-config
 PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
 BUILD ?= build
 CFLAGS ?= -O2 -g
 WARN := -std=c11 -Wall -Wextra -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes -Wstrict-prototypes
@@ -18,37 +22,86 @@ DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null || echo -ljansson -
 ifneq ($(SANITIZE),)
 SAN := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
-ALL_CFLAGS := $(WARN) -D_GNU_SOURCE $(DEP_CFLAGS) $(SAN) $(CFLAGS) -MMD -MP
+
+# Hardening, on unless HARDEN=0 (or empty): a stack protector, a position-independent
+# executable (so ASLR moves the code too), full RELRO (relocations made read-only and every
+# symbol bound at start-up) and _FORTIFY_SOURCE=3 (bounds-checked string and memory calls).
+# Fortify only works when optimising, so it is left out when the last -O of CFLAGS is -O0 or
+# there is none. Sanitizer builds go without it, whatever HARDEN says (a distribution's
+# default is undone too): the sanitizers do not support it, as its checked wrappers hide
+# accesses from them. A _FORTIFY_SOURCE given in CPPFLAGS or CFLAGS is left as given.
+# The static in-sandbox agent gets the same: a static PIE, full RELRO, stack protector and
+# fortify (it is always built with -Os).
+HARDEN ?= 1
+FORTIFY := -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3
+ifneq ($(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),)
+FORTIFY :=
+endif
+ifneq ($(filter-out 0,$(HARDEN)),)
+HARDEN_CFLAGS := -fstack-protector-strong -fPIE
+HARDEN_LDFLAGS := -pie -Wl,-z,relro,-z,now
+AGENT_HARDEN := -fstack-protector-strong -fPIE $(FORTIFY)
+AGENT_LINK := -static-pie -Wl,-z,relro,-z,now
+ifeq ($(SANITIZE),)
+ifneq ($(filter-out -O0,$(lastword $(filter -O%,$(CFLAGS)))),)
+HARDEN_CFLAGS += $(FORTIFY)
+endif
+endif
+else
+AGENT_LINK := -static
+endif
+ifneq ($(SANITIZE),)
+SAN_CFLAGS := $(SAN) $(if $(FORTIFY),-U_FORTIFY_SOURCE)
+endif
+
+ALL_CFLAGS := $(WARN) -D_GNU_SOURCE $(DEP_CFLAGS) $(HARDEN_CFLAGS) $(SAN_CFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP
+ALL_LDFLAGS := $(HARDEN_LDFLAGS) $(SAN) $(CFLAGS) $(LDFLAGS)
 LDLIBS := $(DEP_LIBS) -lpthread -lm
+# The agent: static, libc only, never instrumented; stripped when linked.
+AGENT_CFLAGS := $(WARN) -D_GNU_SOURCE -Os $(AGENT_HARDEN) -MMD -MP
+AGENT_LDFLAGS := $(AGENT_LINK) -s
 
 SRCS := $(wildcard src/*.c) backends/backend.c $(wildcard backends/*/*.c)
 OBJS := $(patsubst %.c,$(BUILD)/%.o,$(SRCS)) $(BUILD)/embed.o $(BUILD)/embed_table.o
 SCHEMAS := $(sort $(wildcard schemas/*.json))
+AGENT_OBJ := $(BUILD)/agent/sandbox-agent.o
 AGENT := $(BUILD)/sandbox-agent
 BIN := $(BUILD)/sandbox-mcp
-# Remember the build flavour so that switching SANITIZE rebuilds everything.
-FLAVOUR := $(BUILD)/.flavour-$(subst $(comma),_,$(SANITIZE))
-comma := ,
+MAN := doc/sandbox-mcp.1
+APPARMOR := $(DESTDIR)/etc/apparmor.d/sandbox-mcp
+
+# Everything that shapes what the compiler and the linker make, and a stamp named by its
+# checksum: every object depends on the stamp, so a change of compiler or flags between two
+# runs makes a new stamp and rebuilds everything (and `make WERROR=1` after `make` really
+# checks for warnings). The stamp holds the flags, for reading.
+shq = '$(subst ','\'',$(1))'
+FLAGS_TEXT := CC=$(CC) | $(ALL_CFLAGS) | $(ALL_LDFLAGS) $(LDLIBS) | agent: $(AGENT_CFLAGS) $(AGENT_LDFLAGS)
+FLAGS_SUM := $(firstword $(shell printf '%s' $(call shq,$(FLAGS_TEXT)) | cksum))
+STAMP := $(BUILD)/.flags-$(FLAGS_SUM)
 
 .PHONY: all test check install install-apparmor uninstall clean demo
 all: $(BIN)
 
 $(BIN): $(OBJS)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
 
-$(BUILD)/%.o: %.c $(FLAVOUR)
+$(BUILD)/%.o: %.c $(STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(FLAVOUR):
+$(STAMP):
 	@mkdir -p $(BUILD)
-	@rm -f $(BUILD)/.flavour-*
-	@touch $@
+	@rm -f $(BUILD)/.flags-* $(BUILD)/.flavour-*
+	@printf '%s\n' $(call shq,$(FLAGS_TEXT)) > $@
 
-# The in-sandbox agent: static, libc only, never instrumented.
-$(AGENT): agent/sandbox-agent.c agent/proto.h
-	@mkdir -p $(BUILD)
-	$(CC) $(WARN) -D_GNU_SOURCE -Os -static -s -o $@ agent/sandbox-agent.c
+# Compiled apart from its link so that the object's calls (__stack_chk_fail, __*_chk) show
+# what the hardening did: the linked agent is stripped.
+$(AGENT_OBJ): agent/sandbox-agent.c $(STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
+
+$(AGENT): $(AGENT_OBJ)
+	$(CC) $(AGENT_LDFLAGS) -o $@ $<
 
 $(BUILD)/embed.S: $(SCHEMAS) Makefile
 	@mkdir -p $(BUILD)
@@ -59,7 +112,7 @@ $(BUILD)/embed.S: $(SCHEMAS) Makefile
 	     printf '\t.globl emb_%d_start, emb_%d_end\n' $$i $$i; i=$$((i+1)); done; \
 	   printf '\t.section .note.GNU-stack,"",@progbits\n'; } > $@
 
-$(BUILD)/embed.o: $(BUILD)/embed.S $(AGENT) $(SCHEMAS)
+$(BUILD)/embed.o: $(BUILD)/embed.S $(AGENT) $(SCHEMAS) $(STAMP)
 	$(CC) -c -o $@ $<
 
 $(BUILD)/embed_table.c: $(SCHEMAS) Makefile
@@ -72,7 +125,7 @@ $(BUILD)/embed_table.c: $(SCHEMAS) Makefile
 	   i=0; for f in $(SCHEMAS); do echo "  {\"$$f\", emb_$${i}_start, emb_$${i}_end},"; i=$$((i+1)); done; \
 	   echo '  {NULL, NULL, NULL}};'; } > $@
 
-$(BUILD)/embed_table.o: $(BUILD)/embed_table.c
+$(BUILD)/embed_table.o: $(BUILD)/embed_table.c $(STAMP)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 test check: $(BIN)
@@ -82,17 +135,38 @@ demo: $(BIN)
 	python3 examples/demo.py $(BIN)
 
 install: $(BIN)
-	install -D -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/sandbox-mcp
+	install -d -m 755 "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)/man1"
+	install -m 755 $(BIN) "$(DESTDIR)$(BINDIR)/sandbox-mcp"
+	install -m 644 $(MAN) "$(DESTDIR)$(MANDIR)/man1/sandbox-mcp.1"
 
 # For hosts whose AppArmor restricts unprivileged user namespaces (Ubuntu 24.04 and later).
+# The profile names the installed path (without DESTDIR). It is loaded only when installing
+# onto this system (no DESTDIR) and apparmor_parser is there; else the apparmor service loads
+# it at boot.
 install-apparmor: install
-	sed 's#@BIN@#$(PREFIX)/bin/sandbox-mcp#' backends/local/apparmor.profile > $(DESTDIR)/etc/apparmor.d/sandbox-mcp
-	apparmor_parser -r $(DESTDIR)/etc/apparmor.d/sandbox-mcp
+	install -d -m 755 "$(DESTDIR)/etc/apparmor.d"
+	sed 's#@BIN@#$(BINDIR)/sandbox-mcp#' backends/local/apparmor.profile > "$(APPARMOR).tmp"
+	chmod 644 "$(APPARMOR).tmp"
+	mv -f "$(APPARMOR).tmp" "$(APPARMOR)"
+	@if [ -n "$(DESTDIR)" ]; then \
+	  echo "install-apparmor: DESTDIR is set: the profile is not loaded"; \
+	elif command -v apparmor_parser >/dev/null 2>&1; then \
+	  echo "apparmor_parser -r $(APPARMOR)"; apparmor_parser -r "$(APPARMOR)"; \
+	else \
+	  echo "install-apparmor: apparmor_parser not found: the profile is installed but not loaded" >&2; \
+	fi
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/sandbox-mcp
+	rm -f "$(DESTDIR)$(BINDIR)/sandbox-mcp" "$(DESTDIR)$(MANDIR)/man1/sandbox-mcp.1"
+	@if [ -f "$(APPARMOR)" ]; then \
+	  if [ -z "$(DESTDIR)" ] && command -v apparmor_parser >/dev/null 2>&1; then \
+	    echo "apparmor_parser -R $(APPARMOR)"; apparmor_parser -R "$(APPARMOR)" || \
+	      echo "uninstall: apparmor_parser -R failed (was the profile loaded?)" >&2; \
+	  fi; \
+	  echo "rm -f $(APPARMOR)"; rm -f "$(APPARMOR)"; \
+	fi
 
 clean:
 	rm -rf $(BUILD)
 
--include $(OBJS:.o=.d)
+-include $(OBJS:.o=.d) $(AGENT_OBJ:.o=.d)

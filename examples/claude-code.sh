@@ -1,13 +1,28 @@
 #!/bin/sh
 # Adds sandbox-mcp to Claude Code as a stdio server for all your projects (--scope user).
-# Prints the command; `sh examples/claude-code.sh --run` runs it. Options go before the
-# server's name; everything after `--` is the command line Claude Code starts.
+# Prints the command; `sh examples/claude-code.sh --run` runs it.
+# The server's name comes right after the --transport and --scope options: --env (-e) takes
+# several values, so a name after it would be read as one more variable. Everything after
+# `--` is the command line Claude Code starts.
+# SANDBOX_MCP_BIN: the server to start (default /usr/local/bin/sandbox-mcp, where
+# `make install` puts it).
 set -eu
-run=false
-[ "${1:-}" = --run ] && run=true
-set -- claude mcp add --transport stdio --scope user --env SANDBOX_TIMEOUT=120 \
-	sandbox -- /usr/local/bin/sandbox-mcp
+case ${1:-} in
+--run) run=true ;;
+"") run=false ;;
+*) echo "usage: sh examples/claude-code.sh [--run]" >&2; exit 2 ;;
+esac
+set -- claude mcp add --transport stdio --scope user sandbox --env SANDBOX_TIMEOUT=120 \
+	-- "${SANDBOX_MCP_BIN:-/usr/local/bin/sandbox-mcp}"
 if $run; then
 	exec "$@"
 fi
-echo "$*"
+# Printed so that a shell reads it back as the same words.
+line=
+for a; do
+	case $a in
+	"" | *[!A-Za-z0-9_./=:@%+,-]*) a="'$(printf '%s' "$a" | sed "s/'/'\\\\''/g")'" ;;
+	esac
+	line="$line${line:+ }$a"
+done
+printf '%s\n' "$line"

@@ -302,6 +302,16 @@ void config_usage(FILE *f)
 		fprintf(f, "      %-24s %s\n", left, o->help);
 		fprintf(f, "      %-24s env %s, default %s\n", "", o->env, *o->def ? o->def : "(none)");
 	}
+	/* The variables the backends read besides the options; none of them reaches the sandbox. */
+	fprintf(f, "\nEnvironment (besides the SANDBOX_* variables above):\n"
+		   "  DAYTONA_API_KEY      Daytona API key; with it, --backend auto tries Daytona first\n"
+		   "  DAYTONA_API_URL      Daytona API base URL (default https://app.daytona.io/api;\n"
+		   "                       the deprecated DAYTONA_SERVER_URL is read when it is unset)\n"
+		   "  DAYTONA_TARGET       Daytona region for new sandboxes (default: the organisation's)\n"
+		   "  DOCKER_HOST          the Docker engine's socket, unix:///PATH only (default: the first of\n"
+		   "                       /var/run/docker.sock, $XDG_RUNTIME_DIR/docker.sock,\n"
+		   "                       $XDG_RUNTIME_DIR/podman/podman.sock, /run/podman/podman.sock)\n"
+		   "  TMPDIR               where the default state folder goes (default /tmp)\n");
 	fprintf(f, "\nSizes take K, M, G suffixes (powers of 1024). Logs go to stderr; stdout carries only\n"
 		   "the protocol. Exit status: 0 on a clean shutdown, 2 on a usage error, 1 otherwise.\n");
 }

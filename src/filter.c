@@ -96,7 +96,7 @@ static int build_rules(scmp_filter_ctx ctx, unsigned *n, struct err *e)
 		if (add(ctx, n, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, &c, e) < 0)
 			return -1;
 	}
-	struct scmp_arg_cmp above = SCMP_A0(SCMP_CMP_GE, AF_MAX);
+	struct scmp_arg_cmp above = SCMP_A0(SCMP_CMP_GE, AF_MAX, 0);
 	if (add(ctx, n, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, &above, e) < 0)
 		return -1;
 	/* personality: no turning off address randomisation or making reads imply exec. */

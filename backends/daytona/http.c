@@ -66,7 +66,7 @@ int dt_http_open(struct dt_http *h, struct err *e)
 	snprintf(auth, alen, "Authorization: Bearer %s", key);
 	static const char *const fixed[] = {
 		"X-Daytona-Source: sandbox-mcp",
-		"X-Daytona-SDK-Version: " DT_API_REVISION,
+		("X-Daytona-SDK-Version: " DT_API_REVISION),
 		"Expect:",
 	};
 	struct curl_slist *t = curl_slist_append(hl, auth);
