@@ -67,6 +67,9 @@ SCHEMAS := $(sort $(wildcard schemas/*.json))
 AGENT_OBJ := $(BUILD)/agent/sandbox-agent.o
 AGENT := $(BUILD)/sandbox-agent
 BIN := $(BUILD)/sandbox-mcp
+# The unit tests' helper: the server's objects but its main, and tests/helper's commands.
+HELPER := $(BUILD)/test-helper
+HELPER_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/helper/*.c)) $(filter-out $(BUILD)/src/main.o,$(OBJS))
 MAN := doc/sandbox-mcp.1
 APPARMOR := $(DESTDIR)/etc/apparmor.d/sandbox-mcp
 
@@ -80,10 +83,13 @@ FLAGS_SUM := $(firstword $(shell printf '%s' $(call shq,$(FLAGS_TEXT)) | cksum))
 STAMP := $(BUILD)/.flags-$(FLAGS_SUM)
 
 .PHONY: all test check install install-apparmor uninstall clean demo
-all: $(BIN)
+all: $(BIN) $(HELPER)
 
 $(BIN): $(OBJS)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
+
+$(HELPER): $(HELPER_OBJS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(HELPER_OBJS) $(LDLIBS)
 
 $(BUILD)/%.o: %.c $(STAMP)
 	@mkdir -p $(dir $@)
@@ -128,7 +134,7 @@ $(BUILD)/embed_table.c: $(SCHEMAS) Makefile
 $(BUILD)/embed_table.o: $(BUILD)/embed_table.c $(STAMP)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-test check: $(BIN)
+test check: $(BIN) $(HELPER)
 	tests/run
 
 demo: $(BIN)
@@ -169,4 +175,4 @@ uninstall:
 clean:
 	rm -rf $(BUILD)
 
--include $(OBJS:.o=.d) $(AGENT_OBJ:.o=.d)
+-include $(OBJS:.o=.d) $(AGENT_OBJ:.o=.d) $(HELPER_OBJS:.o=.d)
