@@ -309,3 +309,21 @@ man_section() {
 	[[ "$cmd" == "claude mcp add "* ]]
 	[ "$cmd" = "$(grep -E '^claude mcp add ' "$REPO_DIR/README.md")" ]
 }
+
+@test "the Daytona API key's copies are wiped by calls the compiler keeps" {
+	# A memset of memory about to be freed is a dead store the compiler may drop; the wipe must
+	# be a real call (explicit_bzero), in the functions that hold the key: opening and closing
+	# the client and each request (which copies the headers). wipe_free is the helper that calls
+	# it, when the compiler keeps it a function of its own.
+	command -v objdump >/dev/null || skip_or_fail "needs objdump (binutils)"
+	calls() { objdump -d --disassemble="$1" "$SANDBOX_MCP" | grep -cE "call.*<($2)" || true; }
+	for f in dt_http_open dt_http_close dt_http_call; do
+		[ "$(calls "$f" 'explicit_bzero|__explicit_bzero_chk|wipe_free|attempt')" -ge 1 ] || { echo "$f: no wipe"; false; }
+	done
+	if objdump -d --disassemble=wipe_free "$SANDBOX_MCP" | grep -q "<wipe_free>:"; then
+		[ "$(calls wipe_free 'explicit_bzero|__explicit_bzero_chk')" -ge 1 ]
+	fi
+	if objdump -d --disassemble=attempt "$SANDBOX_MCP" | grep -q "<attempt>:"; then
+		[ "$(calls attempt 'explicit_bzero|__explicit_bzero_chk|wipe_free')" -ge 1 ]
+	fi
+}

@@ -28,6 +28,15 @@ static void curl_init(void)
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+/* Frees a header list that holds the key, wiping every entry before it goes back to the
+ * allocator. NULL is fine. */
+static void wipe_free(struct curl_slist *list)
+{
+	for (struct curl_slist *l = list; l; l = l->next)
+		explicit_bzero(l->data, strlen(l->data));
+	curl_slist_free_all(list);
+}
+
 int dt_http_open(struct dt_http *h, struct err *e)
 {
 	memset(h, 0, sizeof *h);
@@ -70,15 +79,16 @@ int dt_http_open(struct dt_http *h, struct err *e)
 		"Expect:",
 	};
 	struct curl_slist *t = curl_slist_append(hl, auth);
-	/* The key is copied into the list; wipe our copy. */
-	memset(auth, 0, alen);
+	/* The key is copied into the list; wipe our copy. explicit_bzero, not memset: a store to
+	 * memory about to be freed is dead to the compiler, which may drop a memset. */
+	explicit_bzero(auth, alen);
 	free(auth);
 	for (size_t i = 0; t && i < sizeof fixed / sizeof fixed[0]; i++) {
 		hl = t;
 		t = curl_slist_append(hl, fixed[i]);
 	}
 	if (!t) {
-		curl_slist_free_all(hl);
+		wipe_free(hl);
 		return err_set(e, "out of memory");
 	}
 	h->headers = t;
@@ -95,8 +105,7 @@ void dt_http_close(struct dt_http *h)
 	if (h->curl)
 		curl_easy_cleanup(h->curl);
 	h->curl = NULL;
-	if (h->headers)
-		curl_slist_free_all(h->headers);
+	wipe_free(h->headers);
 	h->headers = NULL;
 }
 
@@ -242,9 +251,12 @@ static CURLcode attempt(struct dt_http *h, const struct dt_req *rq, struct dt_re
 		if (!body)
 			goto out;
 		/* The shared list must not grow per request: chain a private copy. */
-		for (struct curl_slist *p = h->headers; p; p = p->next)
-			if (!(extra = curl_slist_append(extra, p->data)))
+		for (struct curl_slist *p = h->headers; p; p = p->next) {
+			struct curl_slist *n = curl_slist_append(extra, p->data);
+			if (!n)
 				goto out;
+			extra = n;
+		}
 		struct curl_slist *t = curl_slist_append(extra, "Content-Type: application/json");
 		if (!t)
 			goto out;
@@ -323,7 +335,7 @@ out:
 	free(s.buf);
 	free(body);
 	curl_mime_free(mime);
-	curl_slist_free_all(extra);
+	wipe_free(extra);
 	return rc;
 }
 
