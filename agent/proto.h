@@ -13,12 +13,15 @@
  *   agent  -> server  AG_HELLO   u32 AG_VERSION
  *   server -> agent   AG_FILTER  struct sock_filter[]: installed on the agent itself, so every
  *                                process it starts inherits it; answered by AG_OK / AG_ERR
- *   server -> agent   AG_PUT     u32 mode, str path, bytes: write a file (parents created);
+ *   server -> agent   AG_PUT     u32 mode, str path, bytes: write a file (parents created) as a
+ *                                new file renamed over path, so that whatever the code left
+ *                                there (a FIFO, a symlink) is replaced, never opened;
  *                                answered by AG_OK / AG_ERR
  *   server -> agent   AG_RUN     run spec (below); answered by AG_OUT* then AG_EXIT, or AG_ERR
  *   server -> agent   AG_KILL    empty: kill the running call's processes now
  *   agent  -> server  AG_OUT     u8 stream (1 stdout, 2 stderr), bytes
- *   agent  -> server  AG_EXIT    i32 wait status, u32 flags, u64 bytes[2]
+ *   agent  -> server  AG_EXIT    i32 wait status, u32 flags, u64 bytes[2], u32 spill_errno[2]
+ *                                (why a stream past the cap could not be saved; 0 when it was)
  *
  * Run spec: u32 flags, u64 cap, u64 spill_max, str cwd, str spill_prefix,
  *           u32 nrlim, nrlim x (u32 resource, u64 limit), u32 argc, str argv[argc],
@@ -32,7 +35,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define AG_VERSION 1u
+#define AG_VERSION 2u
 #define AG_MAX_FRAME (64u << 20)
 
 enum ag_type {

@@ -55,7 +55,8 @@ struct stream {
 	size_t head_len;
 	int spill_fd;           /* -1 until the stream passes the cap */
 	uint64_t spilled;       /* bytes written to the spill file */
-	int spill_failed, spill_cut;
+	int spill_errno;        /* why the spill file could not be written; 0 when it could */
+	int spill_cut;
 };
 
 struct call {
@@ -69,8 +70,10 @@ struct call {
 static int ctl = -1;
 static int sigfd = -1;
 static int filter_installed;
-static struct call call;
+/* No call yet: every fd "none" (-1), never 0. */
+static struct call call = {.s = {{.fd = -1, .spill_fd = -1}, {.fd = -1, .spill_fd = -1}}};
 static struct ag_buf out;
+static unsigned tmp_seq;
 
 static void die(const char *what)
 {
@@ -149,6 +152,36 @@ static int make_parents(const char *path)
 	return 0;
 }
 
+/*
+ * Creates path anew, as a fresh file renamed over whatever is there: a FIFO, a symlink or a
+ * file the code planted is replaced, never opened (opening a FIFO for writing would block until
+ * someone reads it). Returns the open fd (write-only), or -1 with errno set.
+ */
+static int create_fresh(const char *path, unsigned mode)
+{
+	char tmp[4200];
+	const char *slash = strrchr(path, '/');
+	int n = snprintf(tmp, sizeof tmp, "%.*s.sandbox-agent-%u-%u.tmp", slash ? (int)(slash - path + 1) : 0, path,
+			 (unsigned)getpid(), tmp_seq++);
+	if (n < 0 || (size_t)n >= sizeof tmp) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (make_parents(path) < 0)
+		return -1;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode & 07777);
+	if (fd < 0)
+		return -1;
+	if (fchmod(fd, mode & 07777) < 0 || rename(tmp, path) < 0) {
+		int err = errno;
+		close(fd);
+		unlink(tmp);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
 static void do_put(struct ag_cur *c)
 {
 	size_t plen, dlen = 0;
@@ -163,16 +196,12 @@ static void do_put(struct ag_cur *c)
 	path[plen] = '\0';
 	const void *data = c->p;
 	dlen = c->left;
-	if (make_parents(path) < 0) {
-		send_errno(path, errno);
-		return;
-	}
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode & 07777);
+	int fd = create_fresh(path, mode);
 	if (fd < 0) {
 		send_errno(path, errno);
 		return;
 	}
-	if (write_full(fd, data, dlen) < 0 || fchmod(fd, mode & 07777) < 0) {
+	if (write_full(fd, data, dlen) < 0) {
 		int err = errno;
 		close(fd);
 		send_errno(path, err);
@@ -215,6 +244,22 @@ static void do_filter(struct ag_cur *c)
 	send_simple(AG_OK, NULL);
 }
 
+/* Every signal back to its default action, none blocked: the code starts as if from a fresh
+ * login, whatever the processes before it ignored (an ignored SIGPIPE would turn `yes | head -1`
+ * into "Broken pipe" errors) or blocked. Async-signal-safe. */
+static void reset_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_DFL;
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			sigaction(s, &sa, NULL); /* the C library's own signals refuse: nothing to reset */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 /* PATH search in the call's own environment (execvpe would use the agent's). */
 static void exec_path(const char *file, char *const argv[], char *const envp[])
 {
@@ -254,7 +299,7 @@ static void stream_reset(struct stream *s, int fd)
 	s->head_len = 0;
 	s->spill_fd = -1;
 	s->spilled = 0;
-	s->spill_failed = s->spill_cut = 0;
+	s->spill_errno = s->spill_cut = 0;
 }
 
 static void spill_write(struct stream *s, const void *d, size_t n)
@@ -266,9 +311,9 @@ static void spill_write(struct stream *s, const void *d, size_t n)
 		s->spill_cut = 1;
 	}
 	if (n && write_full(s->spill_fd, d, n) < 0) {
+		s->spill_errno = errno ? errno : EIO;
 		close(s->spill_fd);
 		s->spill_fd = -1;
-		s->spill_failed = 1;
 		return;
 	}
 	s->spilled += n;
@@ -281,13 +326,12 @@ static void stream_keep(int idx, const unsigned char *d, size_t n)
 	s->bytes += n;
 	if (!call.spill_prefix[0])
 		return;
-	if (s->spill_fd < 0 && !s->spill_failed && s->bytes > call.cap) {
+	if (s->spill_fd < 0 && !s->spill_errno && s->bytes > call.cap) {
 		char path[4200];
 		snprintf(path, sizeof path, "%s.%s", call.spill_prefix, idx ? "stderr" : "stdout");
-		if (make_parents(path) == 0)
-			s->spill_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+		s->spill_fd = create_fresh(path, 0644);
 		if (s->spill_fd < 0) {
-			s->spill_failed = 1;
+			s->spill_errno = errno ? errno : EIO;
 		} else {
 			spill_write(s, s->head, s->head_len);
 			spill_write(s, d, n);
@@ -301,12 +345,12 @@ static void stream_keep(int idx, const unsigned char *d, size_t n)
 		spill_write(s, d, n);
 		return;
 	}
-	if (s->spill_failed)
+	if (s->spill_errno)
 		return;
 	if (!s->head) {
 		s->head = malloc(call.cap ? call.cap : 1);
 		if (!s->head) {
-			s->spill_failed = 1;
+			s->spill_errno = ENOMEM;
 			return;
 		}
 	}
@@ -397,8 +441,11 @@ static void finish_call(void)
 	for (int i = 0; i < 2; i++) {
 		struct stream *s = &call.s[i];
 		if (s->spill_fd >= 0) {
-			close(s->spill_fd);
-			flags |= i ? AG_EXIT_SPILL_ERR : AG_EXIT_SPILL_OUT;
+			if (close(s->spill_fd) < 0)
+				s->spill_errno = errno ? errno : EIO;
+			else
+				flags |= i ? AG_EXIT_SPILL_ERR : AG_EXIT_SPILL_OUT;
+			s->spill_fd = -1;
 		}
 		if (s->spill_cut)
 			flags |= AG_EXIT_SPILL_CUT;
@@ -410,6 +457,8 @@ static void finish_call(void)
 	ag_put_u32(&out, flags);
 	ag_put_u64(&out, call.s[0].bytes);
 	ag_put_u64(&out, call.s[1].bytes);
+	ag_put_u32(&out, (uint32_t)call.s[0].spill_errno);
+	ag_put_u32(&out, (uint32_t)call.s[1].spill_errno);
 	send_frame();
 	call.pid = 0;
 }
@@ -497,9 +546,7 @@ static void do_run(struct ag_cur *c)
 		return;
 	}
 	if (pid == 0) {
-		sigset_t all;
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL);
+		reset_signals();
 		setsid();
 		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
 			goto child_fail;

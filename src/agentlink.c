@@ -258,12 +258,14 @@ int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct ag
 					rs->bytes[fr.data[0] - 1] += fr.len - 1;
 				if (rq->on_output)
 					rq->on_output(rq->ctx, fr.data[0], (char *)fr.data + 1, fr.len - 1);
-			} else if (fr.type == AG_EXIT && fr.len >= 24) {
+			} else if (fr.type == AG_EXIT && fr.len >= 32) {
 				int status = (int)ag_le32(fr.data);
 				uint32_t flags = ag_le32(fr.data + 4);
-				struct ag_cur c = {fr.data + 8, 16, 0};
+				struct ag_cur c = {fr.data + 8, 24, 0};
 				rs->bytes[0] = ag_get_u64(&c);
 				rs->bytes[1] = ag_get_u64(&c);
+				rs->spill_errno[0] = (int)ag_get_u32(&c);
+				rs->spill_errno[1] = (int)ag_get_u32(&c);
 				rs->spilled[0] = flags & AG_EXIT_SPILL_OUT;
 				rs->spilled[1] = flags & AG_EXIT_SPILL_ERR;
 				rs->spill_cut = flags & AG_EXIT_SPILL_CUT;

@@ -397,6 +397,14 @@ static void child_main(const struct plan *p)
 	/* stderr last: a failure above is still reported through err_fd. */
 	if (dup2(null, 2) < 0)
 		child_fail(p, STEP_FDS);
+	/* The agent starts with default signal actions, not the server's (it ignores SIGPIPE):
+	 * ignored signals stay ignored across exec, down to the code. */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			sigaction(s, &dfl, NULL);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);

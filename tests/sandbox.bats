@@ -1,0 +1,95 @@
+# What code in the sandbox sees and what it cannot do to the sandbox's own machinery: signals,
+# files it plants where the sandbox writes, spill failures, out-of-memory kills, removal of
+# whatever it leaves. Each case runs on the local backend and on Docker.
+load lib/helpers
+load lib/docker-setup
+
+setup_file() { docker_setup_file; }
+teardown_file() { docker_teardown_file; }
+
+bash_call() { # ID CODE [TIMEOUT]
+	call_json "$1" execute_bash_commands "$(jq -cn --arg c "$2" --argjson t "${3:-null}" '{code: $c} + (if $t then {timeout_s: $t} else {} end)')"
+}
+
+py_call() { # ID SCRIPT [TIMEOUT]
+	call_json "$1" execute_python "$(jq -cn --arg s "$2" --argjson t "${3:-null}" '{script: $s} + (if $t then {timeout_s: $t} else {} end)')"
+}
+
+res() { # ID: the result of response ID into $result
+	result=$(response "$1" | jq -c .result)
+}
+
+# ---------------------------------------------------------------- signals
+
+signals_case() {
+	with_backend "$1"
+	tool execute_bash_commands '{"code":"yes | head -1; grep -E \"^Sig(Blk|Ign)\" /proc/self/status"}'
+	sc '.exit_code == 0 and .stderr == "" and .stdout == "y\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"'
+	# A child of Python sees them as a plain `python3 task.py` gives them (CPython ignores
+	# SIGPIPE for itself and restores it for what it starts).
+	tool execute_python '{"script":"import subprocess\nprint(subprocess.run([\"sh\", \"-c\", \"yes | head -1\"], capture_output=True).stderr)"}'
+	sc '.exit_code == 0 and .stdout == "b'"''"'\n"'
+}
+
+@test "local: the code starts with every signal at its default and none blocked (no 'Broken pipe')" { signals_case local; }
+@test "docker: the code starts with every signal at its default and none blocked (no 'Broken pipe')" { signals_case docker; }
+
+# ---------------------------------------------------------------- planted files
+
+fifo_script_case() {
+	with_backend "$1"
+	mcp_session <<EOF
+$INIT
+$(bash_call 1 'echo marker > m; mkdir -p .sandbox; rm -f .sandbox/task.py; mkfifo .sandbox/task.py; ls -l .sandbox/task.py')
+{"wait": 1}
+$(py_call 2 'print("ok")' 3)
+{"wait": 2}
+$(bash_call 3 'cat m; [ -f .sandbox/task.py ] && [ ! -p .sandbox/task.py ] && echo regular')
+EOF
+	res 1
+	sc '.exit_code == 0 and (.stdout | startswith("p"))'
+	id=$(printf '%s' "$result" | jq -r .structuredContent.sandbox_id)
+	res 2
+	sc ".exit_code == 0 and .stdout == \"ok\n\" and .duration_ms < 3000 and .sandbox_id == \"$id\""
+	res 3
+	sc ".stdout == \"marker\nregular\n\" and .sandbox_id == \"$id\""
+}
+
+@test "local: a FIFO planted at the script's path neither blocks the call nor costs the workspace" { fifo_script_case local; }
+@test "docker: a FIFO planted at the script's path neither blocks the call nor costs the workspace" { fifo_script_case docker; }
+
+planted_spill_case() {
+	with_backend "$1"
+	mcp_session --output-cap 4K <<EOF
+$INIT
+$(bash_call 1 'mkdir -p .sandbox/output; echo victim > v; mkfifo .sandbox/output/call-2.stdout; ln -s ../../v .sandbox/output/call-2.stderr')
+{"wait": 1}
+$(bash_call 2 'seq 1 20000; seq 1 20000 >&2' 3)
+{"wait": 2}
+$(bash_call 3 'cat v; wc -c < .sandbox/output/call-2.stdout; wc -c < .sandbox/output/call-2.stderr; [ -L .sandbox/output/call-2.stderr ] || echo replaced')
+EOF
+	res 2
+	n=$(seq 1 20000 | wc -c)
+	sc ".exit_code == 0 and .duration_ms < 3000 and .truncated.stdout_file == \"/workspace/.sandbox/output/call-2.stdout\" and .truncated.stderr_bytes == $n"
+	res 3
+	sc ".stdout == \"victim\n$n\n$n\nreplaced\n\""
+}
+
+@test "local: a FIFO or symlink planted at a spill file's path is replaced, never opened or followed" { planted_spill_case local; }
+@test "docker: a FIFO or symlink planted at a spill file's path is replaced, never opened or followed" { planted_spill_case docker; }
+
+spill_failure_case() {
+	with_backend "$1"
+	mcp_session --output-cap 4K <<EOF
+$INIT
+$(bash_call 1 'mkdir -p .sandbox/output; chmod 555 .sandbox/output')
+{"wait": 1}
+$(bash_call 2 'seq 1 20000')
+EOF
+	res 2
+	sc '.exit_code == 0 and .truncated.stdout and .truncated.stdout_file == null and (.truncated.stdout_file_error | test("Permission denied"))'
+	jqe "$result" '.content[0].text | test("the full text could not be saved: .*Permission denied")'
+}
+
+@test "local: a cut stream whose full text cannot be saved says why" { spill_failure_case local; }
+@test "docker: a cut stream whose full text cannot be saved says why" { spill_failure_case docker; }
