@@ -93,3 +93,80 @@ EOF
 
 @test "local: a cut stream whose full text cannot be saved says why" { spill_failure_case local; }
 @test "docker: a cut stream whose full text cannot be saved says why" { spill_failure_case docker; }
+
+# ---------------------------------------------------------------- removal
+
+# Code that makes every shape it can: a 5000-level folder chain holding 20 MiB, folders without
+# read or search rights, links (to files and folders outside the sandbox's folder, which must
+# survive), a FIFO, a socket, hard links, long names.
+TORTURE='import os, socket
+os.makedirs("t", exist_ok=True)
+os.chdir("t")
+for i in range(5000):
+    os.mkdir("d")
+    os.chdir("d")
+    if i % 5 == 0:
+        with open("f", "wb") as f:
+            f.write(b"x" * 20971)
+os.chdir("/workspace/t")
+for name, mode in (("noread", 0o300), ("nosearch", 0o600), ("nothing", 0o000)):
+    os.makedirs(name + "/inner/deeper")
+    open(name + "/inner/deeper/f", "w").write("x")
+    os.chmod(name + "/inner", mode)
+    os.chmod(name, mode)
+os.symlink(OUTSIDE + "/keep", "link-to-file")
+os.symlink(OUTSIDE, "link-to-folder")
+os.mkfifo("fifo")
+s = socket.socket(socket.AF_UNIX); s.bind("sock")
+open("hard", "w").write("h"); os.link("hard", "hard2")
+open("n" * 250, "w").write("long")
+print("made")'
+
+removal_case() {
+	with_backend "$1"
+	local outside="$BATS_TEST_TMPDIR/outside"
+	mkdir -p "$outside/sub"
+	echo keep > "$outside/keep"
+	echo keep > "$outside/sub/keep"
+	chmod -R o+rX "$BATS_TEST_TMPDIR"
+	script="OUTSIDE = \"$outside\"
+$TORTURE"
+	SESSION_TIMEOUT=300 mcp_session <<EOF
+$INIT
+$(py_call 1 "$script" 200)
+{"wait": 1}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"cleanup_sandbox","arguments":{}}}
+EOF
+	res 1
+	sc '.exit_code == 0 and .stdout == "made\n"'
+	jqe "$(response 2)" '.result.structuredContent.removed == true and .result.structuredContent.error == null and .result.isError != true'
+	# Nothing of the sandbox is left on the host; what its links pointed at is untouched.
+	[ -z "$(find "$SANDBOX_STATE_DIR" -mindepth 1 -maxdepth 1 -name "$1-*")" ]
+	[ "$(cat "$outside/keep" "$outside/sub/keep")" = "$(printf 'keep\nkeep')" ]
+}
+
+@test "local: cleanup removes any tree the code can make, 5000 levels deep included, and follows no link" { removal_case local; }
+@test "docker: cleanup removes any tree the code can make, 5000 levels deep included, and follows no link" { removal_case docker; }
+
+removal_failure_case() {
+	with_backend "$1"
+	command -v chattr >/dev/null || skip_or_fail "needs chattr (e2fsprogs)"
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root to make a file immutable"
+	mcp_session <<EOF
+$INIT
+$(bash_call 1 'echo stuck > stuck; echo made')
+{"wait": 1}
+{"sh": "chattr +i $SANDBOX_STATE_DIR/$1-*/workspace/stuck"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"cleanup_sandbox","arguments":{}}}
+{"wait": 2}
+{"sh": "chattr -i $SANDBOX_STATE_DIR/$1-*/workspace/stuck"}
+$(bash_call 3 'ls; echo fresh')
+EOF
+	jqe "$(response 2)" '.result.structuredContent.removed == true and .result.isError == true and (.result.structuredContent.error | test("could not remove .*Operation not permitted"))'
+	jqe "$(response 2)" '.result.content[0].text | test("not all of it could be removed")'
+	res 3
+	sc '.exit_code == 0 and .stdout == "fresh\n"'
+}
+
+@test "local: a cleanup that cannot remove everything says so instead of claiming it did" { removal_failure_case local; }
+@test "docker: a cleanup that cannot remove everything says so instead of claiming it did" { removal_failure_case docker; }

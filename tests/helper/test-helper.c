@@ -6,17 +6,21 @@
  *   test-helper proxy SOCK URL|HOST...   serve the install step's proxy on SOCK for these index
  *                                        URLs and hosts until stdin closes; prints "ready", then
  *                                        "allowed N refused N" at the end
+ *   test-helper tree-remove PATH         remove PATH and all below it; prints "removed" or the
+ *                                        error
  *   test-helper addr-allowed HOST ADDR [URL|HOST...]
  *                                        would the proxy connect to ADDR, which HOST resolved to?
  *                                        prints "yes" or "no"
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../../src/proxy.h"
+#include "../../src/tree.h"
 
 static int policy_of(struct proxy_policy *p, int n, char **items)
 {
@@ -76,12 +80,25 @@ static int cmd_addr_allowed(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_tree_remove(int argc, char **argv)
+{
+	if (argc != 1)
+		return 1;
+	if (tree_remove(argv[0]) < 0) {
+		printf("%s\n", strerror(errno));
+		return 1;
+	}
+	printf("removed\n");
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
 } cmds[] = {
 	{"proxy", cmd_proxy},
 	{"addr-allowed", cmd_addr_allowed},
+	{"tree-remove", cmd_tree_remove},
 };
 
 int main(int argc, char **argv)
@@ -89,6 +106,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; argc > 1 && i < sizeof cmds / sizeof cmds[0]; i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].run(argc - 2, argv + 2);
-	fprintf(stderr, "usage: test-helper COMMAND ARGS... (commands: proxy, addr-allowed)\n");
+	fprintf(stderr, "usage: test-helper COMMAND ARGS... (commands: proxy, addr-allowed, tree-remove)\n");
 	return 2;
 }
