@@ -47,10 +47,15 @@ static bool has_word(const char *list, const char *word, char sep)
 	return false;
 }
 
-/* Our own cgroup path in the hierarchy holding `controller` ("" for v2's). */
-static int own_path(const char *controller, char *out, size_t n)
+/* The cgroup path of pid (0: ourselves) in the hierarchy holding `controller` ("" for v2's). */
+static int path_of(pid_t pid, const char *controller, char *out, size_t n)
 {
-	FILE *f = fopen("/proc/self/cgroup", "re");
+	char proc[64];
+	if (pid)
+		snprintf(proc, sizeof proc, "/proc/%d/cgroup", (int)pid);
+	else
+		snprintf(proc, sizeof proc, "/proc/self/cgroup");
+	FILE *f = fopen(proc, "re");
 	if (!f)
 		return -1;
 	char line[4096];
@@ -104,10 +109,11 @@ static int find_mount(const char *controller, char *mnt, char *root, size_t n)
 	return rc;
 }
 
-static int hierarchy_dir(const char *controller, char *out, size_t n)
+/* The folder of pid's (0: our own) cgroup holding `controller` ("": v2's), as we see it. */
+static int cgroup_dir_of(pid_t pid, const char *controller, char *out, size_t n)
 {
 	char mnt[PATH_MAX], root[PATH_MAX], own[PATH_MAX];
-	if (find_mount(controller, mnt, root, sizeof mnt) < 0 || own_path(controller, own, sizeof own) < 0)
+	if (find_mount(controller, mnt, root, sizeof mnt) < 0 || path_of(pid, controller, own, sizeof own) < 0)
 		return -1;
 	const char *rel = own;
 	size_t rl = strlen(root);
@@ -142,7 +148,7 @@ static bool try_v1(struct cgroup *cg, const char *name, uint64_t memory, uint64_
 	bool any = false;
 	for (int c = 0; c < CG_N; c++) {
 		char base[PATH_MAX], val[64];
-		if (hierarchy_dir(names[c], base, sizeof base) < 0)
+		if (cgroup_dir_of(0, names[c], base, sizeof base) < 0)
 			continue;
 		if ((size_t)snprintf(cg->dir[c], sizeof cg->dir[c], "%s/%s", base, name) >= sizeof cg->dir[c] ||
 		    (mkdir(cg->dir[c], 0755) < 0 && errno != EEXIST)) {
@@ -185,7 +191,7 @@ static bool try_v1(struct cgroup *cg, const char *name, uint64_t memory, uint64_
 static bool try_v2(struct cgroup *cg, const char *name, uint64_t memory, uint64_t pids, double cpus)
 {
 	char base[PATH_MAX], buf[512], path[PATH_MAX + 64];
-	if (hierarchy_dir("", base, sizeof base) < 0)
+	if (cgroup_dir_of(0, "", base, sizeof base) < 0)
 		return false;
 	snprintf(path, sizeof path, "%s/cgroup.controllers", base);
 	if (read_file(path, buf, sizeof buf) < 0)
@@ -324,10 +330,47 @@ void cgroup_reap(void)
 {
 	char base[PATH_MAX];
 	for (int c = 0; c < CG_N; c++)
-		if (hierarchy_dir(names[c], base, sizeof base) == 0)
+		if (cgroup_dir_of(0, names[c], base, sizeof base) == 0)
 			reap_dir(base);
-	if (hierarchy_dir("", base, sizeof base) == 0)
+	if (cgroup_dir_of(0, "", base, sizeof base) == 0)
 		reap_dir(base);
+}
+
+/* "oom_kill N" of a memory cgroup folder: memory.events on v2, memory.oom_control on v1. */
+static int oom_kills_in(const char *dir, uint64_t *n)
+{
+	static const char *const files[] = {"memory.events", "memory.oom_control"};
+	for (size_t i = 0; i < 2; i++) {
+		char path[PATH_MAX + 32], buf[1024];
+		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+		if (read_file(path, buf, sizeof buf) < 0)
+			continue;
+		for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+			unsigned long long v;
+			if (sscanf(l, "oom_kill %llu", &v) == 1) {
+				*n = v;
+				return 0;
+			}
+		}
+	}
+	return -1;
+}
+
+int cgroup_oom_kills(const struct cgroup *cg, uint64_t *n)
+{
+	if (!cg->on[CG_MEMORY])
+		return -1;
+	return oom_kills_in(cg->dir[CG_MEMORY], n);
+}
+
+int cgroup_oom_kills_of(pid_t pid, uint64_t *n)
+{
+	char dir[PATH_MAX];
+	if (cgroup_dir_of(pid, "memory", dir, sizeof dir) == 0 && oom_kills_in(dir, n) == 0)
+		return 0;
+	if (cgroup_dir_of(pid, "", dir, sizeof dir) == 0 && oom_kills_in(dir, n) == 0)
+		return 0;
+	return -1;
 }
 
 const char *cgroup_mechanism(const struct cgroup *cg, int controller)

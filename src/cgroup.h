@@ -36,6 +36,14 @@ void cgroup_destroy(struct cgroup *cg);
  * pid of the server that made them ("sandbox-mcp-PID-...", and v2's "sandbox-mcp-server-PID"). */
 void cgroup_reap(void);
 
+/* How many times the kernel's out-of-memory killer has ended a process of the sandbox's memory
+ * cgroup so far (-1 when there is no memory cgroup). Compared before and after a call, it
+ * tells an OOM kill from any other SIGKILL. */
+int cgroup_oom_kills(const struct cgroup *cg, uint64_t *n);
+
+/* The same for the memory cgroup pid is in (a container's init, say), as this host sees it. */
+int cgroup_oom_kills_of(pid_t pid, uint64_t *n);
+
 /* "cgroup v1" / "cgroup v2" for a controller that is on; NULL when it is not. */
 const char *cgroup_mechanism(const struct cgroup *cg, int controller);
 

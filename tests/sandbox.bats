@@ -170,3 +170,28 @@ EOF
 
 @test "local: a cleanup that cannot remove everything says so instead of claiming it did" { removal_failure_case local; }
 @test "docker: a cleanup that cannot remove everything says so instead of claiming it did" { removal_failure_case docker; }
+
+# ---------------------------------------------------------------- out of memory
+
+oom_case() {
+	with_backend "$1"
+	mcp_session --memory 64M <<EOF
+$INIT
+$(py_call 1 'x = bytearray(400 * 1024 * 1024)
+print("survived")')
+{"wait": 1}
+$(bash_call 2 'kill -KILL $$')
+EOF
+	res 1
+	sc '.exit_code == 137 and .oom_killed == true'
+	jqe "$result" '.content[0].text | test("killed: out of memory: .*64 MiB, --memory")'
+	# A SIGKILL from anything else is not reported as out of memory.
+	res 2
+	sc '.exit_code == 137 and .oom_killed == false'
+}
+
+@test "local: an out-of-memory kill says so, with the limit" {
+	grep -qE "^[0-9]+:([^:]*,)?memory:|^0::" /proc/self/cgroup || skip_or_fail "no memory cgroup here"
+	oom_case local
+}
+@test "docker: an out-of-memory kill says so, with the limit" { oom_case docker; }

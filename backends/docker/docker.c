@@ -47,6 +47,7 @@
 
 #include "../backend.h"
 #include "../../src/agentlink.h"
+#include "../../src/cgroup.h"
 #include "../../src/filter.h"
 #include "../../src/hostdir.h"
 #include "../../src/log.h"
@@ -73,6 +74,7 @@ struct docker_inst {
 	char id[80];           /* the container's id; "" when none */
 	char run[PATH_MAX];    /* host folder bound at RUN_IN; "" when none */
 	struct agentlink link;
+	pid_t pid;             /* its init (the agent) as this host sees it; 0 unknown */
 };
 
 struct docker {
@@ -262,6 +264,21 @@ static void container_state(struct docker *D, const char *id, char *buf, size_t 
 	json_decref(ans);
 }
 
+/* The host pid of a running container's init, or 0. */
+static pid_t container_pid(struct docker *D, const char *id)
+{
+	char path[128];
+	long status = 0;
+	json_t *ans = NULL;
+	struct err e = {""};
+	snprintf(path, sizeof path, "/containers/%s/json", id);
+	pid_t pid = 0;
+	if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &ans, &e) == 0 && status == 200)
+		pid = (pid_t)json_integer_value(json_object_get(json_object_get(ans, "State"), "Pid"));
+	json_decref(ans);
+	return pid > 0 ? pid : 0;
+}
+
 /* Connects to the agent's socket once it listens; the fd, or -1 with e set. */
 static int wait_agent(struct docker *D, struct docker_inst *in, struct err *e)
 {
@@ -379,6 +396,8 @@ static int inst_spawn(struct backend *b, struct docker_inst *in, bool net, const
 	}
 	if (agentlink_filter(&in->link, D->filter.bpf, D->filter.len, e) != 0)
 		goto fail;
+	/* For telling out-of-memory kills: the engine's OOMKilled flags only a dead init. */
+	in->pid = container_pid(D, in->id);
 	return 0;
 fail:
 	json_decref(ans);
@@ -561,7 +580,13 @@ static int docker_run(struct backend *b, const struct run_req *rq, struct run_re
 		inst_kill(D, &net);
 		return rc == BACKEND_LOST ? -1 : rc;
 	}
+	uint64_t oom_before = 0, oom_after = 0;
+	bool counted = D->main.pid && !D->rl_memory && cgroup_oom_kills_of(D->main.pid, &oom_before) == 0;
 	int rc = agentlink_run(&D->main.link, rq, &lim, rs, e);
+	if (rc == 0 && counted && cgroup_oom_kills_of(D->main.pid, &oom_after) == 0 && oom_after > oom_before) {
+		rs->oom_killed = true;
+		rs->memory_limit = b->cfg->memory;
+	}
 	if (rc == BACKEND_LOST) {
 		char why[512];
 		bool running;

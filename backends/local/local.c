@@ -744,7 +744,13 @@ static int local_run(struct backend *b, const struct run_req *rq, struct run_res
 		return rc == BACKEND_LOST ? -1 : rc;
 	}
 	call_limits(b, &L->main, rq, &lim);
+	uint64_t oom_before = 0, oom_after = 0;
+	bool counted = cgroup_oom_kills(&L->main.cg, &oom_before) == 0;
 	int rc = agentlink_run(&L->main.link, rq, &lim, rs, e);
+	if (rc == 0 && counted && cgroup_oom_kills(&L->main.cg, &oom_after) == 0 && oom_after > oom_before) {
+		rs->oom_killed = true;
+		rs->memory_limit = b->cfg->memory;
+	}
 	if (rc == BACKEND_LOST) {
 		/* Tell a dead sandbox from a broken call: the agent's exit says which. */
 		inst_kill(&L->main);
