@@ -133,9 +133,62 @@ static int prepare(struct dkapi *d, const char *url, long timeout_ms, struct err
 	return 0;
 }
 
+void dkapi_init(struct dkapi *d)
+{
+	memset(d, 0, sizeof *d);
+	d->cancel_fd = -1;
+}
+
+/* curl_easy_perform, but ended at once when d->cancel_fd turns readable (a pull can take
+ * minutes; a cancelled call or a shutdown must not wait for it). */
+static CURLcode perform_cancellable(struct dkapi *d)
+{
+	d->cancelled = false;
+	if (d->cancel_fd < 0)
+		return curl_easy_perform(d->curl);
+	CURLM *m = curl_multi_init();
+	if (!m)
+		return CURLE_OUT_OF_MEMORY;
+	CURLcode rc = CURLE_OK;
+	if (curl_multi_add_handle(m, d->curl) != CURLM_OK) {
+		curl_multi_cleanup(m);
+		return CURLE_FAILED_INIT;
+	}
+	for (int running = 1; running;) {
+		if (curl_multi_perform(m, &running) != CURLM_OK) {
+			rc = CURLE_FAILED_INIT;
+			break;
+		}
+		if (!running)
+			break;
+		struct curl_waitfd w = {.fd = d->cancel_fd, .events = CURL_WAIT_POLLIN};
+		if (curl_multi_poll(m, &w, 1, 1000, NULL) != CURLM_OK) {
+			rc = CURLE_FAILED_INIT;
+			break;
+		}
+		if (w.revents) {
+			d->cancelled = true;
+			rc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
+	}
+	if (!d->cancelled) {
+		int left;
+		CURLMsg *msg;
+		while ((msg = curl_multi_info_read(m, &left)))
+			if (msg->msg == CURLMSG_DONE)
+				rc = msg->data.result;
+	}
+	curl_multi_remove_handle(m, d->curl);
+	curl_multi_cleanup(m);
+	return rc;
+}
+
 static int perform(struct dkapi *d, const char *what, long *status, struct err *e)
 {
-	CURLcode rc = curl_easy_perform(d->curl);
+	CURLcode rc = perform_cancellable(d);
+	if (d->cancelled)
+		return err_set(e, "cancelled");
 	if (rc != CURLE_OK) {
 		if (rc == CURLE_COULDNT_CONNECT && try_connect(d, e) < 0)
 			return -1;

@@ -28,7 +28,12 @@ struct dkapi {
 	char version[64];   /* the engine's version, for --check */
 	char name[32];      /* "Docker Engine" or "Podman Engine", for messages */
 	void *curl;         /* CURL *, NULL when closed */
+	int cancel_fd;      /* while >= 0: a call ends at once when it turns readable; -1 none */
+	bool cancelled;     /* the last call ended so */
 };
+
+/* A closed client: no socket chosen, no cancel fd. */
+void dkapi_init(struct dkapi *d);
 
 /* Finds the socket (see above) without connecting. 0, or -1 with e saying why (DOCKER_HOST
  * not unix://, no socket found). */
@@ -38,6 +43,8 @@ int dkapi_locate(struct dkapi *d, struct err *e);
 int dkapi_open(struct dkapi *d, long timeout_ms, struct err *e);
 
 /*
+ * Calls give up at once when d->cancel_fd turns readable: -1 with d->cancelled set.
+ *
  * One API call: METHOD /v<api>PATH (path starts with '/', query included, already escaped),
  * with body as JSON when not NULL. *status gets the HTTP status; *out (may be NULL) the answer
  * parsed as JSON, or NULL when it was empty or not JSON. Returns 0 when the engine answered

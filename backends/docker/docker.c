@@ -192,6 +192,15 @@ static void remove_container(struct dkapi *eng, const char *id)
 	json_decref(ans);
 }
 
+/* Removes a container by name, whatever the caller's cancellation says (quick, bounded). */
+static void remove_by_name(struct docker *D, const char *name)
+{
+	int fd = D->eng.cancel_fd;
+	D->eng.cancel_fd = -1;
+	remove_container(&D->eng, name);
+	D->eng.cancel_fd = fd;
+}
+
 static void inst_kill(struct docker *D, struct docker_inst *in)
 {
 	agentlink_close(&in->link);
@@ -322,7 +331,12 @@ static int wait_agent(struct docker *D, struct docker_inst *in, struct err *e)
 				AGENT_WAIT_MS / 1000);
 			break;
 		}
-		poll(NULL, 0, 5);
+		struct pollfd cp = {D->eng.cancel_fd, POLLIN, 0};
+		if (poll(&cp, D->eng.cancel_fd >= 0 ? 1 : 0, 5) > 0) {
+			D->eng.cancelled = true;
+			err_set(e, "cancelled");
+			break;
+		}
 	}
 	close(dfd);
 	return fd;
@@ -353,8 +367,13 @@ static int inst_spawn(struct backend *b, struct docker_inst *in, bool net, const
 	snprintf(path, sizeof path, "/containers/create?name=%s", name);
 	int rc = dkapi_call(&D->eng, "POST", path, spec, T_CREATE, &status, &ans, e);
 	json_decref(spec);
-	if (rc < 0)
+	if (rc < 0) {
+		/* The request may have reached the engine before it was cut short: the container
+		 * may exist. Its name is ours alone. */
+		if (D->eng.cancelled)
+			remove_by_name(D, name);
 		goto fail;
+	}
 	const char *id = json_string_value(json_object_get(ans, "Id"));
 	if (status != 201 || !id || strlen(id) >= sizeof in->id) {
 		err_set(e, "the engine refused to create the sandbox container: %s (HTTP %ld)",
@@ -504,15 +523,16 @@ static int docker_probe(struct backend *b, struct err *e)
 static void docker_init(struct backend *b)
 {
 	struct docker *D = b->priv;
+	dkapi_init(&D->eng);
 	D->lock_fd = -1;
 	D->main.link.fd = -1;
 }
 
-static int docker_start(struct backend *b, int cancel_fd, struct err *e)
+/* Makes the sandbox (see docker_start). */
+static int make_sandbox(struct backend *b, struct err *e)
 {
 	struct docker *D = b->priv;
 	const struct config *cfg = b->cfg;
-	(void)cancel_fd;
 	D->uid = geteuid() == 0 ? (unsigned)cfg->sandbox_uid : (unsigned)geteuid();
 	D->gid = geteuid() == 0 ? (unsigned)cfg->sandbox_uid : (unsigned)getegid();
 	snprintf(D->image, sizeof D->image, "%s", cfg->image[0] ? cfg->image : DEFAULT_IMAGE);
@@ -548,6 +568,19 @@ static int docker_start(struct backend *b, int cancel_fd, struct err *e)
 	if (ensure_image(D, e) < 0 || filter_build(&D->filter, e) < 0)
 		return -1;
 	return inst_spawn(b, &D->main, cfg->network == NET_ALL, "main", e);
+}
+
+/* An image pull can take minutes: every engine call and wait of the making watches cancel_fd,
+ * and a cancelled making says so (what it made is removed by destroy, which follows). */
+static int docker_start(struct backend *b, int cancel_fd, struct err *e)
+{
+	struct docker *D = b->priv;
+	D->eng.cancel_fd = cancel_fd;
+	int rc = make_sandbox(b, e);
+	bool cancelled = D->eng.cancelled || (rc < 0 && cancel_fd >= 0 && poll(&(struct pollfd){cancel_fd, POLLIN, 0}, 1, 0) > 0);
+	D->eng.cancel_fd = -1;
+	D->eng.cancelled = false;
+	return rc < 0 && cancelled ? BACKEND_CANCELLED : rc;
 }
 
 static void call_limits(const struct backend *b, const struct run_req *rq, struct agentlink_limits *lim)
@@ -688,6 +721,7 @@ static void docker_reap(const struct config *cfg)
 	struct err e = {""};
 	if (!D)
 		return;
+	dkapi_init(&D->eng);
 	/* Only when an engine is there: no waiting at start-up for one that is not. Containers
 	 * first: they hold the folders' binds. */
 	if (dkapi_locate(&D->eng, &e) == 0 && dkapi_open(&D->eng, 3000, &e) == 0) {
