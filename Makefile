@@ -63,7 +63,9 @@ AGENT_LDFLAGS := $(AGENT_LINK) -s
 
 SRCS := $(wildcard src/*.c) backends/backend.c $(wildcard backends/*/*.c)
 OBJS := $(patsubst %.c,$(BUILD)/%.o,$(SRCS)) $(BUILD)/embed.o $(BUILD)/embed_table.o
-SCHEMAS := $(sort $(wildcard schemas/*.json))
+# Files compiled into the binary, found by name at run time (src/embed.h): the tools' schemas
+# and the Daytona backend's in-sandbox programs.
+EMBEDDED := $(sort $(wildcard schemas/*.json) $(wildcard backends/daytona/*.py))
 AGENT_OBJ := $(BUILD)/agent/sandbox-agent.o
 AGENT := $(BUILD)/sandbox-agent
 BIN := $(BUILD)/sandbox-mcp
@@ -109,26 +111,26 @@ $(AGENT_OBJ): agent/sandbox-agent.c $(STAMP)
 $(AGENT): $(AGENT_OBJ)
 	$(CC) $(AGENT_LDFLAGS) -o $@ $<
 
-$(BUILD)/embed.S: $(SCHEMAS) Makefile
+$(BUILD)/embed.S: $(EMBEDDED) Makefile
 	@mkdir -p $(BUILD)
 	@{ printf '\t.section .rodata\n\t.balign 16\n\t.globl agent_blob_start, agent_blob_end\n'; \
 	   printf 'agent_blob_start:\n\t.incbin "%s"\nagent_blob_end:\n' "$(abspath $(AGENT))"; \
-	   i=0; for f in $(SCHEMAS); do \
+	   i=0; for f in $(EMBEDDED); do \
 	     printf '\t.balign 16\nemb_%d_start:\n\t.incbin "%s"\nemb_%d_end:\n' $$i "$(CURDIR)/$$f" $$i; \
 	     printf '\t.globl emb_%d_start, emb_%d_end\n' $$i $$i; i=$$((i+1)); done; \
 	   printf '\t.section .note.GNU-stack,"",@progbits\n'; } > $@
 
-$(BUILD)/embed.o: $(BUILD)/embed.S $(AGENT) $(SCHEMAS) $(STAMP)
+$(BUILD)/embed.o: $(BUILD)/embed.S $(AGENT) $(EMBEDDED) $(STAMP)
 	$(CC) -c -o $@ $<
 
-$(BUILD)/embed_table.c: $(SCHEMAS) Makefile
+$(BUILD)/embed_table.c: $(EMBEDDED) Makefile
 	@mkdir -p $(BUILD)
 	@{ echo '#include <stddef.h>'; \
 	   echo 'struct embedded { const char *name; const unsigned char *start, *end; };'; \
-	   i=0; for f in $(SCHEMAS); do echo "extern const unsigned char emb_$${i}_start[], emb_$${i}_end[];"; i=$$((i+1)); done; \
+	   i=0; for f in $(EMBEDDED); do echo "extern const unsigned char emb_$${i}_start[], emb_$${i}_end[];"; i=$$((i+1)); done; \
 	   echo 'extern const struct embedded embedded_files[];'; \
 	   echo 'const struct embedded embedded_files[] = {'; \
-	   i=0; for f in $(SCHEMAS); do echo "  {\"$$f\", emb_$${i}_start, emb_$${i}_end},"; i=$$((i+1)); done; \
+	   i=0; for f in $(EMBEDDED); do echo "  {\"$$f\", emb_$${i}_start, emb_$${i}_end},"; i=$$((i+1)); done; \
 	   echo '  {NULL, NULL, NULL}};'; } > $@
 
 $(BUILD)/embed_table.o: $(BUILD)/embed_table.c $(STAMP)

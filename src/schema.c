@@ -1,31 +1,25 @@
 #include "schema.h"
 
+#include "embed.h"
+
 #include <math.h>
 #include <regex.h>
 #include <stdio.h>
 #include <string.h>
 
-struct embedded {
-	const char *name;
-	const unsigned char *start, *end;
-};
-
-/* Made by the build (build/embed_table.c). */
-extern const struct embedded embedded_files[];
-
 json_t *schema_load(const char *name, struct err *e)
 {
-	for (const struct embedded *f = embedded_files; f->name; f++) {
-		if (strcmp(f->name, name) != 0)
-			continue;
-		json_error_t je;
-		json_t *j = json_loadb((const char *)f->start, (size_t)(f->end - f->start), 0, &je);
-		if (!j)
-			err_set(e, "%s:%d: %s", name, je.line, je.text);
-		return j;
+	size_t len;
+	const unsigned char *data = embed_find(name, &len);
+	if (!data) {
+		err_set(e, "%s is not embedded in this build", name);
+		return NULL;
 	}
-	err_set(e, "%s is not embedded in this build", name);
-	return NULL;
+	json_error_t je;
+	json_t *j = json_loadb((const char *)data, len, 0, &je);
+	if (!j)
+		err_set(e, "%s:%d: %s", name, je.line, je.text);
+	return j;
 }
 
 static const char *type_of(const json_t *j)

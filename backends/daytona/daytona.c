@@ -425,7 +425,11 @@ static char *sweep_command(const struct daytona *D, const char *words)
 	struct sbuf c = {0};
 	sb_word(&c, D->python);
 	sb_add(&c, " -c", 3);
-	sb_word(&c, daytona_sweep_py);
+	if (!daytona_sweep_py()) {
+		free(c.p);
+		return NULL;
+	}
+	sb_word(&c, daytona_sweep_py());
 	sb_add(&c, " ", 1);
 	sb_add(&c, words, strlen(words));
 	if (c.oom) {
@@ -741,7 +745,12 @@ static int upload(struct daytona *D, const struct run_req *rq, struct err *e)
 	struct dt_part *parts = calloc(rq->nfiles + 1, sizeof *parts);
 	if (!parts)
 		return err_set(e, "out of memory");
-	parts[0] = (struct dt_part){RUNNER, daytona_runner_py, strlen(daytona_runner_py)};
+	const char *runner = daytona_runner_py();
+	if (!runner) {
+		free(parts);
+		return err_set(e, "out of memory");
+	}
+	parts[0] = (struct dt_part){RUNNER, runner, strlen(runner)};
 	for (size_t i = 0; i < rq->nfiles; i++)
 		parts[i + 1] = (struct dt_part){rq->files[i].path, rq->files[i].data, rq->files[i].len};
 	struct dt_resp rs;

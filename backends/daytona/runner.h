@@ -1,6 +1,6 @@
 /*
- * The call runner: a small Python program the Daytona backend uploads into the sandbox with
- * every call and runs there (`python3 RUNNER run ...` in a toolbox session). It is to a
+ * The call runner (runner.py of this folder, compiled in): a small Python program the Daytona
+ * backend uploads into the sandbox with every call and runs there (`python3 RUNNER run ...` in a toolbox session). It is to a
  * Daytona sandbox what sandbox-agent is to a local one:
  *
  *   run DIR CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD NENV ENV... -- ARGV...
@@ -28,10 +28,11 @@
 #ifndef SANDBOX_DAYTONA_RUNNER_H
 #define SANDBOX_DAYTONA_RUNNER_H
 
-extern const char daytona_runner_py[];
+/* The runner's source, NUL-terminated; NULL when out of memory. Static. */
+const char *daytona_runner_py(void);
 
 /*
- * The sweep: what ends a call's processes even when the call killed its runner (it runs as the
+ * The sweep (sweep.py of this folder, compiled in): what ends a call's processes even when the call killed its runner (it runs as the
  * same user and can; its setsid descendants then leave the runner's tree). The server runs it
  * after every call with the toolbox's synchronous exec, as `python3 -c SWEEP ...`, so that no
  * file the call could have rewritten is involved:
@@ -43,6 +44,7 @@ extern const char daytona_runner_py[];
  * SANDBOX_MCP_NO_SWEEP=1 in the toolbox's environment turns it off (the test server sets it
  * when it cannot give a sandbox a PID namespace of its own, where a sweep would reach the host).
  */
-extern const char daytona_sweep_py[];
+/* The sweep's source, NUL-terminated; NULL when out of memory. Static. */
+const char *daytona_sweep_py(void);
 
 #endif

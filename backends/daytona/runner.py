@@ -1,0 +1,266 @@
+# sandbox-mcp's call runner inside a Daytona sandbox (uploaded with every call).
+#   run DIR CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD NENV ENV... -- ARGV...
+#   poll DIR OFF1 OFF2 CHUNK   prints one JSON line: output past the offsets, and the end
+#   kill DIR                   asks the runner to kill the call (a file, and SIGTERM)
+# The runner is a child subreaper: every process of the call, setsid ones included, stays its
+# descendant and is killed when the call ends, by exit, timeout or kill.
+import base64, ctypes, errno, json, os, select, signal, sys, time
+
+def wfile(path, data):
+    with open(path + '.tmp', 'wb') as f:
+        f.write(data)
+    os.rename(path + '.tmp', path)
+
+def descendants(me):
+    kids = {}
+    for p in os.listdir('/proc'):
+        if p.isdigit():
+            try:
+                with open('/proc/%s/stat' % p, 'rb') as f:
+                    s = f.read()
+                kids.setdefault(int(s[s.rindex(b')') + 2:].split()[1]), []).append(int(p))
+            except (OSError, ValueError, IndexError):
+                pass
+    out, todo = [], [me]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+EXITED = {}
+
+def reap():
+    try:
+        while True:
+            p, w = os.waitpid(-1, os.WNOHANG)
+            if p <= 0:
+                return
+            EXITED[p] = w
+    except ChildProcessError:
+        pass
+
+def wait_main(pid, block):
+    if pid not in EXITED:
+        try:
+            p, w = os.waitpid(pid, 0 if block else os.WNOHANG)
+            if p == pid:
+                EXITED[pid] = w
+        except ChildProcessError:
+            EXITED.setdefault(pid, 0)
+    return EXITED.get(pid)
+
+def kill_tree(me, pgid):
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+        d = descendants(me)
+        if not d:
+            return
+        for p in d:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        reap()
+        time.sleep(0.01)
+
+class Stream:
+    def __init__(s, d, k, cap, smax, spill):
+        s.k, s.cap, s.half, s.smax = k, cap, cap // 2, smax
+        s.spill = spill and '%s.%s' % (spill, 'stdout' if k == 1 else 'stderr')
+        s.total, s.head_len, s.tail = 0, 0, bytearray()
+        s.head = open('%s/%d.head' % (d, k), 'wb', buffering=0)
+        s.tailpath = '%s/%d.tail' % (d, k)
+        s.sf, s.sfail, s.swrote, s.scut, s.dirty = None, False, 0, False, True
+
+    def swrite(s, b):
+        if s.swrote + len(b) > s.smax:
+            b = b[:s.smax - s.swrote]
+            s.scut = True
+        try:
+            s.sf.write(b)
+            s.swrote += len(b)
+        except OSError:
+            s.sfail = True
+
+    def add(s, b):
+        before = s.total
+        s.total += len(b)
+        if s.head_len < s.cap:
+            h = b[:s.cap - s.head_len]
+            s.head.write(h)
+            s.head_len += len(h)
+        s.tail += b
+        if len(s.tail) > s.half:
+            del s.tail[:len(s.tail) - s.half]
+        s.dirty = True
+        if not s.spill or s.total <= s.cap or s.sfail:
+            return
+        if s.sf is None:
+            try:
+                os.makedirs(os.path.dirname(s.spill), exist_ok=True)
+                s.sf = open(s.spill, 'wb')
+                with open(s.head.name, 'rb') as f:
+                    s.swrite(f.read())
+                b = b[s.cap - before:] if before < s.cap else b
+            except OSError:
+                s.sfail = True
+                return
+        s.swrite(b)
+
+    def flush(s):
+        if s.dirty:
+            wfile(s.tailpath, b'%d\n' % (s.total - len(s.tail)) + bytes(s.tail))
+            s.dirty = False
+
+    def close(s):
+        s.flush()
+        s.head.close()
+        if s.sf:
+            try:
+                s.sf.close()
+            except OSError:
+                s.sfail = True
+
+def run(a):
+    d, cap, smax, tmo, spill = a[0], int(a[1]), int(a[2]), int(a[3]) / 1000.0, a[4]
+    fb, cwd, n = a[5] == '1', a[6], int(a[7])
+    env, argv = a[8:8 + n], a[9 + n:]
+    me = os.getpid()
+    try:
+        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except Exception:
+        pass
+    killed = []
+    signal.signal(signal.SIGTERM, lambda *_: killed.append(1))
+    envd = dict(x.split('=', 1) for x in env if '=' in x)
+    prog = argv[0]
+    if '/' not in prog:
+        for p in envd.get('PATH', '/usr/bin:/bin').split(':'):
+            if p and os.access(os.path.join(p, prog), os.X_OK):
+                prog = os.path.join(p, prog)
+                break
+    if fb and not os.access(prog, os.X_OK):
+        prog, argv = '/bin/sh', ['/bin/sh'] + argv[1:]
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+    streams = [Stream(d, 1, cap, smax, spill), Stream(d, 2, cap, smax, spill)]
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setpgid(0, 0)
+            nul = os.open('/dev/null', os.O_RDONLY)
+            os.dup2(nul, 0)
+            os.dup2(w1, 1)
+            os.dup2(w2, 2)
+            os.closerange(3, 65536)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            os.chdir(cwd)
+            os.execve(prog, argv, envd)
+        except OSError as x:
+            os.write(2, ('sandbox-mcp: cannot run %s: %s\n' % (argv[0], x.strerror)).encode())
+        os._exit(127)
+    os.close(w1)
+    os.close(w2)
+    wfile(d + '/pid', b'%d\n' % me)
+    wfile(d + '/alive', b'')
+    fds = {r1: streams[0], r2: streams[1]}
+    status, timed_out, give_up, last = None, False, None, 0.0
+    while fds or status is None:
+        for fd in select.select(list(fds), [], [], 0.05)[0]:
+            b = os.read(fd, 65536)
+            if b:
+                fds[fd].add(b)
+            else:
+                os.close(fd)
+                del fds[fd]
+        now = time.monotonic()
+        if now - last > 0.2:
+            for s in streams:
+                s.flush()
+            wfile(d + '/alive', b'')  # the heartbeat poll reads: pids mean nothing across namespaces
+            if os.path.exists(d + '/kill'):
+                killed.append(1)
+            last = now
+        if status is None:
+            reap()
+            status = wait_main(pid, False)
+            if status is None and (killed or now - start > tmo):
+                timed_out = not killed
+                kill_tree(me, pid)
+                status = wait_main(pid, True)
+            if status is not None:
+                kill_tree(me, pid)  # the call is over: nothing it started may outlive it
+                give_up = time.monotonic() + 2
+        elif now > give_up:
+            break  # a writer that could not be killed: stop waiting for end of file
+    if status is None:
+        status = wait_main(pid, True)
+    for s in streams:
+        s.close()
+    code = (os.WEXITSTATUS(status) if os.WIFEXITED(status)
+            else 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else 1)
+    return {'exit_code': code, 'timed_out': timed_out, 'killed': bool(killed),
+            'bytes': [s.total for s in streams],
+            'spilled': [bool(s.sf) and not s.sfail for s in streams],
+            'spill_cut': any(s.scut for s in streams)}
+
+def chunk(d, k, off, size):
+    try:
+        with open('%s/%d.head' % (d, k), 'rb') as f:
+            f.seek(off)
+            b = f.read(size)
+        if b:
+            return off, b
+        with open('%s/%d.tail' % (d, k), 'rb') as f:
+            t0, b = f.read().split(b'\n', 1)
+        t0 = int(t0)
+        if t0 + len(b) > off:
+            o = max(off, t0)
+            return o, b[o - t0:o - t0 + size]
+    except (OSError, ValueError):
+        pass
+    return off, b''
+
+def poll(d, off1, off2, size):
+    res = {'s': []}
+    try:
+        with open(d + '/status') as f:
+            res['done'] = json.load(f)
+    except (OSError, ValueError):
+        res['done'] = None
+        try:
+            res['running'] = time.time() - os.stat(d + '/alive').st_mtime < 5
+        except OSError:
+            res['running'] = False
+    for k, off in ((1, off1), (2, off2)):
+        o, b = chunk(d, k, off, size)
+        res['s'].append({'off': o, 'data': base64.b64encode(b).decode()})
+    return res
+
+def main():
+    a = sys.argv[1:]
+    if a[0] == 'run':
+        try:
+            os.makedirs(a[1], exist_ok=True)
+            res = run(a[1:])
+        except Exception as x:  # the runner's own failure: say so, never leave the client waiting
+            res = {'error': 'the call runner failed: %s' % x}
+        wfile(a[1] + '/status', json.dumps(res).encode())
+    elif a[0] == 'poll':
+        print(json.dumps(poll(a[1], int(a[2]), int(a[3]), int(a[4]))))
+    elif a[0] == 'kill':
+        open(a[1] + '/kill', 'w').close()  # seen within 0.2 s, whatever namespace we are in
+        try:
+            with open(a[1] + '/pid') as f:
+                os.kill(int(f.read()), signal.SIGTERM)
+        except (OSError, ValueError):
+            pass
+
+main()
