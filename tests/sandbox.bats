@@ -1,11 +1,19 @@
 # What code in the sandbox sees and what it cannot do to the sandbox's own machinery: signals,
 # files it plants where the sandbox writes, spill failures, out-of-memory kills, removal of
-# whatever it leaves. Each case runs on the local backend and on Docker.
+# whatever it leaves. Each case runs on the local backend, on Docker, and where it applies on
+# the Daytona test server.
 load lib/helpers
 load lib/docker-setup
+load lib/daytona-setup
 
-setup_file() { docker_setup_file; }
-teardown_file() { docker_teardown_file; }
+setup_file() {
+	docker_setup_file
+	daytona_setup_file
+}
+teardown_file() {
+	docker_teardown_file
+	daytona_teardown_file
+}
 
 bash_call() { # ID CODE [TIMEOUT]
 	call_json "$1" execute_bash_commands "$(jq -cn --arg c "$2" --argjson t "${3:-null}" '{code: $c} + (if $t then {timeout_s: $t} else {} end)')"
@@ -33,6 +41,7 @@ signals_case() {
 
 @test "local: the code starts with every signal at its default and none blocked (no 'Broken pipe')" { signals_case local; }
 @test "docker: the code starts with every signal at its default and none blocked (no 'Broken pipe')" { signals_case docker; }
+@test "daytona: the code starts with every signal at its default and none blocked (no 'Broken pipe')" { signals_case daytona; }
 
 # ---------------------------------------------------------------- planted files
 
@@ -57,6 +66,7 @@ EOF
 
 @test "local: a FIFO planted at the script's path neither blocks the call nor costs the workspace" { fifo_script_case local; }
 @test "docker: a FIFO planted at the script's path neither blocks the call nor costs the workspace" { fifo_script_case docker; }
+@test "daytona: a FIFO planted at the script's path neither blocks the call nor costs the workspace" { fifo_script_case daytona; }
 
 planted_spill_case() {
 	with_backend "$1"
@@ -77,22 +87,24 @@ EOF
 
 @test "local: a FIFO or symlink planted at a spill file's path is replaced, never opened or followed" { planted_spill_case local; }
 @test "docker: a FIFO or symlink planted at a spill file's path is replaced, never opened or followed" { planted_spill_case docker; }
+@test "daytona: a FIFO or symlink planted at a spill file's path is replaced, never opened or followed" { planted_spill_case daytona; }
 
 spill_failure_case() {
 	with_backend "$1"
 	mcp_session --output-cap 4K <<EOF
 $INIT
-$(bash_call 1 'mkdir -p .sandbox/output; chmod 555 .sandbox/output')
+$(bash_call 1 'mkdir -p .sandbox/output/call-2.stdout/in-the-way')
 {"wait": 1}
 $(bash_call 2 'seq 1 20000')
 EOF
 	res 2
-	sc '.exit_code == 0 and .truncated.stdout and .truncated.stdout_file == null and (.truncated.stdout_file_error | test("Permission denied"))'
-	jqe "$result" '.content[0].text | test("the full text could not be saved: .*Permission denied")'
+	sc '.exit_code == 0 and .truncated.stdout and .truncated.stdout_file == null and (.truncated.stdout_file_error | test("Is a directory"))'
+	jqe "$result" '.content[0].text | test("the full text could not be saved: .*Is a directory")'
 }
 
 @test "local: a cut stream whose full text cannot be saved says why" { spill_failure_case local; }
 @test "docker: a cut stream whose full text cannot be saved says why" { spill_failure_case docker; }
+@test "daytona: a cut stream whose full text cannot be saved says why" { spill_failure_case daytona; }
 
 # ---------------------------------------------------------------- removal
 
@@ -195,3 +207,7 @@ EOF
 	oom_case local
 }
 @test "docker: an out-of-memory kill says so, with the limit" { oom_case docker; }
+@test "daytona: an out-of-memory kill says so, with the limit (the test server gives the sandbox a memory cgroup)" {
+	[ "$(id -u)" -eq 0 ] && [ -d /sys/fs/cgroup/memory ] || skip_or_fail "the test server needs root and cgroup v1 for a memory cgroup"
+	DT_MEMORY=67108864 oom_case daytona
+}

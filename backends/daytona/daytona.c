@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,8 +35,10 @@
 #include "http.h"
 #include "runner.h"
 
+/* Each call's files go up into a fresh folder here, of a name code cannot guess before the
+ * upload, and the runner puts them in place: the toolbox daemon never writes to a path the
+ * code could have planted a FIFO or a symlink at. */
 #define RUN_DIR "/tmp/.sandbox-mcp"
-#define RUNNER RUN_DIR "/runner.py"
 #define LABEL "sandbox-mcp"
 #define OWNER_LABEL "sandbox-mcp-owner"
 
@@ -605,7 +608,7 @@ static int poll_runner(struct daytona *D, const struct run_req *rq, const char *
 {
 	struct sbuf c = {0};
 	sb_word(&c, D->python);
-	sb_fmt(&c, " " RUNNER " poll %s %llu %llu %u", dir, (unsigned long long)pg->fed[0],
+	sb_fmt(&c, " %s/runner.py poll %s %llu %llu %u", dir, dir, (unsigned long long)pg->fed[0],
 	       (unsigned long long)pg->fed[1], POLL_CHUNK);
 	if (c.oom) {
 		free(c.p);
@@ -667,7 +670,7 @@ static int ask_kill(struct daytona *D, const char *dir, struct err *e)
 	char *out = NULL;
 	int code;
 	sb_word(&c, D->python);
-	sb_fmt(&c, " " RUNNER " kill %s", dir);
+	sb_fmt(&c, " %s/runner.py kill %s", dir, dir);
 	int rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p + 1, 10, SMALL_BODY, &out, &code, e);
 	free(c.p);
 	free(out);
@@ -720,13 +723,19 @@ static char *runner_command(const struct backend *b, const struct run_req *rq, c
 	int64_t left = rq->deadline_ms - clock_ms();
 	/* The runner's own timer is a backstop: the client kills at the deadline itself. */
 	sb_word(&c, b->cfg->python);
-	sb_fmt(&c, " %s run", RUNNER);
+	sb_fmt(&c, " %s/runner.py run", dir);
 	sb_word(&c, dir);
 	sb_fmt(&c, " %llu %llu %lld", (unsigned long long)rq->cap, (unsigned long long)b->cfg->spill_max,
 	       (long long)(left > 1 ? left : 1));
 	sb_word(&c, rq->spill_prefix ? rq->spill_prefix : "");
 	sb_fmt(&c, " %d", rq->sh_fallback ? 1 : 0);
 	sb_word(&c, rq->cwd ? rq->cwd : WORKSPACE);
+	sb_fmt(&c, " %zu", rq->nfiles);
+	for (size_t i = 0; i < rq->nfiles; i++) {
+		sb_fmt(&c, " %s/put-%zu", dir, i);
+		sb_word(&c, rq->files[i].path);
+		sb_fmt(&c, " %o", rq->files[i].mode & 07777);
+	}
 	sb_fmt(&c, " %zu", count(rq->env));
 	for (size_t i = 0; rq->env && rq->env[i]; i++)
 		sb_word(&c, rq->env[i]);
@@ -740,22 +749,39 @@ static char *runner_command(const struct backend *b, const struct run_req *rq, c
 	return c.p;
 }
 
-static int upload(struct daytona *D, const struct run_req *rq, struct err *e)
+/* A fresh folder name for one call's uploads: RUN_DIR/<128 random bits>. */
+static int fresh_dir(char *dir, size_t n, struct err *e)
 {
-	struct dt_part *parts = calloc(rq->nfiles + 1, sizeof *parts);
-	if (!parts)
-		return err_set(e, "out of memory");
+	unsigned char r[16];
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		return err_sys(e, "getrandom");
+	int o = snprintf(dir, n, "%s/", RUN_DIR);
+	for (size_t i = 0; i < sizeof r && o > 0 && (size_t)o + 2 < n; i++)
+		o += snprintf(dir + o, n - (size_t)o, "%02x", r[i]);
+	return 0;
+}
+
+/* Uploads the runner and the files into dir (as put-N, for the runner to put in place). */
+static int upload(struct daytona *D, const struct run_file *files, size_t nfiles, const char *dir, struct err *e)
+{
+	struct dt_part *parts = calloc(nfiles + 1, sizeof *parts);
+	char(*names)[160] = calloc(nfiles + 1, sizeof *names);
 	const char *runner = daytona_runner_py();
-	if (!runner) {
+	if (!parts || !names || !runner) {
 		free(parts);
+		free(names);
 		return err_set(e, "out of memory");
 	}
-	parts[0] = (struct dt_part){RUNNER, runner, strlen(runner)};
-	for (size_t i = 0; i < rq->nfiles; i++)
-		parts[i + 1] = (struct dt_part){rq->files[i].path, rq->files[i].data, rq->files[i].len};
+	snprintf(names[0], sizeof names[0], "%s/runner.py", dir);
+	parts[0] = (struct dt_part){names[0], runner, strlen(runner)};
+	for (size_t i = 0; i < nfiles; i++) {
+		snprintf(names[i + 1], sizeof names[i + 1], "%s/put-%zu", dir, i);
+		parts[i + 1] = (struct dt_part){names[i + 1], files[i].data, files[i].len};
+	}
 	struct dt_resp rs;
-	int rc = tbx(D, "POST", "/files/bulk-upload", NULL, parts, rq->nfiles + 1, 120000, SMALL_BODY, &rs, e);
+	int rc = tbx(D, "POST", "/files/bulk-upload", NULL, parts, nfiles + 1, 120000, SMALL_BODY, &rs, e);
 	free(parts);
+	free(names);
 	if (rc < 0)
 		return lost_or_failed(D, e);
 	if (rs.status != 200) {
@@ -809,16 +835,25 @@ static int daytona_put(struct backend *b, const struct run_file *f, struct err *
 	struct daytona *D = b->priv;
 	if (!D->id[0] || !D->open)
 		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
-	struct dt_part part = {f->path, f->data, f->len};
-	struct dt_resp rs;
-	if (tbx(D, "POST", "/files/bulk-upload", NULL, &part, 1, 120000, SMALL_BODY, &rs, e) < 0)
-		return lost_or_failed(D, e);
-	int rc = 0;
-	if (rs.status != 200) {
-		dt_http_fail(&rs, "uploading a file into the Daytona sandbox", e);
-		rc = lost_or_failed(D, e);
-	}
-	dt_resp_free(&rs);
+	char dir[128];
+	int rc = fresh_dir(dir, sizeof dir, e);
+	if (rc == 0)
+		rc = upload(D, f, 1, dir, e);
+	if (rc)
+		return rc;
+	/* The runner puts it in place (see RUN_DIR), then the folder goes. */
+	struct sbuf c = {0};
+	sb_word(&c, D->python);
+	sb_fmt(&c, " %s/runner.py put %s/put-0", dir, dir);
+	sb_word(&c, f->path);
+	sb_fmt(&c, " %o; rm -rf %s", f->mode & 07777, dir);
+	char *out = NULL;
+	int code = -1;
+	rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p + 1, 60, SMALL_BODY, &out, &code, e);
+	free(c.p);
+	if (rc == 0 && code != 0)
+		rc = err_set(e, "writing %s in the Daytona sandbox: %.300s", f->path, out && *out ? out : "failed");
+	free(out);
 	return rc;
 }
 
@@ -916,13 +951,14 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
 	unsigned seq = ++D->seq;
 	char dir[128], sid[96], cid[128];
-	snprintf(dir, sizeof dir, RUN_DIR "/call-%u", seq);
+	if (fresh_dir(dir, sizeof dir, e) < 0)
+		return -1;
 	snprintf(sid, sizeof sid, "sandbox-mcp-%d-%u", (int)getpid(), seq);
 	/* The install step alone may reach the network (--network install). */
 	bool opened = rq->network && b->cfg->network == NET_INSTALL;
 	if (opened && set_network(D, false, e) < 0)
 		return -1;
-	int rc = upload(D, rq, e);
+	int rc = upload(D, rq->files, rq->nfiles, dir, e);
 	char *cmd = NULL;
 	struct progress pg = {.done = NULL};
 	bool session = false;
@@ -965,6 +1001,14 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 			rs->spilled[i] = rq->spill_prefix && json_is_true(json_array_get(sp, (size_t)i));
 		}
 		rs->spill_cut = json_is_true(json_object_get(pg.done, "spill_cut"));
+		json_t *se = json_object_get(pg.done, "spill_errno");
+		for (int i = 0; i < 2; i++)
+			rs->spill_errno[i] = (int)json_integer_value(json_array_get(se, (size_t)i));
+		if (json_is_true(json_object_get(pg.done, "oom_killed"))) {
+			rs->oom_killed = true;
+			json_int_t lim = json_integer_value(json_object_get(pg.done, "memory_limit"));
+			rs->memory_limit = lim > 0 ? (uint64_t)lim : 0;
+		}
 		json_t *ec = json_object_get(pg.done, "exit_code");
 		if (json_is_true(json_object_get(pg.done, "timed_out")))
 			rs->timed_out = true;

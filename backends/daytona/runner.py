@@ -1,7 +1,11 @@
 # sandbox-mcp's call runner inside a Daytona sandbox (uploaded with every call).
-#   run DIR CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD NENV ENV... -- ARGV...
+#   run DIR CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD NPUT (SRC DST MODE)... NENV ENV... -- ARGV...
+#       the PUT files were uploaded to SRC (in DIR, a fresh folder of an unguessable name) and
+#       are put in place as new files renamed over DST: whatever the code left at DST (a FIFO,
+#       a symlink) is replaced, never opened
 #   poll DIR OFF1 OFF2 CHUNK   prints one JSON line: output past the offsets, and the end
 #   kill DIR                   asks the runner to kill the call (a file, and SIGTERM)
+#   put SRC DST MODE           puts the uploaded SRC in place as DST (see run)
 # The runner is a child subreaper: every process of the call, setsid ones included, stays its
 # descendant and is killed when the call ends, by exit, timeout or kill.
 import base64, ctypes, errno, json, os, select, signal, sys, time
@@ -10,6 +14,73 @@ def wfile(path, data):
     with open(path + '.tmp', 'wb') as f:
         f.write(data)
     os.rename(path + '.tmp', path)
+
+SEQ = [0]
+
+def create_fresh(path, mode):
+    """A new file renamed over path: never opens what is there (a FIFO would block). An fd."""
+    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+    SEQ[0] += 1
+    tmp = '%s.sandbox-runner-%d-%d.tmp' % (path, os.getpid(), SEQ[0])
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    try:
+        os.fchmod(fd, mode)
+        os.rename(tmp, path)
+    except OSError:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    return fd
+
+def put(src, dst, mode):
+    fd = create_fresh(dst, mode)
+    try:
+        with open(src, 'rb') as f:
+            while True:
+                b = f.read(1 << 20)
+                if not b:
+                    break
+                os.write(fd, b)
+    finally:
+        os.close(fd)
+
+def memory_cgroup():
+    """The folder of this process's memory cgroup (v1 or v2), or None."""
+    try:
+        with open('/proc/self/cgroup') as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for l in lines:
+        n, ctl, path = l.split(':', 2)
+        if 'memory' in ctl.split(','):
+            return '/sys/fs/cgroup/memory' + path.rstrip('/')
+    for l in lines:
+        if l.startswith('0::'):
+            return '/sys/fs/cgroup' + l[3:].rstrip('/')
+    return None
+
+def oom_kills(cg):
+    for name in ('memory.events', 'memory.oom_control'):
+        try:
+            with open(os.path.join(cg, name)) as f:
+                for l in f:
+                    if l.startswith('oom_kill '):
+                        return int(l.split()[1])
+        except (OSError, ValueError, TypeError):
+            pass
+    return None
+
+def memory_limit(cg):
+    for name in ('memory.max', 'memory.limit_in_bytes'):
+        try:
+            with open(os.path.join(cg, name)) as f:
+                v = f.read().strip()
+            if v != 'max' and int(v) < (1 << 60):
+                return int(v)
+        except (OSError, ValueError, TypeError):
+            pass
+    return 0
 
 def descendants(me):
     kids = {}
@@ -75,7 +146,7 @@ class Stream:
         s.total, s.head_len, s.tail = 0, 0, bytearray()
         s.head = open('%s/%d.head' % (d, k), 'wb', buffering=0)
         s.tailpath = '%s/%d.tail' % (d, k)
-        s.sf, s.sfail, s.swrote, s.scut, s.dirty = None, False, 0, False, True
+        s.sf, s.serr, s.swrote, s.scut, s.dirty = None, 0, 0, False, True
 
     def swrite(s, b):
         if s.swrote + len(b) > s.smax:
@@ -84,8 +155,8 @@ class Stream:
         try:
             s.sf.write(b)
             s.swrote += len(b)
-        except OSError:
-            s.sfail = True
+        except OSError as x:
+            s.serr = x.errno or 5
 
     def add(s, b):
         before = s.total
@@ -98,17 +169,16 @@ class Stream:
         if len(s.tail) > s.half:
             del s.tail[:len(s.tail) - s.half]
         s.dirty = True
-        if not s.spill or s.total <= s.cap or s.sfail:
+        if not s.spill or s.total <= s.cap or s.serr:
             return
         if s.sf is None:
             try:
-                os.makedirs(os.path.dirname(s.spill), exist_ok=True)
-                s.sf = open(s.spill, 'wb')
+                s.sf = os.fdopen(create_fresh(s.spill, 0o644), 'wb')
                 with open(s.head.name, 'rb') as f:
                     s.swrite(f.read())
                 b = b[s.cap - before:] if before < s.cap else b
-            except OSError:
-                s.sfail = True
+            except OSError as x:
+                s.serr = x.errno or 5
                 return
         s.swrite(b)
 
@@ -123,13 +193,19 @@ class Stream:
         if s.sf:
             try:
                 s.sf.close()
-            except OSError:
-                s.sfail = True
+            except OSError as x:
+                s.serr = s.serr or x.errno or 5
 
 def run(a):
     d, cap, smax, tmo, spill = a[0], int(a[1]), int(a[2]), int(a[3]) / 1000.0, a[4]
-    fb, cwd, n = a[5] == '1', a[6], int(a[7])
-    env, argv = a[8:8 + n], a[9 + n:]
+    fb, cwd, nput = a[5] == '1', a[6], int(a[7])
+    puts, a = a[8:8 + 3 * nput], a[8 + 3 * nput:]
+    n = int(a[0])
+    env, argv = a[1:1 + n], a[2 + n:]
+    for i in range(0, len(puts), 3):
+        put(puts[i], puts[i + 1], int(puts[i + 2], 8))
+    cg = memory_cgroup()
+    oom_before = oom_kills(cg) if cg else None
     me = os.getpid()
     try:
         ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
@@ -159,8 +235,14 @@ def run(a):
             os.dup2(w1, 1)
             os.dup2(w2, 2)
             os.closerange(3, 65536)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            # Every signal at its default and none blocked: the code starts as if from a login,
+            # not with what this runner or the toolbox daemon set.
+            for sig in signal.valid_signals():
+                try:
+                    signal.signal(sig, signal.SIG_DFL)
+                except (OSError, ValueError, RuntimeError):
+                    pass
+            signal.pthread_sigmask(signal.SIG_SETMASK, [])
             os.chdir(cwd)
             os.execve(prog, argv, envd)
         except OSError as x:
@@ -206,10 +288,14 @@ def run(a):
         s.close()
     code = (os.WEXITSTATUS(status) if os.WIFEXITED(status)
             else 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else 1)
+    oom_after = oom_kills(cg) if cg and oom_before is not None else None
+    oom = oom_after is not None and oom_after > oom_before
     return {'exit_code': code, 'timed_out': timed_out, 'killed': bool(killed),
             'bytes': [s.total for s in streams],
-            'spilled': [bool(s.sf) and not s.sfail for s in streams],
-            'spill_cut': any(s.scut for s in streams)}
+            'spilled': [bool(s.sf) and not s.serr for s in streams],
+            'spill_errno': [s.serr for s in streams],
+            'spill_cut': any(s.scut for s in streams),
+            'oom_killed': oom, 'memory_limit': memory_limit(cg) if oom else 0}
 
 def chunk(d, k, off, size):
     try:
@@ -255,6 +341,8 @@ def main():
         wfile(a[1] + '/status', json.dumps(res).encode())
     elif a[0] == 'poll':
         print(json.dumps(poll(a[1], int(a[2]), int(a[3]), int(a[4]))))
+    elif a[0] == 'put':
+        put(a[1], a[2], int(a[3], 8))
     elif a[0] == 'kill':
         open(a[1] + '/kill', 'w').close()  # seen within 0.2 s, whatever namespace we are in
         try:

@@ -20,6 +20,8 @@ Control: POST /_control {"fail": MODE, "count": N, "on": "api"|"toolbox"|"all", 
                          "method": M, "path": P}   (method and path: only requests that match)
   MODE: "500", "401", "429" (with Retry-After: S), "slow" (S seconds), "drop" (close the
   connection without an answer), "never_start" (sandboxes stay "creating"), "" (none).
+  "memory": BYTES gives sandboxes created from then on a memory cgroup of that limit, as a real
+  sandbox's container has (when this server runs as root on cgroup v1; 0: none, the default).
   count: how many matching requests fail (default: all). GET /_control returns the state and
   the log of requests (method, path, status, the X-Daytona-* headers and the User-Agent).
 """
@@ -33,7 +35,26 @@ START_S = float(os.environ.get('DAYTONA_TEST_START_S', '0.2'))
 ROOT = tempfile.mkdtemp(prefix='daytona-test-')
 LOCK = threading.Lock()
 SANDBOXES = {}
-CONTROL = {'fail': '', 'count': -1, 'on': 'all', 'seconds': 1}
+CONTROL = {'fail': '', 'count': -1, 'on': 'all', 'seconds': 1, 'memory': 0}
+CGROUP_V1 = '/sys/fs/cgroup/memory'
+
+
+def make_cgroup(sid, limit):
+    """A memory cgroup of its own for a sandbox (root, cgroup v1), or None."""
+    if not limit or os.geteuid() != 0 or not os.path.isdir(CGROUP_V1):
+        return None
+    d = os.path.join(CGROUP_V1, 'daytona-test-' + sid)
+    try:
+        os.mkdir(d)
+        with open(d + '/memory.limit_in_bytes', 'w') as f:
+            f.write(str(limit))
+        if os.path.exists(d + '/memory.memsw.limit_in_bytes'):
+            with open(d + '/memory.memsw.limit_in_bytes', 'w') as f:
+                f.write(str(limit))
+    except OSError as x:
+        log('no memory cgroup for %s: %s' % (sid, x))
+        return None
+    return d
 REQUESTS = []
 MAPPED = re.compile(r'(?<![\w./-])/(workspace|tmp|home/daytona)(?=[/\s\'";:)]|$)')
 
@@ -106,6 +127,7 @@ class Sandbox:
         self.created = time.monotonic()
         self.never_start = CONTROL['fail'] == 'never_start'
         self.sessions = {}
+        self.cgroup = make_cgroup(self.id, CONTROL.get('memory') or 0)
         self.holder, self.ns = start_namespace()
         labels = dict(body.get('labels') or {})
         labels.setdefault('code-toolbox-language', 'python')
@@ -137,6 +159,12 @@ class Sandbox:
     def command(self, text):
         return MAPPED.sub(lambda m: self.root + m.group(0), text)
 
+    def enter(self):
+        """For preexec_fn: the command joins the sandbox's cgroup, if it has one."""
+        if self.cgroup:
+            with open(self.cgroup + '/cgroup.procs', 'w') as f:
+                f.write(str(os.getpid()))
+
     def env(self):
         env = {'PATH': '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
                'HOME': self.root + '/home/daytona', 'USER': 'daytona', 'LANG': 'C.UTF-8'}
@@ -153,6 +181,13 @@ class Sandbox:
             except OSError:
                 pass
             self.holder.wait()
+        if self.cgroup:
+            for _ in range(100):
+                try:
+                    os.rmdir(self.cgroup)
+                    break
+                except OSError:
+                    time.sleep(0.02)
 
 
 class Command:
@@ -164,7 +199,7 @@ class Command:
         with open(self.out, 'wb') as o, open(self.err, 'wb') as e:
             self.proc = subprocess.Popen(sandbox.ns + ['bash', '-c', sandbox.command(command)], cwd=sandbox.root + '/home/daytona',
                                          env=sandbox.env(), stdin=subprocess.DEVNULL, stdout=o, stderr=e,
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=sandbox.enter)
 
     def exit_code(self):
         return self.proc.poll()
@@ -336,7 +371,8 @@ class Handler(BaseHTTPRequestHandler):
         if method == 'POST':
             b = self.json_body() or {}
             with LOCK:
-                CONTROL.update({'fail': '', 'count': -1, 'on': 'all', 'seconds': 1, 'method': '', 'path': ''})
+                CONTROL.update({'fail': '', 'count': -1, 'on': 'all', 'seconds': 1, 'method': '', 'path': '',
+                                'memory': 0})
                 CONTROL.update(b)
                 if b.get('clear_log'):
                     REQUESTS.clear()
@@ -552,7 +588,7 @@ class Handler(BaseHTTPRequestHandler):
             env[k] = v
         cwd = s.path(b['cwd']) if b.get('cwd') else s.root + '/home/daytona'
         p = subprocess.Popen(s.ns + ['bash'], cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, start_new_session=True)
+                             stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=s.enter)
         try:
             out, _ = p.communicate(s.command(cmd).encode(), timeout=b.get('timeout') or None)
         except subprocess.TimeoutExpired:

@@ -31,6 +31,10 @@ docker_teardown_file() {
 }
 
 with_backend() {
+	if [ "$1" = daytona ]; then
+		with_daytona
+		return
+	fi
 	if [ "$1" = docker ]; then
 		[ -z "${DK_SKIP:-}" ] || skip_or_fail "$DK_SKIP"
 		export SANDBOX_BACKEND=docker SANDBOX_IMAGE="$TEST_IMAGE"
