@@ -2,9 +2,20 @@
 # pull, a Daytona create and start): honoured within a second, and nothing left behind.
 load lib/helpers
 load lib/docker-setup
+load lib/daytona-setup
 
-setup_file() { docker_setup_file; }
-teardown_file() { docker_teardown_file; }
+setup_file() {
+	docker_setup_file
+	daytona_setup_file
+}
+teardown_file() {
+	docker_teardown_file
+	daytona_teardown_file
+}
+
+live_sandboxes() {
+	daytona_control '{}' | jq '.sandboxes | length'
+}
 
 teardown() {
 	[ -f "$BATS_TEST_TMPDIR/stall.pid" ] && kill "$(cat "$BATS_TEST_TMPDIR/stall.pid")" 2>/dev/null
@@ -54,4 +65,61 @@ EOF
 	jqe "$(printf '%s\n' "$output" | grep exit_after_ms)" '.exit == 0 and .exit_after_ms < 2000'
 	[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
 	[ -z "$(find "$SANDBOX_STATE_DIR" -mindepth 1 -maxdepth 1 -name 'docker-*')" ]
+}
+
+@test "daytona: a call cancelled while its sandbox is created, or starting, ends within a second" {
+	with_backend daytona
+	for mode in '{"fail": "slow", "seconds": 20, "method": "POST", "path": "/api/sandbox"}' '{"fail": "never_start"}'; do
+		daytona_control "$mode" >/dev/null
+		: > "$SERVER_LOG"
+		mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo never"}')
+{"sh": "for i in \$(seq 600); do grep -qE 'slow: holding POST /api/sandbox|created; waiting for it to start' $BATS_FILE_TMPDIR/daytona.log $SERVER_LOG && exit 0; sleep 0.05; done; exit 1"}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}
+{"sh": "t0=\$(date +%s%N); for i in \$(seq 200); do grep -q 'making the sandbox was cancelled' $SERVER_LOG && { echo \$(( (\$(date +%s%N) - t0) / 1000000 )) > $BATS_TEST_TMPDIR/cancel_ms; exit 0; }; sleep 0.01; done; exit 1"}
+{"jsonrpc":"2.0","id":"p","method":"ping"}
+EOF
+		[ -z "$(response 1)" ]
+		jqe "$(response '"p"')" '.result == {}'
+		echo "$mode: cancelled after $(cat "$BATS_TEST_TMPDIR/cancel_ms") ms"
+		[ "$(cat "$BATS_TEST_TMPDIR/cancel_ms")" -lt 1000 ]
+		: > "$BATS_FILE_TMPDIR/daytona.log"
+	done
+	# The one that was starting was deleted on the spot.
+	[ "$(live_sandboxes)" -eq 0 ]
+}
+
+@test "daytona: SIGTERM while the sandbox starts exits within 2 s and leaves no sandbox" {
+	with_backend daytona
+	daytona_control '{"fail": "never_start"}' >/dev/null
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo never"}')
+{"sh": "for i in \$(seq 600); do grep -q 'created; waiting for it to start' $SERVER_LOG && exit 0; sleep 0.05; done; exit 1"}
+{"signal": "TERM"}
+{"expect_exit": 5}
+EOF
+	jqe "$(printf '%s\n' "$output" | grep exit_after_ms)" '.exit == 0 and .exit_after_ms < 2000'
+	[ "$(live_sandboxes)" -eq 0 ]
+}
+
+@test "daytona: a sandbox made by a create that was cut short is deleted by this server's next making" {
+	with_backend daytona
+	daytona_control '{"fail": "slow", "seconds": 2, "method": "POST", "path": "/api/sandbox", "count": 1}' >/dev/null
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo never"}')
+{"sh": "for i in \$(seq 600); do grep -q 'slow: holding POST /api/sandbox' $BATS_FILE_TMPDIR/daytona.log && exit 0; sleep 0.05; done; exit 1"}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}
+{"sh": "for i in \$(seq 200); do grep -q 'POST /api/sandbox -> ' $BATS_FILE_TMPDIR/daytona.log && exit 0; sleep 0.05; done; exit 1"}
+$(call_json 2 execute_bash_commands '{"code":"echo fresh"}')
+{"wait": 2}
+{"sh": "python3 -c 'import json,sys,urllib.request; n=len(json.load(urllib.request.urlopen(\"$DT_URL/_control\"))[\"sandboxes\"]); sys.exit(0 if n == 1 else 1)'"}
+EOF
+	[ -z "$(response 1)" ]
+	result=$(response 2 | jq -c .result)
+	sc '.exit_code == 0 and .stdout == "fresh\n"'
+	grep -q "made by a create of this server that was cut short" "$SERVER_LOG"
+	[ "$(live_sandboxes)" -eq 0 ]
 }

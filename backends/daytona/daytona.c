@@ -41,6 +41,8 @@
 #define RUN_DIR "/tmp/.sandbox-mcp"
 #define LABEL "sandbox-mcp"
 #define OWNER_LABEL "sandbox-mcp-owner"
+/* Names one attempt at making a sandbox, so that one whose create was cut short can be found. */
+#define ATTEMPT_LABEL "sandbox-mcp-attempt"
 
 #define SMALL_BODY (1u << 20)           /* API and toolbox answers but polls */
 #define POLL_CHUNK (1u << 20)           /* bytes of each stream one poll may carry */
@@ -62,6 +64,7 @@ struct daytona {
 	unsigned seq;          /* calls run in this sandbox */
 	const char *python;    /* cfg->python, borrowed */
 	char *baseline;        /* "PID:START ..." of the sandbox's own processes, spared by sweeps */
+	char attempt[40];      /* ATTEMPT_LABEL of the sandbox being made */
 };
 
 /* ---------------------------------------------------------------- small helpers */
@@ -155,6 +158,17 @@ static long b64_decode(const char *in, size_t len, unsigned char *out)
 		}
 	}
 	return (long)o;
+}
+
+/* Waits ms, or less when the making is cancelled: true then. */
+static bool pause_ms(struct daytona *D, int64_t ms)
+{
+	struct pollfd p = {D->http.cancel_fd, POLLIN, 0};
+	if (poll(&p, D->http.cancel_fd >= 0 ? 1 : 0, ms > 0 ? (int)ms : 0) > 0) {
+		D->http.cancelled = true;
+		return true;
+	}
+	return false;
 }
 
 static void sleep_ms(int64_t ms)
@@ -337,8 +351,8 @@ static json_t *create_body(struct backend *b, struct daytona *D)
 	long stop_min = cfg->idle_timeout_s > 0 ? (long)ceil(cfg->idle_timeout_s / 60.0) + 5 : 60;
 	if (stop_min > 24 * 60)
 		stop_min = 24 * 60;
-	json_t *body = json_pack("{s:{s:s, s:s, s:s}, s:i, s:i, s:b, s:{}}", "labels", LABEL, "1", OWNER_LABEL,
-				 owner, "code-toolbox-language", "python", "autoStopInterval", (int)stop_min,
+	json_t *body = json_pack("{s:{s:s, s:s, s:s, s:s}, s:i, s:i, s:b, s:{}}", "labels", LABEL, "1", OWNER_LABEL,
+				 owner, ATTEMPT_LABEL, D->attempt, "code-toolbox-language", "python", "autoStopInterval", (int)stop_min,
 				 "autoDeleteInterval", 0, "networkBlockAll", cfg->network != NET_ALL, "env");
 	if (!body)
 		return NULL;
@@ -380,7 +394,8 @@ static int wait_started(struct daytona *D, json_t **dto, int64_t deadline, struc
 		if (now >= deadline)
 			return err_set(e, "the Daytona sandbox %s did not start within %lld s (state: %s)", D->id,
 				       (long long)((deadline - t0 + 999) / 1000), st ? st : "unknown");
-		sleep_ms(interval < deadline - now ? interval : deadline - now);
+		if (pause_ms(D, interval < deadline - now ? interval : deadline - now))
+			return err_set(e, "cancelled");
 		if (clock_ms() - t0 > 5000)
 			interval = interval * 11 / 10 > 1000 ? 1000 : interval * 11 / 10;
 		struct dt_resp rs;
@@ -495,13 +510,10 @@ static int sweep(struct daytona *D, struct err *e)
 	return rc;
 }
 
-static int daytona_start(struct backend *b, int cancel_fd, struct err *e)
+/* Makes the sandbox (see daytona_start). */
+static int make_sandbox(struct backend *b, struct err *e)
 {
 	struct daytona *D = b->priv;
-	(void)cancel_fd;
-	D->python = b->cfg->python;
-	if (dt_open(D, e) < 0)
-		return -1;
 	int64_t deadline = clock_ms() + start_timeout_ms(b->cfg);
 	json_t *body = create_body(b, D);
 	if (!body)
@@ -565,6 +577,88 @@ static int daytona_start(struct backend *b, int cancel_fd, struct err *e)
 	log_msg(LOG_INFO, "Daytona sandbox %s started (%s)", D->id,
 		D->snapshot[0] ? D->snapshot : D->image[0] ? D->image : "the default snapshot");
 	return 0;
+}
+
+static int delete_sandbox(struct dt_http *h, const char *id, long timeout_ms, int tries, struct err *e);
+
+/* Deletes what a cut-short making may have left: the sandbox by its id when the create was
+ * answered, else whatever carries this attempt's label. Bounded: a shutdown must end in 2 s. */
+static void forget_attempt(struct daytona *D)
+{
+	struct err e = {""};
+	if (D->id[0]) {
+		delete_sandbox(&D->http, D->id, 1000, 1, &e);
+		D->id[0] = '\0';
+		return;
+	}
+	char *lab = NULL, path[256], filter[128];
+	snprintf(filter, sizeof filter, "{\"" ATTEMPT_LABEL "\":\"%s\"}", D->attempt);
+	lab = dt_http_escape(filter);
+	snprintf(path, sizeof path, "/sandbox?limit=10&labels=%s", lab ? lab : "");
+	free(lab);
+	struct dt_resp rs;
+	if (api(D, "GET", path, NULL, 700, &rs, &e) == 0 && rs.status == 200) {
+		json_t *items = json_is_array(rs.json) ? rs.json : json_object_get(rs.json, "items");
+		size_t i;
+		json_t *it;
+		json_array_foreach(items, i, it) {
+			const char *id = json_str(it, "id");
+			if (id && strlen(id) < 100)
+				delete_sandbox(&D->http, id, 700, 1, &e);
+		}
+	}
+	dt_resp_free(&rs);
+}
+
+/* Deletes the sandboxes this very server made and no longer has: a create cut short before
+ * its answer came may still have made one, after the fact. Bounded, best effort. */
+static void forget_own_leftovers(struct daytona *D)
+{
+	char owner[256], filter[400], path[600];
+	owner_of(getpid(), owner, sizeof owner);
+	snprintf(filter, sizeof filter, "{\"" OWNER_LABEL "\":\"%s\"}", owner);
+	char *lab = dt_http_escape(filter);
+	snprintf(path, sizeof path, "/sandbox?limit=20&labels=%s", lab ? lab : "");
+	free(lab);
+	struct dt_resp rs;
+	struct err e = {""};
+	if (api(D, "GET", path, NULL, 2000, &rs, &e) == 0 && rs.status == 200) {
+		json_t *items = json_is_array(rs.json) ? rs.json : json_object_get(rs.json, "items");
+		size_t i;
+		json_t *it;
+		json_array_foreach(items, i, it) {
+			const char *id = json_str(it, "id");
+			if (id && strlen(id) < 100 && delete_sandbox(&D->http, id, 2000, 1, &e) == 0)
+				log_msg(LOG_INFO, "deleted Daytona sandbox %s, made by a create of this server that was cut short", id);
+		}
+	}
+	dt_resp_free(&rs);
+}
+
+/* Creating and starting a sandbox can take a minute: every request and wait of it watches
+ * cancel_fd, and a cancelled making leaves nothing behind. */
+static int daytona_start(struct backend *b, int cancel_fd, struct err *e)
+{
+	struct daytona *D = b->priv;
+	D->python = b->cfg->python;
+	if (dt_open(D, e) < 0)
+		return -1;
+	unsigned char r[8];
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		return err_sys(e, "getrandom");
+	snprintf(D->attempt, sizeof D->attempt, "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4],
+		 r[5], r[6], r[7]);
+	D->http.cancel_fd = cancel_fd;
+	forget_own_leftovers(D);
+	int rc = make_sandbox(b, e);
+	bool cancelled = rc < 0 && (D->http.cancelled ||
+				    (cancel_fd >= 0 && poll(&(struct pollfd){cancel_fd, POLLIN, 0}, 1, 0) > 0));
+	D->http.cancel_fd = -1;
+	if (cancelled) {
+		forget_attempt(D);
+		return BACKEND_CANCELLED;
+	}
+	return rc;
 }
 
 /* ---------------------------------------------------------------- run */

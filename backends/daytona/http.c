@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ static void wipe_free(struct curl_slist *list)
 int dt_http_open(struct dt_http *h, struct err *e)
 {
 	memset(h, 0, sizeof *h);
+	h->cancel_fd = -1;
 	const char *key = getenv("DAYTONA_API_KEY");
 	if (!key || !*key)
 		return err_set(e, "DAYTONA_API_KEY is not set");
@@ -217,13 +219,61 @@ static bool reset_failure(CURLcode rc)
 	       rc == CURLE_PARTIAL_FILE;
 }
 
-static void sleep_ms(int64_t ms)
+/* Sleeps ms, or less when h->cancel_fd turns readable (then h->cancelled is set). */
+static void sleep_ms(struct dt_http *h, int64_t ms)
 {
-	if (ms <= 0)
-		return;
-	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	int64_t until = clock_ms() + ms;
+	for (int64_t left = ms; left > 0; left = until - clock_ms()) {
+		struct pollfd p = {h->cancel_fd, POLLIN, 0};
+		int r = poll(&p, h->cancel_fd >= 0 ? 1 : 0, (int)left);
+		if (r > 0) {
+			h->cancelled = true;
+			return;
+		}
+	}
+}
+
+/* curl_easy_perform, but ended at once when h->cancel_fd turns readable. */
+static CURLcode perform_cancellable(struct dt_http *h)
+{
+	if (h->cancel_fd < 0)
+		return curl_easy_perform(h->curl);
+	CURLM *m = curl_multi_init();
+	if (!m)
+		return CURLE_OUT_OF_MEMORY;
+	CURLcode rc = CURLE_OK;
+	if (curl_multi_add_handle(m, h->curl) != CURLM_OK) {
+		curl_multi_cleanup(m);
+		return CURLE_FAILED_INIT;
+	}
+	for (int running = 1; running;) {
+		if (curl_multi_perform(m, &running) != CURLM_OK) {
+			rc = CURLE_FAILED_INIT;
+			break;
+		}
+		if (!running)
+			break;
+		struct curl_waitfd w = {.fd = h->cancel_fd, .events = CURL_WAIT_POLLIN};
+		if (curl_multi_poll(m, &w, 1, 1000, NULL) != CURLM_OK) {
+			rc = CURLE_FAILED_INIT;
+			break;
+		}
+		if (w.revents) {
+			h->cancelled = true;
+			rc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
+	}
+	if (!h->cancelled) {
+		int left;
+		CURLMsg *msg;
+		while ((msg = curl_multi_info_read(m, &left)))
+			if (msg->msg == CURLMSG_DONE)
+				rc = msg->data.result;
+	}
+	curl_multi_remove_handle(m, h->curl);
+	curl_multi_cleanup(m);
+	return rc;
 }
 
 static unsigned jitter(void)
@@ -306,7 +356,7 @@ static CURLcode attempt(struct dt_http *h, const struct dt_req *rq, struct dt_re
 		goto fail;
 	if (!strcmp(rq->method, "GET") && (rc = curl_easy_setopt(c, CURLOPT_HTTPGET, 1L)))
 		goto fail;
-	rc = curl_easy_perform(c);
+	rc = perform_cancellable(h);
 	if (s.overflow) {
 		err_set(e, "the answer was larger than %zu bytes", rq->max_body);
 		rc = CURLE_WRITE_ERROR;
@@ -346,10 +396,13 @@ int dt_http_call(struct dt_http *h, const struct dt_req *rq, struct dt_resp *rs,
 		return err_set(e, "the Daytona client is closed");
 	int64_t deadline = rq->deadline_ms ? rq->deadline_ms : clock_ms() + rq->timeout_ms;
 	int transport = 0, rate = 0;
+	h->cancelled = false;
 	for (;;) {
 		struct err ae = {""};
 		struct hdrs hd;
 		CURLcode rc = attempt(h, rq, rs, &hd, &ae);
+		if (h->cancelled)
+			return err_set(e, "cancelled");
 		if (rc == CURLE_OK) {
 			if (rs->status != 429 || rate >= RATE_RETRIES)
 				return 0;
@@ -358,7 +411,9 @@ int dt_http_call(struct dt_http *h, const struct dt_req *rq, struct dt_resp *rs,
 				return 0; /* the caller reports the 429 */
 			rate++;
 			dt_resp_free(rs);
-			sleep_ms(wait);
+			sleep_ms(h, wait);
+			if (h->cancelled)
+				return err_set(e, "cancelled");
 			continue;
 		}
 		bool retry = (connect_failure(rc) || (reset_failure(rc) && idempotent(rq->method))) &&
@@ -367,7 +422,9 @@ int dt_http_call(struct dt_http *h, const struct dt_req *rq, struct dt_resp *rs,
 		if (!retry || clock_ms() + wait >= deadline)
 			return err_set(e, "%s", ae.msg);
 		transport++;
-		sleep_ms(wait);
+		sleep_ms(h, wait);
+		if (h->cancelled)
+			return err_set(e, "cancelled");
 	}
 }
 

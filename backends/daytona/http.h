@@ -35,6 +35,8 @@ struct dt_http {
 	char target[64];         /* DAYTONA_TARGET, "" for the organization's default */
 	void *curl;              /* CURL *, reused for keep-alive; NULL when closed */
 	void *headers;           /* struct curl_slist *: Authorization and the SDK headers */
+	int cancel_fd;           /* while >= 0: a call ends at once when it turns readable */
+	bool cancelled;          /* the last call ended so */
 };
 
 /* One file of a multipart bulk upload. */
@@ -75,7 +77,8 @@ char *dt_http_escape(const char *s);
 
 /*
  * One request, with the retries above. 0 when an answer came (any status; rs filled), -1 with
- * e set when none did (cannot connect, timed out, answer too large). rs is always safe to
+ * e set when none did (cannot connect, timed out, answer too large, or h->cancel_fd turned
+ * readable: then h->cancelled is set, at once, with no retry). rs is always safe to
  * dt_resp_free afterwards.
  */
 int dt_http_call(struct dt_http *h, const struct dt_req *rq, struct dt_resp *rs, struct err *e);

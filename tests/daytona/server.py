@@ -304,6 +304,7 @@ class Handler(BaseHTTPRequestHandler):
                 CONTROL['count'] -= 1
             secs = CONTROL['seconds']
         if mode == 'slow':
+            log('slow: holding %s %s for %s s' % (self.command, urlsplit(self.path).path, secs))
             time.sleep(secs)
             return False
         if mode == 'drop':
