@@ -24,8 +24,12 @@
  *                                (why a stream past the cap could not be saved; 0 when it was)
  *
  * Run spec: u32 flags, u64 cap, u64 spill_max, str cwd, str spill_prefix,
+ *           u32 relay_port, str relay_socket,
  *           u32 nrlim, nrlim x (u32 resource, u64 limit), u32 argc, str argv[argc],
  *           u32 envc, str env[envc].
+ * relay_port not 0: for the length of the call, the agent relays every TCP connection to
+ * 127.0.0.1:relay_port (the sandbox's own loopback) to the unix socket relay_socket -- how the
+ * install step, which has no network, reaches the server's proxy.
  * A str is u32 length + bytes (no terminator on the wire).
  */
 #ifndef SANDBOX_AGENT_PROTO_H
@@ -35,7 +39,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define AG_VERSION 2u
+#define AG_VERSION 3u
 #define AG_MAX_FRAME (64u << 20)
 
 enum ag_type {

@@ -35,6 +35,8 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -258,6 +260,95 @@ static void reset_signals(void)
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* ---------------------------------------------------------------- the relay */
+
+/* Copies both ways between a and b until both are done. */
+static void relay_splice(int a, int b)
+{
+	static unsigned char buf[CHUNK];
+	int open_a = 1, open_b = 1;
+	while (open_a || open_b) {
+		struct pollfd p[2] = {{open_a ? a : -1, POLLIN, 0}, {open_b ? b : -1, POLLIN, 0}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		for (int i = 0; i < 2; i++) {
+			if (!p[i].revents)
+				continue;
+			int from = i ? b : a, to = i ? a : b;
+			ssize_t r = read(from, buf, sizeof buf);
+			if (r <= 0) {
+				shutdown(to, SHUT_WR);
+				if (i)
+					open_b = 0;
+				else
+					open_a = 0;
+				continue;
+			}
+			if (write_full(to, buf, (size_t)r) < 0)
+				return;
+		}
+	}
+}
+
+/*
+ * For the call: a process that takes TCP connections on 127.0.0.1:port and carries each to
+ * the unix socket path, a process per connection. The listening socket is made here, before
+ * the call starts, so no connection of the call can come too early. It is one more process
+ * of the sandbox: it ends with the call, as they all do.
+ */
+static int start_relay(uint16_t port, const char *path)
+{
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = {htonl(INADDR_LOOPBACK)}};
+	int one = 1;
+	if (ls < 0 || setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+	    bind(ls, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(ls, 64) < 0) {
+		int err = errno;
+		if (ls >= 0)
+			close(ls);
+		errno = err;
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		int err = errno;
+		close(ls);
+		errno = err;
+		return -1;
+	}
+	if (pid) {
+		close(ls);
+		return 0;
+	}
+	close(ctl);
+	close(sigfd);
+	signal(SIGCHLD, SIG_IGN); /* connection processes are reaped by the kernel */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (;;) {
+		int c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			_exit(1);
+		}
+		if (fork() == 0) {
+			close(ls);
+			struct sockaddr_un su = {.sun_family = AF_UNIX};
+			int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			snprintf(su.sun_path, sizeof su.sun_path, "%s", path);
+			if (u >= 0 && connect(u, (struct sockaddr *)&su, sizeof su) == 0)
+				relay_splice(c, u);
+			_exit(0);
+		}
+		close(c);
+	}
 }
 
 /* PATH search in the call's own environment (execvpe would use the agent's). */
@@ -487,6 +578,13 @@ static void do_run(struct ag_cur *c)
 		goto bad;
 	memcpy(call.spill_prefix, s, n);
 	call.spill_prefix[n] = '\0';
+	uint32_t relay_port = ag_get_u32(c);
+	static char relay_sock[108];
+	s = ag_get_str(c, &n);
+	if (c->bad || n >= sizeof relay_sock || relay_port > 65535)
+		goto bad;
+	memcpy(relay_sock, s, n);
+	relay_sock[n] = '\0';
 	uint32_t nrl = ag_get_u32(c);
 	if (nrl > MAX_RLIMITS)
 		goto bad;
@@ -520,6 +618,10 @@ static void do_run(struct ag_cur *c)
 		lists[l][cnt] = NULL;
 	}
 
+	if (relay_port && start_relay((uint16_t)relay_port, relay_sock) < 0) {
+		send_errno("the install step's relay", errno);
+		return;
+	}
 	int po[2], pe[2], px[2];
 	if (pipe2(po, O_CLOEXEC) < 0)
 		goto fail;

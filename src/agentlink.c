@@ -194,6 +194,9 @@ static int send_run(struct agentlink *l, const struct run_req *rq, const struct 
 	ag_put_str(&b, rq->cwd, strlen(rq->cwd));
 	const char *sp = rq->spill_prefix ? rq->spill_prefix : "";
 	ag_put_str(&b, sp, strlen(sp));
+	ag_put_u32(&b, lim->relay_port);
+	const char *rs = lim->relay_socket ? lim->relay_socket : "";
+	ag_put_str(&b, rs, strlen(rs));
 	struct { uint32_t res; uint64_t v; } rl[6];
 	uint32_t n = 0;
 	rl[n].res = RLIMIT_NOFILE, rl[n++].v = lim->open_files;

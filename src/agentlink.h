@@ -24,6 +24,8 @@ struct agentlink_limits {
 	uint64_t nproc;   /* 0: not set (a pids cgroup bounds processes) */
 	uint64_t as;      /* 0: not set (a memory cgroup bounds memory) */
 	uint64_t spill_max;
+	uint32_t relay_port;        /* 0, or: relay 127.0.0.1:port in the sandbox to relay_socket */
+	const char *relay_socket;   /* a unix socket path inside the sandbox */
 };
 
 /* Takes ownership of fd and waits up to timeout_ms for the agent's greeting. */

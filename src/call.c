@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "clock.h"
 #include "log.h"
@@ -234,11 +235,20 @@ static json_t *install(struct call_ctx *c, const json_t *reqs)
 	argv[a++] = cfg->python;
 	for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
 		argv[a++] = fixed[k];
+	char trusted[300];
 	if (offline) {
 		argv[a++] = "--no-index";
 	} else {
 		argv[a++] = "--only-binary";
 		argv[a++] = ":all:";
+		argv[a++] = "--index-url";
+		argv[a++] = cfg->index_url;
+		/* pip ignores a plain-HTTP index unless told to trust its host. */
+		if (!strncasecmp(cfg->index_url, "http://", 7)) {
+			snprintf(trusted, sizeof trusted, "%.*s", (int)strcspn(cfg->index_url + 7, "/?#"), cfg->index_url + 7);
+			argv[a++] = "--trusted-host";
+			argv[a++] = trusted;
+		}
 	}
 	if (cfg->wheelhouse[0]) {
 		argv[a++] = "--find-links";

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "proxy.h"
 
 enum opt_type { T_STR, T_SIZE, T_COUNT, T_SECONDS, T_NUMBER, T_BOOL, T_NET, T_LEVEL };
 
@@ -44,6 +45,10 @@ static const struct opt opts[] = {
 	 "none | install (only package installs reach the network) | all"},
 	{"wheelhouse", "SANDBOX_WHEELHOUSE", T_STR, F(wheelhouse), "",
 	 "folder of wheels; requirements install from it alone, with no network"},
+	{"index-url", "SANDBOX_INDEX_URL", T_STR, F(index_url), "https://pypi.org/simple",
+	 "package index requirements install from (the install step reaches it alone)"},
+	{"index-hosts", "SANDBOX_INDEX_HOSTS", T_STR, F(index_hosts), "",
+	 "more hosts the install step may reach, comma-separated (with PyPI: files.pythonhosted.org)"},
 	{"idle-timeout", "SANDBOX_IDLE_TIMEOUT", T_SECONDS, F(idle_timeout_s), "1800",
 	 "remove a sandbox unused this long, seconds (0: never)"},
 	{"queue", "SANDBOX_QUEUE", T_COUNT, F(queue_max), "16", "calls that may wait behind the running one"},
@@ -210,6 +215,10 @@ static int check_values(const struct config *c, struct err *e)
 		return err_set(e, "--daytona-snapshot and --daytona-image exclude each other: give one");
 	if (strpbrk(c->daytona_image, "\r\n") || strpbrk(c->daytona_snapshot, " \t\r\n"))
 		return err_set(e, "--daytona-snapshot or --daytona-image is not a valid name");
+	struct proxy_policy pol;
+	struct err pe = {""};
+	if (proxy_policy_for_index(&pol, c->index_url, c->index_hosts, &pe) < 0)
+		return err_set(e, "--index-url / --index-hosts: %s", pe.msg);
 	if (c->daytona_start_timeout_s <= 0 || c->daytona_start_timeout_s > 3600)
 		return err_set(e, "--daytona-start-timeout must be between 0 and 3600 seconds");
 	return 0;

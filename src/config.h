@@ -29,6 +29,8 @@ struct config {
 	uint64_t tmp_size;
 	int network;             /* enum net_policy */
 	char wheelhouse[4096];   /* host folder of wheels; "" for none */
+	char index_url[1024];    /* the package index installs use */
+	char index_hosts[1024];  /* more hosts the install step may reach, comma-separated */
 	double idle_timeout_s;
 	uint64_t queue_max;      /* calls waiting behind the running one */
 	uint64_t max_message;    /* longest accepted input line, bytes */

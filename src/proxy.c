@@ -96,6 +96,30 @@ int proxy_policy_add_url(struct proxy_policy *p, const char *url, struct err *e)
 	return 0;
 }
 
+int proxy_policy_for_index(struct proxy_policy *p, const char *index_url, const char *more_hosts, struct err *e)
+{
+	memset(p, 0, sizeof *p);
+	if (proxy_policy_add_url(p, index_url, e) < 0)
+		return -1;
+	if (!strcmp(p->hosts[0], "pypi.org") && proxy_policy_add_host(p, "files.pythonhosted.org", e) < 0)
+		return -1;
+	for (const char *h = more_hosts; h && *h;) {
+		size_t n = strcspn(h, ", ");
+		char one[256];
+		if (n >= sizeof one)
+			return err_set(e, "index host '%.60s...' is too long", h);
+		if (n) {
+			memcpy(one, h, n);
+			one[n] = '\0';
+			if ((strstr(one, "://") ? proxy_policy_add_url(p, one, e) : proxy_policy_add_host(p, one, e)) < 0)
+				return -1;
+		}
+		h += n;
+		h += strspn(h, ", ");
+	}
+	return 0;
+}
+
 static bool port_allowed(const struct proxy_policy *p, unsigned port)
 {
 	if (port == 80 || port == 443)

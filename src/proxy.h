@@ -53,6 +53,10 @@ int proxy_policy_add_url(struct proxy_policy *p, const char *url, struct err *e)
 /* Adds a host name or address literal. 0 or -1 with e set. */
 int proxy_policy_add_host(struct proxy_policy *p, const char *host, struct err *e);
 
+/* The policy of an index URL (and, for PyPI's, files.pythonhosted.org, where its files are)
+ * and a comma-separated list of more hosts (may be empty). 0, or -1 with e set. */
+int proxy_policy_for_index(struct proxy_policy *p, const char *index_url, const char *more_hosts, struct err *e);
+
 /* May a connection go to sa, which `host` resolved to? (The address rule above.) */
 bool proxy_addr_allowed(const struct proxy_policy *p, const char *host, const struct sockaddr *sa);
 

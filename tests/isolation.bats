@@ -492,12 +492,14 @@ os.symlink(V + "/file", ".sandbox/task.py")
 	ws="$sb/workspace"
 	[ -d "$ws" ] || { echo "no kept workspace in $SANDBOX_STATE_DIR" >&2; return 1; }
 	[ "$(cut -d: -f1 "$sb/etc/passwd" | tr '\n' ' ')" = "root sandbox nobody " ]
-	# The links are still links (nothing replaced them by following them).
+	# The links the code made are still links (nothing replaced them by following them); those
+	# planted where the sandbox writes its own files were replaced by the files, not written
+	# through (the victim is untouched, above).
 	[ -L "$ws/pw" ]
 	[ "$(readlink "$ws/pw")" = /etc/passwd ]
 	[ -L "$ws/victimfile" ]
-	[ -L "$ws/.sandbox/task.py" ]
-	[ -L "$ws/.sandbox/output/call-2.stdout" ]
+	[ -f "$ws/.sandbox/task.py" ] && [ ! -L "$ws/.sandbox/task.py" ]
+	[ -f "$ws/.sandbox/output/call-2.stdout" ] && [ ! -L "$ws/.sandbox/output/call-2.stdout" ]
 }
 
 @test "fs: cleanup_sandbox and shutdown remove the workspace without following its symlinks" {

@@ -17,7 +17,9 @@
  * log every time (unbounded, quadratic when polled) and as JSON text (not byte-exact). The
  * runner keeps the streams apart in files it bounds, so every answer here stays small.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <netdb.h>
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -32,6 +34,7 @@
 
 #include "../backend.h"
 #include "../../src/log.h"
+#include "../../src/proxy.h"
 #include "http.h"
 #include "runner.h"
 
@@ -663,11 +666,53 @@ static int daytona_start(struct backend *b, int cancel_fd, struct err *e)
 
 /* ---------------------------------------------------------------- run */
 
-static int set_network(struct daytona *D, bool block, struct err *e)
+/*
+ * The addresses the install step may reach, as Daytona's allow list takes them (CIDRs): those
+ * the index hosts resolve to here, each checked as the proxy checks it (proxy.h). Caller frees;
+ * NULL with e set when none can be had.
+ */
+static char *index_allow_list(const struct config *cfg, struct err *e)
+{
+	struct proxy_policy pol;
+	if (proxy_policy_for_index(&pol, cfg->index_url, cfg->index_hosts, e) < 0)
+		return NULL;
+	struct sbuf out = {0};
+	for (size_t h = 0; h < pol.nhosts; h++) {
+		struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
+		if (getaddrinfo(pol.hosts[h], NULL, &hints, &res) != 0)
+			continue;
+		for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+			char a[INET_ADDRSTRLEN];
+			const struct sockaddr_in *in = (const struct sockaddr_in *)ai->ai_addr;
+			if (!proxy_addr_allowed(&pol, pol.hosts[h], ai->ai_addr) ||
+			    !inet_ntop(AF_INET, &in->sin_addr, a, sizeof a))
+				continue;
+			char cidr[32];
+			snprintf(cidr, sizeof cidr, "%s/32", a);
+			if (out.p && strstr(out.p, cidr))
+				continue;
+			if (out.len)
+				sb_add(&out, ",", 1);
+			sb_add(&out, cidr, strlen(cidr));
+		}
+		freeaddrinfo(res);
+	}
+	if (out.oom || !out.len) {
+		free(out.p);
+		err_set(e, "none of the package index hosts (%s...) resolves to an address the install step may reach",
+			pol.hosts[0]);
+		return NULL;
+	}
+	return out.p;
+}
+
+/* Blocks the sandbox's network, or opens it to `allow` (CIDRs) alone. */
+static int set_network(struct daytona *D, bool block, const char *allow, struct err *e)
 {
 	char path[128];
 	snprintf(path, sizeof path, "/sandbox/%s/network-settings", D->id);
-	json_t *body = json_pack("{s:b}", "networkBlockAll", block);
+	json_t *body = block ? json_pack("{s:b}", "networkBlockAll", 1)
+			     : json_pack("{s:b, s:s}", "networkBlockAll", 0, "networkAllowList", allow);
 	struct dt_resp rs;
 	int rc = body ? api(D, "POST", path, body, API_TIMEOUT_MS, &rs, e) : err_set(e, "out of memory");
 	json_decref(body);
@@ -1050,8 +1095,12 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 	snprintf(sid, sizeof sid, "sandbox-mcp-%d-%u", (int)getpid(), seq);
 	/* The install step alone may reach the network (--network install). */
 	bool opened = rq->network && b->cfg->network == NET_INSTALL;
-	if (opened && set_network(D, false, e) < 0)
+	char *allow = opened ? index_allow_list(b->cfg, e) : NULL;
+	if (opened && (!allow || set_network(D, false, allow, e) < 0)) {
+		free(allow);
 		return -1;
+	}
+	free(allow);
 	int rc = upload(D, rq->files, rq->nfiles, dir, e);
 	char *cmd = NULL;
 	struct progress pg = {.done = NULL};
@@ -1080,7 +1129,7 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 	}
 	if (opened) {
 		struct err ne = {""};
-		if (set_network(D, true, &ne) < 0) {
+		if (set_network(D, true, NULL, &ne) < 0) {
 			/* The code must not get the network the install had: drop this sandbox. */
 			err_clear(e);
 			err_set(e, "%s; the sandbox is dropped", ne.msg);

@@ -50,6 +50,7 @@
 #include "../../src/cgroup.h"
 #include "../../src/filter.h"
 #include "../../src/hostdir.h"
+#include "../../src/installnet.h"
 #include "../../src/log.h"
 #include "../../src/tree.h"
 #include "dkapi.h"
@@ -221,7 +222,8 @@ static json_t *mount_spec(const char *src, const char *dst, bool ro)
 }
 
 /* The create request of a container on D's workspace; `net`: the engine's default network. */
-static json_t *container_spec(struct backend *b, const struct docker_inst *in, bool net, const char *role)
+static json_t *container_spec(struct backend *b, const struct docker_inst *in, bool net, const char *role,
+			      const char *proxy_dir)
 {
 	struct docker *D = b->priv;
 	const struct config *cfg = b->cfg;
@@ -233,6 +235,8 @@ static json_t *container_spec(struct backend *b, const struct docker_inst *in, b
 				   mount_spec(D->agent, AGENT_IN, true));
 	if (mounts && cfg->wheelhouse[0])
 		json_array_append_new(mounts, mount_spec(cfg->wheelhouse, "/wheelhouse", true));
+	if (mounts && proxy_dir)
+		json_array_append_new(mounts, mount_spec(proxy_dir, INSTALLNET_DIR, false));
 	json_t *host = json_pack(
 		"{s:o, s:b, s:[s], s:[s], s:s, s:I, s:I, s:I, s:I, s:{s:s, s:s}, s:I, s:b, s:b, s:s, s:{s:s}}",
 		"Mounts", mounts, "ReadonlyRootfs", 1, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
@@ -343,7 +347,8 @@ static int wait_agent(struct docker *D, struct docker_inst *in, struct err *e)
 }
 
 /* Starts a container on D's workspace and connects to its agent. */
-static int inst_spawn(struct backend *b, struct docker_inst *in, bool net, const char *role, struct err *e)
+static int inst_spawn(struct backend *b, struct docker_inst *in, bool net, const char *role, const char *proxy_dir,
+		      struct err *e)
 {
 	struct docker *D = b->priv;
 	char name[128], path[256], why[512];
@@ -358,7 +363,7 @@ static int inst_spawn(struct backend *b, struct docker_inst *in, bool net, const
 		err_sys(e, "creating %s", in->run);
 		goto fail;
 	}
-	json_t *spec = container_spec(b, in, net, role);
+	json_t *spec = container_spec(b, in, net, role, proxy_dir);
 	if (!spec) {
 		err_set(e, "out of memory");
 		goto fail;
@@ -567,7 +572,7 @@ static int make_sandbox(struct backend *b, struct err *e)
 		return err_sys(e, "wheelhouse %s", cfg->wheelhouse);
 	if (ensure_image(D, e) < 0 || filter_build(&D->filter, e) < 0)
 		return -1;
-	return inst_spawn(b, &D->main, cfg->network == NET_ALL, "main", e);
+	return inst_spawn(b, &D->main, cfg->network == NET_ALL, "main", NULL, e);
 }
 
 /* An image pull can take minutes: every engine call and wait of the making watches cancel_fd,
@@ -588,6 +593,7 @@ static void call_limits(const struct backend *b, const struct run_req *rq, struc
 	const struct docker *D = b->priv;
 	const struct config *cfg = b->cfg;
 	int64_t left = rq->deadline_ms - clock_ms();
+	memset(lim, 0, sizeof *lim);
 	lim->open_files = cfg->open_files;
 	lim->file_size = cfg->file_size;
 	lim->cpu_s = (uint64_t)(left > 0 ? left : 0) / 1000 + 2;
@@ -603,14 +609,24 @@ static int docker_run(struct backend *b, const struct run_req *rq, struct run_re
 	if (!D->main.id[0] || D->main.link.fd < 0)
 		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
 	call_limits(b, rq, &lim);
-	/* The install step alone gets the network, in a container of its own on the same workspace. */
+	/* The install step alone reaches the package index: in a container of its own on the same
+	 * workspace, with no network ("none": loopback only) but the server's proxy. */
 	if (rq->network && b->cfg->network == NET_INSTALL) {
+		struct installnet inet;
 		struct docker_inst net;
-		if (inst_spawn(b, &net, true, "install", e) < 0)
+		if (installnet_open(&inet, b->cfg, D->dir, D->uid, rq->env, e) < 0)
 			return -1;
-		log_msg(LOG_INFO, "docker: the install step runs in its own container %.12s (network bridge)", net.id);
-		int rc = agentlink_run(&net.link, rq, &lim, rs, e);
-		inst_kill(D, &net);
+		int rc = inst_spawn(b, &net, false, "install", inet.dir, e);
+		if (rc == 0) {
+			struct run_req step = *rq;
+			step.env = installnet_env(&inet);
+			installnet_limits(&inet, &lim);
+			log_msg(LOG_INFO, "docker: the install step runs in its own container %.12s (no network but the proxy)",
+				net.id);
+			rc = agentlink_run(&net.link, &step, &lim, rs, e);
+			inst_kill(D, &net);
+		}
+		installnet_close(&inet);
 		return rc == BACKEND_LOST ? -1 : rc;
 	}
 	uint64_t oom_before = 0, oom_after = 0;

@@ -49,6 +49,7 @@
 #include "../../src/cgroup.h"
 #include "../../src/filter.h"
 #include "../../src/hostdir.h"
+#include "../../src/installnet.h"
 #include "../../src/log.h"
 #include "../../src/tree.h"
 
@@ -298,11 +299,14 @@ static int plan_build(struct plan *p, bool net, const char *gen_etc)
 	return 0;
 }
 
-/* Seals the read-only part, then adds the device nodes and the writable mounts. */
-static int plan_finish(struct plan *p, const char *ws, const char *wheelhouse, uint64_t tmp_size)
+/* Seals the read-only part, then adds the device nodes and the writable mounts. proxy_dir: the
+ * install step's way to the server's proxy (installnet.h), or NULL. */
+static int plan_finish(struct plan *p, const char *ws, const char *wheelhouse, uint64_t tmp_size, const char *proxy_dir)
 {
 	const char *R = p->root;
 	if (*wheelhouse && plan_bind(p, wheelhouse, "/wheelhouse", false) < 0)
+		return -1;
+	if (proxy_dir && plan_bind(p, proxy_dir, INSTALLNET_DIR, false) < 0)
 		return -1;
 	if (plan_setattr(p, R, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true) < 0)
 		return -1;
@@ -501,7 +505,7 @@ static void inst_kill(struct inst *in)
 }
 
 /* Starts a sandbox process tree on L's workspace; `net` shares the host's network. */
-static int inst_spawn(struct backend *b, struct inst *in, bool net, struct err *e)
+static int inst_spawn(struct backend *b, struct inst *in, bool net, const char *proxy_dir, struct err *e)
 {
 	struct local *L = b->priv;
 	const struct config *cfg = b->cfg;
@@ -514,14 +518,24 @@ static int inst_spawn(struct backend *b, struct inst *in, bool net, struct err *
 		return err_set(e, "out of memory");
 	p->sync_fd = p->err_fd = p->ctl_fd = p->agent_fd = -1;
 	hostdir_path(gen, sizeof gen, "%s/etc", L->dir);
-	hostdir_path(root, sizeof root, "%s/root", L->dir);
+	/* The install step's root has a mount point the code's has not (/run, for the proxy): a
+	 * skeleton of its own. */
+	hostdir_path(root, sizeof root, "%s/%s", L->dir, proxy_dir ? "root-install" : "root");
+	if (proxy_dir) {
+		char run[PATH_MAX];
+		if ((mkdir(root, 0755) < 0 && errno != EEXIST) || hostdir_path(run, sizeof run, "%s/run", root) < 0 ||
+		    (mkdir(run, 0755) < 0 && errno != EEXIST)) {
+			free(p);
+			return err_sys(e, "making the install step's root");
+		}
+	}
 	p->root = root;
 	p->new_net = !net;
 	p->setgroups = L->as_root;
 	snprintf(p->lo.ifr_name, IFNAMSIZ, "lo");
 	static char *const argv[] = {"sandbox-agent", "--fd", "3", NULL};
 	p->argv = argv;
-	if (plan_build(p, net, gen) < 0 || plan_finish(p, L->ws, cfg->wheelhouse, cfg->tmp_size) < 0) {
+	if (plan_build(p, net, gen) < 0 || plan_finish(p, L->ws, cfg->wheelhouse, cfg->tmp_size, proxy_dir) < 0) {
 		err_set(e, "the sandbox's mount plan is too large");
 		goto out;
 	}
@@ -710,7 +724,7 @@ static int local_start(struct backend *b, int cancel_fd, struct err *e)
 		return -1;
 	if ((L->agent_fd = agent_memfd(e)) < 0)
 		return -1;
-	return inst_spawn(b, &L->main, cfg->network == NET_ALL, e);
+	return inst_spawn(b, &L->main, cfg->network == NET_ALL, NULL, e);
 }
 
 static void call_limits(const struct backend *b, const struct inst *in, const struct run_req *rq,
@@ -718,6 +732,7 @@ static void call_limits(const struct backend *b, const struct inst *in, const st
 {
 	const struct config *cfg = b->cfg;
 	int64_t left = rq->deadline_ms - clock_ms();
+	memset(lim, 0, sizeof *lim);
 	lim->open_files = cfg->open_files;
 	lim->file_size = cfg->file_size;
 	lim->cpu_s = (uint64_t)(left > 0 ? left : 0) / 1000 + 2;
@@ -732,15 +747,24 @@ static int local_run(struct backend *b, const struct run_req *rq, struct run_res
 	struct agentlink_limits lim;
 	if (L->main.pid <= 0)
 		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
-	/* The install step alone gets the network, in a sandbox of its own on the same workspace. */
+	/* The install step alone reaches the package index: in a sandbox of its own on the same
+	 * workspace, with a network namespace of its own (no host loopback, no abstract sockets)
+	 * whose only way out is the server's proxy. */
 	if (rq->network && b->cfg->network == NET_INSTALL) {
+		struct installnet inet;
 		struct inst net;
-		int rc = inst_spawn(b, &net, true, e);
-		if (rc < 0)
+		if (installnet_open(&inet, b->cfg, L->dir, L->host_uid, rq->env, e) < 0)
 			return -1;
-		call_limits(b, &net, rq, &lim);
-		rc = agentlink_run(&net.link, rq, &lim, rs, e);
-		inst_kill(&net);
+		int rc = inst_spawn(b, &net, false, inet.dir, e);
+		if (rc == 0) {
+			struct run_req step = *rq;
+			step.env = installnet_env(&inet);
+			call_limits(b, &net, rq, &lim);
+			installnet_limits(&inet, &lim);
+			rc = agentlink_run(&net.link, &step, &lim, rs, e);
+			inst_kill(&net);
+		}
+		installnet_close(&inet);
 		return rc == BACKEND_LOST ? -1 : rc;
 	}
 	call_limits(b, &L->main, rq, &lim);

@@ -432,6 +432,7 @@ class Handler(BaseHTTPRequestHandler):
                 for k in ('networkBlockAll', 'networkAllowList', 'domainAllowList'):
                     if k in b:
                         s.dto[k] = b[k]
+                log('network-settings %s: %s' % (s.id, json.dumps(b, sort_keys=True)))
                 return self.send(200, s.refresh())
             if p[2:] == ['toolbox-proxy-url'] and method == 'GET':
                 return self.send(200, {'url': base + '/toolbox'})

@@ -1,0 +1,88 @@
+#include "installnet.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hostdir.h"
+
+#define PROXY_URL "http://127.0.0.1:3128"
+
+/* pip (and anything else the step runs) reads these; NO_PROXY empty: nothing goes around. */
+static const char *const proxy_vars[] = {
+	"HTTP_PROXY=" PROXY_URL, "HTTPS_PROXY=" PROXY_URL, "http_proxy=" PROXY_URL, "https_proxy=" PROXY_URL,
+	"NO_PROXY=", "no_proxy=",
+};
+
+int installnet_open(struct installnet *n, const struct config *cfg, const char *sandbox_dir, uid_t uid,
+		    const char *const *env, struct err *e)
+{
+	memset(n, 0, sizeof *n);
+	n->dir_fd = -1;
+	struct proxy_policy pol;
+	if (proxy_policy_for_index(&pol, cfg->index_url, cfg->index_hosts, e) < 0)
+		return -1;
+	if (hostdir_path(n->dir, sizeof n->dir, "%s/proxy", sandbox_dir) < 0)
+		return err_set(e, "the state folder's path is too long");
+	if (mkdir(n->dir, 0711) < 0 && errno != EEXIST) {
+		err_sys(e, "creating %s", n->dir);
+		n->dir[0] = '\0';
+		return -1;
+	}
+	/* The socket's path goes through the folder's fd: a long state folder cannot overflow
+	 * sun_path. The sandbox's user only needs to enter the folder. */
+	char sock[64];
+	n->dir_fd = open(n->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (n->dir_fd < 0 || chown(n->dir, uid, (gid_t)-1) < 0) {
+		err_sys(e, "%s", n->dir);
+		goto fail;
+	}
+	snprintf(sock, sizeof sock, "/proc/self/fd/%d/proxy.sock", n->dir_fd);
+	if (proxy_start(&n->px, sock, &pol, e) < 0)
+		goto fail;
+	size_t c = 0;
+	while (env && env[c])
+		c++;
+	size_t nv = sizeof proxy_vars / sizeof proxy_vars[0];
+	n->env = calloc(c + nv + 1, sizeof *n->env);
+	if (!n->env) {
+		err_set(e, "out of memory");
+		goto fail;
+	}
+	memcpy(n->env, env, c * sizeof *env);
+	memcpy(n->env + c, proxy_vars, sizeof proxy_vars);
+	return 0;
+fail:
+	installnet_close(n);
+	return -1;
+}
+
+const char *const *installnet_env(const struct installnet *n)
+{
+	return n->env;
+}
+
+void installnet_limits(const struct installnet *n, struct agentlink_limits *lim)
+{
+	(void)n;
+	lim->relay_port = INSTALLNET_PORT;
+	lim->relay_socket = INSTALLNET_SOCKET;
+}
+
+void installnet_close(struct installnet *n)
+{
+	proxy_stop(n->px);
+	n->px = NULL;
+	if (n->dir_fd >= 0)
+		close(n->dir_fd);
+	n->dir_fd = -1;
+	if (n->dir[0])
+		rmdir(n->dir);
+	n->dir[0] = '\0';
+	free(n->env);
+	n->env = NULL;
+}

@@ -1,0 +1,117 @@
+# The install step under the default policy (--network install): it reaches the package index
+# and nothing else -- not the host's loopback, not a metadata address, not what an index page
+# points at elsewhere -- on every backend. A test index runs on a network of its own
+# (lib/test-index.bash); a listener on the host's loopback stands for the host's services.
+load lib/helpers
+load lib/docker-setup
+load lib/daytona-setup
+load lib/test-index
+
+setup_file() {
+	docker_setup_file
+	daytona_setup_file
+}
+teardown_file() {
+	docker_teardown_file
+	daytona_teardown_file
+}
+
+setup() {
+	common_setup
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root to make the test index's network"
+	command -v ip >/dev/null || skip_or_fail "needs ip (iproute2)"
+	IDX="$BATS_TEST_TMPDIR/index"
+	mkdir -p "$IDX/files"
+	python3 "$TESTS_DIR/lib/make_wheel.py" "$IDX/files" okpkg 1.0
+	index_project "$IDX" okpkg ../../files/okpkg-1.0-py3-none-any.whl
+	# The host's loopback service a hostile index page sends pip to.
+	python3 "$TESTS_DIR/lib/stall-server.py" "$BATS_TEST_TMPDIR/host.port" &
+	echo $! >"$BATS_TEST_TMPDIR/host.pid"
+	for _ in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/host.port" ] && break; sleep 0.05; done
+	HOST_PORT=$(cat "$BATS_TEST_TMPDIR/host.port")
+	index_project "$IDX" evil-loopback "http://127.0.0.1:$HOST_PORT/evil_loopback-1.0-py3-none-any.whl"
+	index_project "$IDX" evil-metadata "http://169.254.169.254/latest/evil_metadata-1.0-py3-none-any.whl"
+	index_project "$IDX" slowpkg ../../files/okpkg-1.0-py3-none-any.whl
+	chmod -R o+rX "$BATS_TEST_TMPDIR"
+	index_up "$IDX"
+}
+
+teardown() {
+	index_down
+	[ -f "$BATS_TEST_TMPDIR/host.pid" ] && kill "$(cat "$BATS_TEST_TMPDIR/host.pid")" 2>/dev/null
+	return 0
+}
+
+py_req() { # ID REQUIREMENT
+	call_json "$1" execute_python "$(jq -cn --arg r "$2" '{script: "import okpkg; print(okpkg.VALUE)", requirements: [$r], timeout_s: 60}')"
+}
+
+index_case() {
+	with_backend "$1"
+	mcp_session --index-url "$INDEX_URL" <<EOF
+$INIT
+$(py_req 1 okpkg==1.0)
+{"wait": 1}
+$(py_req 2 evil-loopback)
+{"wait": 2}
+$(py_req 3 evil-metadata)
+EOF
+	result=$(response 1 | jq -c .result)
+	sc '.exit_code == 0 and .stdout == "okpkg 1.0\n"'
+	for id in 2 3; do
+		result=$(response $id | jq -c .result)
+		sc '.exit_code == 1 and (.stderr | startswith("Failed to install requirements: "))'
+	done
+	# Nothing reached the host's loopback service.
+	[ ! -e "$BATS_TEST_TMPDIR/host.port.count" ]
+}
+
+@test "local: the install step reaches the index, and not what an index page points at on the host" {
+	index_case local
+	grep -q "install step: refused .*127.0.0.1:$HOST_PORT" "$SERVER_LOG"
+	grep -q "install step: refused .*169.254.169.254" "$SERVER_LOG"
+}
+@test "docker: the install step reaches the index, and not what an index page points at on the host" {
+	index_case docker
+	grep -q "install step: refused .*127.0.0.1:$HOST_PORT" "$SERVER_LOG"
+}
+
+@test "local: the install step has a network namespace of its own (no host loopback, no abstract sockets)" {
+	with_backend local
+	pidf="$BATS_TEST_TMPDIR/server.pid"
+	run python3 "$SESSION" --stderr "$SERVER_LOG" --pidfile "$pidf" --timeout 120 -- "$SANDBOX_MCP" --index-url "$INDEX_URL" <<EOF
+$INIT
+$(py_req 1 slowpkg)
+{"sh": "for i in \$(seq 300); do [ \$(pgrep -c -P \$(cat $pidf)) -ge 2 ] && break; sleep 0.05; done; for p in \$(pgrep -P \$(cat $pidf)); do readlink /proc/\$p/ns/net; done > $BATS_TEST_TMPDIR/netns; readlink /proc/self/ns/net > $BATS_TEST_TMPDIR/hostns"}
+EOF
+	[ "$status" -eq 0 ]
+	cat "$BATS_TEST_TMPDIR/netns" "$BATS_TEST_TMPDIR/hostns"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/netns")" -eq 2 ]
+	# Neither the code's sandbox nor the install step's shares the host's network namespace.
+	run grep -cxF "$(cat "$BATS_TEST_TMPDIR/hostns")" "$BATS_TEST_TMPDIR/netns"
+	[ "$output" = 0 ]
+}
+
+@test "docker: the install step's container has no network but its way to the proxy" {
+	with_backend docker
+	mcp_session --index-url "$INDEX_URL" <<EOF
+$INIT
+$(py_req 1 slowpkg)
+{"sh": "for i in \$(seq 300); do c=\$(docker ps -q --filter label=sandbox-mcp.role=install); [ -n \"\$c\" ] && docker inspect \$c --format '{{.HostConfig.NetworkMode}}' > $BATS_TEST_TMPDIR/mode && exit 0; sleep 0.05; done; exit 1"}
+EOF
+	[ "$(cat "$BATS_TEST_TMPDIR/mode")" = none ]
+}
+
+@test "daytona: the install step opens the sandbox's network to the index's addresses alone, then blocks it" {
+	with_backend daytona
+	: > "$BATS_FILE_TMPDIR/daytona.log"
+	mcp_session --index-url "$INDEX_URL" <<EOF
+$INIT
+$(py_req 1 okpkg==1.0)
+EOF
+	result=$(response 1 | jq -c .result)
+	sc '.exit_code == 0 and .stdout == "okpkg 1.0\n"'
+	grep -a 'network-settings' "$BATS_FILE_TMPDIR/daytona.log"
+	grep -aq 'network-settings .*"networkAllowList": "198.51.100.2/32", "networkBlockAll": false' "$BATS_FILE_TMPDIR/daytona.log"
+	grep -a 'network-settings [0-9a-f-]*:' "$BATS_FILE_TMPDIR/daytona.log" | tail -1 | grep -q '{"networkBlockAll": true}'
+}
