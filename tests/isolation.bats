@@ -3,12 +3,37 @@
 # Classes: resource abuse, the file system outside, other processes and the kernel's surface,
 # the network, leaked fds and environment, and processes left behind on the host.
 # Every test drives the real server (as root, local backend) with small limits.
+#
+# The same cases run twice: from this file, with the local sandbox as this machine makes it
+# (in a user namespace), and from tests/isolation-chroot.bats, a link to this file, with the
+# server in a chroot (lib/chroot-root.sh), where the kernel refuses user namespaces and root
+# makes the sandbox without one. The promises are the same; only the uid the code has inside
+# differs (1000 in a user namespace, the host uid --sandbox-uid otherwise).
 
 load lib/helpers
 
 FIXTURES="$TESTS_DIR/fixtures/isolation"
+ISO_MODE=userns
+[ "$(basename "$BATS_TEST_FILENAME")" = isolation-chroot.bats ] && ISO_MODE=chroot
+
+setup_file() {
+	[ "$ISO_MODE" = chroot ] || return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		export ISO_SKIP="running the server in a chroot needs root"
+		return 0
+	fi
+	printf '#!/bin/sh\nexec %s %s "$@"\n' "$TESTS_DIR/lib/chroot-root.sh" "$SANDBOX_MCP" >"$BATS_FILE_TMPDIR/sandbox-mcp"
+	chmod 755 "$BATS_FILE_TMPDIR/sandbox-mcp"
+	export SANDBOX_MCP="$BATS_FILE_TMPDIR/sandbox-mcp"
+}
+
+# inner_uid [SANDBOX_UID]: the uid the code has inside the sandbox.
+inner_uid() {
+	if [ "$ISO_MODE" = chroot ]; then echo "${1:-65534}"; else echo 1000; fi
+}
 
 setup() {
+	[ -z "${ISO_SKIP:-}" ] || skip_or_fail "$ISO_SKIP"
 	common_setup
 	unset SANDBOX_MEMORY SANDBOX_CPUS SANDBOX_PIDS SANDBOX_OPEN_FILES SANDBOX_FILE_SIZE SANDBOX_TMP_SIZE \
 		SANDBOX_SPILL_MAX SANDBOX_UID SANDBOX_PYTHON SANDBOX_LOG_LEVEL
@@ -352,7 +377,7 @@ done
 [ -z "$(ls -A /tmp)$(ls -A /dev/shm)" ] || echo "not empty: /tmp or /dev/shm: $(ls -A /tmp /dev/shm | tr "\n" " ")"
 grep -rls "TOPSECRET" /tmp /dev/shm /workspace /etc 2>/dev/null | sed "s/^/secret in: /"
 users=$(cut -d: -f1 /etc/passwd | tr "\n" " ")
-[ "$users" = "root sandbox nobody " ] || echo "passwd has: $users"
+case "$users" in "root sandbox nobody "|"root sandbox ") ;; *) echo "passwd has: $users" ;; esac
 echo end'
 	calls <<<"$(bash_call 1 "${code//@MARKER@/$marker}")"
 	res 1
@@ -491,7 +516,8 @@ os.symlink(V + "/file", ".sandbox/task.py")
 	sb=$(echo "$SANDBOX_STATE_DIR"/local-*)
 	ws="$sb/workspace"
 	[ -d "$ws" ] || { echo "no kept workspace in $SANDBOX_STATE_DIR" >&2; return 1; }
-	[ "$(cut -d: -f1 "$sb/etc/passwd" | tr '\n' ' ')" = "root sandbox nobody " ]
+	# Only the sandbox's own users (nobody is left out when the sandbox user is uid 65534).
+	[[ "$(cut -d: -f1 "$sb/etc/passwd" | tr '\n' ' ')" =~ ^root\ sandbox\ (nobody\ )?$ ]]
 	# The links the code made are still links (nothing replaced them by following them); those
 	# planted where the sandbox writes its own files were replaced by the files, not written
 	# through (the victim is untouched, above).
@@ -837,16 +863,18 @@ personality-PER_LINUX ok"
 	[ "$(hostname)" = "$host_name" ]
 }
 
-@test "kernel: the code runs as uid 1000 without capabilities, with NoNewPrivs 1 and Seccomp 2; setuid(0) fails" {
+@test "kernel: the code runs as the unprivileged sandbox user without capabilities, with NoNewPrivs 1 and Seccomp 2; setuid(0) fails" {
 	local code='id -u; id -g; id -G
 grep -E "^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):" /proc/self/status | tr "\t" " "
 python3 -c "import os; os.setuid(0)" 2>/dev/null; echo "setuid=$?"
 python3 -c "import os; os.setgroups([0])" 2>/dev/null; echo "setgroups=$?"'
 	calls <<<"$(bash_call 1 "$code")"
 	res 1
-	expect_stdout "1000
-1000
-1000
+	local u
+	u=$(inner_uid)
+	expect_stdout "$u
+$u
+$u
 CapInh: 0000000000000000
 CapPrm: 0000000000000000
 CapEff: 0000000000000000
@@ -1189,4 +1217,18 @@ pgrep -c -x python3'
 @test "kernel: the sandbox's cgroup namespace is rooted at its own cgroups (no host cgroup paths)" {
 	tool execute_bash_commands '{"code":"cut -d: -f3 /proc/self/cgroup | sort -u"}'
 	sc '.stdout == "/\n" and .exit_code == 0'
+}
+
+@test "mode: --check says how the sandbox is made here, with or without a user namespace" {
+	run "$SANDBOX_MCP" --check --backend local
+	echo "$output"
+	[ "$status" -eq 0 ]
+	if [ "$ISO_MODE" = chroot ]; then
+		[[ "$output" == *"isolation   mount, pid, ipc, uts, cgroup, network namespaces"* ]]
+		[[ "$output" == *"mode        no user namespace (refused here: "* ]]
+		[[ "$output" == *"user        sandbox (uid 65534 inside, host uid 65534)"* ]]
+	else
+		[[ "$output" == *"isolation   user, mount, pid, ipc, uts, cgroup, network namespaces"* ]]
+		[[ "$output" != *"no user namespace"* ]]
+	fi
 }

@@ -18,11 +18,17 @@
  * Host side, a sandbox is a folder <state-dir>/local-<id> holding a lock (held while the
  * server lives, so a later server can tell a dead one's leftovers and remove them), the
  * workspace, and the generated /etc files.
+ *
+ * Where user namespaces are refused (a chroot, a container, the sysctl at 0) and the server
+ * runs as root, the same without the user namespace: root may make the others itself, and the
+ * child becomes the unprivileged sandbox user (--sandbox-uid) with no capabilities, under the
+ * same filter, cgroups and rlimits.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <linux/mount.h>
 #include <net/if.h>
 #include <sched.h>
@@ -100,6 +106,8 @@ struct plan {
 	const char *root;
 	bool new_net;
 	bool setgroups;        /* running as root: clear supplementary groups */
+	uid_t uid;             /* what the code runs as, seen from inside */
+	gid_t gid;
 	struct ifreq lo;
 	int sync_fd, err_fd, ctl_fd, agent_fd;
 	char *const *argv;
@@ -111,7 +119,7 @@ struct child_err {
 	int err;
 };
 enum { STEP_SYNC = -1, STEP_HOSTNAME = -2, STEP_LO = -3, STEP_PIVOT = -4, STEP_IDS = -5,
-       STEP_PRCTL = -6, STEP_FDS = -7, STEP_EXEC = -8, STEP_CGROUPNS = -9 };
+       STEP_PRCTL = -6, STEP_FDS = -7, STEP_EXEC = -8, STEP_CGROUPNS = -9, STEP_CAPS = -10 };
 
 struct inst {
 	pid_t pid;             /* the agent, PID 1 of the sandbox; 0 when none */
@@ -130,6 +138,8 @@ struct local {
 	struct filter filter;
 	struct inst main;
 	unsigned seq;
+	bool userns;           /* a user namespace (else: root making the other namespaces alone) */
+	char no_userns[300];   /* without one: why the kernel refused it */
 	uid_t host_uid;        /* what the sandbox user is on the host */
 	gid_t host_gid;
 	bool as_root;
@@ -374,9 +384,20 @@ static void child_main(const struct plan *p)
 			child_fail(p, STEP_LO);
 		close(s);
 	}
-	if (chdir(p->root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
-	    chdir("/") < 0)
+	if (chdir(p->root) < 0)
 		child_fail(p, STEP_PIVOT);
+	if (syscall(SYS_pivot_root, ".", ".") == 0) {
+		if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+			child_fail(p, STEP_PIVOT);
+	} else if (errno == EINVAL) {
+		/* A root that is no mount point of this namespace (a plain chroot): move the new root
+		 * over it. The old one stays below, out of reach: chroot needs a capability the
+		 * code will not have. */
+		if (mount(".", "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0 || chdir("/") < 0)
+			child_fail(p, STEP_PIVOT);
+	} else {
+		child_fail(p, STEP_PIVOT);
+	}
 	/* Drop every capability for good, then become the sandbox user. */
 	for (int cap = 0; cap <= 63; cap++)
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
@@ -387,8 +408,14 @@ static void child_main(const struct plan *p)
 	 * this child was copied from. */
 	if (p->setgroups && syscall(SYS_setgroups, 0, NULL) < 0)
 		child_fail(p, STEP_IDS);
-	if (syscall(SYS_setresgid, SBX_GID, SBX_GID, SBX_GID) < 0 || syscall(SYS_setresuid, SBX_UID, SBX_UID, SBX_UID) < 0)
+	if (syscall(SYS_setresgid, p->gid, p->gid, p->gid) < 0 || syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0)
 		child_fail(p, STEP_IDS);
+	/* Leaving uid 0 cleared the permitted and effective sets; the inheritable one too. */
+	struct __user_cap_header_struct ch = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct cd[2];
+	memset(cd, 0, sizeof cd);
+	if (syscall(SYS_capset, &ch, cd) < 0)
+		child_fail(p, STEP_CAPS);
 	/* After the credential change: commit_creds clears the parent-death signal. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		child_fail(p, STEP_PRCTL);
@@ -456,6 +483,7 @@ static const char *step_name(const struct plan *p, int step, char *buf, size_t n
 	case STEP_FDS: return "setting up file descriptors";
 	case STEP_EXEC: return "starting sandbox-agent";
 	case STEP_CGROUPNS: return "making the cgroup namespace";
+	case STEP_CAPS: return "dropping capabilities";
 	}
 	if (step >= 0 && (size_t)step < p->nops) {
 		const struct op *o = &p->ops[step];
@@ -504,6 +532,27 @@ static void inst_kill(struct inst *in)
 	cgroup_destroy(&in->cg);
 }
 
+/* Maps the sandbox user of the child's user namespace to the host uid (nothing to do without
+ * one: the child becomes that uid itself). */
+static int map_ids(const struct local *L, pid_t pid, struct err *e)
+{
+	if (!L->userns)
+		return 0;
+	char path[64], map[64];
+	snprintf(map, sizeof map, "%d %u 1\n", SBX_UID, (unsigned)L->host_uid);
+	hostdir_path(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+	if (write_str(path, map, e) < 0)
+		return -1;
+	if (!L->as_root) {
+		hostdir_path(path, sizeof path, "/proc/%d/setgroups", (int)pid);
+		if (write_str(path, "deny", e) < 0)
+			return -1;
+	}
+	snprintf(map, sizeof map, "%d %u 1\n", SBX_GID, (unsigned)L->host_gid);
+	hostdir_path(path, sizeof path, "/proc/%d/gid_map", (int)pid);
+	return write_str(path, map, e);
+}
+
 /* Starts a sandbox process tree on L's workspace; `net` shares the host's network. */
 static int inst_spawn(struct backend *b, struct inst *in, bool net, const char *proxy_dir, struct err *e)
 {
@@ -532,6 +581,8 @@ static int inst_spawn(struct backend *b, struct inst *in, bool net, const char *
 	p->root = root;
 	p->new_net = !net;
 	p->setgroups = L->as_root;
+	p->uid = L->userns ? SBX_UID : L->host_uid;
+	p->gid = L->userns ? SBX_GID : L->host_gid;
 	snprintf(p->lo.ifr_name, IFNAMSIZ, "lo");
 	static char *const argv[] = {"sandbox-agent", "--fd", "3", NULL};
 	p->argv = argv;
@@ -556,8 +607,8 @@ static int inst_spawn(struct backend *b, struct inst *in, bool net, const char *
 	snprintf(name, sizeof name, "sandbox-mcp-%d-%s-%u", (int)getpid(), b->sandbox_id, ++L->seq);
 	cgroup_create(&in->cg, name, cfg->memory, cfg->pids, cfg->cpus);
 
-	unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-			      (net ? 0 : CLONE_NEWNET) | SIGCHLD;
+	unsigned long flags = (L->userns ? CLONE_NEWUSER : 0) | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+			      CLONE_NEWUTS | (net ? 0 : CLONE_NEWNET) | SIGCHLD;
 	pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
 	if (pid < 0) {
 		err_sys(e, "creating the sandbox namespaces");
@@ -567,19 +618,7 @@ static int inst_spawn(struct backend *b, struct inst *in, bool net, const char *
 		child_main(p);
 	in->pid = pid;
 
-	char path[64], map[64];
-	snprintf(map, sizeof map, "%d %u 1\n", SBX_UID, (unsigned)L->host_uid);
-	hostdir_path(path, sizeof path, "/proc/%d/uid_map", (int)pid);
-	if (write_str(path, map, e) < 0)
-		goto fail;
-	if (!L->as_root) {
-		hostdir_path(path, sizeof path, "/proc/%d/setgroups", (int)pid);
-		if (write_str(path, "deny", e) < 0)
-			goto fail;
-	}
-	snprintf(map, sizeof map, "%d %u 1\n", SBX_GID, (unsigned)L->host_gid);
-	hostdir_path(path, sizeof path, "/proc/%d/gid_map", (int)pid);
-	if (write_str(path, map, e) < 0 || cgroup_attach(&in->cg, pid, e) < 0)
+	if (map_ids(L, pid, e) < 0 || cgroup_attach(&in->cg, pid, e) < 0)
 		goto fail;
 	if (write(syncp[1], "x", 1) != 1) {
 		err_sys(e, "starting the sandbox");
@@ -640,9 +679,9 @@ static int read_sysctl(const char *path)
 	return v;
 }
 
-static int local_probe(struct backend *b, struct err *e)
+/* Can this process make a user namespace that may mount? 0, or -1 with why not and the fix. */
+static int userns_probe(struct err *e)
 {
-	(void)b;
 	if (read_sysctl("/proc/sys/user/max_user_namespaces") == 0)
 		return err_set(e, "user namespaces are disabled (user.max_user_namespaces=0); "
 				  "enable them: sysctl -w user.max_user_namespaces=15000");
@@ -667,6 +706,37 @@ static int local_probe(struct backend *b, struct err *e)
 		return err_set(e, "user namespaces here get no mount rights");
 	}
 	return 0;
+}
+
+/* As root without a user namespace: can mount, PID, network, IPC and UTS namespaces be made,
+ * and may the root be made private there? */
+static bool plain_namespaces(void)
+{
+	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+					       SIGCHLD, NULL, NULL, NULL, NULL);
+	if (pid < 0)
+		return false;
+	if (pid == 0)
+		_exit(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 ? 0 : 1);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static int local_probe(struct backend *b, struct err *e)
+{
+	struct local *L = b->priv;
+	struct err ue = {""};
+	L->userns = userns_probe(&ue) == 0;
+	if (L->userns)
+		return 0;
+	/* Root needs no user namespace to make the others. */
+	if (geteuid() == 0 && plain_namespaces()) {
+		snprintf(L->no_userns, sizeof L->no_userns, "%s", ue.msg);
+		return 0;
+	}
+	return err_set(e, "%s", ue.msg);
 }
 
 static void local_init(struct backend *b)
@@ -705,11 +775,16 @@ static int local_start(struct backend *b, int cancel_fd, struct err *e)
 	hostdir_path(path, sizeof path, "%s/etc", L->dir);
 	if (mkdir(path, 0755) < 0)
 		return err_sys(e, "creating %s", path);
-	static const char *const files[][2] = {
-		{"passwd", "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-			   "sandbox:x:1000:1000:sandbox:/workspace:/bin/bash\n"
-			   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"},
-		{"group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"},
+	/* The code's user, as it really is inside: 1000 in a user namespace, else the host uid. */
+	unsigned uid = L->userns ? SBX_UID : L->host_uid, gid = L->userns ? SBX_GID : L->host_gid;
+	char passwd[512], group[256];
+	snprintf(passwd, sizeof passwd,
+		 "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%u:%u:sandbox:/workspace:/bin/bash\n%s", uid, gid,
+		 uid == 65534 ? "" : "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+	snprintf(group, sizeof group, "root:x:0:\nsandbox:x:%u:\n%s", gid, gid == 65534 ? "" : "nogroup:x:65534:\n");
+	const char *files[][2] = {
+		{"passwd", passwd},
+		{"group", group},
 		{"hosts", "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
 		{"hostname", "sandbox\n"},
 	};
@@ -849,10 +924,14 @@ static void local_report(struct backend *b, FILE *f)
 	const struct cgroup *cg = &L->main.cg;
 	char sz[32];
 	const char *m;
-	fprintf(f, "    isolation   user, mount, pid, ipc, uts, cgroup%s namespaces; seccomp filter (%u rules); "
+	fprintf(f, "    isolation   %smount, pid, ipc, uts, cgroup%s namespaces; seccomp filter (%u rules); "
 		   "no_new_privs; no capabilities\n",
-		cfg->network == NET_ALL ? "" : ", network", L->filter.rules);
-	fprintf(f, "    user        sandbox (uid %d inside, host uid %u)\n", SBX_UID, (unsigned)L->host_uid);
+		L->userns ? "user, " : "", cfg->network == NET_ALL ? "" : ", network", L->filter.rules);
+	if (!L->userns)
+		fprintf(f, "    mode        no user namespace (refused here: %s); the server is root and makes the "
+			   "others itself, the code runs as host uid %u\n", L->no_userns, (unsigned)L->host_uid);
+	fprintf(f, "    user        sandbox (uid %u inside, host uid %u)\n", L->userns ? SBX_UID : (unsigned)L->host_uid,
+		(unsigned)L->host_uid);
 	fprintf(f, "    network     %s\n", cfg->network == NET_NONE ? "none (loopback only)"
 				     : cfg->network == NET_INSTALL ? "loopback only; package installs use the host's network"
 								   : "the host's network");
