@@ -724,6 +724,19 @@ static bool plain_namespaces(void)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+/* Does uid exist in this process's user namespace (a root inside one may map only itself)? */
+static bool uid_mapped(unsigned long uid)
+{
+	FILE *f = fopen("/proc/self/uid_map", "re");
+	unsigned long inside, outside, count;
+	bool found = false;
+	while (f && !found && fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3)
+		found = uid >= inside && uid - inside < count;
+	if (f)
+		fclose(f);
+	return found;
+}
+
 static int local_probe(struct backend *b, struct err *e)
 {
 	struct local *L = b->priv;
@@ -731,12 +744,14 @@ static int local_probe(struct backend *b, struct err *e)
 	L->userns = userns_probe(&ue) == 0;
 	if (L->userns)
 		return 0;
-	/* Root needs no user namespace to make the others. */
-	if (geteuid() == 0 && plain_namespaces()) {
-		snprintf(L->no_userns, sizeof L->no_userns, "%s", ue.msg);
-		return 0;
-	}
-	return err_set(e, "%s", ue.msg);
+	/* Root needs no user namespace to make the others, but a sandbox user to become. */
+	if (geteuid() != 0 || !plain_namespaces())
+		return err_set(e, "%s", ue.msg);
+	if (!uid_mapped(b->cfg->sandbox_uid))
+		return err_set(e, "%s; as root without one the code would run as uid %llu, which does not exist here",
+			       ue.msg, (unsigned long long)b->cfg->sandbox_uid);
+	snprintf(L->no_userns, sizeof L->no_userns, "%s", ue.msg);
+	return 0;
 }
 
 static void local_init(struct backend *b)
