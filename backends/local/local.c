@@ -8,16 +8,18 @@
  * unprivileged sandbox user with no capabilities and no_new_privs, and executes
  * sandbox-agent, which this binary carries and starts from a sealed memfd. The agent is PID 1
  * there: each call is one fork+exec by it, so a warm call never rebuilds anything, and when
- * the agent dies the kernel kills everything left in the namespace. The root is a bind of a
- * skeleton folder made on the host (mount points, links), with /usr and a chosen /etc bound
- * read-only into it, and tmpfs /tmp and /dev/shm.
+ * the agent dies the kernel kills everything left in the namespace. The root is a tmpfs the
+ * child fills itself (mount points, links, the generated /etc files), with /usr and a chosen
+ * /etc bound read-only into it, and tmpfs /tmp and /dev/shm. A tmpfs of its own, not a host
+ * folder: a bind mount shows its source's path in /proc/self/mountinfo, and nothing of the
+ * host's paths is to be seen inside.
  *
  * Between clone and exec the child runs in a copy of a multithreaded process, so it only
  * makes system calls on data prepared beforehand (struct plan), as git's run-command does.
  *
  * Host side, a sandbox is a folder <state-dir>/local-<id> holding a lock (held while the
  * server lives, so a later server can tell a dead one's leftovers and remove them), the
- * workspace, and the generated /etc files.
+ * workspace, and an empty folder the child mounts its root on.
  *
  * Where user namespaces are refused (a chroot, a container, the sysctl at 0) and the server
  * runs as root, the same without the user namespace: root may make the others itself, and the
@@ -84,8 +86,10 @@ struct mount_attr {
 /* The agent, embedded at build time (see embed.S). */
 extern const unsigned char agent_blob_start[], agent_blob_end[];
 
-enum op_kind { OP_MOUNT, OP_SETATTR };
+enum op_kind { OP_MOUNT, OP_SETATTR, OP_MKDIR, OP_MKFILE, OP_SYMLINK };
 
+/* A step of the child. Making steps (OP_MKDIR, OP_MKFILE with data as its text, OP_SYMLINK
+ * to src) fill the root's tmpfs first; mounting steps follow. */
 struct op {
 	enum op_kind kind;
 	const char *src, *dst, *fstype, *data;
@@ -95,12 +99,18 @@ struct op {
 };
 
 #define MAX_OPS 160
+#define MAX_MAKES 120
 #define ARENA 32768
 
 /* Everything the child needs, prepared before clone. */
 struct plan {
 	struct op ops[MAX_OPS];
 	size_t nops;
+	struct op makes[MAX_MAKES];
+	size_t nmakes;
+	const char *root_opts; /* the root tmpfs's mount options */
+	bool fsuid;            /* make the root's files as uid (root outside a user namespace
+				* that does not map it cannot make inodes there) */
 	char arena[ARENA];
 	size_t used;
 	const char *root;
@@ -119,7 +129,8 @@ struct child_err {
 	int err;
 };
 enum { STEP_SYNC = -1, STEP_HOSTNAME = -2, STEP_LO = -3, STEP_PIVOT = -4, STEP_IDS = -5,
-       STEP_PRCTL = -6, STEP_FDS = -7, STEP_EXEC = -8, STEP_CGROUPNS = -9, STEP_CAPS = -10 };
+       STEP_PRCTL = -6, STEP_FDS = -7, STEP_EXEC = -8, STEP_CGROUPNS = -9, STEP_CAPS = -10, STEP_ROOT = -11,
+       STEP_MAKE = -12 };
 
 struct inst {
 	pid_t pid;             /* the agent, PID 1 of the sandbox; 0 when none */
@@ -174,6 +185,22 @@ static struct op *plan_op(struct plan *p, enum op_kind kind, const char *src, co
 	return o;
 }
 
+/* A making step: a folder, an empty file (a mount point) or one with text, a symlink. */
+static int plan_make(struct plan *p, enum op_kind kind, const char *dst, const char *src_or_text)
+{
+	if (p->nmakes >= MAX_MAKES || !dst)
+		return -1;
+	struct op *o = &p->makes[p->nmakes++];
+	memset(o, 0, sizeof *o);
+	o->kind = kind;
+	o->dst = dst;
+	if (kind == OP_SYMLINK)
+		o->src = src_or_text;
+	else
+		o->data = src_or_text;
+	return 0;
+}
+
 static int plan_mount(struct plan *p, const char *src, const char *dst, const char *fstype,
 		      unsigned long flags, const char *data)
 {
@@ -196,32 +223,8 @@ static int plan_setattr(struct plan *p, const char *dst, unsigned long attrs, bo
 	return 0;
 }
 
-/*
- * The skeleton of the root is made on the host, before clone: inside a user namespace that
- * maps only the sandbox user, the child could not create inodes as itself. Idempotent, so
- * every sandbox process tree of one sandbox shares it.
- */
-static int prep_dir(const char *path)
-{
-	return mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
-}
-
-static int prep_file(const char *path)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -1;
-	close(fd);
-	return 0;
-}
-
-static int prep_link(const char *target, const char *path)
-{
-	return symlink(target, path) < 0 && errno != EEXIST ? -1 : 0;
-}
-
-/* Binds a host path at `inside` under the root, making its mount point first. Missing host
- * paths are skipped. */
+/* Binds a host path at `inside` under the root, making its mount point first (in the child,
+ * in the root's tmpfs). Missing host paths are skipped. */
 static int plan_bind(struct plan *p, const char *host, const char *inside, bool optional)
 {
 	struct stat st;
@@ -229,7 +232,7 @@ static int plan_bind(struct plan *p, const char *host, const char *inside, bool 
 		return 0;
 	const char *dst = plan_str(p, "%s%s", p->root, inside);
 	const char *src = plan_str(p, "%s", host);
-	if (!dst || !src || (S_ISDIR(st.st_mode) ? prep_dir(dst) : prep_file(dst)) < 0)
+	if (!dst || !src || plan_make(p, S_ISDIR(st.st_mode) ? OP_MKDIR : OP_MKFILE, dst, NULL) < 0)
 		return -1;
 	struct op *o = plan_op(p, OP_MOUNT, src, dst);
 	if (!o)
@@ -248,26 +251,46 @@ static const char *const etc_allow[] = {
 	"matplotlibrc", "magic", "locale.alias", "locale.conf", "environment",
 };
 
-/* The read-only part: the root itself, /usr, the top-level links, a chosen /etc. */
-static int plan_build(struct plan *p, bool net, const char *gen_etc)
+/* The sandbox's own /etc files: users and groups that say what the code really is, no more. */
+static int plan_etc(struct plan *p)
 {
 	const char *R = p->root;
-	static const char *const dirs[] = {"", "/usr", "/etc", "/workspace", "/tmp", "/proc", "/dev", "/dev/shm"};
-	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-		char d[PATH_MAX];
-		if (hostdir_path(d, sizeof d, "%s%s", R, dirs[i]) < 0 || prep_dir(d) < 0)
+	const char *passwd = plan_str(p,
+				      "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+				      "sandbox:x:%u:%u:sandbox:/workspace:/bin/bash\n%s",
+				      (unsigned)p->uid, (unsigned)p->gid,
+				      p->uid == 65534 ? "" : "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+	const char *group = plan_str(p, "root:x:0:\nsandbox:x:%u:\n%s", (unsigned)p->gid,
+				     p->gid == 65534 ? "" : "nogroup:x:65534:\n");
+	const char *files[][2] = {
+		{"passwd", passwd},
+		{"group", group},
+		{"hosts", "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
+		{"hostname", "sandbox\n"},
+	};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+		if (!files[i][1] || plan_make(p, OP_MKFILE, plan_str(p, "%s/etc/%s", R, files[i][0]), files[i][1]) < 0)
 			return -1;
-	}
+	return 0;
+}
+
+/* The read-only part: the root itself, /usr, the top-level links, a chosen /etc. */
+static int plan_build(struct plan *p, bool net, bool run)
+{
+	const char *R = p->root;
+	static const char *const dirs[] = {"/usr", "/etc", "/workspace", "/tmp", "/proc", "/dev", "/dev/shm"};
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+		if (plan_make(p, OP_MKDIR, plan_str(p, "%s%s", R, dirs[i]), NULL) < 0)
+			return -1;
+	/* /run only where something is mounted there (the install step's way to the proxy). */
+	if (run && plan_make(p, OP_MKDIR, plan_str(p, "%s/run", R), NULL) < 0)
+		return -1;
 	static const char *const links[][2] = {{"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"},
 					       {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"}};
-	for (size_t i = 0; i < 4; i++) {
-		char d[PATH_MAX];
-		if (hostdir_path(d, sizeof d, "%s/dev/%s", R, links[i][1]) < 0 || prep_link(links[i][0], d) < 0)
+	for (size_t i = 0; i < 4; i++)
+		if (plan_make(p, OP_SYMLINK, plan_str(p, "%s/dev/%s", R, links[i][1]), links[i][0]) < 0)
 			return -1;
-	}
-	/* The root becomes a mount of its own (pivot_root needs one), private to this namespace. */
-	if (plan_mount(p, NULL, plan_str(p, "/"), NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    plan_mount(p, R, R, NULL, MS_BIND, NULL) < 0)
+	if (plan_etc(p) < 0)
 		return -1;
 	/* The top-level links of a merged-/usr system, or bind mounts where they are folders. */
 	static const char *const top[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
@@ -281,7 +304,8 @@ static int plan_build(struct plan *p, bool net, const char *gen_etc)
 			if (n <= 0)
 				continue;
 			target[n] = '\0';
-			if (hostdir_path(d, sizeof d, "%s%s", R, top[i]) < 0 || prep_link(target, d) < 0)
+			if (hostdir_path(d, sizeof d, "%s%s", R, top[i]) < 0 ||
+			    plan_make(p, OP_SYMLINK, plan_str(p, "%s", d), plan_str(p, "%s", target)) < 0)
 				return -1;
 		} else if (S_ISDIR(st.st_mode) && plan_bind(p, top[i], top[i], false) < 0) {
 			return -1;
@@ -293,15 +317,6 @@ static int plan_build(struct plan *p, bool net, const char *gen_etc)
 		char host[PATH_MAX];
 		hostdir_path(host, sizeof host, "/etc/%s", etc_allow[i]);
 		if (plan_bind(p, host, host, true) < 0)
-			return -1;
-	}
-	static const char *const gen[] = {"passwd", "group", "hosts", "hostname"};
-	for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++) {
-		char host[PATH_MAX], inside[64];
-		if (hostdir_path(host, sizeof host, "%s/%s", gen_etc, gen[i]) < 0)
-			return -1;
-		snprintf(inside, sizeof inside, "/etc/%s", gen[i]);
-		if (plan_bind(p, host, inside, false) < 0)
 			return -1;
 	}
 	if (net && plan_bind(p, "/etc/resolv.conf", "/etc/resolv.conf", true) < 0)
@@ -351,6 +366,57 @@ static void child_fail(const struct plan *p, int step)
 	_exit(127);
 }
 
+/* A making step, its path taken relative to the root (skip: the root's length and its '/'). */
+static int run_make(const struct op *o, size_t skip)
+{
+	const char *dst = o->dst + skip;
+	if (o->kind == OP_MKDIR)
+		return mkdir(dst, 0755) < 0 && errno != EEXIST ? -1 : 0;
+	if (o->kind == OP_SYMLINK)
+		return symlink(o->src, dst);
+	int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return errno == EEXIST ? 0 : -1;
+	size_t n = o->data ? strlen(o->data) : 0;
+	ssize_t w = n ? write(fd, o->data, n) : 0;
+	close(fd);
+	return w == (ssize_t)n ? 0 : -1;
+}
+
+/*
+ * Fills the root's tmpfs, from inside it by relative paths (the sandbox user may not pass the
+ * state folder). Where the files are to be made as the sandbox user (p->fsuid), a process of
+ * its own makes them: an fsuid that is not mapped here could not be set back afterwards.
+ */
+static int make_root(const struct plan *p)
+{
+	size_t rl = strlen(p->root) + 1;
+	pid_t pid = p->fsuid ? fork() : 0;
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (p->fsuid && (syscall(SYS_setfsgid, p->gid) < 0 || syscall(SYS_setfsuid, p->uid) < 0))
+			_exit(1);
+		for (size_t i = 0; i < p->nmakes; i++)
+			if (run_make(&p->makes[i], rl) < 0) {
+				if (p->fsuid)
+					_exit(1);
+				return -1;
+			}
+		if (p->fsuid)
+			_exit(0);
+		return 0;
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	errno = EACCES;
+	return -1;
+}
+
 static int run_op(const struct op *o)
 {
 	if (o->kind == OP_MOUNT)
@@ -371,6 +437,12 @@ static void child_main(const struct plan *p)
 		child_fail(p, STEP_CGROUPNS);
 	if (sethostname("sandbox", 7) < 0)
 		child_fail(p, STEP_HOSTNAME);
+	/* A root of its own, private to this namespace: a tmpfs on the empty folder p->root. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", p->root, "tmpfs", MS_NOSUID | MS_NODEV, p->root_opts) < 0 || chdir(p->root) < 0)
+		child_fail(p, STEP_ROOT);
+	if (make_root(p) < 0)
+		child_fail(p, STEP_MAKE);
 	for (size_t i = 0; i < p->nops; i++)
 		if (run_op(&p->ops[i]) < 0 && !p->ops[i].optional)
 			child_fail(p, (int)i);
@@ -459,18 +531,6 @@ static int write_str(const char *path, const char *s, struct err *e)
 	return 0;
 }
 
-static int write_file(const char *path, const char *s, struct err *e)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return err_sys(e, "create %s", path);
-	ssize_t n = write(fd, s, strlen(s));
-	close(fd);
-	if (n != (ssize_t)strlen(s))
-		return err_set(e, "write %s failed", path);
-	return 0;
-}
-
 static const char *step_name(const struct plan *p, int step, char *buf, size_t n)
 {
 	switch (step) {
@@ -484,6 +544,8 @@ static const char *step_name(const struct plan *p, int step, char *buf, size_t n
 	case STEP_EXEC: return "starting sandbox-agent";
 	case STEP_CGROUPNS: return "making the cgroup namespace";
 	case STEP_CAPS: return "dropping capabilities";
+	case STEP_ROOT: return "mounting the sandbox's root";
+	case STEP_MAKE: return "filling the sandbox's root";
 	}
 	if (step >= 0 && (size_t)step < p->nops) {
 		const struct op *o = &p->ops[step];
@@ -560,33 +622,28 @@ static int inst_spawn(struct backend *b, struct inst *in, bool net, const char *
 	const struct config *cfg = b->cfg;
 	int rc = -1, sv[2] = {-1, -1}, syncp[2] = {-1, -1}, errp[2] = {-1, -1};
 	struct plan *p = calloc(1, sizeof *p);
-	char gen[PATH_MAX], root[PATH_MAX], name[96];
+	char root[PATH_MAX], name[96];
 	memset(in, 0, sizeof *in);
 	in->link.fd = -1;
 	if (!p)
 		return err_set(e, "out of memory");
 	p->sync_fd = p->err_fd = p->ctl_fd = p->agent_fd = -1;
-	hostdir_path(gen, sizeof gen, "%s/etc", L->dir);
-	/* The install step's root has a mount point the code's has not (/run, for the proxy): a
-	 * skeleton of its own. */
-	hostdir_path(root, sizeof root, "%s/%s", L->dir, proxy_dir ? "root-install" : "root");
-	if (proxy_dir) {
-		char run[PATH_MAX];
-		if ((mkdir(root, 0755) < 0 && errno != EEXIST) || hostdir_path(run, sizeof run, "%s/run", root) < 0 ||
-		    (mkdir(run, 0755) < 0 && errno != EEXIST)) {
-			free(p);
-			return err_sys(e, "making the install step's root");
-		}
-	}
+	hostdir_path(root, sizeof root, "%s/root", L->dir);
 	p->root = root;
 	p->new_net = !net;
 	p->setgroups = L->as_root;
 	p->uid = L->userns ? SBX_UID : L->host_uid;
 	p->gid = L->userns ? SBX_GID : L->host_gid;
+	/* Root in a user namespace that maps only the sandbox user makes the root's files as that
+	 * user (the tmpfs is made its); elsewhere the child's own ids are mapped. */
+	p->fsuid = L->userns && L->as_root;
+	p->root_opts = plan_str(p, "size=4m,mode=0755,uid=%u,gid=%u", p->fsuid ? (unsigned)p->uid : L->userns ? SBX_UID : 0,
+				p->fsuid ? (unsigned)p->gid : L->userns ? SBX_GID : 0);
 	snprintf(p->lo.ifr_name, IFNAMSIZ, "lo");
 	static char *const argv[] = {"sandbox-agent", "--fd", "3", NULL};
 	p->argv = argv;
-	if (plan_build(p, net, gen) < 0 || plan_finish(p, L->ws, cfg->wheelhouse, cfg->tmp_size, proxy_dir) < 0) {
+	if (!p->root_opts || plan_build(p, net, proxy_dir != NULL) < 0 ||
+	    plan_finish(p, L->ws, cfg->wheelhouse, cfg->tmp_size, proxy_dir) < 0) {
 		err_set(e, "the sandbox's mount plan is too large");
 		goto out;
 	}
@@ -787,27 +844,6 @@ static int local_start(struct backend *b, int cancel_fd, struct err *e)
 		return err_sys(e, "creating the workspace in %s", L->dir);
 	L->ws_dev = ws.st_dev;
 	L->ws_ino = ws.st_ino;
-	hostdir_path(path, sizeof path, "%s/etc", L->dir);
-	if (mkdir(path, 0755) < 0)
-		return err_sys(e, "creating %s", path);
-	/* The code's user, as it really is inside: 1000 in a user namespace, else the host uid. */
-	unsigned uid = L->userns ? SBX_UID : L->host_uid, gid = L->userns ? SBX_GID : L->host_gid;
-	char passwd[512], group[256];
-	snprintf(passwd, sizeof passwd,
-		 "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%u:%u:sandbox:/workspace:/bin/bash\n%s", uid, gid,
-		 uid == 65534 ? "" : "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
-	snprintf(group, sizeof group, "root:x:0:\nsandbox:x:%u:\n%s", gid, gid == 65534 ? "" : "nogroup:x:65534:\n");
-	const char *files[][2] = {
-		{"passwd", passwd},
-		{"group", group},
-		{"hosts", "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
-		{"hostname", "sandbox\n"},
-	};
-	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-		hostdir_path(path, sizeof path, "%s/etc/%s", L->dir, files[i][0]);
-		if (write_file(path, files[i][1], e) < 0)
-			return -1;
-	}
 	if (cfg->wheelhouse[0] && access(cfg->wheelhouse, R_OK | X_OK) < 0)
 		return err_sys(e, "wheelhouse %s", cfg->wheelhouse);
 	if (filter_build(&L->filter, e) < 0)
