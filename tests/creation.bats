@@ -106,7 +106,7 @@ EOF
 
 @test "daytona: a sandbox made by a create that was cut short is deleted by this server's next making" {
 	with_backend daytona
-	daytona_control '{"fail": "slow", "seconds": 2, "method": "POST", "path": "/api/sandbox", "count": 1}' >/dev/null
+	daytona_control '{"fail": "slow", "seconds": 5, "method": "POST", "path": "/api/sandbox", "count": 1}' >/dev/null
 	mcp_session <<EOF
 $INIT
 $(call_json 1 execute_bash_commands '{"code":"echo never"}')

@@ -181,9 +181,7 @@ $(bash_call 1 'setsid sleep 300 & (sleep 300 &); echo bg; sleep 300' 1)
 {"wait": 1}
 $(call_json 2 execute_bash_commands '{"code":"setsid sleep 300 & echo started; sleep 300"}' '{"progressToken":"p2"}')
 {"wait_line": "\"message\":\"started"}
-{"sleep": 0.5}
 {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}
-{"sleep": 1}
 $(bash_call 3 'ls /proc | grep -c "^[0-9]*$"')
 {"wait": 3}
 EOF
@@ -248,7 +246,6 @@ EOF
 $INIT
 $(call_json 1 execute_bash_commands '{"code":"echo x > f; echo running; sleep 300","timeout_s":20}' '{"progressToken":"p1"}')
 {"wait_line": "\"message\":\"running"}
-{"sleep": 0.5}
 {"sh": "docker kill \$(docker ps -q --filter label=sandbox-mcp=1) >/dev/null"}
 {"wait": 1}
 $(bash_call 2 'ls; echo done')
@@ -309,8 +306,7 @@ $INIT
 $(bash_call 1 'echo x > f')
 {"wait": 1}
 {"sh": "test -n \"\$(docker ps -q --filter label=sandbox-mcp=1)\""}
-{"sleep": 2.5}
-{"sh": "test -z \"\$(docker ps -aq --filter label=sandbox-mcp=1)\""}
+{"until": "test -z \"\$(docker ps -aq --filter label=sandbox-mcp=1)\""}
 $(bash_call 2 'ls')
 {"wait": 2}
 $(call_json 3 cleanup_sandbox '{}')
@@ -348,7 +344,7 @@ EOF
 	[ -z "$(our_containers)" ]
 	[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
 	diff "$BATS_FILE_TMPDIR/volumes.before" <(docker volume ls -q | sort)
-	! pgrep -f '^/\.sandbox-agent --listen' >/dev/null
+	[ -z "$(pgrep -f '^/\.sandbox-agent --listen')" ]
 	[ -z "$(find "$BATS_RUN_TMPDIR" "${TMPDIR:-/tmp}/sandbox-mcp-$(id -u)" -type d -name 'docker-????????' 2>/dev/null)" ]
 }
 

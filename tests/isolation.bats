@@ -1209,8 +1209,7 @@ pgrep -c -x python3'
 	grep -q 'sandbox-agent' "$view"
 	refute_match "$(cat "$view")" 'sleep 30[0-4]|python3'
 	# After the session: nothing at all of the sandbox's uid, and no sandbox folder.
-	sleep 0.5
-	[ -z "$(sandbox_processes "$uid")" ] || { sandbox_processes "$uid" >&2; return 1; }
+	eventually 5 no_sandbox_processes "$uid" || { sandbox_processes "$uid" >&2; return 1; }
 	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
 }
 

@@ -383,8 +383,8 @@ assert_clean_exit() {
 	mcp_session <<-EOF
 		$INIT
 		$INITIALIZED
-		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":\"slow\",\"method\":\"tools/call\",\"params\":{\"name\":\"execute_bash_commands\",\"arguments\":{\"code\":\"sleep 30\"}}}\n"}
-		{"sleep": 1}
+		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":\"slow\",\"method\":\"tools/call\",\"params\":{\"name\":\"execute_bash_commands\",\"arguments\":{\"code\":\"sleep 30; : proto-cancel-$$\"}}}\n"}
+		$(until_running "proto-cancel-$$")
 		{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"test"}}
 		$(req 1 ping)
 		{"wait": 1}

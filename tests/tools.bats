@@ -219,7 +219,7 @@ EOF
 	mcp_session <<EOF
 $INIT
 $(call_json 7 execute_bash_commands "$(bash_args "echo started; $(sleeper "$marker")")")
-{"sleep": 1.0}
+$(until_running "$marker")
 {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}
 $(call_json 8 execute_bash_commands '{"code":"echo alive"}')
 {"wait": 8}
@@ -246,8 +246,8 @@ EOF
 @test "past the queue bound, a call gets an isError 'busy' result at once" {
 	mcp_session --queue 1 <<EOF
 $INIT
-$(call_json 1 execute_bash_commands '{"code":"sleep 2"}')
-{"sleep": 0.3}
+$(call_json 1 execute_bash_commands "{\"code\":\"sleep 3; : sbx-queue-$$\"}")
+$(until_running "sbx-queue-$$")
 $(call_json 2 execute_bash_commands '{"code":"echo queued"}')
 $(call_json 3 execute_bash_commands '{"code":"echo refused"}')
 {"wait": 3}
@@ -279,7 +279,7 @@ EOF
 $INIT
 $(call_json 1 execute_bash_commands '{"code":"echo x > keep.txt"}')
 {"wait": 1}
-{"sleep": 2.5}
+{"until": "! ls -d $SANDBOX_STATE_DIR/local-* >/dev/null 2>&1"}
 $(call_json 2 execute_bash_commands '{"code":"ls keep.txt"}')
 {"wait": 2}
 $(call_json 3 execute_bash_commands '{"code":"true"}')
@@ -373,7 +373,7 @@ shutdown_case() {
 	mcp_session <<EOF
 $INIT
 $(call_json 1 execute_bash_commands "$(bash_args "echo x > f; setsid $(sleeper "$marker") & $(sleeper "$marker")")")
-{"sleep": 1.0}
+$(until_running "$marker")
 $1
 {"expect_exit": 5}
 EOF
@@ -404,6 +404,7 @@ EOF
 
 @test "a killed server's sandbox dies with it and its folder is removed by the next server" {
 	marker="sbx-crash-$$-$RANDOM"
+	# stalls on purpose: the session stays open while the test kills its server
 	script=$(printf '%s\n%s\n{"sleep": 60}\n' "$INIT" "$(call_json 1 execute_bash_commands "$(bash_args "$(sleeper "$marker")")")")
 	python3 "$SESSION" --stderr "$SERVER_LOG" --pidfile "$BATS_TEST_TMPDIR/pid" -- "$SANDBOX_MCP" \
 		>/dev/null 2>&1 <<<"$script" &
@@ -420,7 +421,7 @@ EOF
 	[ ! -e "$old" ]
 	grep -q "left by a server that is gone" "$SERVER_LOG"
 	# ...and the dead server's cgroups too.
-	! find /sys/fs/cgroup -maxdepth 4 -name "sandbox-mcp-$(cat "$BATS_TEST_TMPDIR/pid")-*" 2>/dev/null | grep -q .
+	[ -z "$(find /sys/fs/cgroup -maxdepth 4 -name "sandbox-mcp-$(cat "$BATS_TEST_TMPDIR/pid")-*" 2>/dev/null)" ]
 	kill %1 2>/dev/null || true
 }
 

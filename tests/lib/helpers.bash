@@ -89,3 +89,36 @@ jqe() {
 sandbox_processes() {
 	ps -e -o uid=,pid=,args= | awk -v u="${1:-65534}" '$1 == u {print}'
 }
+
+# eventually SECONDS COMMAND...: runs COMMAND every 0.1 s until it succeeds; fails (with the
+# command named on stderr) when SECONDS pass first. What a test waits for is a condition,
+# never a fixed time.
+eventually() {
+	local deadline=$(($(date +%s%N) + ${1%.*} * 1000000000))
+	shift
+	until "$@"; do
+		if [ "$(date +%s%N)" -ge "$deadline" ]; then
+			echo "still false after the wait: $*" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# no_process_matching ERE: true when no process's command line matches (the caller's
+# grep excluded).
+no_process_matching() {
+	! ps -e -o pid=,args= | awk -v me="$$" '$1 != me' | grep -v -e ' grep ' -e 'no_process_matching' | grep -qE "$1"
+}
+
+# until_running MARKER: a session step (see lib/session.py) that waits until a process whose
+# command line holds MARKER runs on this host. The pattern brackets the marker's first
+# character, so the waiting shell's own command line never matches it.
+until_running() {
+	printf '{"until": "pgrep -f %s >/dev/null"}\n' "'[${1:0:1}]${1:1}'"
+}
+
+# no_sandbox_processes [UID]: true when no process runs as the sandbox's host uid.
+no_sandbox_processes() {
+	[ -z "$(sandbox_processes "$@")" ]
+}

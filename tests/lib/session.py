@@ -13,14 +13,39 @@ Reads a script from stdin, one JSON value per line:
   - {"wait_line": "regex"}: wait until a stdout line matches;
   - {"signal": "TERM"|"INT"|"KILL"}: signal the server;
   - {"sh": "command"}: run a shell command on the host (it must succeed);
+  - {"until": "command"}: run a shell command every 0.1 s until it succeeds (within the
+    session's timeout): how a script waits for a condition on the host;
   - {"close": true}: close the server's stdin;
   - {"expect_exit": S}: wait up to S seconds for the server to exit; prints
     {"exit": CODE, "exit_after_ms": MS} (time since the previous step) as a line of its own.
 After the script, waits until every request sent was answered, closes stdin, and waits for
 the server to exit. Prints every stdout line of the server unchanged. Exits 3 if a stdout
-line was not JSON (protocol pollution), 4 on a timeout, else 0.
+line was not JSON (protocol pollution), 4 on a timeout, 5 when a tool result's
+structuredContent does not satisfy its tool's outputSchema (schemas/tools.json), 6 when the
+server exited by itself (no signal, close or expect_exit step) leaving requests unanswered,
+else 0.
 """
 import json, os, re, signal, subprocess, sys, threading, time
+
+try:
+    import jsonschema
+except ImportError:
+    # A python3 of its own on PATH (pyenv, a venv) may lack it where Debian's has it.
+    if os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") and os.path.exists("/usr/bin/python3"):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+    sys.exit("session.py: the jsonschema module is missing (scripts/deps.sh test installs python3-jsonschema)")
+
+SCHEMAS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "schemas", "tools.json")
+
+def output_schemas():
+    """Each tool's outputSchema, as the server lists it (schemas/tools.json names its file)."""
+    with open(SCHEMAS) as f:
+        tools = json.load(f)["tools"]
+    out = {}
+    for t in tools:
+        with open(os.path.join(os.path.dirname(SCHEMAS), t["output"])) as f:
+            out[t["name"]] = json.load(f)
+    return out
 
 def main():
     args = sys.argv[1:]
@@ -88,6 +113,8 @@ def main():
 
     mark = time.monotonic()
     extra = []
+    tools_of = {}      # request id (as JSON) -> the tool it called
+    ended = False      # the script itself ended the server (signal, close, expect_exit)
     for step in script:
         if isinstance(step, dict) and "raw" in step:
             send(step["raw"].encode("utf-8", "surrogateescape"))
@@ -103,14 +130,23 @@ def main():
             wait_for(lambda: any(rx.search(l) for l in lines))
         elif isinstance(step, dict) and "sh" in step:
             subprocess.run(step["sh"], shell=True, check=True)
+        elif isinstance(step, dict) and "until" in step:
+            while subprocess.run(step["until"], shell=True).returncode != 0:
+                if time.monotonic() > deadline:
+                    print(json.dumps({"session_timeout": "until", "command": step["until"]}), flush=True)
+                    proc.kill(); sys.exit(4)
+                time.sleep(0.1)
         elif isinstance(step, dict) and "signal" in step:
+            ended = True
             mark = time.monotonic()
             proc.send_signal(getattr(signal, "SIG" + step["signal"]))
         elif isinstance(step, dict) and "close" in step:
+            ended = True
             mark = time.monotonic()
             try: proc.stdin.close()
             except BrokenPipeError: pass
         elif isinstance(step, dict) and "expect_exit" in step:
+            ended = True
             try:
                 code = proc.wait(timeout=step["expect_exit"])
             except subprocess.TimeoutExpired:
@@ -121,6 +157,8 @@ def main():
             for m in (step if isinstance(step, list) else [step]):
                 if isinstance(m, dict) and "id" in m and "method" in m:
                     sent.append(json.dumps(m["id"]))
+                    if m.get("method") == "tools/call" and isinstance(m.get("params"), dict):
+                        tools_of[json.dumps(m["id"])] = m["params"].get("name")
                 # A cancelled request is never answered: do not wait for it.
                 if isinstance(m, dict) and m.get("method") == "notifications/cancelled":
                     key = json.dumps((m.get("params") or {}).get("requestId"))
@@ -144,6 +182,40 @@ def main():
     if bad:
         sys.stderr.write("stdout line is not JSON: %r\n" % bad[0][:200])
         sys.exit(3)
+    if check_results(lines, tools_of):
+        sys.exit(5)
+    unanswered = [k for k in sent if k not in answered]
+    if unanswered and not ended:
+        sys.stderr.write("the server exited with requests unanswered: %s\n" % ", ".join(unanswered))
+        sys.exit(6)
+
+def check_results(lines, tools_of):
+    """Every tool result of a known tool satisfies its outputSchema; a result that is not an
+    error carries structuredContent. Returns the number of results that do not."""
+    schemas, wrong = output_schemas(), 0
+    for l in lines:
+        try:
+            msg = json.loads(l)
+        except ValueError:
+            continue
+        for m in (msg if isinstance(msg, list) else [msg]):
+            if not isinstance(m, dict) or not isinstance(m.get("result"), dict):
+                continue
+            tool = tools_of.get(json.dumps(m.get("id")))
+            if tool not in schemas:
+                continue
+            res = m["result"]
+            if "structuredContent" not in res:
+                if not res.get("isError"):
+                    sys.stderr.write("result %s of %s has no structuredContent\n" % (m.get("id"), tool))
+                    wrong += 1
+                continue
+            try:
+                jsonschema.validate(res["structuredContent"], schemas[tool])
+            except jsonschema.ValidationError as e:
+                sys.stderr.write("result %s of %s does not satisfy its outputSchema: %s\n" % (m.get("id"), tool, e.message))
+                wrong += 1
+    return wrong
 
 if __name__ == "__main__":
     main()
