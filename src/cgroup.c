@@ -1,4 +1,5 @@
 #include "cgroup.h"
+#include "log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -304,6 +305,39 @@ void cgroup_destroy(struct cgroup *cg)
 	cg->version = 0;
 }
 
+/* A process that no longer runs: none by that pid, or a zombie its parent has not reaped yet
+ * (a server killed under a host that waits for it later). */
+static bool process_gone(int pid)
+{
+	if (kill(pid, 0) < 0)
+		return errno == ESRCH;
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	if (read_file(path, buf, sizeof buf) < 0)
+		return false;
+	const char *end = strrchr(buf, ')');
+	return end && end[1] == ' ' && end[2] == 'Z';
+}
+
+/* Removes the cgroup of a server that is gone. Its sandbox's processes die with their server,
+ * but the last may still be exiting (a server started right after the kill): they are killed
+ * again and the removal retried, for at most a second. */
+static void remove_dead(const char *path)
+{
+	for (int i = 0; i < 20; i++) {
+		if (rmdir(path) == 0 || errno != EBUSY)
+			return;
+		char procs[PATH_MAX + 300], buf[4096];
+		snprintf(procs, sizeof procs, "%s/cgroup.procs", path);
+		if (read_file(procs, buf, sizeof buf) == 0)
+			for (char *sp, *t = strtok_r(buf, "\n", &sp); t; t = strtok_r(NULL, "\n", &sp))
+				if (atoi(t) > 1)
+					kill(atoi(t), SIGKILL);
+		usleep(50 * 1000);
+	}
+	log_msg(LOG_NOTICE, "could not remove %s, left by a server that is gone: %s", path, strerror(errno));
+}
+
 static void reap_dir(const char *base)
 {
 	DIR *d = opendir(base);
@@ -317,11 +351,11 @@ static void reap_dir(const char *base)
 			continue;
 		if (pid <= 0 || pid == (int)getpid())
 			continue;
-		if (kill(pid, 0) == 0 || errno != ESRCH)
+		if (!process_gone(pid))
 			continue; /* that server is alive */
 		char path[PATH_MAX + 256];
 		snprintf(path, sizeof path, "%s/%s", base, de->d_name);
-		(void)rmdir(path);
+		remove_dead(path);
 	}
 	closedir(d);
 }

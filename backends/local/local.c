@@ -438,7 +438,7 @@ static void child_main(const struct plan *p)
 	if (sethostname("sandbox", 7) < 0)
 		child_fail(p, STEP_HOSTNAME);
 	/* A root of its own, private to this namespace: a tmpfs on the empty folder p->root. */
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	if (mount(NULL, "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
 	    mount("tmpfs", p->root, "tmpfs", MS_NOSUID | MS_NODEV, p->root_opts) < 0 || chdir(p->root) < 0)
 		child_fail(p, STEP_ROOT);
 	if (make_root(p) < 0)
@@ -750,7 +750,7 @@ static int userns_probe(struct err *e)
 	if (pid < 0)
 		return err_sys(e, "cannot create user namespaces");
 	if (pid == 0)
-		_exit(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 ? 0 : 1);
+		_exit(mount(NULL, "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 ? 0 : 1);
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
@@ -774,7 +774,7 @@ static bool plain_namespaces(void)
 	if (pid < 0)
 		return false;
 	if (pid == 0)
-		_exit(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 ? 0 : 1);
+		_exit(mount(NULL, "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 ? 0 : 1);
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
