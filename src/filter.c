@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -113,6 +114,13 @@ int filter_build(struct filter *f, struct err *e)
 {
 	int rc = -1, fd = -1;
 	memset(f, 0, sizeof *f);
+	/* The filter is only exported here; the agent loads it. Where libseccomp cannot probe the
+	 * kernel (seccomp(2) unknown to a tool the server runs under, such as valgrind, on a
+	 * kernel that has seccomp), it is told the level the filter needs (3, for
+	 * KILL_PROCESS): the program is the same, and a kernel without that level refuses it
+	 * where the agent loads it. */
+	if (seccomp_api_get() < 3 && prctl(PR_GET_SECCOMP) >= 0)
+		(void)seccomp_api_set(3);
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
 		return err_set(e, "seccomp_init failed");

@@ -238,12 +238,12 @@ static json_t *container_spec(struct backend *b, const struct docker_inst *in, b
 	if (mounts && proxy_dir)
 		json_array_append_new(mounts, mount_spec(proxy_dir, INSTALLNET_DIR, false));
 	json_t *host = json_pack(
-		"{s:o, s:b, s:[s], s:[s], s:s, s:I, s:I, s:I, s:I, s:{s:s, s:s}, s:I, s:b, s:b, s:s, s:{s:s}}",
+		"{s:o, s:b, s:[s], s:[s], s:s, s:I, s:I, s:I, s:I, s:{s:s, s:s}, s:I, s:b, s:b, s:s, s:s, s:{s:s}}",
 		"Mounts", mounts, "ReadonlyRootfs", 1, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
 		"NetworkMode", net ? "bridge" : "none", "Memory", (json_int_t)cfg->memory, "MemorySwap",
 		(json_int_t)cfg->memory, "NanoCpus", (json_int_t)(cfg->cpus * 1e9), "PidsLimit", (json_int_t)cfg->pids,
 		"Tmpfs", "/tmp", tmpfs, "/sys", "ro,nosuid,nodev,noexec,size=4k", "ShmSize", (json_int_t)cfg->tmp_size, "Init", 0, "Privileged", 0, "IpcMode",
-		"private", "RestartPolicy", "Name", "no");
+		"private", "CgroupnsMode", "private", "RestartPolicy", "Name", "no");
 	return json_pack("{s:s, s:[s], s:[s, s], s:s, s:s, s:s, s:[], s:I, s:{s:s, s:s, s:s, s:s, s:s, s:s}, s:o}",
 			 "Image", D->image, "Entrypoint", AGENT_IN, "Cmd", "--listen", RUN_IN "/" SOCK_NAME, "User", user,
 			 "WorkingDir", WORKSPACE, "Hostname", "sandbox", "Env", "StopTimeout", (json_int_t)1, "Labels",
