@@ -1,0 +1,128 @@
+/*
+ * libFuzzer target over the whole message path: bytes in as the client would send them
+ * (any number of lines, any bytes), through the line reader, the MCP dispatch, the argument
+ * checks and the engine, to the bytes the writer puts on stdout. The oracle, besides the
+ * sanitizers: every line written out is one valid JSON value.
+ *
+ * Tool calls reach a Docker backend whose engine socket does not exist, so they fail fast
+ * and the fuzzer stays fast; everything before and after the sandbox runs as in the server.
+ * Built and run by `make fuzz` (see the README).
+ */
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../src/config.h"
+#include "../../src/engine.h"
+#include "../../src/log.h"
+#include "../../src/mcp.h"
+#include "../../src/rpc.h"
+#include "../../src/tools.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The largest input fed at once: what one pipe holds without a reader. */
+#define MAX_INPUT 60000
+
+static struct config C;
+static struct engine *E;
+
+/* Reads what the writer writes and checks each line; aborts (a finding) on one that is not
+ * JSON. */
+static void *check_output(void *arg)
+{
+	int fd = *(int *)arg;
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	for (;;) {
+		if (len == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		char *nl;
+		while ((nl = memchr(buf, '\n', len))) {
+			json_error_t je;
+			json_t *v = json_loadb(buf, (size_t)(nl - buf), JSON_DECODE_ANY, &je);
+			if (!v) {
+				fprintf(stderr, "the server wrote a line that is not JSON: %s\n%.*s\n", je.text,
+					(int)(nl - buf > 500 ? 500 : nl - buf), buf);
+				abort();
+			}
+			json_decref(v);
+			len -= (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, len);
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	struct err e = {""};
+	setenv("DOCKER_HOST", "unix:///nonexistent/sandbox-mcp-fuzz/docker.sock", 1);
+	char *args[] = {"sandbox-mcp", "--backend", "docker", "--log-level", "error", "--max-message", "32768", NULL};
+	if (config_load(&C, 7, args, &e) < 0 || tools_init(&C, &e) < 0) {
+		fprintf(stderr, "fuzz-message: %s\n", e.msg);
+		exit(1);
+	}
+	log_set_stderr_level(C.log_level);
+	signal(SIGPIPE, SIG_IGN);
+	static int out[2];
+	pthread_t t;
+	if (pipe2(out, O_CLOEXEC) < 0 || pthread_create(&t, NULL, check_output, &out[0]) != 0 ||
+	    rpc_writer_start(out[1]) < 0 || engine_start(&E, &C, &e) < 0) {
+		fprintf(stderr, "fuzz-message: cannot start: %s\n", e.msg);
+		exit(1);
+	}
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size > MAX_INPUT)
+		size = MAX_INPUT;
+	int in[2];
+	if (pipe2(in, O_CLOEXEC) < 0)
+		abort();
+	if (size && write(in[1], data, size) != (ssize_t)size)
+		abort();
+	close(in[1]);
+	struct mcp *m = mcp_new(&C, E);
+	struct rpc_reader rd;
+	if (!m || rpc_reader_init(&rd, in[0], C.max_message) < 0)
+		abort();
+	for (;;) {
+		if (rpc_reader_fill(&rd) < 0)
+			break;
+		const char *line;
+		size_t len;
+		enum rpc_read k;
+		while ((k = rpc_reader_next(&rd, &line, &len)) == RPC_LINE || k == RPC_TOO_LONG) {
+			if (k == RPC_TOO_LONG)
+				mcp_line_too_long(m);
+			else
+				mcp_handle_line(m, line, len);
+		}
+		if (k == RPC_EOF)
+			break;
+	}
+	engine_tick(E);
+	rpc_reader_free(&rd);
+	close(in[0]);
+	mcp_free(m);
+	return 0;
+}

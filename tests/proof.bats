@@ -1,0 +1,48 @@
+# Proof under faults and load, in short forms CI can afford: a libFuzzer run over the message
+# path, a soak of mixed calls on one server, and valgrind's memcheck on a session. The long
+# forms are make targets (make fuzz FUZZ_SECONDS=0, make soak, make valgrind; see README).
+load lib/helpers
+load lib/docker-setup
+
+setup_file() {
+	docker_setup_file
+}
+
+teardown_file() {
+	docker_teardown_file
+}
+
+@test "fuzz: libFuzzer over the message path finds nothing in 30 s (make fuzz)" {
+	command -v clang >/dev/null || skip_or_fail "clang is not installed (scripts/deps.sh test installs it)"
+	run make -C "$REPO_DIR" -s fuzz FUZZ_SECONDS=30
+	echo "$output" | grep -vE '^#[0-9]+' | tail -20
+	[ "$status" -eq 0 ]
+	# It really ran: libFuzzer's closing statistics, with inputs executed.
+	[[ "$output" =~ stat::number_of_executed_units:\ +([0-9]+) ]]
+	[ "${BASH_REMATCH[1]}" -gt 1000 ]
+	[ -z "$(ls "$REPO_DIR"/build/fuzz/crash-* "$REPO_DIR"/build/fuzz/leak-* 2>/dev/null)" ]
+}
+
+@test "soak: 300 mixed calls on one server: RSS growth under 1 MiB, fds constant, nothing left (make soak)" {
+	SOAK_SANDBOX_UID=61999 run python3 "$BATS_TEST_DIRNAME/lib/soak.py" 300 -- "$SANDBOX_MCP" --backend local --log-level warning \
+		--sandbox-uid 61999
+	echo "$output"
+	[ "$status" -eq 0 ]
+	jqe "${lines[-1]}" '.calls == 300 and .rss_growth_kb < 1024 and .fds_warm == .fds_end and .left == [] and .bad == []'
+}
+
+@test "valgrind: a session of calls on the Docker backend has no memory error and no definite leak (make valgrind)" {
+	with_backend docker
+	command -v valgrind >/dev/null || skip_or_fail "valgrind is not installed (scripts/deps.sh test installs it)"
+	SOAK_NO_FOOTPRINT=1 run python3 "$BATS_TEST_DIRNAME/lib/soak.py" 60 -- valgrind --quiet --error-exitcode=99 --leak-check=full \
+		--errors-for-leak-kinds=definite --child-silent-after-fork=yes --log-file="$BATS_TEST_TMPDIR/vg.log" \
+		"$SANDBOX_MCP" --log-level warning
+	echo "$output"
+	cat "$BATS_TEST_TMPDIR/vg.log"
+	[ "$status" -eq 0 ]
+	jqe "${lines[-1]}" '.calls == 60 and .bad == [] and .left == []'
+	# Every call really ran in a sandbox, and memcheck found nothing: it would have made the
+	# server exit 99 (definite leaks count as errors), and it names what it finds.
+	run grep -E 'Invalid (read|write|free)|uninitialised|definitely lost|Mismatched|overlap' "$BATS_TEST_TMPDIR/vg.log"
+	[ "$status" -eq 1 ]
+}
