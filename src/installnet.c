@@ -86,3 +86,19 @@ void installnet_close(struct installnet *n)
 	free(n->env);
 	n->env = NULL;
 }
+
+const char *installnet_describe(const struct config *cfg, char *buf, size_t n)
+{
+	if (cfg->network == NET_ALL)
+		snprintf(buf, n, "the host's network (--network all), package installs too");
+	else if (cfg->network == NET_NONE)
+		snprintf(buf, n, "none (loopback only); package installs %s",
+			 cfg->wheelhouse[0] ? "from the wheelhouse alone" : "refused");
+	else if (cfg->wheelhouse[0])
+		snprintf(buf, n, "none (loopback only); package installs from the wheelhouse alone, with no network");
+	else
+		snprintf(buf, n, "none (loopback only); the install step reaches only the package index %s%s%s, "
+			 "through the server's filtering proxy",
+			 cfg->index_url, cfg->index_hosts[0] ? " and " : "", cfg->index_hosts);
+	return buf;
+}

@@ -64,3 +64,17 @@ load lib/helpers
 	tool execute_bash_commands '{"code":"sleep 3"}' --max-timeout 1
 	sc '.timed_out == true'
 }
+
+@test "--check says where package installs come from: the index alone through the proxy, or the wheelhouse with no network" {
+	run "$SANDBOX_MCP" --check --backend local --index-url https://index.example/simple
+	echo "$output"
+	[[ "$output" == *"network     none (loopback only); the install step reaches only the package index https://index.example/simple, through the server's filtering proxy"* ]]
+	mkdir -p "$BATS_TEST_TMPDIR/wh"
+	python3 "$TESTS_DIR/lib/make_wheel.py" "$BATS_TEST_TMPDIR/wh" okpkg 1.0
+	chmod -R a+rX "$BATS_TEST_TMPDIR/wh"
+	run "$SANDBOX_MCP" --check --backend local --wheelhouse "$BATS_TEST_TMPDIR/wh"
+	echo "$output"
+	[[ "$output" == *"network     none (loopback only); package installs from the wheelhouse alone, with no network"* ]]
+	run "$SANDBOX_MCP" --check --backend local --network none
+	[[ "$output" == *"network     none (loopback only); package installs refused"* ]]
+}

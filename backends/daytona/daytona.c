@@ -1228,7 +1228,8 @@ static void daytona_report(struct backend *b, FILE *f)
 	fprintf(f, "    sandbox     %s (%s)\n", D->id,
 		D->snapshot[0] ? D->snapshot : D->image[0] ? D->image : "the organization's default snapshot");
 	fprintf(f, "    network     %s\n", cfg->network == NET_NONE ? "blocked (networkBlockAll)"
-				     : cfg->network == NET_INSTALL ? "blocked; opened for package installs only"
+				     : cfg->network == NET_INSTALL ? (cfg->wheelhouse[0] ? "blocked; package installs from the wheelhouse, with no network"
+											 : "blocked; the install step alone may reach the package index's addresses")
 								   : "open");
 	fprintf(f, "    resources   Daytona's: %s\n", D->image[0] ? "cpu and memory (GiB, rounded up) from --cpus and --memory"
 							  : "the snapshot's; --memory, --cpus, --pids NOT applied");

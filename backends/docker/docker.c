@@ -718,9 +718,8 @@ static void docker_report(struct backend *b, FILE *f)
 		   "seccomp profile plus the server's filter (%u rules); no-new-privileges; no capabilities\n",
 		cfg->network == NET_ALL ? "" : ", network", D->filter.rules);
 	fprintf(f, "    user        uid %u, gid %u\n", D->uid, D->gid);
-	fprintf(f, "    network     %s\n", cfg->network == NET_NONE ? "none (loopback only)"
-				     : cfg->network == NET_INSTALL ? "loopback only; package installs use the engine's default bridge"
-								   : "the engine's default bridge");
+	char net[PATH_MAX + 256];
+	fprintf(f, "    network     %s\n", cfg->network == NET_ALL ? "the engine's default bridge" : installnet_describe(cfg, net, sizeof net));
 	fprintf(f, "    memory      %-10s %s\n", config_fmt_size(cfg->memory, sz, sizeof sz),
 		D->rl_memory ? "per process only (RLIMIT_AS): the engine cannot limit memory here"
 			     : "container memory limit (cgroup), no swap");

@@ -983,9 +983,8 @@ static void local_report(struct backend *b, FILE *f)
 			   "others itself, the code runs as host uid %u\n", L->no_userns, (unsigned)L->host_uid);
 	fprintf(f, "    user        sandbox (uid %u inside, host uid %u)\n", L->userns ? SBX_UID : (unsigned)L->host_uid,
 		(unsigned)L->host_uid);
-	fprintf(f, "    network     %s\n", cfg->network == NET_NONE ? "none (loopback only)"
-				     : cfg->network == NET_INSTALL ? "loopback only; package installs use the host's network"
-								   : "the host's network");
+	char net[PATH_MAX + 256];
+	fprintf(f, "    network     %s\n", installnet_describe(cfg, net, sizeof net));
 	m = cgroup_mechanism(cg, CG_MEMORY);
 	fprintf(f, "    memory      %-10s %s\n", config_fmt_size(cfg->memory, sz, sizeof sz),
 		m ? m : "per process only (RLIMIT_AS): no cgroup memory controller here");
