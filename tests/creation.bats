@@ -17,6 +17,18 @@ live_sandboxes() {
 	daytona_control '{}' | jq '.sandboxes | length'
 }
 
+# A fresh Daytona test server: a create that an earlier test cut short is still held by the
+# old one and makes its sandbox after that test ended; it must not count here.
+fresh_daytona() {
+	local old
+	old=$(cat "$BATS_FILE_TMPDIR/daytona.pid")
+	daytona_teardown_file
+	eventually 10 test ! -e "/proc/$old"
+	rm -f "$BATS_FILE_TMPDIR/daytona.port"
+	daytona_setup_file
+	with_backend daytona
+}
+
 teardown() {
 	[ -f "$BATS_TEST_TMPDIR/stall.pid" ] && kill "$(cat "$BATS_TEST_TMPDIR/stall.pid")" 2>/dev/null
 	return 0
@@ -105,14 +117,16 @@ EOF
 }
 
 @test "daytona: a sandbox made by a create that was cut short is deleted by this server's next making" {
-	with_backend daytona
+	fresh_daytona
 	daytona_control '{"fail": "slow", "seconds": 5, "method": "POST", "path": "/api/sandbox", "count": 1}' >/dev/null
+	# The test server's log is the file's: only what it logs from now on counts.
+	local from=$(($(wc -l <"$BATS_FILE_TMPDIR/daytona.log") + 1))
 	mcp_session <<EOF
 $INIT
 $(call_json 1 execute_bash_commands '{"code":"echo never"}')
-{"sh": "for i in \$(seq 600); do grep -q 'slow: holding POST /api/sandbox' $BATS_FILE_TMPDIR/daytona.log && exit 0; sleep 0.05; done; exit 1"}
+{"until": "tail -n +$from $BATS_FILE_TMPDIR/daytona.log | grep -q 'slow: holding POST /api/sandbox'"}
 {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}
-{"sh": "for i in \$(seq 200); do grep -q 'POST /api/sandbox -> ' $BATS_FILE_TMPDIR/daytona.log && exit 0; sleep 0.05; done; exit 1"}
+{"until": "tail -n +$from $BATS_FILE_TMPDIR/daytona.log | grep -q 'POST /api/sandbox -> '"}
 $(call_json 2 execute_bash_commands '{"code":"echo fresh"}')
 {"wait": 2}
 {"sh": "python3 -c 'import json,sys,urllib.request; n=len(json.load(urllib.request.urlopen(\"$DT_URL/_control\"))[\"sandboxes\"]); sys.exit(0 if n == 1 else 1)'"}

@@ -185,7 +185,14 @@ static void remove_container(struct dkapi *eng, const char *id)
 	json_t *ans = NULL;
 	struct err e = {""};
 	snprintf(path, sizeof path, "/containers/%s?force=1&v=1", id);
-	if (dkapi_call(eng, "DELETE", path, NULL, T_QUICK, &status, &ans, &e) < 0)
+	/* A loaded engine may take longer than a quick request: once more, with the time a
+	 * create gets, rather than leave the container behind. */
+	int rc = dkapi_call(eng, "DELETE", path, NULL, T_QUICK, &status, &ans, &e);
+	if (rc < 0 && !eng->cancelled) {
+		err_clear(&e);
+		rc = dkapi_call(eng, "DELETE", path, NULL, T_CREATE, &status, &ans, &e);
+	}
+	if (rc < 0)
 		log_msg(LOG_WARNING, "could not remove container %.12s: %s", id, e.msg);
 	else if (status != 204 && status != 404)
 		log_msg(LOG_WARNING, "could not remove container %.12s: %s (HTTP %ld)", id,
