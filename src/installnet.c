@@ -87,10 +87,10 @@ void installnet_close(struct installnet *n)
 	n->env = NULL;
 }
 
-const char *installnet_describe(const struct config *cfg, char *buf, size_t n)
+const char *installnet_describe(const struct config *cfg, const char *shared, char *buf, size_t n)
 {
 	if (cfg->network == NET_ALL)
-		snprintf(buf, n, "the host's network (--network all), package installs too");
+		snprintf(buf, n, "%s (--network all), package installs too", shared);
 	else if (cfg->network == NET_NONE)
 		snprintf(buf, n, "none (loopback only); package installs %s",
 			 cfg->wheelhouse[0] ? "from the wheelhouse alone" : "refused");

@@ -39,8 +39,9 @@ const char *const *installnet_env(const struct installnet *n);
 void installnet_limits(const struct installnet *n, struct agentlink_limits *lim);
 
 /* What --check says of the network (local and Docker): the code's, and the install step's
- * under the configured policy, wheelhouse and index. Writes into buf, returns it. */
-const char *installnet_describe(const struct config *cfg, char *buf, size_t n);
+ * under the configured policy, wheelhouse and index; `shared` names the network that
+ * --network all gives. Writes into buf, returns it. */
+const char *installnet_describe(const struct config *cfg, const char *shared, char *buf, size_t n);
 
 /* Stops the proxy and removes its folder. Safe on a zeroed-and-closed n (dir_fd -1). */
 void installnet_close(struct installnet *n);

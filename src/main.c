@@ -86,16 +86,7 @@ static int serve(const struct config *cfg)
 				why = "stdin read error";
 				break;
 			}
-			const char *line;
-			size_t len;
-			enum rpc_read k;
-			while ((k = rpc_reader_next(&rd, &line, &len)) == RPC_LINE || k == RPC_TOO_LONG) {
-				if (k == RPC_TOO_LONG)
-					mcp_line_too_long(m);
-				else
-					mcp_handle_line(m, line, len);
-			}
-			if (k == RPC_EOF)
+			if (mcp_handle_input(m, &rd) == RPC_EOF)
 				break;
 		}
 		if (rpc_output_closed()) {

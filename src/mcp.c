@@ -273,3 +273,17 @@ void mcp_line_too_long(struct mcp *m)
 		 (unsigned long long)m->cfg->max_message);
 	rpc_write(rpc_error(NULL, RPC_INVALID_REQUEST, text, NULL));
 }
+
+enum rpc_read mcp_handle_input(struct mcp *m, struct rpc_reader *rd)
+{
+	const char *line;
+	size_t len;
+	enum rpc_read k;
+	while ((k = rpc_reader_next(rd, &line, &len)) == RPC_LINE || k == RPC_TOO_LONG) {
+		if (k == RPC_TOO_LONG)
+			mcp_line_too_long(m);
+		else
+			mcp_handle_line(m, line, len);
+	}
+	return k;
+}

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "rpc.h"
 
 struct mcp;
 
@@ -21,5 +22,9 @@ void mcp_handle_line(struct mcp *m, const char *line, size_t len);
 
 /* Answers a line that was longer than --max-message. */
 void mcp_line_too_long(struct mcp *m);
+
+/* Handles every whole line the reader holds (after rpc_reader_fill): RPC_EOF once the input
+ * ended, else RPC_NEED_MORE. */
+enum rpc_read mcp_handle_input(struct mcp *m, struct rpc_reader *rd);
 
 #endif

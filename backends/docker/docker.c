@@ -726,7 +726,7 @@ static void docker_report(struct backend *b, FILE *f)
 		cfg->network == NET_ALL ? "" : ", network", D->filter.rules);
 	fprintf(f, "    user        uid %u, gid %u\n", D->uid, D->gid);
 	char net[PATH_MAX + 256];
-	fprintf(f, "    network     %s\n", cfg->network == NET_ALL ? "the engine's default bridge" : installnet_describe(cfg, net, sizeof net));
+	fprintf(f, "    network     %s\n", installnet_describe(cfg, "the engine's default bridge", net, sizeof net));
 	fprintf(f, "    memory      %-10s %s\n", config_fmt_size(cfg->memory, sz, sizeof sz),
 		D->rl_memory ? "per process only (RLIMIT_AS): the engine cannot limit memory here"
 			     : "container memory limit (cgroup), no swap");

@@ -388,24 +388,27 @@ static int run_make(const struct op *o, size_t skip)
  * state folder). Where the files are to be made as the sandbox user (p->fsuid), a process of
  * its own makes them: an fsuid that is not mapped here could not be set back afterwards.
  */
-static int make_root(const struct plan *p)
+static int run_makes(const struct plan *p)
 {
 	size_t rl = strlen(p->root) + 1;
-	pid_t pid = p->fsuid ? fork() : 0;
+	for (size_t i = 0; i < p->nmakes; i++)
+		if (run_make(&p->makes[i], rl) < 0)
+			return -1;
+	return 0;
+}
+
+static int make_root(const struct plan *p)
+{
+	if (!p->fsuid)
+		return run_makes(p);
+	pid_t pid = fork();
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		if (p->fsuid && (syscall(SYS_setfsgid, p->gid) < 0 || syscall(SYS_setfsuid, p->uid) < 0))
-			_exit(1);
-		for (size_t i = 0; i < p->nmakes; i++)
-			if (run_make(&p->makes[i], rl) < 0) {
-				if (p->fsuid)
-					_exit(1);
-				return -1;
-			}
-		if (p->fsuid)
-			_exit(0);
-		return 0;
+		/* setfsuid reports the previous id, not failure: a bad id shows as EACCES below. */
+		syscall(SYS_setfsgid, p->gid);
+		syscall(SYS_setfsuid, p->uid);
+		_exit(run_makes(p) < 0);
 	}
 	int st;
 	while (waitpid(pid, &st, 0) < 0)
@@ -634,11 +637,10 @@ static int inst_spawn(struct backend *b, struct inst *in, bool net, const char *
 	p->setgroups = L->as_root;
 	p->uid = L->userns ? SBX_UID : L->host_uid;
 	p->gid = L->userns ? SBX_GID : L->host_gid;
-	/* Root in a user namespace that maps only the sandbox user makes the root's files as that
-	 * user (the tmpfs is made its); elsewhere the child's own ids are mapped. */
+	/* In a user namespace the root's tmpfs is the sandbox user's (the one id mapped there);
+	 * root, unmapped in it, makes the root's files as that user. */
 	p->fsuid = L->userns && L->as_root;
-	p->root_opts = plan_str(p, "size=4m,mode=0755,uid=%u,gid=%u", p->fsuid ? (unsigned)p->uid : L->userns ? SBX_UID : 0,
-				p->fsuid ? (unsigned)p->gid : L->userns ? SBX_GID : 0);
+	p->root_opts = plan_str(p, "size=4m,mode=0755,uid=%u,gid=%u", L->userns ? SBX_UID : 0, L->userns ? SBX_GID : 0);
 	snprintf(p->lo.ifr_name, IFNAMSIZ, "lo");
 	static char *const argv[] = {"sandbox-agent", "--fd", "3", NULL};
 	p->argv = argv;
@@ -984,7 +986,7 @@ static void local_report(struct backend *b, FILE *f)
 	fprintf(f, "    user        sandbox (uid %u inside, host uid %u)\n", L->userns ? SBX_UID : (unsigned)L->host_uid,
 		(unsigned)L->host_uid);
 	char net[PATH_MAX + 256];
-	fprintf(f, "    network     %s\n", installnet_describe(cfg, net, sizeof net));
+	fprintf(f, "    network     %s\n", installnet_describe(cfg, "the host's network", net, sizeof net));
 	m = cgroup_mechanism(cg, CG_MEMORY);
 	fprintf(f, "    memory      %-10s %s\n", config_fmt_size(cfg->memory, sz, sizeof sz),
 		m ? m : "per process only (RLIMIT_AS): no cgroup memory controller here");

@@ -105,21 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rpc_reader rd;
 	if (!m || rpc_reader_init(&rd, in[0], C.max_message) < 0)
 		abort();
-	for (;;) {
-		if (rpc_reader_fill(&rd) < 0)
-			break;
-		const char *line;
-		size_t len;
-		enum rpc_read k;
-		while ((k = rpc_reader_next(&rd, &line, &len)) == RPC_LINE || k == RPC_TOO_LONG) {
-			if (k == RPC_TOO_LONG)
-				mcp_line_too_long(m);
-			else
-				mcp_handle_line(m, line, len);
-		}
-		if (k == RPC_EOF)
-			break;
-	}
+	while (rpc_reader_fill(&rd) == 0 && mcp_handle_input(m, &rd) != RPC_EOF)
+		;
 	engine_tick(E);
 	rpc_reader_free(&rd);
 	close(in[0]);

@@ -9,7 +9,7 @@ session (lib/session.py), and checks each result: SAFE as the last line of stdou
 32 KiB). Prints "ok N NAME" or "not ok N NAME: WHY" per case, then "N cases, N failed"; exits
 1 when any failed or none ran.
 """
-import json, os, re, secrets, socket, socket as _s, subprocess, sys, threading
+import json, os, re, secrets, socket, subprocess, sys, threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULT_MAX = 32 * 1024
