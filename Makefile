@@ -94,7 +94,7 @@ FLAGS_TEXT := CC=$(CC) | $(ALL_CFLAGS) | $(ALL_LDFLAGS) $(LDLIBS) | agent: $(AGE
 FLAGS_SUM := $(firstword $(shell printf '%s' $(call shq,$(FLAGS_TEXT)) | cksum))
 STAMP := $(BUILD)/.flags-$(FLAGS_SUM)
 
-.PHONY: all test check install install-apparmor uninstall clean demo fuzz soak valgrind
+.PHONY: all test check install install-apparmor uninstall clean demo fuzz soak valgrind proof-build
 all: $(BIN) $(HELPER)
 
 $(BIN): $(OBJS)
@@ -159,23 +159,32 @@ fuzz:
 	cd $(FUZZ_BUILD) && ./fuzz-message -max_len=$(FUZZ_MAX_LEN) -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
 	  $(if $(filter-out 0,$(FUZZ_SECONDS)),-max_total_time=$(FUZZ_SECONDS)) corpus seeds
 
+# The soak and valgrind measure the release build, whatever SANITIZE says: ASan's quarantine
+# makes the resident size grow by design, and valgrind cannot run an ASan binary. They build
+# one of their own in build/proof (the sanitizer builds are checked by the test suite).
+PROOF_BUILD := build/proof
+PROOF_BIN := $(PROOF_BUILD)/sandbox-mcp
+proof-build:
+	@$(MAKE) -s BUILD=$(PROOF_BUILD) SANITIZE= FUZZ= $(PROOF_BIN)
+
 # A soak of SOAK_CALLS mixed calls (default 10000) on one server of the local backend: the
 # resident size may grow by less than 1 MiB after the warm-up, the fd count must not change,
 # and nothing may be left (tests/lib/soak.py says what it looks for).
 SOAK_CALLS ?= 10000
-soak: $(BIN)
-	SANDBOX_STATE_DIR=$$(mktemp -d) SOAK_SANDBOX_UID=61999 python3 tests/lib/soak.py $(SOAK_CALLS) -- \
-	  $(BIN) --backend local --log-level warning --sandbox-uid 61999
+soak: proof-build
+	@state=$$(mktemp -d) && SANDBOX_STATE_DIR=$$state SOAK_SANDBOX_UID=61999 python3 tests/lib/soak.py $(SOAK_CALLS) -- \
+	  $(PROOF_BIN) --backend local --log-level warning --sandbox-uid 61999; rc=$$?; rm -rf "$$state"; exit $$rc
 
 # valgrind's memcheck on a session of VALGRIND_CALLS mixed calls (default 1000) with the
 # Docker backend (DOCKER_HOST or the default socket): no error, no definite leak. Under
 # valgrind the local backend's probe finds no mount rights in the namespaces it makes (seen
 # with valgrind 3.19), so the session runs where the server makes no namespace itself.
 VALGRIND_CALLS ?= 1000
-valgrind: $(BIN)
-	SOAK_NO_FOOTPRINT=1 python3 tests/lib/soak.py $(VALGRIND_CALLS) -- valgrind --error-exitcode=99 \
+VALGRIND_LOG ?=
+valgrind: proof-build
+	SOAK_NO_FOOTPRINT=1 python3 tests/lib/soak.py $(VALGRIND_CALLS) -- valgrind --quiet --error-exitcode=99 \
 	  --leak-check=full --errors-for-leak-kinds=definite --child-silent-after-fork=yes \
-	  $(BIN) --backend docker --log-level warning
+	  $(if $(VALGRIND_LOG),--log-file=$(VALGRIND_LOG)) $(PROOF_BIN) --backend docker --log-level warning
 
 test check: $(BIN) $(HELPER)
 	tests/run

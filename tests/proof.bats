@@ -23,9 +23,8 @@ teardown_file() {
 	[ -z "$(ls "$REPO_DIR"/build/fuzz/crash-* "$REPO_DIR"/build/fuzz/leak-* 2>/dev/null)" ]
 }
 
-@test "soak: 300 mixed calls on one server: RSS growth under 1 MiB, fds constant, nothing left (make soak)" {
-	SOAK_SANDBOX_UID=61999 run python3 "$BATS_TEST_DIRNAME/lib/soak.py" 300 -- "$SANDBOX_MCP" --backend local --log-level warning \
-		--sandbox-uid 61999
+@test "soak: 300 mixed calls on one server of the release build: RSS growth under 1 MiB, fds constant, nothing left (make soak)" {
+	run make -C "$REPO_DIR" -s soak SOAK_CALLS=300
 	echo "$output"
 	[ "$status" -eq 0 ]
 	jqe "${lines[-1]}" '.calls == 300 and .rss_growth_kb < 1024 and .fds_warm == .fds_end and .left == [] and .bad == []'
@@ -34,9 +33,7 @@ teardown_file() {
 @test "valgrind: a session of calls on the Docker backend has no memory error and no definite leak (make valgrind)" {
 	with_backend docker
 	command -v valgrind >/dev/null || skip_or_fail "valgrind is not installed (scripts/deps.sh test installs it)"
-	SOAK_NO_FOOTPRINT=1 run python3 "$BATS_TEST_DIRNAME/lib/soak.py" 60 -- valgrind --quiet --error-exitcode=99 --leak-check=full \
-		--errors-for-leak-kinds=definite --child-silent-after-fork=yes --log-file="$BATS_TEST_TMPDIR/vg.log" \
-		"$SANDBOX_MCP" --log-level warning
+	run make -C "$REPO_DIR" -s valgrind VALGRIND_CALLS=60 VALGRIND_LOG="$BATS_TEST_TMPDIR/vg.log"
 	echo "$output"
 	cat "$BATS_TEST_TMPDIR/vg.log"
 	[ "$status" -eq 0 ]
