@@ -1,5 +1,6 @@
 #include "call.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,6 +350,11 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 	rc = sandbox_run(sb, &rq, &rs, c.notice, &e);
 	json_t *res = NULL;
 	if (rc < 0) {
+		/* A full workspace refuses the script file: say how to get out of it. */
+		size_t l = strlen(e.msg);
+		if (file.path && strstr(e.msg, strerror(ENOSPC)))
+			snprintf(e.msg + l, sizeof e.msg - l, " (the workspace is full: remove files with "
+				 "execute_bash_commands, which needs no room for short code, or call cleanup_sandbox)");
 		res = early_result(&c, 1, e.msg, e.msg, false);
 	} else if (rs.cancelled) {
 		tc->cancelled = true;

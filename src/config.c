@@ -41,6 +41,8 @@ static const struct opt opts[] = {
 	{"open-files", "SANDBOX_OPEN_FILES", T_COUNT, F(open_files), "1024", "open files per process"},
 	{"file-size", "SANDBOX_FILE_SIZE", T_SIZE, F(file_size), "1G", "largest file a process may write"},
 	{"tmp-size", "SANDBOX_TMP_SIZE", T_SIZE, F(tmp_size), "128M", "size of the sandbox's /tmp"},
+	{"workspace-size", "SANDBOX_WORKSPACE_SIZE", T_SIZE, F(workspace_size), "1G",
+	 "disk quota of the workspace (0: none); local and Docker enforce it when the server is root"},
 	{"network", "SANDBOX_NETWORK", T_NET, F(network), "install",
 	 "none | install (only package installs reach the network) | all"},
 	{"wheelhouse", "SANDBOX_WHEELHOUSE", T_STR, F(wheelhouse), "",
@@ -205,6 +207,8 @@ static int check_values(const struct config *c, struct err *e)
 		return err_set(e, "--pids, --open-files, --queue or --max-message is too small");
 	if (c->tmp_size < (1u << 20))
 		return err_set(e, "--tmp-size must be at least 1M");
+	if (c->workspace_size && c->workspace_size < (16u << 20))
+		return err_set(e, "--workspace-size must be 0 (no quota) or at least 16M");
 	if (c->sandbox_uid == 0 || c->sandbox_uid > 0xfffffffe)
 		return err_set(e, "--sandbox-uid must be a non-root uid");
 	if (!c->python[0] || strchr(c->python, ' '))

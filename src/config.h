@@ -27,6 +27,7 @@ struct config {
 	uint64_t open_files;
 	uint64_t file_size;
 	uint64_t tmp_size;
+	uint64_t workspace_size;  /* the workspace's disk quota; 0: none */
 	int network;             /* enum net_policy */
 	char wheelhouse[4096];   /* host folder of wheels; "" for none */
 	char index_url[1024];    /* the package index installs use */

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hostmount.h"
 #include "log.h"
 #include "tree.h"
 
@@ -42,36 +43,150 @@ int hostdir_state(const struct config *cfg, char *out, size_t n, struct err *e)
 	return 0;
 }
 
-int hostdir_make(const char *state, const char *name, char *out, size_t n, int *lock_fd, struct err *e)
+void hostdir_init(struct hostdir *h)
+{
+	memset(h, 0, sizeof *h);
+	h->lock_fd = -1;
+}
+
+/* The tmpfs for what is bound into the sandbox: the Docker agent's copy, sockets, folders. */
+#define HOST_TMPFS_SIZE (16u << 20)
+
+/* Makes <state>/<name> locked: under a temporary name, renamed once the lock is held. */
+static int make_locked(struct hostdir *h, const char *state, const char *name, struct err *e)
 {
 	char tmp[PATH_MAX], lock[PATH_MAX + 8];
-	*lock_fd = -1;
 	if (hostdir_path(tmp, sizeof tmp, "%s/new-%s", state, name) < 0 ||
-	    hostdir_path(out, n, "%s/%s", state, name) < 0 || hostdir_path(lock, sizeof lock, "%s/lock", tmp) < 0)
+	    hostdir_path(h->dir, sizeof h->dir, "%s/%s", state, name) < 0 ||
+	    hostdir_path(h->ws, sizeof h->ws, "%s/workspace", h->dir) < 0 ||
+	    hostdir_path(h->host, sizeof h->host, "%s/host", h->dir) < 0 ||
+	    hostdir_path(lock, sizeof lock, "%s/lock", tmp) < 0) {
+		h->dir[0] = '\0';
 		return err_set(e, "the state folder's path is too long");
-	if (mkdir(tmp, 0700) < 0)
+	}
+	if (mkdir(tmp, 0700) < 0) {
+		h->dir[0] = '\0';
 		return err_sys(e, "creating %s", tmp);
+	}
 	int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 || rename(tmp, out) < 0) {
-		err_sys(e, "locking %s", out);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 || rename(tmp, h->dir) < 0) {
+		err_sys(e, "locking %s", h->dir);
 		if (fd >= 0)
 			close(fd);
 		unlink(lock);
 		rmdir(tmp);
+		h->dir[0] = '\0';
 		return -1;
 	}
-	*lock_fd = fd;
+	h->lock_fd = fd;
 	return 0;
 }
 
-void hostdir_keep(const char *dir)
+int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state, const char *name, uid_t uid,
+		 gid_t gid, struct err *e)
 {
-	char path[PATH_MAX + 8];
-	if (hostdir_path(path, sizeof path, "%s/kept", dir) < 0)
-		return;
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd >= 0)
-		close(fd);
+	uint64_t quota = cfg->workspace_size;
+	hostdir_init(h);
+	if (make_locked(h, state, name, e) < 0)
+		return -1;
+	if (mkdir(h->ws, 0755) < 0 || chown(h->ws, uid, gid) < 0 || mkdir(h->host, 0700) < 0) {
+		err_sys(e, "creating the workspace in %s", h->dir);
+		goto fail;
+	}
+	/* A kept workspace must outlive the server as files, whatever becomes of its mounts. */
+	if (quota && cfg->keep)
+		snprintf(h->why, sizeof h->why, "--keep keeps workspaces as plain folders");
+	else if (quota && hostmount_usable(h->why, sizeof h->why)) {
+		char img[PATH_MAX + 16];
+		struct err me = {""};
+		if (hostdir_path(img, sizeof img, "%s/workspace.img", h->dir) < 0 ||
+		    hostmount_image(img, h->ws, quota, uid, gid, &me) < 0)
+			snprintf(h->why, sizeof h->why, "%s", me.msg[0] ? me.msg : "the state folder's path is too long");
+		else
+			h->quota = quota;
+	}
+	if (quota && !h->quota) {
+		static bool told;
+		log_msg(told ? LOG_DEBUG : cfg->keep ? LOG_INFO : LOG_WARNING, "the workspace quota is not enforced: %s",
+			h->why);
+		told = true;
+	}
+	if (geteuid() == 0) {
+		struct err me = {""};
+		if (hostmount_tmpfs(h->host, HOST_TMPFS_SIZE, &me) == 0)
+			h->mounted = true;
+		else
+			log_msg(LOG_DEBUG, "%s", me.msg);
+	}
+	struct stat st;
+	if (stat(h->ws, &st) < 0) {
+		err_sys(e, "%s", h->ws);
+		goto fail;
+	}
+	h->ws_dev = st.st_dev;
+	h->ws_ino = st.st_ino;
+	return 0;
+fail:;
+	struct err ce = {""};
+	hostdir_close(h, false, &ce);
+	return -1;
+}
+
+bool hostdir_removed(const struct hostdir *h)
+{
+	struct stat st;
+	/* A folder removed on the host takes the lock file with it; a workspace that is an image
+	 * stays as an empty mount point, so the lock tells that case too. */
+	if (h->lock_fd >= 0 && fstat(h->lock_fd, &st) == 0 && st.st_nlink == 0)
+		return true;
+	return stat(h->ws, &st) < 0 || st.st_ino != h->ws_ino || st.st_dev != h->ws_dev;
+}
+
+/* Unmounts the sandbox folder dir's mounts and removes it. 0, or -1 with errno. */
+static int remove_dir(const char *dir)
+{
+	char ws[PATH_MAX + 16], host[PATH_MAX + 16];
+	if (hostdir_path(ws, sizeof ws, "%s/workspace", dir) < 0 || hostdir_path(host, sizeof host, "%s/host", dir) < 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	/* A mount that stays is never emptied through: what is in it is not this folder's. */
+	if (hostmount_release(ws) < 0 || hostmount_release(host) < 0)
+		return -1;
+	return tree_remove(dir);
+}
+
+int hostdir_close(struct hostdir *h, bool keep, struct err *e)
+{
+	int rc = 0;
+	if (h->dir[0] && keep) {
+		char path[PATH_MAX + 8];
+		if (hostdir_path(path, sizeof path, "%s/kept", h->dir) == 0) {
+			int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+			if (fd >= 0)
+				close(fd);
+		}
+		(void)hostmount_release(h->host);
+	} else if (h->dir[0] && remove_dir(h->dir) < 0) {
+		rc = err_sys(e, "could not remove %s", h->dir);
+	}
+	if (h->lock_fd >= 0)
+		close(h->lock_fd);
+	hostdir_init(h);
+	return rc;
+}
+
+void hostdir_report_quota(const struct hostdir *h, const struct config *cfg, FILE *f)
+{
+	char sz[32];
+	if (h->quota)
+		fprintf(f, "    disk        %-10s the workspace is an ext4 image of its own (loop device): the code gets "
+			   "ENOSPC when it is full\n", config_fmt_size(h->quota, sz, sizeof sz));
+	else if (cfg->workspace_size)
+		fprintf(f, "    disk        %-10s NOT enforced: %s\n", config_fmt_size(cfg->workspace_size, sz, sizeof sz),
+			h->why);
+	else
+		fprintf(f, "    disk        no quota (--workspace-size 0)\n");
 }
 
 void hostdir_reap(const char *state, const char *prefix)
@@ -94,7 +209,7 @@ void hostdir_reap(const char *state, const char *prefix)
 			continue; /* a live server's */
 		}
 		hostdir_path(path, sizeof path, "%s/%s", state, de->d_name);
-		if (tree_remove(path) == 0)
+		if (remove_dir(path) == 0)
 			log_msg(LOG_INFO, "removed %s, left by a server that is gone", path);
 		if (fd >= 0)
 			close(fd);

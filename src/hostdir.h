@@ -1,12 +1,17 @@
 /*
  * The host side of sandboxes that live in folders (local, Docker): the state folder, one
- * folder per sandbox holding a lock its server keeps while it lives, and the removal of
- * folders whose server is gone.
+ * folder per sandbox holding a lock its server keeps while it lives, its workspace, and the
+ * removal of folders whose server is gone.
  */
 #ifndef SANDBOX_HOSTDIR_H
 #define SANDBOX_HOSTDIR_H
 
+#include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "err.h"
@@ -19,13 +24,44 @@ int hostdir_path(char *buf, size_t n, const char *fmt, ...) __attribute__((forma
  * bytes) for the paths made below it. */
 int hostdir_state(const struct config *cfg, char *out, size_t n, struct err *e);
 
-/* Makes <state>/<name> with <name>/lock held in *lock_fd (caller closes it at the end of the
- * sandbox's life). Made under a temporary name and renamed once locked, so hostdir_reap never
- * sees it unlocked. out gets the folder's path. */
-int hostdir_make(const char *state, const char *name, char *out, size_t n, int *lock_fd, struct err *e);
+/* A sandbox's folder <state>/<name>, with `lock` (held while its server lives), `workspace`
+ * and `host`, where the files bound into the sandbox go (agent, sockets, proxy folder). When
+ * the server is root and the host allows (hostmount.h), the workspace is an ext4 image of the
+ * quota mounted there and `host` a tmpfs: the code cannot fill the host's disk, and the
+ * sandbox's mountinfo shows no host path. Else both are plain folders, the quota is not
+ * enforced, and `why` says why. */
+struct hostdir {
+	char dir[PATH_MAX];    /* the sandbox's folder; "" when none */
+	char ws[PATH_MAX];     /* its workspace */
+	char host[PATH_MAX];   /* its files bound into the sandbox */
+	int lock_fd;           /* -1 when none */
+	dev_t ws_dev;          /* which workspace it is: one removed and made again is not it */
+	ino_t ws_ino;
+	uint64_t quota;        /* the workspace image's size; 0 when it is a plain folder */
+	bool mounted;          /* host is a tmpfs of its own */
+	char why[200];         /* why the quota is not enforced; "" when it is, or none was asked */
+};
 
-/* Marks a sandbox folder kept (--keep): hostdir_reap leaves it alone. */
-void hostdir_keep(const char *dir);
+/* An empty hostdir (no folder, no fd), for structs that are set up before it is opened. */
+void hostdir_init(struct hostdir *h);
+
+/* Makes <state>/<name>, locked, its workspace owned by uid:gid, with cfg's quota
+ * (--workspace-size; with --keep the workspace is a plain folder, left as files at the end).
+ * Made under a temporary name and renamed once locked, so hostdir_reap never sees it
+ * unlocked. 0, or -1 with e set (and h closed). */
+int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state, const char *name, uid_t uid,
+		 gid_t gid, struct err *e);
+
+/* Whether the workspace or the whole folder was removed on the host since hostdir_open. */
+bool hostdir_removed(const struct hostdir *h);
+
+/* Ends it: with keep, the folder is marked kept and its workspace left in place (mounted, when
+ * it is an image); else everything is unmounted and removed. Then h is empty. 0, or -1 with e
+ * set when something could not be removed. */
+int hostdir_close(struct hostdir *h, bool keep, struct err *e);
+
+/* The --check line of the workspace's quota: its size and how it is enforced, or why not. */
+void hostdir_report_quota(const struct hostdir *h, const struct config *cfg, FILE *f);
 
 /* Removes the folders <state>/<prefix>* whose lock no server holds, unless kept. */
 void hostdir_reap(const char *state, const char *prefix);

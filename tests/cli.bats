@@ -9,7 +9,7 @@ load lib/helpers
 		image daytona-snapshot daytona-image daytona-start-timeout; do
 		[[ "$output" == *"--$o"* ]] || { echo "missing --$o"; false; }
 	done
-	[ "$(grep -c "env SANDBOX_" <<<"$output")" -eq 28 ]
+	[ "$(grep -c "env SANDBOX_" <<<"$output")" -eq 29 ]
 	[[ "$output" == *"--check"* && "$output" == *"--version"* ]]
 }
 
@@ -26,7 +26,7 @@ load lib/helpers
 	run "$SANDBOX_MCP" --check
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"local    ok"* ]]
-	for l in memory processes cpus "open files" "file size" "cpu time" /tmp isolation network; do
+	for l in memory processes cpus "open files" "file size" "cpu time" /tmp disk isolation network; do
 		[[ "$output" == *"$l"* ]] || { echo "missing $l"; false; }
 	done
 	[[ "$output" == *"seccomp filter"* && "$output" == *"ready"* ]]

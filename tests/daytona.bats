@@ -299,6 +299,17 @@ EOF
 	[[ "$output" == *"daytona  ok"* ]]
 }
 
+@test "--workspace-size is the disk of a sandbox made from an image (whole GiB); a snapshot's own disk is reported" {
+	SANDBOX_DAYTONA_IMAGE=python:3.12-slim run "$SANDBOX_MCP" --check --backend daytona --workspace-size 1536M
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"disk        2 GiB    the sandbox's disk, from --workspace-size (1536 MiB)"* ]]
+	run "$SANDBOX_MCP" --check --backend daytona --workspace-size 1536M
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"disk        3 GiB    the sandbox's disk, the snapshot's own (--workspace-size applies with --daytona-image alone)"* ]]
+}
+
 @test "mcp-check (official MCP SDK client) passes every check on the daytona backend" {
 	MCP_CHECK="$REPO_DIR/../shared/tools/mcp-check/run"
 	[ -x "$MCP_CHECK" ] || skip_or_fail "mcp-check not found at $MCP_CHECK"

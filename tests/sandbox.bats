@@ -183,6 +183,43 @@ EOF
 @test "local: a cleanup that cannot remove everything says so instead of claiming it did" { removal_failure_case local; }
 @test "docker: a cleanup that cannot remove everything says so instead of claiming it did" { removal_failure_case docker; }
 
+# ---------------------------------------------------------------- workspace quota
+
+quota_case() {
+	with_backend "$1"
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "the workspace quota needs the server to be root"
+	run "$SANDBOX_MCP" --backend "$1" --check --workspace-size 32M
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"disk        32 MiB     the workspace is an ext4 image of its own"* ]]
+	mcp_session --workspace-size 32M <<EOF
+$INIT
+$(bash_call 1 'head -c 64M /dev/zero > big; echo "head=$?"; df -k --output=size,avail /workspace | tail -1')
+$(py_call 2 'print("py")')
+$(bash_call 3 'rm big; echo freed')
+$(py_call 4 'print("py again")')
+EOF
+	# The code gets ENOSPC at the quota: the file system is 32 MiB (less its own tables), full
+	# (under 1 MiB left).
+	res 1
+	sc '.exit_code == 0 and (.stdout | test("^head=1\n +(3[0-2]|2[0-9])[0-9]{3} +[0-9]{1,3}\n$")) and (.stderr | test("No space left on device"))'
+	# The script file of a Python call finds no room: the result says how to get out of it.
+	res 2
+	sc '.exit_code == 1 and (.error | test("No space left on device.*the workspace is full: remove files"))'
+	res 3
+	sc '.exit_code == 0 and .stdout == "freed\n"'
+	res 4
+	sc '.exit_code == 0 and .stdout == "py again\n" and .notice == null'
+	# Nothing is left mounted or attached once the server is gone.
+	[ -z "$(grep -F "$SANDBOX_STATE_DIR" /proc/self/mountinfo)" ]
+	run grep -sF "$SANDBOX_STATE_DIR" /sys/block/loop*/loop/backing_file
+	[ "$status" -ne 0 ]
+	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
+}
+
+@test "local: the workspace quota gives the code ENOSPC, the next call works, nothing is left" { quota_case local; }
+@test "docker: the workspace quota gives the code ENOSPC, the next call works, nothing is left" { quota_case docker; }
+
 # ---------------------------------------------------------------- out of memory
 
 oom_case() {

@@ -68,6 +68,7 @@ struct daytona {
 	const char *python;    /* cfg->python, borrowed */
 	char *baseline;        /* "PID:START ..." of the sandbox's own processes, spared by sweeps */
 	char attempt[40];      /* ATTEMPT_LABEL of the sandbox being made */
+	long disk_gib;         /* the sandbox's disk as Daytona reports it; 0 unknown */
 };
 
 /* ---------------------------------------------------------------- small helpers */
@@ -371,6 +372,11 @@ static json_t *create_body(struct backend *b, struct daytona *D)
 		json_object_set_new(body, "buildInfo", json_pack("{s:s}", "dockerfileContent", df));
 		json_object_set_new(body, "cpu", json_integer((json_int_t)ceil(cfg->cpus)));
 		json_object_set_new(body, "memory", json_integer(gib < 1 ? 1 : gib));
+		/* The workspace's quota is the sandbox's disk (whole GiB, rounded up). */
+		if (cfg->workspace_size) {
+			long disk = (long)ceil((double)cfg->workspace_size / (1024.0 * 1024 * 1024));
+			json_object_set_new(body, "disk", json_integer(disk < 1 ? 1 : disk));
+		}
 	}
 	return body;
 }
@@ -541,6 +547,8 @@ static int make_sandbox(struct backend *b, struct err *e)
 	snprintf(b->sandbox_id, sizeof b->sandbox_id, "%s", id);
 	json_t *dto = json_incref(rs.json);
 	dt_resp_free(&rs);
+	json_t *disk = json_object_get(dto, "disk");
+	D->disk_gib = json_is_integer(disk) ? (long)json_integer_value(disk) : 0;
 	log_msg(LOG_INFO, "Daytona sandbox %s created; waiting for it to start", D->id);
 	rc = wait_started(D, &dto, deadline, e);
 	if (rc == 0)
@@ -1233,6 +1241,14 @@ static void daytona_report(struct backend *b, FILE *f)
 								   : "open");
 	fprintf(f, "    resources   Daytona's: %s\n", D->image[0] ? "cpu and memory (GiB, rounded up) from --cpus and --memory"
 							  : "the snapshot's; --memory, --cpus, --pids NOT applied");
+	char sz[32];
+	if (D->image[0] && cfg->workspace_size)
+		fprintf(f, "    disk        %ld GiB    the sandbox's disk, from --workspace-size (%s) in whole GiB\n",
+			D->disk_gib, config_fmt_size(cfg->workspace_size, sz, sizeof sz));
+	else if (D->disk_gib)
+		fprintf(f, "    disk        %ld GiB    the sandbox's disk, %s\n", D->disk_gib,
+			D->image[0] ? "Daytona's default (--workspace-size 0)"
+				    : "the snapshot's own (--workspace-size applies with --daytona-image alone)");
 	fprintf(f, "    timeouts    the call's timeout; every process of the call killed at its end\n");
 	fprintf(f, "    lifetime    auto-stop when idle, then auto-delete; labelled %s for reaping\n", LABEL);
 }

@@ -82,12 +82,8 @@ struct docker {
 	struct dkapi eng;
 	char image[256];
 	char state[PATH_MAX];  /* the state folder */
-	char dir[PATH_MAX];    /* this sandbox's folder */
-	char ws[PATH_MAX];     /* its workspace */
-	dev_t ws_dev;          /* which folder it is: one removed and made again is not it */
-	ino_t ws_ino;
+	struct hostdir h;      /* this sandbox's folder and workspace */
 	char agent[PATH_MAX];  /* the agent binary, bound into every container */
-	int lock_fd;
 	struct filter filter;
 	struct docker_inst main;
 	unsigned seq;
@@ -238,7 +234,7 @@ static json_t *container_spec(struct backend *b, const struct docker_inst *in, b
 	snprintf(user, sizeof user, "%u:%u", D->uid, D->gid);
 	snprintf(pid, sizeof pid, "%ld", (long)getpid());
 	snprintf(tmpfs, sizeof tmpfs, "rw,nosuid,nodev,size=%llu,mode=1777", (unsigned long long)cfg->tmp_size);
-	json_t *mounts = json_pack("[o, o, o]", mount_spec(D->ws, WORKSPACE, false), mount_spec(in->run, RUN_IN, false),
+	json_t *mounts = json_pack("[o, o, o]", mount_spec(D->h.ws, WORKSPACE, false), mount_spec(in->run, RUN_IN, false),
 				   mount_spec(D->agent, AGENT_IN, true));
 	if (mounts && cfg->wheelhouse[0])
 		json_array_append_new(mounts, mount_spec(cfg->wheelhouse, "/wheelhouse", true));
@@ -364,7 +360,7 @@ static int inst_spawn(struct backend *b, struct docker_inst *in, bool net, const
 	memset(in, 0, sizeof *in);
 	in->link.fd = -1;
 	unsigned n = D->seq++;
-	if (hostdir_path(in->run, sizeof in->run, "%s/run-%u", D->dir, n) < 0)
+	if (hostdir_path(in->run, sizeof in->run, "%s/run-%u", D->h.host, n) < 0)
 		return err_set(e, "the state folder's path is too long");
 	if (mkdir(in->run, 0700) < 0 || chown(in->run, D->uid, D->gid) < 0) {
 		err_sys(e, "creating %s", in->run);
@@ -536,7 +532,7 @@ static void docker_init(struct backend *b)
 {
 	struct docker *D = b->priv;
 	dkapi_init(&D->eng);
-	D->lock_fd = -1;
+	hostdir_init(&D->h);
 	D->main.link.fd = -1;
 }
 
@@ -561,18 +557,10 @@ static int make_sandbox(struct backend *b, struct err *e)
 	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
 		return err_sys(e, "getrandom");
 	snprintf(b->sandbox_id, sizeof b->sandbox_id, "docker-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
-	if (hostdir_make(D->state, b->sandbox_id, D->dir, sizeof D->dir, &D->lock_fd, e) < 0) {
-		D->dir[0] = '\0';
+	if (hostdir_open(&D->h, cfg, D->state, b->sandbox_id, D->uid, D->gid, e) < 0)
 		return -1;
-	}
-	if (hostdir_path(D->ws, sizeof D->ws, "%s/workspace", D->dir) < 0 ||
-	    hostdir_path(D->agent, sizeof D->agent, "%s/sandbox-agent", D->dir) < 0)
+	if (hostdir_path(D->agent, sizeof D->agent, "%s/sandbox-agent", D->h.host) < 0)
 		return err_set(e, "the state folder's path is too long");
-	struct stat ws;
-	if (mkdir(D->ws, 0755) < 0 || chown(D->ws, D->uid, D->gid) < 0 || stat(D->ws, &ws) < 0)
-		return err_sys(e, "creating the workspace %s", D->ws);
-	D->ws_dev = ws.st_dev;
-	D->ws_ino = ws.st_ino;
 	if (write_agent(D->agent, e) < 0)
 		return -1;
 	if (cfg->wheelhouse[0] && access(cfg->wheelhouse, R_OK | X_OK) < 0)
@@ -621,7 +609,7 @@ static int docker_run(struct backend *b, const struct run_req *rq, struct run_re
 	if (rq->network && b->cfg->network == NET_INSTALL) {
 		struct installnet inet;
 		struct docker_inst net;
-		if (installnet_open(&inet, b->cfg, D->dir, D->uid, rq->env, e) < 0)
+		if (installnet_open(&inet, b->cfg, D->h.host, D->uid, rq->env, e) < 0)
 			return -1;
 		int rc = inst_spawn(b, &net, false, "install", inet.dir, e);
 		if (rc == 0) {
@@ -681,9 +669,8 @@ static int docker_check(struct backend *b, struct err *e)
 		agentlink_close(&D->main.link);
 		return err_set(e, "its agent went away (%s)", why), BACKEND_LOST;
 	}
-	struct stat ws;
-	if (stat(D->ws, &ws) < 0 || ws.st_ino != D->ws_ino || ws.st_dev != D->ws_dev)
-		return err_set(e, "its workspace %s was removed on the host", D->ws), BACKEND_LOST;
+	if (hostdir_removed(&D->h))
+		return err_set(e, "its workspace %s was removed on the host", D->h.ws), BACKEND_LOST;
 	return 0;
 }
 
@@ -693,21 +680,15 @@ static int docker_destroy(struct backend *b, bool shutdown, struct err *e)
 	int rc = 0;
 	inst_kill(D, &D->main);
 	filter_free(&D->filter);
-	if (D->dir[0]) {
-		if (shutdown && b->cfg->keep) {
-			hostdir_keep(D->dir);
-			unlink(D->agent);
-			log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, D->ws);
-		} else if (tree_remove(D->dir) < 0) {
-			err_sys(e, "could not remove %s", D->dir);
-			log_msg(LOG_WARNING, "%s", e->msg);
-			rc = -1;
-		}
-		D->dir[0] = '\0';
+	bool keep = shutdown && b->cfg->keep && D->h.dir[0];
+	if (keep) {
+		unlink(D->agent);
+		log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, D->h.ws);
 	}
-	if (D->lock_fd >= 0)
-		close(D->lock_fd);
-	D->lock_fd = -1;
+	if (hostdir_close(&D->h, keep, e) < 0) {
+		log_msg(LOG_WARNING, "%s", e->msg);
+		rc = -1;
+	}
 	dkapi_close(&D->eng);
 	D->eng.api[0] = '\0';
 	return rc;
@@ -734,7 +715,8 @@ static void docker_report(struct backend *b, FILE *f)
 		D->rl_pids ? "per user (RLIMIT_NPROC): the engine cannot limit processes here" : "container pids limit (cgroup)");
 	fprintf(f, "    cpus        %-10g container CPU quota (NanoCpus)\n", cfg->cpus);
 	agentlink_report_limits(cfg, f);
-	fprintf(f, "    workspace   %s (bind-mounted at /workspace)\n", D->ws);
+	fprintf(f, "    workspace   %s (bind-mounted at /workspace)\n", D->h.ws);
+	hostdir_report_quota(&D->h, cfg, f);
 }
 
 static void docker_reap(const struct config *cfg)

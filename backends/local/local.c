@@ -59,7 +59,6 @@
 #include "../../src/hostdir.h"
 #include "../../src/installnet.h"
 #include "../../src/log.h"
-#include "../../src/tree.h"
 
 #ifndef MOUNT_ATTR_RDONLY
 #define MOUNT_ATTR_RDONLY 0x00000001
@@ -140,11 +139,7 @@ struct inst {
 
 struct local {
 	char state[PATH_MAX];  /* the state folder */
-	char dir[PATH_MAX];    /* this sandbox's folder */
-	char ws[PATH_MAX];     /* its workspace */
-	dev_t ws_dev;          /* which folder it is: one removed and made again is not it */
-	ino_t ws_ino;
-	int lock_fd;
+	struct hostdir h;      /* this sandbox's folder and workspace */
 	int agent_fd;          /* sealed memfd with the agent */
 	struct filter filter;
 	struct inst main;
@@ -631,7 +626,7 @@ static int inst_spawn(struct backend *b, struct inst *in, bool net, const char *
 	if (!p)
 		return err_set(e, "out of memory");
 	p->sync_fd = p->err_fd = p->ctl_fd = p->agent_fd = -1;
-	hostdir_path(root, sizeof root, "%s/root", L->dir);
+	hostdir_path(root, sizeof root, "%s/root", L->h.dir);
 	p->root = root;
 	p->new_net = !net;
 	p->setgroups = L->as_root;
@@ -645,7 +640,7 @@ static int inst_spawn(struct backend *b, struct inst *in, bool net, const char *
 	static char *const argv[] = {"sandbox-agent", "--fd", "3", NULL};
 	p->argv = argv;
 	if (!p->root_opts || plan_build(p, net, proxy_dir != NULL) < 0 ||
-	    plan_finish(p, L->ws, cfg->wheelhouse, cfg->tmp_size, proxy_dir) < 0) {
+	    plan_finish(p, L->h.ws, cfg->wheelhouse, cfg->tmp_size, proxy_dir) < 0) {
 		err_set(e, "the sandbox's mount plan is too large");
 		goto out;
 	}
@@ -816,7 +811,8 @@ static int local_probe(struct backend *b, struct err *e)
 static void local_init(struct backend *b)
 {
 	struct local *L = b->priv;
-	L->lock_fd = L->agent_fd = -1;
+	hostdir_init(&L->h);
+	L->agent_fd = -1;
 	L->main.link.fd = -1;
 }
 
@@ -835,17 +831,12 @@ static int local_start(struct backend *b, int cancel_fd, struct err *e)
 	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
 		return err_sys(e, "getrandom");
 	snprintf(b->sandbox_id, sizeof b->sandbox_id, "local-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
-	if (hostdir_make(L->state, b->sandbox_id, L->dir, sizeof L->dir, &L->lock_fd, e) < 0 ||
-	    hostdir_path(L->ws, sizeof L->ws, "%s/workspace", L->dir) < 0)
+	if (hostdir_open(&L->h, cfg, L->state, b->sandbox_id, L->host_uid, L->host_gid, e) < 0)
 		return -1;
 	char path[PATH_MAX + 32];
-	hostdir_path(path, sizeof path, "%s/root", L->dir);
-	struct stat ws;
-	if (mkdir(path, 0755) < 0 || mkdir(L->ws, 0755) < 0 || chown(L->ws, L->host_uid, L->host_gid) < 0 ||
-	    stat(L->ws, &ws) < 0)
-		return err_sys(e, "creating the workspace in %s", L->dir);
-	L->ws_dev = ws.st_dev;
-	L->ws_ino = ws.st_ino;
+	hostdir_path(path, sizeof path, "%s/root", L->h.dir);
+	if (mkdir(path, 0755) < 0)
+		return err_sys(e, "creating %s", path);
 	if (cfg->wheelhouse[0] && access(cfg->wheelhouse, R_OK | X_OK) < 0)
 		return err_sys(e, "wheelhouse %s", cfg->wheelhouse);
 	if (filter_build(&L->filter, e) < 0)
@@ -881,7 +872,7 @@ static int local_run(struct backend *b, const struct run_req *rq, struct run_res
 	if (rq->network && b->cfg->network == NET_INSTALL) {
 		struct installnet inet;
 		struct inst net;
-		if (installnet_open(&inet, b->cfg, L->dir, L->host_uid, rq->env, e) < 0)
+		if (installnet_open(&inet, b->cfg, L->h.host, L->host_uid, rq->env, e) < 0)
 			return -1;
 		int rc = inst_spawn(b, &net, false, inet.dir, e);
 		if (rc == 0) {
@@ -938,9 +929,8 @@ static int local_check(struct backend *b, struct err *e)
 	}
 	if (L->main.pid <= 0)
 		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
-	struct stat ws;
-	if (stat(L->ws, &ws) < 0 || ws.st_ino != L->ws_ino || ws.st_dev != L->ws_dev)
-		return err_set(e, "its workspace %s was removed on the host", L->ws), BACKEND_LOST;
+	if (hostdir_removed(&L->h))
+		return err_set(e, "its workspace %s was removed on the host", L->h.ws), BACKEND_LOST;
 	return 0;
 }
 
@@ -953,20 +943,13 @@ static int local_destroy(struct backend *b, bool shutdown, struct err *e)
 	if (L->agent_fd >= 0)
 		close(L->agent_fd);
 	L->agent_fd = -1;
-	if (L->dir[0]) {
-		if (shutdown && b->cfg->keep) {
-			hostdir_keep(L->dir);
-			log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, L->ws);
-		} else if (tree_remove(L->dir) < 0) {
-			err_sys(e, "could not remove %s", L->dir);
-			log_msg(LOG_WARNING, "%s", e->msg);
-			rc = -1;
-		}
-		L->dir[0] = '\0';
+	bool keep = shutdown && b->cfg->keep && L->h.dir[0];
+	if (keep)
+		log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, L->h.ws);
+	if (hostdir_close(&L->h, keep, e) < 0) {
+		log_msg(LOG_WARNING, "%s", e->msg);
+		rc = -1;
 	}
-	if (L->lock_fd >= 0)
-		close(L->lock_fd);
-	L->lock_fd = -1;
 	return rc;
 }
 
@@ -998,7 +981,8 @@ static void local_report(struct backend *b, FILE *f)
 	if (!m || !cgroup_mechanism(cg, CG_MEMORY) || !cgroup_mechanism(cg, CG_PIDS))
 		fprintf(f, "                (%s)\n", cg->why);
 	agentlink_report_limits(cfg, f);
-	fprintf(f, "    workspace   %s\n", L->ws);
+	fprintf(f, "    workspace   %s\n", L->h.ws);
+	hostdir_report_quota(&L->h, cfg, f);
 }
 
 static void local_reap(const struct config *cfg)

@@ -50,7 +50,9 @@ def host_targets():
     for s in (lsn, ab):
         threading.Thread(target=serve, args=(s,), daemon=True).start()
     subs = {"@SECRET@": secret, "@PORT@": str(lsn.getsockname()[1]), "@ABSTRACT@": "attack-" + tag,
-            "@HOSTNAME@": socket.gethostname()}
+            "@HOSTNAME@": socket.gethostname(),
+            "@STATE@": os.path.realpath(os.environ.get("SANDBOX_STATE_DIR") or
+                                        os.path.join(os.environ.get("TMPDIR") or "/tmp", "sandbox-mcp-%d" % os.geteuid()))}
     return subs, lambda: (lsn.close(), ab.close(), os.unlink(secret))
 
 def main():

@@ -1,0 +1,192 @@
+#include "hostmount.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hostdir.h"
+
+static const char *const mkfs_paths[] = {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4", "/usr/bin/mkfs.ext4"};
+
+static const char *mkfs_path(void)
+{
+	for (size_t i = 0; i < sizeof mkfs_paths / sizeof mkfs_paths[0]; i++)
+		if (access(mkfs_paths[i], X_OK) == 0)
+			return mkfs_paths[i];
+	return NULL;
+}
+
+int hostmount_usable(char *why, size_t n)
+{
+	if (geteuid() != 0)
+		snprintf(why, n, "the server is not root");
+	else if (access("/dev/loop-control", R_OK | W_OK) < 0)
+		snprintf(why, n, "no loop devices (/dev/loop-control: %s)", strerror(errno));
+	else if (!mkfs_path())
+		snprintf(why, n, "no mkfs.ext4 (e2fsprogs is not installed)");
+	else
+		return 1;
+	return 0;
+}
+
+/* Runs mkfs.ext4 on img, its output kept for the error. */
+static int make_fs(const char *img, uid_t uid, gid_t gid, struct err *e)
+{
+	const char *mkfs = mkfs_path();
+	if (!mkfs)
+		return err_set(e, "no mkfs.ext4 (e2fsprogs is not installed)");
+	char ext[96];
+	/* No journal (the image lives as long as its sandbox), no blocks reserved for root, one
+	 * inode per 8 KiB (packages are many small files), and nothing lost+found needs: it is
+	 * removed once mounted. */
+	snprintf(ext, sizeof ext, "root_owner=%u:%u,lazy_itable_init=1,nodiscard", (unsigned)uid, (unsigned)gid);
+	char *const argv[] = {(char *)mkfs, "-q", "-F", "-m", "0", "-i", "8192", "-O", "^has_journal", "-E", ext,
+			      (char *)img, NULL};
+	char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+	int out = memfd_create("mkfs-output", MFD_CLOEXEC);
+	if (out < 0)
+		return err_sys(e, "memfd_create");
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, out, 1);
+	posix_spawn_file_actions_adddup2(&fa, out, 2);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	pid_t pid;
+	int rc = posix_spawn(&pid, mkfs, &fa, &at, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	if (rc != 0) {
+		close(out);
+		errno = rc;
+		return err_sys(e, "running %s", mkfs);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			st = -1;
+			break;
+		}
+	if (st != 0) {
+		char msg[256] = "";
+		ssize_t r = pread(out, msg, sizeof msg - 1, 0);
+		msg[r > 0 ? r : 0] = '\0';
+		msg[strcspn(msg, "\n")] = '\0';
+		close(out);
+		return err_set(e, "%s failed (status %d): %s", mkfs, st, msg);
+	}
+	close(out);
+	return 0;
+}
+
+/* Attaches img to a free loop device that detaches itself at the last umount. Returns the
+ * device's open fd and its path in dev, or -1 with e set. */
+static int loop_attach(int img, char *dev, size_t n, struct err *e)
+{
+	int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0)
+		return err_sys(e, "/dev/loop-control");
+	/* Another process may take the device between GET_FREE and CONFIGURE: try again. */
+	for (int tries = 0; tries < 64; tries++) {
+		int nr = ioctl(ctl, LOOP_CTL_GET_FREE);
+		if (nr < 0) {
+			err_sys(e, "no free loop device");
+			break;
+		}
+		snprintf(dev, n, "/dev/loop%d", nr);
+		int fd = open(dev, O_RDWR | O_CLOEXEC);
+		if (fd < 0) {
+			err_sys(e, "%s", dev);
+			break;
+		}
+		struct loop_config lc;
+		memset(&lc, 0, sizeof lc);
+		lc.fd = (unsigned)img;
+		lc.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+		if (ioctl(fd, LOOP_CONFIGURE, &lc) == 0) {
+			close(ctl);
+			return fd;
+		}
+		int err = errno;
+		close(fd);
+		if (err != EBUSY) {
+			errno = err;
+			err_sys(e, "attaching the workspace image to %s", dev);
+			break;
+		}
+	}
+	close(ctl);
+	if (!e->msg[0])
+		err_set(e, "no free loop device");
+	return -1;
+}
+
+int hostmount_image(const char *img, const char *dir, uint64_t bytes, uid_t uid, gid_t gid, struct err *e)
+{
+	int fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return err_sys(e, "creating %s", img);
+	if (ftruncate(fd, (off_t)bytes) < 0) {
+		err_sys(e, "sizing %s", img);
+		goto fail;
+	}
+	if (make_fs(img, uid, gid, e) < 0)
+		goto fail;
+	char dev[64], lf[PATH_MAX];
+	int loop = loop_attach(fd, dev, sizeof dev, e);
+	if (loop < 0)
+		goto fail;
+	int rc = mount(dev, dir, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "");
+	int err = errno;
+	close(loop); /* the mount holds the device now; without it, it detaches */
+	if (rc < 0) {
+		errno = err;
+		err_sys(e, "mounting the workspace image on %s", dir);
+		goto fail;
+	}
+	close(fd);
+	if (hostdir_path(lf, sizeof lf, "%s/lost+found", dir) == 0)
+		(void)rmdir(lf);
+	return 0;
+fail:
+	close(fd);
+	unlink(img);
+	return -1;
+}
+
+int hostmount_tmpfs(const char *dir, uint64_t bytes, struct err *e)
+{
+	char opts[64];
+	snprintf(opts, sizeof opts, "size=%llu,mode=0700", (unsigned long long)bytes);
+	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+		return err_sys(e, "mounting a tmpfs on %s", dir);
+	return 0;
+}
+
+int hostmount_release(const char *dir)
+{
+	if (umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+		return 0;
+	/* EINVAL: nothing is mounted there; ENOENT: it is gone; EPERM: not root, so nothing of
+	 * ours can be mounted there either. */
+	return errno == EINVAL || errno == ENOENT || errno == EPERM ? 0 : -1;
+}
