@@ -61,11 +61,11 @@ static int make_locked(struct hostdir *h, const char *state, const char *name, s
 	    hostdir_path(h->ws, sizeof h->ws, "%s/workspace", h->dir) < 0 ||
 	    hostdir_path(h->host, sizeof h->host, "%s/host", h->dir) < 0 ||
 	    hostdir_path(lock, sizeof lock, "%s/lock", tmp) < 0) {
-		h->dir[0] = '\0';
+		h->dir[0] = h->ws[0] = h->host[0] = '\0';
 		return err_set(e, "the state folder's path is too long");
 	}
 	if (mkdir(tmp, 0700) < 0) {
-		h->dir[0] = '\0';
+		h->dir[0] = h->ws[0] = h->host[0] = '\0';
 		return err_sys(e, "creating %s", tmp);
 	}
 	int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -75,7 +75,7 @@ static int make_locked(struct hostdir *h, const char *state, const char *name, s
 			close(fd);
 		unlink(lock);
 		rmdir(tmp);
-		h->dir[0] = '\0';
+		h->dir[0] = h->ws[0] = h->host[0] = '\0';
 		return -1;
 	}
 	h->lock_fd = fd;
@@ -100,12 +100,16 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 		char img[PATH_MAX + 16];
 		struct err me = {""};
 		if (hostdir_path(img, sizeof img, "%s/workspace.img", h->dir) < 0 ||
-		    hostmount_image(img, h->ws, quota, uid, gid, &me) < 0)
+		    hostmount_image(img, h->ws, quota, uid, gid, &me) < 0) {
+			/* Unexpected where images can be made: said every time. */
 			snprintf(h->why, sizeof h->why, "%s", me.msg[0] ? me.msg : "the state folder's path is too long");
-		else
+			log_msg(LOG_WARNING, "the workspace quota is not enforced: %s", h->why);
+		} else {
 			h->quota = quota;
+		}
 	}
-	if (quota && !h->quota) {
+	if (quota && !h->quota && (cfg->keep || !hostmount_usable(NULL, 0))) {
+		/* The same every time: said once. */
 		static bool told;
 		log_msg(told ? LOG_DEBUG : cfg->keep ? LOG_INFO : LOG_WARNING, "the workspace quota is not enforced: %s",
 			h->why);
@@ -113,9 +117,7 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 	}
 	if (geteuid() == 0) {
 		struct err me = {""};
-		if (hostmount_tmpfs(h->host, HOST_TMPFS_SIZE, &me) == 0)
-			h->mounted = true;
-		else
+		if (hostmount_tmpfs(h->host, HOST_TMPFS_SIZE, &me) < 0)
 			log_msg(LOG_DEBUG, "%s", me.msg);
 	}
 	struct stat st;
@@ -151,8 +153,15 @@ static int remove_dir(const char *dir)
 		return -1;
 	}
 	/* A mount that stays is never emptied through: what is in it is not this folder's. */
-	if (hostmount_release(ws) < 0 || hostmount_release(host) < 0)
+	int rc = hostmount_release(ws), err = errno;
+	if (hostmount_release(host) < 0 && rc == 0) {
+		rc = -1;
+		err = errno;
+	}
+	if (rc < 0) {
+		errno = err;
 		return -1;
+	}
 	return tree_remove(dir);
 }
 
@@ -167,6 +176,8 @@ int hostdir_close(struct hostdir *h, bool keep, struct err *e)
 				close(fd);
 		}
 		(void)hostmount_release(h->host);
+		if (h->quota) /* not made so today; never left mounted for good */
+			(void)hostmount_release(h->ws);
 	} else if (h->dir[0] && remove_dir(h->dir) < 0) {
 		rc = err_sys(e, "could not remove %s", h->dir);
 	}

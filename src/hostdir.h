@@ -38,7 +38,6 @@ struct hostdir {
 	dev_t ws_dev;          /* which workspace it is: one removed and made again is not it */
 	ino_t ws_ino;
 	uint64_t quota;        /* the workspace image's size; 0 when it is a plain folder */
-	bool mounted;          /* host is a tmpfs of its own */
 	char why[200];         /* why the quota is not enforced; "" when it is, or none was asked */
 };
 
@@ -55,9 +54,9 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 /* Whether the workspace or the whole folder was removed on the host since hostdir_open. */
 bool hostdir_removed(const struct hostdir *h);
 
-/* Ends it: with keep, the folder is marked kept and its workspace left in place (mounted, when
- * it is an image); else everything is unmounted and removed. Then h is empty. 0, or -1 with e
- * set when something could not be removed. */
+/* Ends it: with keep, the folder is marked kept and left as files (hostdir_reap leaves it; a
+ * kept workspace is never an image, see hostdir_open); else everything is unmounted and
+ * removed. Then h is empty. 0, or -1 with e set when something could not be removed. */
 int hostdir_close(struct hostdir *h, bool keep, struct err *e);
 
 /* The --check line of the workspace's quota: its size and how it is enforced, or why not. */

@@ -26,7 +26,7 @@ int hostmount_usable(char *why, size_t n);
  * goes away with the mount. 0, or -1 with e set and nothing left mounted. */
 int hostmount_image(const char *img, const char *dir, uint64_t bytes, uid_t uid, gid_t gid, struct err *e);
 
-/* Mounts a tmpfs of `bytes` on dir (mode 0700, root's; nosuid, nodev, noexec). */
+/* Mounts a tmpfs of `bytes` on dir (mode 0700, root's; nosuid, nodev). */
 int hostmount_tmpfs(const char *dir, uint64_t bytes, struct err *e);
 
 /* Detaches whatever is mounted on dir. 0 (also when nothing is, or dir is gone), or -1 with

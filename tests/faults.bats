@@ -103,8 +103,8 @@ EOF
 }
 
 @test "a workspace removed on the host between calls is noticed: a fresh sandbox, and a notice" {
-	# As root the workspace is an image mounted on its folder: rm stops at the mount point,
-	# having removed everything else (the lock file too).
+	# As root the workspace is an image mounted on its folder: rm empties it and fails only
+	# to remove the mount point itself; everything else goes (the lock file too).
 	mcp_session <<EOF
 $INIT
 $(call_json 1 execute_bash_commands '{"code":"echo keep > f; echo one"}')
