@@ -44,6 +44,27 @@ EOF2
 	grep -q "shutting down: stdin closed" "$SERVER_LOG"
 }
 
+@test "as root in a plain chroot (its root no mount point): --check says why and how to fix it, and the fix works" {
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
+	command -v unshare >/dev/null || skip_or_fail "unshare(1) is missing"
+	# A chroot whose root is a folder on a tmpfs, with the host's /usr, /etc, /proc and /dev;
+	# $3 (1 or 0) makes that folder a mount point first, as the message says.
+	plain_chroot='mount -t tmpfs tmpfs "$1" && mkdir -p "$1/r/usr" "$1/r/etc" "$1/r/proc" "$1/r/dev" "$1/r/tmp" &&
+		for d in usr etc proc dev; do mount --rbind "/$d" "$1/r/$d" || exit 9; done &&
+		for l in bin lib lib64 sbin; do ln -s "usr/$l" "$1/r/$l"; done && cp "$2" "$1/r/sandbox-mcp" &&
+		{ [ "$3" = 0 ] || mount --rbind "$1/r" "$1/r"; } &&
+		exec chroot "$1/r" /usr/bin/env SANDBOX_STATE_DIR=/tmp/state /sandbox-mcp --check --backend local'
+	mkdir -p "$BATS_TEST_TMPDIR/plain"
+	run unshare -m --propagation private sh -c "$plain_chroot" sh "$BATS_TEST_TMPDIR/plain" "$SANDBOX_MCP" 0
+	printf '%s\n' "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"the root here is not a mount point (a plain chroot?): make the chroot's folder one before entering it (mount --rbind DIR DIR)"* ]]
+	run unshare -m --propagation private sh -c "$plain_chroot" sh "$BATS_TEST_TMPDIR/plain" "$SANDBOX_MCP" 1
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"local    ok"* && "$output" == *"mode        no user namespace"* ]]
+}
+
 @test "a client that stops reading stdout cannot keep the server from shutting down within 2 s" {
 	for how in TERM INT eof; do
 		run python3 "$TESTS_DIR/lib/stalled-client.py" "$how" -- "$SANDBOX_MCP" --output-cap 1M --result-max 2M

@@ -763,19 +763,30 @@ static int userns_probe(struct err *e)
 }
 
 /* As root without a user namespace: can mount, PID, network, IPC and UTS namespaces be made,
- * and may the root be made private there? */
-static bool plain_namespaces(void)
+ * and may the root be made private there? true, or false with the reason in why. */
+static bool plain_namespaces(char *why, size_t n)
 {
 	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
 					       SIGCHLD, NULL, NULL, NULL, NULL);
-	if (pid < 0)
+	if (pid < 0) {
+		snprintf(why, n, "as root without one, the other namespaces are refused too: %s", strerror(errno));
 		return false;
+	}
 	if (pid == 0)
-		_exit(mount(NULL, "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 ? 0 : 1);
+		_exit(mount(NULL, "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 ? 0 : errno == EINVAL ? 1 : 2);
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return true;
+	/* A plain chroot: its root is a folder, not a mount point, so the sandbox's mounts could not
+	 * be kept from propagating to the host. */
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 1)
+		snprintf(why, n, "as root without one, the root here is not a mount point (a plain chroot?): make the "
+				 "chroot's folder one before entering it (mount --rbind DIR DIR)");
+	else
+		snprintf(why, n, "as root without one, the root of a new mount namespace cannot be made private");
+	return false;
 }
 
 /* Does uid exist in this process's user namespace (a root inside one may map only itself)? */
@@ -799,8 +810,11 @@ static int local_probe(struct backend *b, struct err *e)
 	if (L->userns)
 		return 0;
 	/* Root needs no user namespace to make the others, but a sandbox user to become. */
-	if (geteuid() != 0 || !plain_namespaces())
+	char why[300];
+	if (geteuid() != 0)
 		return err_set(e, "%s", ue.msg);
+	if (!plain_namespaces(why, sizeof why))
+		return err_set(e, "%s; %s", ue.msg, why);
 	if (!uid_mapped(b->cfg->sandbox_uid))
 		return err_set(e, "%s; as root without one the code would run as uid %llu, which does not exist here",
 			       ue.msg, (unsigned long long)b->cfg->sandbox_uid);
