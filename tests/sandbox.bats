@@ -143,7 +143,9 @@ removal_case() {
 	chmod -R o+rX "$BATS_TEST_TMPDIR"
 	script="OUTSIDE = \"$outside\"
 $TORTURE"
-	SESSION_TIMEOUT=300 mcp_session <<EOF
+	# The workspace as a plain folder (as for a server that is not root): as root it is an
+	# image, and the whole tree goes with the image's file.
+	SESSION_TIMEOUT=300 mcp_session --workspace-size 0 <<EOF
 $INIT
 $(py_call 1 "$script" 200)
 {"wait": 1}
@@ -164,7 +166,8 @@ removal_failure_case() {
 	with_backend "$1"
 	command -v chattr >/dev/null || skip_or_fail "needs chattr (e2fsprogs)"
 	[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root to make a file immutable"
-	mcp_session <<EOF
+	# A plain folder (as for a server that is not root): an image goes whole, whatever is in it.
+	mcp_session --workspace-size 0 <<EOF
 $INIT
 $(bash_call 1 'echo stuck > stuck; echo made')
 {"wait": 1}
