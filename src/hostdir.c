@@ -94,9 +94,10 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 		goto fail;
 	}
 	/* A kept workspace must outlive the server as files, whatever becomes of its mounts. */
+	bool usable = false;
 	if (quota && cfg->keep)
 		snprintf(h->why, sizeof h->why, "--keep keeps workspaces as plain folders");
-	else if (quota && hostmount_usable(h->why, sizeof h->why)) {
+	else if (quota && (usable = hostmount_usable(h->why, sizeof h->why))) {
 		char img[PATH_MAX + 16];
 		struct err me = {""};
 		if (hostdir_path(img, sizeof img, "%s/workspace.img", h->dir) < 0 ||
@@ -108,7 +109,7 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 			h->quota = quota;
 		}
 	}
-	if (quota && !h->quota && (cfg->keep || !hostmount_usable(NULL, 0))) {
+	if (quota && !h->quota && !usable) {
 		/* The same every time: said once. */
 		static bool told;
 		log_msg(told ? LOG_DEBUG : cfg->keep ? LOG_INFO : LOG_WARNING, "the workspace quota is not enforced: %s",

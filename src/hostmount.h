@@ -14,9 +14,6 @@
 
 #include "err.h"
 
-/* The smallest image hostmount_image makes (ext4 needs room for its own tables). */
-#define HOSTMOUNT_IMAGE_MIN (16u << 20)
-
 /* Whether mounts can be tried here (root, loop devices, mkfs.ext4): 1, or 0 with the reason
  * in why. Trying may still fail (no mount rights); hostmount_image says why then. */
 int hostmount_usable(char *why, size_t n);

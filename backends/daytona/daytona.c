@@ -344,6 +344,13 @@ static long start_timeout_ms(const struct config *cfg)
 	return (long)(cfg->daytona_start_timeout_s * 1000);
 }
 
+/* Bytes as Daytona's resources take them: whole GiB, rounded up, at least 1. */
+static json_int_t gib_up(uint64_t bytes)
+{
+	json_int_t gib = (json_int_t)ceil((double)bytes / (1024.0 * 1024 * 1024));
+	return gib < 1 ? 1 : gib;
+}
+
 static json_t *create_body(struct backend *b, struct daytona *D)
 {
 	const struct config *cfg = b->cfg;
@@ -368,15 +375,13 @@ static json_t *create_body(struct backend *b, struct daytona *D)
 		/* Resources may be given only with an image (a snapshot fixes its own). */
 		char df[300];
 		snprintf(df, sizeof df, "FROM %s\n", D->image);
-		long gib = (long)ceil((double)cfg->memory / (1024.0 * 1024 * 1024));
+
 		json_object_set_new(body, "buildInfo", json_pack("{s:s}", "dockerfileContent", df));
 		json_object_set_new(body, "cpu", json_integer((json_int_t)ceil(cfg->cpus)));
-		json_object_set_new(body, "memory", json_integer(gib < 1 ? 1 : gib));
-		/* The workspace's quota is the sandbox's disk (whole GiB, rounded up). */
-		if (cfg->workspace_size) {
-			long disk = (long)ceil((double)cfg->workspace_size / (1024.0 * 1024 * 1024));
-			json_object_set_new(body, "disk", json_integer(disk < 1 ? 1 : disk));
-		}
+		json_object_set_new(body, "memory", json_integer(gib_up(cfg->memory)));
+		/* The workspace's quota is the sandbox's disk. */
+		if (cfg->workspace_size)
+			json_object_set_new(body, "disk", json_integer(gib_up(cfg->workspace_size)));
 	}
 	return body;
 }
