@@ -1055,6 +1055,25 @@ print("planted")'
 # ------------------------------------------------------------------ 5. leaked fds and environment
 
 # A wrapper that starts the server with fds and secrets in its environment, as a careless host would.
+# host_look UID COMMAND...: waits until the code in the sandbox of host uid UID has made
+# /workspace/ready, runs COMMAND (what the host sees while that code waits), then makes
+# /workspace/go. The workspace is reached through the agent's root (/proc/PID/root), which holds
+# whatever mount namespace the server runs in (in the chroot mode, one of its own, where the
+# workspace image is mounted out of the host's sight).
+host_look() {
+	local uid=$1 p ws= i
+	shift
+	for i in $(seq 300); do
+		for p in $(ps -e -o uid=,pid=,args= | awk -v u="$uid" '$1 == u && $3 == "sandbox-agent" {print $2}'); do
+			[ -e "/proc/$p/root/workspace/ready" ] && ws=/proc/$p/root/workspace
+		done
+		[ -n "$ws" ] && break
+		sleep 0.1
+	done
+	"$@"
+	[ -n "$ws" ] && touch "$ws/go"
+}
+
 make_leaky_wrapper() {
 	SECRET_FILE="$BATS_TEST_TMPDIR/secret-file"
 	SECRET_DIR="$BATS_TEST_TMPDIR/secret-dir"
@@ -1141,20 +1160,15 @@ agent environ EACCES"
 	make_leaky_wrapper
 	local view="$BATS_TEST_TMPDIR/agent-view"
 	# While call 1 waits in the sandbox, the host looks at the agent's fds and environment.
-	(
-		ws=
-		for i in $(seq 300); do
-			for w in "$SANDBOX_STATE_DIR"/local-*/workspace; do [ -e "$w/ready" ] && ws=$w; done
-			[ -n "$ws" ] && break
-			sleep 0.1
-		done
+	agent_view() {
+		local p fd
 		for p in $(ps -e -o uid=,pid=,args= | awk -v u="$uid" '$1 == u && $3 == "sandbox-agent" {print $2}'); do
 			echo "agent $p"
 			for fd in /proc/"$p"/fd/*; do echo "fd ${fd##*/} $(readlink "$fd")"; done
 			echo "environ [$(tr '\0' ' ' <"/proc/$p/environ")]"
 		done >"$view"
-		[ -n "$ws" ] && touch "$ws/go"
-	) &
+	}
+	host_look "$uid" agent_view &
 	local watcher=$!
 	BG_PIDS+=("$watcher")
 	calls --sandbox-uid "$uid" --timeout 40 <<<"$(bash_call 1 'touch /workspace/ready; for i in $(seq 300); do [ -e /workspace/go ] && break; sleep 0.1; done; [ -e /workspace/go ] && echo go')"
@@ -1192,16 +1206,8 @@ pgrep -c -x sleep
 pgrep -c -x python3'
 	local view="$BATS_TEST_TMPDIR/host-view"
 	# While call 2 waits in the sandbox, the host lists the processes of the sandbox's uid.
-	(
-		ws=
-		for i in $(seq 300); do
-			for w in "$SANDBOX_STATE_DIR"/local-*/workspace; do [ -e "$w/ready" ] && ws=$w; done
-			[ -n "$ws" ] && break
-			sleep 0.1
-		done
-		sandbox_processes "$uid" >"$view"
-		[ -n "$ws" ] && touch "$ws/go"
-	) &
+	host_view() { sandbox_processes "$uid" >"$view"; }
+	host_look "$uid" host_view &
 	local watcher=$!
 	BG_PIDS+=("$watcher")
 	calls --sandbox-uid "$uid" --timeout 40 <<<"$(bash_call 1 "$code"; bash_call 2 'touch /workspace/ready; for i in $(seq 300); do [ -e /workspace/go ] && break; sleep 0.1; done; [ -e /workspace/go ] && echo go'; py_call 3 "$LIST_OTHERS")"
