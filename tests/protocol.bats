@@ -483,8 +483,9 @@ assert_clean_exit() {
 # ------------------------------------------------------------------ the official suite
 
 @test "official MCP conformance scenarios pass (server-initialize, ping, logging-set-level, tools-list)" {
-	local runner=/work/shared/tools/conformance/run
-	[ -x "$runner" ] || skip_or_fail "the conformance runner $runner is not here"
+	# shared/ sits beside the checkout, as CI places it.
+	local runner="$REPO_DIR/../shared/tools/conformance/run"
+	[ -x "$runner" ] || skip_or_fail "the conformance runner is not at $runner (shared/ beside the checkout)"
 	command -v npm >/dev/null && command -v node >/dev/null || skip_or_fail "npm and node are needed by the conformance runner"
 	command -v curl >/dev/null || skip_or_fail "curl is needed by the conformance runner"
 	TMPDIR=$BATS_TEST_TMPDIR run timeout 180 "$runner" "$SANDBOX_MCP"
