@@ -81,11 +81,25 @@ static void kick(int fd)
 	(void)!write(fd, &one, sizeof one);
 }
 
+/* The log sink of the worker while it runs a request that asked for logs (2026-07-28): like
+ * progress, sent under mu only while that request runs and was not cancelled. */
+static void job_log(void *ctx, int level, const char *msg)
+{
+	struct engine *g = ctx;
+	pthread_mutex_lock(&g->mu);
+	if (g->running && !g->running->cancelled)
+		era_send_log(level, msg);
+	pthread_mutex_unlock(&g->mu);
+}
+
 static void run_job(struct engine *g, struct job *j)
 {
 	struct tool_call tc = {.tool = j->tool, .args = j->args, .cancel_fd = g->cancel_fd, .seq = ++g->seq,
 			       .on_output = on_output, .ctx = g};
+	if (j->era.log_level < LOG_OFF)
+		log_set_thread(job_log, g, j->era.log_level);
 	json_t *result = tools_run(&g->sb, &tc);
+	log_set_thread(NULL, NULL, LOG_OFF);
 	/* The call is over. Progress is sent under mu only while `running` is this job, so once
 	 * it is cleared nothing about the request can follow its response. */
 	pthread_mutex_lock(&g->mu);
@@ -103,7 +117,7 @@ static void run_job(struct engine *g, struct job *j)
 		rpc_respond(j->batch, rpc_error(j->id, RPC_INTERNAL_ERROR, "Internal error: the result could not be built", NULL));
 		return;
 	}
-	rpc_respond(j->batch, rpc_result(j->id, result));
+	rpc_respond(j->batch, rpc_result(j->id, era_result(&j->era, result)));
 }
 
 /* Waits, with mu released, until a job or a stop may be there, the sandbox turns idle, or its

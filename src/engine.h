@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "era.h"
 #include "err.h"
 #include "rpc.h"
 
@@ -26,6 +27,7 @@ struct job {
 	int tool;                  /* enum tool_id */
 	json_t *args;              /* owned */
 	json_t *progress_token;    /* owned; NULL when the client asked for no progress */
+	struct era era;            /* how the request was read, and how its result and logs go out */
 	bool cancelled;            /* the client cancelled it while it ran: nothing more is sent */
 	struct job *next;
 };

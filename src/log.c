@@ -11,6 +11,9 @@ static int stderr_level = LOG_INFO;
 static int client_level = LOG_OFF;
 static log_sink_fn client_sink;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local log_thread_fn thread_fn;
+static _Thread_local void *thread_ctx;
+static _Thread_local int thread_level;
 
 int log_level_parse(const char *name)
 {
@@ -40,6 +43,13 @@ void log_set_client(log_sink_fn sink, int level)
 	pthread_mutex_unlock(&lock);
 }
 
+void log_set_thread(log_thread_fn fn, void *ctx, int level)
+{
+	thread_fn = fn;
+	thread_ctx = ctx;
+	thread_level = level;
+}
+
 void log_msg(int level, const char *fmt, ...)
 {
 	char msg[2048];
@@ -56,4 +66,6 @@ void log_msg(int level, const char *fmt, ...)
 		fprintf(stderr, "sandbox-mcp: %s: %s\n", log_level_name(level), msg);
 	if (sink)
 		sink(level, msg);
+	if (thread_fn && level >= thread_level)
+		thread_fn(thread_ctx, level, msg);
 }

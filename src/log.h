@@ -2,6 +2,7 @@
  * Logging. Every line goes to stderr as "sandbox-mcp: <level>: message" when its level is at
  * or above the stderr threshold (--log-level). Once the client has sent logging/setLevel,
  * lines at or above its level are also handed to the client sink (MCP notifications/message).
+ * A thread can also have a sink of its own for a while (the logs one request asked for).
  * Thread-safe.
  */
 #ifndef SANDBOX_LOG_H
@@ -21,6 +22,11 @@ void log_set_stderr_level(int level);
 /* The sink gets each line the client asked for; `level` is at or above the client's level. */
 typedef void (*log_sink_fn)(int level, const char *msg);
 void log_set_client(log_sink_fn sink, int level);
+
+/* From now on, lines this thread logs at or above `level` also go to fn(ctx, ...); fn NULL
+ * ends it. The sink runs on the logging thread, with no lock of this module held. */
+typedef void (*log_thread_fn)(void *ctx, int level, const char *msg);
+void log_set_thread(log_thread_fn fn, void *ctx, int level);
 
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

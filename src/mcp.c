@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "era.h"
 #include "log.h"
 #include "rpc.h"
 #include "tools.h"
-#include "version.h"
 
 /* The string value of j when it is a JSON string without NUL characters, else NULL: such a
  * string cannot equal any name we know, and must not compare equal to a prefix of one. */
@@ -17,7 +17,14 @@ static const char *plain_string(const json_t *j)
 	return v && strlen(v) == json_string_length(j) ? v : NULL;
 }
 
-static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+static const char instructions[] =
+	"Runs Python (execute_python) and shell commands (execute_bash_commands) in an isolated "
+	"sandbox whose /workspace persists between calls until cleanup_sandbox. Calls run one at "
+	"a time. Each call starts fresh processes: keep state in files.";
+
+/* How long a client may cache server/discover and tools/list: both are fixed for the life of
+ * the process. "private": they describe this user's configuration (network policy, wheelhouse). */
+#define CACHE_TTL_MS 3600000
 
 struct mcp {
 	const struct config *cfg;
@@ -40,12 +47,6 @@ void mcp_free(struct mcp *m)
 	free(m);
 }
 
-static void send_log(int level, const char *msg)
-{
-	rpc_notify("notifications/message",
-		   json_pack("{s:s, s:s, s:s}", "level", log_level_name(level), "logger", "sandbox-mcp", "data", msg));
-}
-
 static json_t *initialize(struct mcp *m, json_t *params, int *code, const char **err)
 {
 	json_t *asked_j = json_object_get(params, "protocolVersion");
@@ -55,23 +56,28 @@ static json_t *initialize(struct mcp *m, json_t *params, int *code, const char *
 		*err = "initialize needs params.protocolVersion";
 		return NULL;
 	}
-	const char *v = versions[0];
-	for (size_t i = 0; asked && i < sizeof versions / sizeof versions[0]; i++)
-		if (!strcmp(asked, versions[i]))
-			v = versions[i];
+	const char *v = era_legacy_versions[0];
+	for (size_t i = 0; asked && era_legacy_versions[i]; i++)
+		if (!strcmp(asked, era_legacy_versions[i]))
+			v = era_legacy_versions[i];
 	snprintf(m->version, sizeof m->version, "%s", v);
-	json_t *info = json_pack("{s:s, s:s, s:s}", "name", "sandbox-mcp", "title", "Sandbox MCP", "version",
-				 SANDBOX_MCP_VERSION);
-	if (strcmp(v, "2025-06-18") < 0)
-		json_object_del(info, "title"); /* older revisions have no title here */
+	/* Revisions before 2025-06-18 have no title here. */
 	return json_pack("{s:s, s:{s:{s:b}, s:{}}, s:o, s:s}", "protocolVersion", v, "capabilities", "tools",
-			 "listChanged", 0, "logging", "serverInfo", info, "instructions",
-			 "Runs Python (execute_python) and shell commands (execute_bash_commands) in an isolated "
-			 "sandbox whose /workspace persists between calls until cleanup_sandbox. Calls run one at "
-			 "a time. Each call starts fresh processes: keep state in files.");
+			 "listChanged", 0, "logging", "serverInfo", era_server_info(strcmp(v, "2025-06-18") >= 0),
+			 "instructions", instructions);
 }
 
-static void tools_call(struct mcp *m, json_t *id, json_t *params, struct rpc_batch *batch)
+/* server/discover (2026-07-28): what a client needs before its first request. */
+static json_t *discover(void)
+{
+	json_t *versions = json_array();
+	for (int i = 0; era_versions[i]; i++)
+		json_array_append_new(versions, json_string(era_versions[i]));
+	return json_pack("{s:o, s:{s:{}, s:{}}, s:s, s:i, s:s}", "supportedVersions", versions, "capabilities", "tools",
+			 "logging", "instructions", instructions, "ttlMs", CACHE_TTL_MS, "cacheScope", "private");
+}
+
+static void tools_call(struct mcp *m, json_t *id, json_t *params, const struct era *era, struct rpc_batch *batch)
 {
 	json_t *name_j = json_object_get(params, "name");
 	const char *name = json_string_value(name_j);
@@ -96,7 +102,7 @@ static void tools_call(struct mcp *m, json_t *id, json_t *params, struct rpc_bat
 	if (tools_check(tool, args, &why) < 0) {
 		json_decref(args);
 		if (why)
-			rpc_respond(batch, rpc_result(id, why));
+			rpc_respond(batch, rpc_result(id, era_result(era, why)));
 		else
 			rpc_respond(batch, rpc_error(id, RPC_INTERNAL_ERROR, "out of memory", NULL));
 		return;
@@ -111,6 +117,7 @@ static void tools_call(struct mcp *m, json_t *id, json_t *params, struct rpc_bat
 	j->batch = batch;
 	j->tool = tool;
 	j->args = args;
+	j->era = *era;
 	json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
 	if (json_is_string(tok) || json_is_integer(tok))
 		j->progress_token = json_incref(tok);
@@ -121,7 +128,7 @@ static void tools_call(struct mcp *m, json_t *id, json_t *params, struct rpc_bat
 		snprintf(msg, sizeof msg, "The server is busy: %llu %s already waiting to run. Retry once earlier calls finish.",
 			 q, q == 1 ? "call is" : "calls are");
 		json_t *r = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg, "isError", 1);
-		rpc_respond(batch, rpc_result(id, r));
+		rpc_respond(batch, rpc_result(id, era_result(era, r)));
 	}
 }
 
@@ -172,10 +179,28 @@ static void handle_message(struct mcp *m, json_t *msg, struct rpc_batch *batch)
 		rpc_batch_drop(batch);
 		return;
 	}
+	/* initialize is the legacy revisions' own: whatever its _meta says, it is served as one. */
+	struct era era = {.modern = false, .log_level = LOG_OFF};
+	json_t *bad;
+	if (strcmp(meth, "initialize") && era_read(id, params, &era, &bad) < 0) {
+		rpc_respond(batch, bad);
+		return;
+	}
 	int code = 0;
 	const char *err = NULL;
 	json_t *result = NULL;
-	if (!strcmp(meth, "initialize")) {
+	if (!strcmp(meth, "server/discover")) {
+		if (era.modern) {
+			result = discover();
+		} else {
+			/* A client that speaks only the legacy revisions never sends this; a dual-era
+			 * client's probe always names its revision. This error is not a modern one,
+			 * so such a client falls back to initialize. */
+			code = RPC_INVALID_PARAMS;
+			err = "Invalid params: server/discover needs _meta[\"io.modelcontextprotocol/protocolVersion\"] "
+			      "(" ERA_MODERN_VERSION "); clients of earlier revisions start with initialize";
+		}
+	} else if (!strcmp(meth, "initialize")) {
 		if (batch) {
 			code = RPC_INVALID_REQUEST;
 			err = "Invalid Request: initialize must not be part of a batch";
@@ -190,9 +215,18 @@ static void handle_message(struct mcp *m, json_t *msg, struct rpc_batch *batch)
 			err = "Invalid params: unknown cursor (the tool list has one page)";
 		} else {
 			result = json_pack("{s:o}", "tools", tools_list());
+			if (era.modern) {
+				json_object_set_new(result, "ttlMs", json_integer(CACHE_TTL_MS));
+				json_object_set_new(result, "cacheScope", json_string("private"));
+			}
 		}
 	} else if (!strcmp(meth, "tools/call")) {
-		tools_call(m, id, params, batch);
+		tools_call(m, id, params, &era, batch);
+		return;
+	} else if (!strcmp(meth, "logging/setLevel") && era.modern) {
+		rpc_respond(batch, rpc_error(id, RPC_METHOD_NOT_FOUND,
+					     "Method not found: logging/setLevel (in " ERA_MODERN_VERSION " each request "
+					     "sets its own level in _meta[\"io.modelcontextprotocol/logLevel\"])", NULL));
 		return;
 	} else if (!strcmp(meth, "logging/setLevel")) {
 		const char *lv = plain_string(json_object_get(params, "level"));
@@ -201,7 +235,7 @@ static void handle_message(struct mcp *m, json_t *msg, struct rpc_batch *batch)
 			code = RPC_INVALID_PARAMS;
 			err = "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency";
 		} else {
-			log_set_client(send_log, level);
+			log_set_client(era_send_log, level);
 			result = json_object();
 		}
 	} else {
@@ -211,7 +245,7 @@ static void handle_message(struct mcp *m, json_t *msg, struct rpc_batch *batch)
 		return;
 	}
 	if (result)
-		rpc_respond(batch, rpc_result(id, result));
+		rpc_respond(batch, rpc_result(id, era_result(&era, result)));
 	else
 		rpc_respond(batch, rpc_error(id, code ? code : RPC_INTERNAL_ERROR, err ? err : "Internal error", NULL));
 }

@@ -20,6 +20,7 @@ enum {
 	RPC_METHOD_NOT_FOUND = -32601,
 	RPC_INVALID_PARAMS = -32602,
 	RPC_INTERNAL_ERROR = -32603,
+	RPC_UNSUPPORTED_VERSION = -32022, /* MCP 2026-07-28: a revision the server does not speak */
 };
 
 /* ---- reading */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # The MCP / JSON-RPC protocol of sandbox-mcp: handshake and version negotiation, methods,
-# errors, batches, notifications, and the robustness of the line reader.
+# errors, batches, notifications, and the robustness of the line reader; the stateless
+# 2026-07-28 revision (the modern-* cases) beside the legacy ones, in one process.
 #
 # Golden cases: tests/fixtures/protocol/<case>/ holds
 #   input.jsonl     the session script (see lib/session.py: one JSON value per line; {"raw": ...},
@@ -31,6 +32,8 @@ def norm:
 			(if has("duration_ms") then .duration_ms = 0 else . end)
 			| (if (.serverInfo | type) == "object" and (.serverInfo | has("version"))
 			   then .serverInfo.version = "VERSION" else . end)
+			| (if (._meta | type) == "object" and (._meta["io.modelcontextprotocol/serverInfo"] | type) == "object"
+			   then ._meta["io.modelcontextprotocol/serverInfo"].version = "VERSION" else . end)
 		else . end);
 norm | if type == "array" then sort_by(try (.id | tostring) catch "") else . end
 '
@@ -106,6 +109,12 @@ assert_clean_exit() {
 @test "golden: reader-line-endings" { golden reader-line-endings; }
 @test "golden: max-message" { golden max-message; }
 @test "golden: max-message-crlf-split" { golden max-message-crlf-split; }
+@test "golden: modern-discover" { golden modern-discover; }
+@test "golden: modern-tools-list" { golden modern-tools-list; }
+@test "golden: modern-tools-call-results" { golden modern-tools-call-results; }
+@test "golden: modern-tools-call-errors" { golden modern-tools-call-errors; }
+@test "golden: modern-errors" { golden modern-errors; }
+@test "golden: modern-and-legacy" { golden modern-and-legacy; }
 
 @test "every fixture folder has its golden @test" {
 	local d name missing=0
@@ -421,6 +430,71 @@ assert_clean_exit() {
 	jqe "$msgs" 'length >= 1'
 	jqe "$msgs" 'all(.[]; (.params | keys) == ["data", "level", "logger"] and (.params.level | IN("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")))'
 	jqe "$msgs" 'all(.[]; has("id") | not)'
+}
+
+# ------------------------------------------------------------------ the 2026-07-28 revision
+
+# modern_meta [EXTRA_JSON]: the _meta of a 2026-07-28 request, with EXTRA's members added.
+modern_meta() {
+	jq -cn --argjson x "${1:-{\}}" '{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": {}} + $x'
+}
+
+# line_of JQ_FILTER: the 0-based line of $output of the first message the filter selects, or -1.
+line_of() {
+	printf '%s\n' "$output" | jq -s "map($1) | index(true) // -1"
+}
+
+@test "2026-07-28: log notifications only for a request that asks, all before its response" {
+	mcp_session <<-EOF
+		$(call_json 1 execute_bash_commands '{"code":"echo one"}' "$(modern_meta '{"io.modelcontextprotocol/logLevel":"debug"}')")
+		{"wait": 1}
+		$(call_json 2 cleanup_sandbox '{}' "$(modern_meta)")
+		{"wait": 2}
+		$(call_json 3 execute_bash_commands '{"code":"echo three"}' "$(modern_meta)")
+		{"wait": 3}
+		$(call_json 4 execute_bash_commands '{"code":"echo four"}' "$(modern_meta '{"io.modelcontextprotocol/logLevel":"emergency"}')")
+	EOF
+	printf '%s\n' "$output" >&2
+	local first last resp1
+	first=$(line_of '.method == "notifications/message"')
+	last=$(printf '%s\n' "$output" | jq -s '[to_entries[] | select(.value.method == "notifications/message") | .key] | max // -1')
+	resp1=$(line_of '.id == 1')
+	# Call 1 made the sandbox and was told so; every log line came before its response.
+	[ "$first" -ge 0 ] && [ "$last" -lt "$resp1" ]
+	printf '%s\n' "$output" | jq -e -s 'any(.method == "notifications/message" and (.params.data | test("started")))' >/dev/null
+	# Calls 2 to 4 logged too (removal, a new sandbox, shutdown: see the server's stderr), but
+	# none asked at those levels: nothing reached the client.
+	grep -c 'sandbox-mcp: info: ' "$SERVER_LOG" | awk '{exit !($1 >= 3)}'
+	for id in 2 3 4; do jqe "$(response $id)" '.result.resultType == "complete"'; done
+	jqe "$(response 4)" '.result.structuredContent.stdout == "four\n"'
+}
+
+@test "2026-07-28: progress as before; a cancelled call gets no response and nothing more about it" {
+	mcp_session <<-EOF
+		$(call_json 1 execute_bash_commands '{"code":"for i in 1 2 3; do echo tick $i; sleep 1; done"}' "$(modern_meta '{"progressToken":"tok-1"}')")
+		{"wait": 1}
+		$(call_json '"slow"' execute_bash_commands "{\"code\":\"echo started; sleep 30; : modern-cancel-$$\"}" "$(modern_meta '{"progressToken":"tok-2"}')")
+		$(until_running "modern-cancel-$$")
+		{"wait_line": "\"progressToken\":\"tok-2\""}
+		{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"test"}}
+		$(call_json 2 execute_bash_commands '{"code":"echo after"}' "$(modern_meta)")
+	EOF
+
+	local resp1 n
+	resp1=$(line_of '.id == 1')
+	n=$(printf '%s\n' "$output" | jq -s --argjson r "$resp1" '[to_entries[] | select(.key < $r and .value.params.progressToken == "tok-1")] | length')
+	[ "$n" -ge 2 ]
+	jqe "$(response 1)" '.result.resultType == "complete" and .result.structuredContent.exit_code == 0'
+	# Nothing about "slow" after the cancellation was sent: no response, and no progress after
+	# the next call's response.
+	[ -z "$(response '"slow"')" ]
+	[ "$(line_of '.params.progressToken == "tok-2"')" -ge 0 ]
+	local resp2 late
+	resp2=$(line_of '.id == 2')
+	late=$(printf '%s\n' "$output" | jq -s --argjson r "$resp2" '[to_entries[] | select(.key > $r and .value.params.progressToken == "tok-2")] | length')
+	[ "$late" -eq 0 ]
+	jqe "$(response 2)" '.result.structuredContent.stdout == "after\n"'
 }
 
 # ------------------------------------------------------------------ strings the C side must not cut
