@@ -81,8 +81,10 @@ static void kick(int fd)
 	(void)!write(fd, &one, sizeof one);
 }
 
-/* The log sink of the worker while it runs a request that asked for logs (2026-07-28): like
- * progress, sent under mu only while that request runs and was not cancelled. */
+/* Where the server's lines go while a request runs: to the client at the level the request
+ * asked for in its _meta (2026-07-28; none when it asked for none), or at the client's level
+ * (legacy). Like progress, sent under mu only while that request runs and was not cancelled,
+ * so nothing follows its response or its cancellation. */
 static void job_log(void *ctx, int level, const char *msg)
 {
 	struct engine *g = ctx;
@@ -96,18 +98,17 @@ static void run_job(struct engine *g, struct job *j)
 {
 	struct tool_call tc = {.tool = j->tool, .args = j->args, .cancel_fd = g->cancel_fd, .seq = ++g->seq,
 			       .on_output = on_output, .ctx = g};
-	if (j->era.log_level < LOG_OFF)
-		log_set_thread(job_log, g, j->era.log_level);
+	log_route_request(job_log, g, j->era.modern ? j->era.log_level : LOG_AS_CLIENT);
 	json_t *result = tools_run(&g->sb, &tc);
-	log_set_thread(NULL, NULL, LOG_OFF);
 	/* The call is over. Progress is sent under mu only while `running` is this job, so once
 	 * it is cleared nothing about the request can follow its response. */
 	pthread_mutex_lock(&g->mu);
 	g->running = NULL;
 	bool cancelled = tc.cancelled || j->cancelled;
 	pthread_mutex_unlock(&g->mu);
+	log_route_request(NULL, NULL, LOG_OFF);
 	if (cancelled) {
-		log_msg(LOG_INFO, "call %lu cancelled", tc.seq);
+		log_local(LOG_INFO, "call %lu cancelled", tc.seq);
 		rpc_batch_drop(j->batch);
 		json_decref(result);
 		return;
@@ -254,7 +255,7 @@ void engine_cancel(struct engine *g, const json_t *request_id)
 	}
 	pthread_mutex_unlock(&g->mu);
 	if (dropped) {
-		log_msg(LOG_INFO, "a queued call was cancelled before it ran");
+		log_local(LOG_INFO, "a queued call was cancelled before it ran");
 		rpc_batch_drop(dropped->batch);
 		job_free(dropped);
 	}

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #define ERA_MODERN_VERSION "2026-07-28"
+#define ERA_LEGACY_NEWEST "2025-11-25" /* era_legacy_versions[0] */
 
 /* How one request is served. */
 struct era {

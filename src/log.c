@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,9 +12,9 @@ static int stderr_level = LOG_INFO;
 static int client_level = LOG_OFF;
 static log_sink_fn client_sink;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static _Thread_local log_thread_fn thread_fn;
-static _Thread_local void *thread_ctx;
-static _Thread_local int thread_level;
+static log_request_fn request_fn;
+static void *request_ctx;
+static int request_level = LOG_OFF;
 
 int log_level_parse(const char *name)
 {
@@ -43,29 +44,47 @@ void log_set_client(log_sink_fn sink, int level)
 	pthread_mutex_unlock(&lock);
 }
 
-void log_set_thread(log_thread_fn fn, void *ctx, int level)
+void log_route_request(log_request_fn fn, void *ctx, int level)
 {
-	thread_fn = fn;
-	thread_ctx = ctx;
-	thread_level = level;
+	pthread_mutex_lock(&lock);
+	request_fn = fn;
+	request_ctx = ctx;
+	request_level = level;
+	pthread_mutex_unlock(&lock);
 }
 
-void log_msg(int level, const char *fmt, ...)
+__attribute__((format(printf, 3, 0))) static void emit(int level, bool to_client, const char *fmt, va_list ap)
 {
 	char msg[2048];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
 
 	pthread_mutex_lock(&lock);
 	int to_stderr = level >= stderr_level;
-	log_sink_fn sink = level >= client_level ? client_sink : NULL;
+	log_sink_fn sink = to_client && !request_fn && level >= client_level ? client_sink : NULL;
+	int rlevel = request_level == LOG_AS_CLIENT ? client_level : request_level;
+	log_request_fn rfn = to_client && level >= rlevel ? request_fn : NULL;
+	void *rctx = request_ctx;
 	pthread_mutex_unlock(&lock);
 	if (to_stderr)
 		fprintf(stderr, "sandbox-mcp: %s: %s\n", log_level_name(level), msg);
 	if (sink)
 		sink(level, msg);
-	if (thread_fn && level >= thread_level)
-		thread_fn(thread_ctx, level, msg);
+	if (rfn)
+		rfn(rctx, level, msg);
+}
+
+void log_msg(int level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	emit(level, true, fmt, ap);
+	va_end(ap);
+}
+
+void log_local(int level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	emit(level, false, fmt, ap);
+	va_end(ap);
 }

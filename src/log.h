@@ -2,8 +2,8 @@
  * Logging. Every line goes to stderr as "sandbox-mcp: <level>: message" when its level is at
  * or above the stderr threshold (--log-level). Once the client has sent logging/setLevel,
  * lines at or above its level are also handed to the client sink (MCP notifications/message).
- * A thread can also have a sink of its own for a while (the logs one request asked for).
- * Thread-safe.
+ * While a request that chose its own logs runs (MCP 2026-07-28), lines go to its sink at the
+ * level it asked for instead, and none to the client sink. Thread-safe.
  */
 #ifndef SANDBOX_LOG_H
 #define SANDBOX_LOG_H
@@ -23,11 +23,19 @@ void log_set_stderr_level(int level);
 typedef void (*log_sink_fn)(int level, const char *msg);
 void log_set_client(log_sink_fn sink, int level);
 
-/* From now on, lines this thread logs at or above `level` also go to fn(ctx, ...); fn NULL
- * ends it. The sink runs on the logging thread, with no lock of this module held. */
-typedef void (*log_thread_fn)(void *ctx, int level, const char *msg);
-void log_set_thread(log_thread_fn fn, void *ctx, int level);
+/* While a request runs: from now on, lines logged by any thread go to fn(ctx, ...) when at or
+ * above `level` (LOG_OFF: none; LOG_AS_CLIENT: the client's level, as logging/setLevel set it)
+ * instead of the client sink; fn NULL returns them to the client sink. fn runs on the logging
+ * thread, with no lock of this module held, and may be called a moment after it was replaced:
+ * it must check that its request still runs. */
+#define LOG_AS_CLIENT (LOG_OFF + 1)
+typedef void (*log_request_fn)(void *ctx, int level, const char *msg);
+void log_route_request(log_request_fn fn, void *ctx, int level);
 
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Like log_msg, to stderr alone: for lines about a request after which nothing may be sent to
+ * the client (it was cancelled). */
+void log_local(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

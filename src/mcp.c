@@ -56,7 +56,7 @@ static json_t *initialize(struct mcp *m, json_t *params, int *code, const char *
 		*err = "initialize needs params.protocolVersion";
 		return NULL;
 	}
-	const char *v = era_legacy_versions[0];
+	const char *v = ERA_LEGACY_NEWEST;
 	for (size_t i = 0; asked && era_legacy_versions[i]; i++)
 		if (!strcmp(asked, era_legacy_versions[i]))
 			v = era_legacy_versions[i];

@@ -470,6 +470,32 @@ line_of() {
 	jqe "$(response 4)" '.result.structuredContent.stdout == "four\n"'
 }
 
+@test "logs: a legacy logging/setLevel reaches no 2026-07-28 request, and no log line follows a cancellation" {
+	mcp_session <<-EOF
+		$INIT
+		$(req 1 logging/setLevel '{"level":"debug"}')
+		$INITIALIZED
+		$(call_json 2 execute_bash_commands '{"code":"echo two"}' "$(modern_meta)")
+		{"wait": 2}
+		$(call_json '"slow"' execute_bash_commands "{\"code\":\"sleep 30; : log-cancel-$$\"}")
+		$(until_running "log-cancel-$$")
+		{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"test"}}
+		$(call_json 3 execute_bash_commands '{"code":"echo three"}')
+		{"wait": 3}
+	EOF
+	printf '%s\n' "$output" | jq -c 'select(.method == "notifications/message") | .params.data' >&2
+	# The legacy level is in force: the session's own lines reach the client.
+	printf '%s\n' "$output" | jq -e -s 'any(.method == "notifications/message")' >/dev/null
+	# Call 2 made the sandbox, and the server logged it; the 2026-07-28 call asked for no logs.
+	grep -q 'started on the local backend' "$SERVER_LOG"
+	printf '%s\n' "$output" | jq -e -s 'all(.method != "notifications/message" or (.params.data | test("started on") | not))' >/dev/null
+	# The cancellation is logged on stderr only.
+	grep -q 'cancelled' "$SERVER_LOG"
+	printf '%s\n' "$output" | jq -e -s 'all(.method != "notifications/message" or (.params.data | test("cancel") | not))' >/dev/null
+	[ -z "$(response '"slow"')" ]
+	jqe "$(response 3)" '.result.structuredContent.stdout == "three\n"'
+}
+
 @test "2026-07-28: progress as before; a cancelled call gets no response and nothing more about it" {
 	mcp_session <<-EOF
 		$(call_json 1 execute_bash_commands '{"code":"for i in 1 2 3; do echo tick $i; sleep 1; done"}' "$(modern_meta '{"progressToken":"tok-1"}')")
