@@ -35,7 +35,8 @@ static struct config C;
 static struct engine *E;
 
 /* Reads what the writer writes and checks each line; aborts (a finding) on one that is not
- * JSON. */
+ * JSON. A \u0000 escape is JSON (an error may echo a client's string that holds a NUL), so
+ * jansson is told to allow it. */
 static void *check_output(void *arg)
 {
 	int fd = *(int *)arg;
@@ -53,7 +54,7 @@ static void *check_output(void *arg)
 		char *nl;
 		while ((nl = memchr(buf, '\n', len))) {
 			json_error_t je;
-			json_t *v = json_loadb(buf, (size_t)(nl - buf), JSON_DECODE_ANY, &je);
+			json_t *v = json_loadb(buf, (size_t)(nl - buf), JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
 			if (!v) {
 				fprintf(stderr, "the server wrote a line that is not JSON: %s\n%.*s\n", je.text,
 					(int)(nl - buf > 500 ? 500 : nl - buf), buf);
