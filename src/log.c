@@ -15,6 +15,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static log_request_fn request_fn;
 static void *request_ctx;
 static int request_level = LOG_OFF;
+static unsigned routed_in_flight;   /* lines being handed to request_fn, under lock */
+static pthread_cond_t routed_done = PTHREAD_COND_INITIALIZER;
+static _Thread_local bool session_thread;
 
 int log_level_parse(const char *name)
 {
@@ -50,7 +53,14 @@ void log_route_request(log_request_fn fn, void *ctx, int level)
 	request_fn = fn;
 	request_ctx = ctx;
 	request_level = level;
+	while (routed_in_flight)
+		pthread_cond_wait(&routed_done, &lock);
 	pthread_mutex_unlock(&lock);
+}
+
+void log_thread_is_session(void)
+{
+	session_thread = true;
 }
 
 __attribute__((format(printf, 3, 0))) static void emit(int level, bool to_client, const char *fmt, va_list ap)
@@ -60,17 +70,25 @@ __attribute__((format(printf, 3, 0))) static void emit(int level, bool to_client
 
 	pthread_mutex_lock(&lock);
 	int to_stderr = level >= stderr_level;
-	log_sink_fn sink = to_client && !request_fn && level >= client_level ? client_sink : NULL;
+	bool routed = request_fn && !session_thread;
+	log_sink_fn sink = to_client && !routed && level >= client_level ? client_sink : NULL;
 	int rlevel = request_level == LOG_AS_CLIENT ? client_level : request_level;
-	log_request_fn rfn = to_client && level >= rlevel ? request_fn : NULL;
+	log_request_fn rfn = to_client && routed && level >= rlevel ? request_fn : NULL;
 	void *rctx = request_ctx;
+	if (rfn)
+		routed_in_flight++;
 	pthread_mutex_unlock(&lock);
 	if (to_stderr)
 		fprintf(stderr, "sandbox-mcp: %s: %s\n", log_level_name(level), msg);
 	if (sink)
 		sink(level, msg);
-	if (rfn)
+	if (rfn) {
 		rfn(rctx, level, msg);
+		pthread_mutex_lock(&lock);
+		if (--routed_in_flight == 0)
+			pthread_cond_broadcast(&routed_done);
+		pthread_mutex_unlock(&lock);
+	}
 }
 
 void log_msg(int level, const char *fmt, ...)

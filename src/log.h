@@ -23,14 +23,18 @@ void log_set_stderr_level(int level);
 typedef void (*log_sink_fn)(int level, const char *msg);
 void log_set_client(log_sink_fn sink, int level);
 
-/* While a request runs: from now on, lines logged by any thread go to fn(ctx, ...) when at or
- * above `level` (LOG_OFF: none; LOG_AS_CLIENT: the client's level, as logging/setLevel set it)
- * instead of the client sink; fn NULL returns them to the client sink. fn runs on the logging
- * thread, with no lock of this module held, and may be called a moment after it was replaced:
- * it must check that its request still runs. */
+/* While a request runs: from now on, lines logged by any thread but a session thread go to
+ * fn(ctx, ...) when at or above `level` (LOG_OFF: none; LOG_AS_CLIENT: the client's level, as
+ * logging/setLevel set it) instead of the client sink; fn NULL returns them to the client
+ * sink. fn runs on the logging thread, with no lock of this module held. Once this returns, no
+ * line is on its way to the fn it replaced. */
 #define LOG_AS_CLIENT (LOG_OFF + 1)
 typedef void (*log_request_fn)(void *ctx, int level, const char *msg);
 void log_route_request(log_request_fn fn, void *ctx, int level);
+
+/* The calling thread serves the session, not a request (the reader): its lines always go to
+ * the client sink, whatever request runs. */
+void log_thread_is_session(void);
 
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

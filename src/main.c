@@ -65,6 +65,7 @@ static int serve(const struct config *cfg)
 		log_msg(LOG_ERROR, "out of memory");
 		return 1;
 	}
+	log_thread_is_session();
 	log_msg(LOG_INFO, "sandbox-mcp %s ready (backend %s)", SANDBOX_MCP_VERSION, cfg->backend);
 	const char *why = "stdin closed";
 	for (;;) {

@@ -8,6 +8,8 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +223,7 @@ struct proxy {
 	pthread_t acceptor;
 	pthread_mutex_t mu;
 	unsigned refs;              /* proxy_stop's, and one per running connection */
+	bool stopped;               /* proxy_stop was called: the call it served is over */
 	struct conn conns[PROXY_MAX_CONN];
 	unsigned allowed, refused;
 };
@@ -235,6 +238,24 @@ static void release(struct proxy *px)
 	close(px->stop_fd);
 	pthread_mutex_destroy(&px->mu);
 	free(px);
+}
+
+/* A connection's line: logged for the call while the proxy serves it; to stderr alone once the
+ * call stopped the proxy (a connection that outlived it, say in a slow name lookup, must not
+ * speak of a call that ended or was cancelled). */
+__attribute__((format(printf, 3, 4))) static void px_log(struct proxy *px, int level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&px->mu);
+	if (px->stopped)
+		log_local(level, "%s", msg);
+	else
+		log_msg(level, "%s", msg);
+	pthread_mutex_unlock(&px->mu);
 }
 
 static void reply(int fd, const char *status, const char *why)
@@ -487,7 +508,7 @@ static void serve(struct conn *c)
 	else if (!why && !port_allowed(&px->pol, port))
 		why = "not a port of the package index";
 	if (why) {
-		log_msg(LOG_NOTICE, "install step: refused %s %.300s: %s", ok ? method : "?", ok ? target : "", why);
+		px_log(px, LOG_NOTICE, "install step: refused %s %.300s: %s", ok ? method : "?", ok ? target : "", why);
 		pthread_mutex_lock(&px->mu);
 		px->refused++;
 		pthread_mutex_unlock(&px->mu);
@@ -504,12 +525,12 @@ static void serve(struct conn *c)
 		px->refused++;
 	pthread_mutex_unlock(&px->mu);
 	if (up < 0) {
-		log_msg(LOG_NOTICE, "install step: refused %s:%u: %s", host, port, why);
+		px_log(px, LOG_NOTICE, "install step: refused %s:%u: %s", host, port, why);
 		reply(c->client, strstr(why, "local") ? "403 Forbidden" : "502 Bad Gateway", why);
 		free(buf);
 		return;
 	}
-	log_msg(LOG_DEBUG, "install step: %s %s:%u", method, host, port);
+	px_log(px, LOG_DEBUG, "install step: %s %s:%u", method, host, port);
 	int rc = 0;
 	if (tunnel) {
 		static const char est[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -649,6 +670,7 @@ void proxy_stop(struct proxy *px)
 	unlink(px->path);
 	/* Every wait of a connection also watches stop_fd: the threads end on their own. */
 	pthread_mutex_lock(&px->mu);
+	px->stopped = true;
 	for (int i = 0; i < PROXY_MAX_CONN; i++) {
 		struct conn *c = &px->conns[i];
 		if (c->used && c->client >= 0)
