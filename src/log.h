@@ -2,8 +2,9 @@
  * Logging. Every line goes to stderr as "sandbox-mcp: <level>: message" when its level is at
  * or above the stderr threshold (--log-level). Once the client has sent logging/setLevel,
  * lines at or above its level are also handed to the client sink (MCP notifications/message).
- * While a request that chose its own logs runs (MCP 2026-07-28), lines go to its sink at the
- * level it asked for instead, and none to the client sink. Thread-safe.
+ * While a call runs, its lines (any thread's but the session's) go to the route the engine set
+ * for it instead (log_route_request): at the level its request asked for in _meta (MCP
+ * 2026-07-28) or at the client's (legacy), and only while the call runs. Thread-safe.
  */
 #ifndef SANDBOX_LOG_H
 #define SANDBOX_LOG_H
