@@ -13,8 +13,7 @@
 #define META_LOG "io.modelcontextprotocol/logLevel"
 #define META_SERVER "io.modelcontextprotocol/serverInfo"
 
-const char *const era_versions[] = {ERA_MODERN_VERSION, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
-const char *const era_legacy_versions[] = {ERA_LEGACY_NEWEST, "2025-06-18", "2025-03-26", "2024-11-05", NULL};
+const char *const era_versions[] = {ERA_MODERN_VERSION, ERA_LEGACY_NEWEST, "2025-06-18", "2025-03-26", "2024-11-05", NULL};
 
 static json_t *invalid(json_t *id, const char *msg)
 {
@@ -24,18 +23,23 @@ static json_t *invalid(json_t *id, const char *msg)
 static json_t *unsupported(json_t *id, const json_t *asked)
 {
 	char list[200] = "";
-	json_t *supported = json_array();
-	for (int i = 0; era_versions[i]; i++) {
-		json_array_append_new(supported, json_string(era_versions[i]));
+	for (int i = 0; era_versions[i]; i++)
 		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", era_versions[i]);
-	}
 	/* Quoted as JSON, so that a NUL or a control character in it shows. */
 	char *shown = json_dumps(asked, JSON_ENCODE_ANY);
 	char msg[400];
 	snprintf(msg, sizeof msg, "Unsupported protocol version: %.100s (supported: %s)", shown ? shown : "?", list);
 	free(shown);
 	return rpc_error(id, RPC_UNSUPPORTED_VERSION, msg,
-			 json_pack("{s:o, s:O}", "supported", supported, "requested", (json_t *)asked));
+			 json_pack("{s:o, s:O}", "supported", era_supported(), "requested", (json_t *)asked));
+}
+
+json_t *era_supported(void)
+{
+	json_t *a = json_array();
+	for (int i = 0; era_versions[i]; i++)
+		json_array_append_new(a, json_string(era_versions[i]));
+	return a;
 }
 
 int era_read(json_t *id, const json_t *params, struct era *out, json_t **error)
@@ -52,8 +56,8 @@ int era_read(json_t *id, const json_t *params, struct era *out, json_t **error)
 	}
 	/* A string with a NUL in it is no revision of ours: compared whole, it matches none. */
 	bool known = false;
-	for (int i = 0; era_versions[i] && strlen(ver) == json_string_length(v); i++)
-		known |= !strcmp(ver, era_versions[i]);
+	for (int i = 0; era_versions[i] && !known && strlen(ver) == json_string_length(v); i++)
+		known = !strcmp(ver, era_versions[i]);
 	if (!known) {
 		*error = unsupported(id, v);
 		return -1;

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 
 #define ERA_MODERN_VERSION "2026-07-28"
-#define ERA_LEGACY_NEWEST "2025-11-25" /* era_legacy_versions[0] */
+#define ERA_LEGACY_NEWEST "2025-11-25"
 
 /* How one request is served. */
 struct era {
@@ -20,10 +20,13 @@ struct era {
 	int log_level;   /* enum log_level: the logs it asked for (modern), LOG_OFF for none */
 };
 
-/* Every revision served, newest first, NULL-ended. */
+/* Every revision served, newest first, NULL-ended: 2026-07-28, then the legacy ones. */
 extern const char *const era_versions[];
 /* The legacy revisions, newest first, NULL-ended: what initialize negotiates. */
-extern const char *const era_legacy_versions[];
+#define era_legacy_versions (era_versions + 1)
+
+/* era_versions as a JSON array (new reference). */
+json_t *era_supported(void);
 
 /* Reads the era of a request from its params (either may be NULL). 0; or -1 with *error set
  * to the JSON-RPC error response to send (id borrowed): a modern request with a missing or

@@ -70,11 +70,8 @@ static json_t *initialize(struct mcp *m, json_t *params, int *code, const char *
 /* server/discover (2026-07-28): what a client needs before its first request. */
 static json_t *discover(void)
 {
-	json_t *versions = json_array();
-	for (int i = 0; era_versions[i]; i++)
-		json_array_append_new(versions, json_string(era_versions[i]));
-	return json_pack("{s:o, s:{s:{}, s:{}}, s:s, s:i, s:s}", "supportedVersions", versions, "capabilities", "tools",
-			 "logging", "instructions", instructions, "ttlMs", CACHE_TTL_MS, "cacheScope", "private");
+	return json_pack("{s:o, s:{s:{}, s:{}}, s:s, s:i, s:s}", "supportedVersions", era_supported(), "capabilities",
+			 "tools", "logging", "instructions", instructions, "ttlMs", CACHE_TTL_MS, "cacheScope", "private");
 }
 
 static void tools_call(struct mcp *m, json_t *id, json_t *params, const struct era *era, struct rpc_batch *batch)
