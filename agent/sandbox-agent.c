@@ -135,53 +135,97 @@ static void send_errno(const char *what, int err)
 	send_simple(AG_ERR, msg);
 }
 
-/* Creates the parent folders of path (like mkdir -p of dirname). */
-static int make_parents(const char *path)
+/*
+ * Opens the folder that is to hold path (absolute), walking down from / one name at a time
+ * without following a symlink and making the folders that are missing (mode 0755): code can
+ * plant a symlink anywhere in the workspace, and a file put there must never land outside the
+ * folder its path names. Returns an O_PATH fd of the folder and points *base at the last name;
+ * -1 with errno set (ELOOP: a name on the way is a symlink; ENOTDIR: it is not a folder).
+ */
+static int open_parent(const char *path, const char **base)
 {
 	char tmp[4096];
 	size_t n = strlen(path);
-	if (n >= sizeof tmp)
+	if (path[0] != '/' || n >= sizeof tmp) {
+		errno = n >= sizeof tmp ? ENAMETOOLONG : EINVAL;
 		return -1;
-	memcpy(tmp, path, n + 1);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
 	}
-	return 0;
+	memcpy(tmp, path, n + 1);
+	char *last = strrchr(tmp, '/');
+	*base = path + (last - tmp) + 1;
+	if (!**base || !strcmp(*base, ".") || !strcmp(*base, "..")) {
+		errno = EISDIR;
+		return -1;
+	}
+	*last = '\0';
+	int dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (char *s = tmp + 1, *next; dfd >= 0 && s && *s; s = next) {
+		if ((next = strchr(s, '/')))
+			*next++ = '\0';
+		if (!*s || !strcmp(s, "."))
+			continue;
+		if (!strcmp(s, "..")) {
+			close(dfd);
+			errno = EINVAL;
+			return -1;
+		}
+		int fd = openat(dfd, s, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT && (mkdirat(dfd, s, 0755) == 0 || errno == EEXIST))
+			fd = openat(dfd, s, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0 && errno == ENOTDIR && fstatat(dfd, s, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+			errno = ELOOP; /* O_PATH opened the link itself, which is no folder */
+		int err = errno;
+		close(dfd);
+		errno = err;
+		dfd = fd;
+	}
+	return dfd;
 }
 
 /*
  * Creates path anew, as a fresh file renamed over whatever is there: a FIFO, a symlink or a
  * file the code planted is replaced, never opened (opening a FIFO for writing would block until
- * someone reads it). Returns the open fd (write-only), or -1 with errno set.
+ * someone reads it), and no symlink on the way is followed (open_parent). Returns the open fd
+ * (write-only), or -1 with errno set.
  */
 static int create_fresh(const char *path, unsigned mode)
 {
-	char tmp[4200];
-	const char *slash = strrchr(path, '/');
-	int n = snprintf(tmp, sizeof tmp, "%.*s.sandbox-agent-%u-%u.tmp", slash ? (int)(slash - path + 1) : 0, path,
-			 (unsigned)getpid(), tmp_seq++);
+	const char *base;
+	char tmp[300];
+	int n = snprintf(tmp, sizeof tmp, ".sandbox-agent-%u-%u.tmp", (unsigned)getpid(), tmp_seq++);
 	if (n < 0 || (size_t)n >= sizeof tmp) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	if (make_parents(path) < 0)
+	int dfd = open_parent(path, &base);
+	if (dfd < 0)
 		return -1;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode & 07777);
-	if (fd < 0)
-		return -1;
-	if (fchmod(fd, mode & 07777) < 0 || rename(tmp, path) < 0) {
+	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode & 07777);
+	if (fd >= 0 && (fchmod(fd, mode & 07777) < 0 || renameat(dfd, tmp, dfd, base) < 0)) {
 		int err = errno;
 		close(fd);
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
 		errno = err;
-		return -1;
+		fd = -1;
 	}
+	int err = errno;
+	close(dfd);
+	errno = err;
 	return fd;
+}
+
+/* Why a put failed, in words a user can act on. */
+static void send_put_errno(const char *path, int err)
+{
+	char msg[512];
+	if (err == ELOOP)
+		snprintf(msg, sizeof msg, "%.400s: a name on its way is a symlink, which is not followed", path);
+	else if (err == ENOTDIR)
+		snprintf(msg, sizeof msg, "%.400s: a name on its way is not a folder", path);
+	else
+		snprintf(msg, sizeof msg, "%.400s: %s", path, strerror(err));
+	send_simple(AG_ERR, msg);
 }
 
 static void do_put(struct ag_cur *c)
@@ -200,7 +244,7 @@ static void do_put(struct ag_cur *c)
 	dlen = c->left;
 	int fd = create_fresh(path, mode);
 	if (fd < 0) {
-		send_errno(path, errno);
+		send_put_errno(path, errno);
 		return;
 	}
 	if (write_full(fd, data, dlen) < 0) {
