@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "clock.h"
+#include "inputs.h"
 #include "log.h"
 #include "output.h"
 #include "requirements.h"
@@ -294,6 +295,11 @@ static json_t *install(struct call_ctx *c, const json_t *reqs)
 
 /* ------------------------------------------------------------ execute */
 
+int call_check(const json_t *args, struct err *e)
+{
+	return inputs_check(args, call_env, e);
+}
+
 json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct config *cfg)
 {
 	struct call_ctx c = {.sb = sb, .tc = tc, .cfg = cfg, .t0 = clock_ms()};
@@ -316,34 +322,46 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 		if (res || tc->cancelled)
 			return res;
 	}
-	struct run_file file = {0};
-	const char *argv[4];
+	struct inputs in = {0};
+	if (inputs_build(tc->args, call_env, &in, &e) < 0) {
+		inputs_free(&in);
+		return early_result(&c, 1, e.msg, e.msg, false);
+	}
+	/* The program: the script (or long bash code) goes last among the files. */
+	struct run_file *file = &in.files[in.nfiles];
+	const char **argv = calloc(in.nargs + 4, sizeof *argv);
 	const json_t *src = json_object_get(tc->args, py ? "script" : "code");
+	if (!argv) {
+		inputs_free(&in);
+		return early_result(&c, 1, "out of memory", "out of memory", false);
+	}
 	if (py) {
-		file = (struct run_file){TOOLS_SCRIPT, json_string_value(src), json_string_length(src), 0644};
+		*file = (struct run_file){TOOLS_SCRIPT, json_string_value(src), json_string_length(src), 0644};
 		argv[0] = cfg->python;
 		argv[1] = TOOLS_SCRIPT;
-		argv[2] = NULL;
+		memcpy(argv + 2, in.args, in.nargs * sizeof *argv);
 	} else if (json_string_length(src) > CODE_ARG_MAX) {
 		/* Too long for one argument: the shell reads it from a file instead. */
-		file = (struct run_file){TOOLS_SHELL_SCRIPT, json_string_value(src), json_string_length(src), 0644};
+		*file = (struct run_file){TOOLS_SHELL_SCRIPT, json_string_value(src), json_string_length(src), 0644};
 		argv[0] = "/bin/bash";
 		argv[1] = "-c";
 		argv[2] = ". " TOOLS_SHELL_SCRIPT;
-		argv[3] = NULL;
 	} else {
 		argv[0] = "/bin/bash";
 		argv[1] = "-c";
 		argv[2] = json_string_value(src);
-		argv[3] = NULL;
 	}
+	size_t nfiles = in.nfiles + (file->path != NULL);
 	char spill[128];
 	snprintf(spill, sizeof spill, TOOLS_OUTPUT "/call-%lu", tc->seq);
 	struct collect col;
-	if (collect_init(&col, tc, cfg->output_cap) < 0)
+	if (collect_init(&col, tc, cfg->output_cap) < 0) {
+		free(argv);
+		inputs_free(&in);
 		return early_result(&c, 1, "out of memory", "out of memory", false);
-	struct run_req rq = {.argv = argv, .env = call_env, .cwd = WORKSPACE, .files = file.path ? &file : NULL,
-			     .nfiles = file.path ? 1 : 0, .sh_fallback = !py, .deadline_ms = c.deadline,
+	}
+	struct run_req rq = {.argv = argv, .env = in.env, .cwd = WORKSPACE, .files = nfiles ? in.files : NULL,
+			     .nfiles = nfiles, .sh_fallback = !py, .deadline_ms = c.deadline,
 			     .cancel_fd = tc->cancel_fd, .cap = cfg->output_cap, .spill_prefix = spill,
 			     .on_output = collect_output, .ctx = &col};
 	struct run_res rs;
@@ -352,7 +370,7 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 	if (rc < 0) {
 		/* A full workspace refuses the script file: say how to get out of it. */
 		size_t l = strlen(e.msg);
-		if (file.path && strstr(e.msg, strerror(ENOSPC)))
+		if (nfiles && strstr(e.msg, strerror(ENOSPC)))
 			snprintf(e.msg + l, sizeof e.msg - l, " (the workspace is full: remove files with "
 				 "execute_bash_commands, which needs no room for short code, or call cleanup_sandbox)");
 		res = early_result(&c, 1, e.msg, e.msg, false);
@@ -362,6 +380,8 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 		res = run_result(&c, &rs, &col, spill);
 	}
 	collect_free(&col);
+	free(argv);
+	inputs_free(&in);
 	return res;
 }
 

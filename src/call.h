@@ -11,6 +11,10 @@
 #include "sandbox.h"
 #include "tools.h"
 
+/* What the schema cannot say about an execute call's files, env and args (inputs.h): 0, or -1
+ * with e saying what is wrong. */
+int call_check(const json_t *args, struct err *e);
+
 /* execute_python / execute_bash_commands. The CallToolResult (new ref); NULL when cancelled
  * (tc->cancelled set) or, without it, out of memory. */
 json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct config *cfg);

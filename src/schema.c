@@ -75,9 +75,14 @@ int schema_validate(const json_t *schema, const json_t *inst, const char *at, st
 		size_t i;
 		const json_t *v;
 		int ok = 0;
-		json_array_foreach(t, i, v) ok |= json_is_string(v) && type_matches(json_string_value(v), inst);
+		char types[128] = "";
+		json_array_foreach(t, i, v) {
+			ok |= json_is_string(v) && type_matches(json_string_value(v), inst);
+			size_t l = strlen(types);
+			snprintf(types + l, sizeof types - l, "%s%s", i ? " or " : "", json_string_value(v));
+		}
 		if (!ok)
-			return err_set(e, "%s: has the wrong type (%s)", name_or(at, "arguments"), type_of(inst));
+			return err_set(e, "%s: must be %s, not %s", name_or(at, "arguments"), types, type_of(inst));
 	}
 	const json_t *en = json_object_get(schema, "enum");
 	if (json_is_array(en)) {
@@ -151,16 +156,30 @@ int schema_validate(const json_t *schema, const json_t *inst, const char *at, st
 				return err_set(e, "%s: is required", json_string_value(v));
 			}
 		}
+		const json_t *mx = json_object_get(schema, "maxProperties");
+		if (json_is_integer(mx) && json_object_size(inst) > (size_t)json_integer_value(mx))
+			return err_set(e, "%s: has more than %lld entries", name_or(at, "value"), (long long)json_integer_value(mx));
+		const json_t *names = json_object_get(schema, "propertyNames");
+		const json_t *extra = json_object_get(schema, "additionalProperties");
 		const char *k;
 		json_t *val;
 		json_object_foreach((json_t *)inst, k, val) {
 			char sub[256];
-			snprintf(sub, sizeof sub, "%s%s%s", at, *at ? "." : "", k);
+			snprintf(sub, sizeof sub, "%s%s%.200s", at, *at ? "." : "", k);
+			if (json_is_object(names)) {
+				json_t *key = json_string(k);
+				int rc = key ? schema_validate(names, key, sub, e) : err_set(e, "out of memory");
+				json_decref(key);
+				if (rc < 0)
+					return -1;
+			}
 			const json_t *ps = json_object_get(props, k);
+			if (!ps && json_is_object(extra))
+				ps = extra;
 			if (ps) {
 				if (schema_validate(ps, val, sub, e) < 0)
 					return -1;
-			} else if (json_is_false(json_object_get(schema, "additionalProperties"))) {
+			} else if (json_is_false(extra)) {
 				return err_set(e, "%s: is not a known argument", sub);
 			}
 		}

@@ -1,8 +1,8 @@
 /*
  * The files embedded in the binary at build time (the schemas folder), and a validator for the
- * part of JSON Schema those files use: type, enum, properties, required,
- * additionalProperties, items, min/maxLength, min/maxItems, minimum, maximum,
- * exclusiveMinimum, pattern (POSIX extended regular expressions).
+ * part of JSON Schema those files use: type, enum, properties, required, additionalProperties
+ * (false or a schema), maxProperties, propertyNames, items, min/maxLength, min/maxItems,
+ * minimum, maximum, exclusiveMinimum, pattern (POSIX extended regular expressions).
  */
 #ifndef SANDBOX_SCHEMA_H
 #define SANDBOX_SCHEMA_H

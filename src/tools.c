@@ -209,6 +209,8 @@ int tools_check(int tool, const json_t *args, json_t **why)
 	} else if (schema_validate(T.input[tool], args, "", &e) < 0) {
 		argument_hint(tool, args, hint, sizeof hint);
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: %s%s", tool_names[tool], e.msg, hint);
+	} else if (tool != TOOL_CLEANUP && call_check(args, &e) < 0) {
+		snprintf(msg, sizeof msg, "Invalid arguments for %s: %s", tool_names[tool], e.msg);
 	} else if (t && json_number_value(t) > T.cfg->max_timeout_s) {
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: timeout_s: must be at most %g (the server's --max-timeout)",
 			 tool_names[tool], T.cfg->max_timeout_s);

@@ -1,6 +1,7 @@
 # The Daytona backend, against the loopback Daytona test server (tests/daytona/server.py),
 # which is itself checked with Daytona's official TypeScript SDK.
 load lib/helpers
+load lib/inputs
 bats_require_minimum_version 1.5.0
 
 DT_KEY="dt-secret-key-5f1c9a7e"
@@ -103,6 +104,11 @@ EOF
 	jqe "$(response 4)" '.result.structuredContent | .removed == true and .backend == "daytona"'
 	jqe "$(response 5)" '.result.structuredContent | .exit_code != 0'
 	[ "$(jq -r '.result.structuredContent.sandbox_id' <<<"$(response 1)")" != "$(jq -r '.result.structuredContent.sandbox_id' <<<"$(response 5)")" ]
+}
+
+@test "inputs: files, env and args as on the local backend; planted links and FIFOs replaced, never followed" {
+	inputs_run daytona
+	inputs_assert
 }
 
 @test "timeout: exit 124, output so far, and every process of the call is killed, setsid ones too" {

@@ -7,6 +7,7 @@
 # registry (backends/docker/test-image.sh: debootstrap, cached). Where no engine can run, every
 # test is skipped with the reason (a failure under CI / SANDBOX_TEST_NO_SKIP).
 load lib/helpers
+load lib/inputs
 
 IMAGE=sandbox-mcp-test:latest
 
@@ -128,6 +129,19 @@ run_scenario() {
 	# cleanup, then the workspace is empty.
 	jqe "$docker_res" '.[16].sc.removed == true and .[17].sc.stdout == "[0]\n"'
 	[ -z "$(our_containers)" ]
+}
+
+@test "inputs: files, env and args give the same results on the docker backend as on local" {
+	inputs_run local
+	local_res=$inputs_res
+	inputs_run docker
+	inputs_assert
+	# The same, but for where each ran.
+	strip() { jq -c 'map(.text |= (if . then sub(" \\([0-9]+ ms, [a-z]+ sandbox [a-z0-9-]+\\)"; "") else . end))' <<<"$1"; }
+	[ "$(strip "$local_res")" = "$(strip "$inputs_res")" ] || {
+		diff <(strip "$local_res" | jq .) <(strip "$inputs_res" | jq .) >&2
+		return 1
+	}
 }
 
 @test "mcp-check (official SDK client) passes every check on the docker backend" {

@@ -1,5 +1,6 @@
 # The tools' semantics (SPEC §3, §4) on the local backend, through the real server.
 load lib/helpers
+load lib/inputs
 
 setup() {
 	common_setup
@@ -335,6 +336,48 @@ EOF
 	jqe "$(response 8)" '.result.structuredContent.stdout == "still fine\n"'
 	jqe "$(response 9)" '.result.isError == true and (.result.content[0].text | test("requirements: contains a NUL character"))'
 	jqe "$(response 10)" '.result.isError == true and (.result.content[0].text | test("script: contains a NUL character"))'
+}
+
+@test "inputs: files (any bytes), env and args reach the code; planted links and FIFOs are replaced, never followed" {
+	inputs_run local
+	inputs_assert
+}
+
+@test "inputs: the limits of files, env and args are refused with the limit named" {
+	head -c 4500000 /dev/zero | tr '\0' a >"$BATS_TEST_TMPDIR/big"
+	many=$(jq -cn '[range(101)] | map({key: "f\(.)", value: "x"}) | from_entries')
+	long=$(printf 'd/%.0s' $(seq 600))x
+	mcp_session <<EOF
+$INIT
+$(jq -cn --rawfile b "$BATS_TEST_TMPDIR/big" '{jsonrpc: "2.0", id: 1, method: "tools/call", params: {name: "execute_bash_commands", arguments: {code: "true", files: {a: $b, b: $b}}}}')
+$(call_json 2 execute_bash_commands "$(jq -cn --argjson m "$many" '{code: "true", files: $m}')")
+$(call_json 3 execute_bash_commands "$(jq -cn --arg p "$long" '{code: "true", files: {($p): "x"}}')")
+$(call_json 4 execute_bash_commands '{"code": "true", "files": {"a\u0000b": "x"}}' | sed 's/"id":4/"id":null/')
+$(call_json 5 execute_bash_commands '{"code": "true", "files": {"a": {"base64": "!!!!"}}}')
+$(call_json 6 execute_bash_commands '{"code": "true", "files": {"a": {"text": "x"}}}')
+$(call_json 7 execute_bash_commands '{"code": "true", "env": {"1X": "y"}}')
+$(call_json 8 execute_bash_commands '{"code": "true", "env": {"PIP_INDEX_URL": "http://evil"}}')
+$(call_json 9 execute_python "$(jq -cn '{script: "pass", args: [range(257) | tostring]}')")
+$(call_json 10 execute_python "$(jq -cn --arg b "$(head -c 30000 /dev/zero | tr '\0' a)" '{script: "pass", args: [$b, $b, $b]}')")
+$(call_json 11 execute_bash_commands '{"code": "true", "args": ["x"]}')
+$(call_json 12 execute_bash_commands '{"code": "true", "files": {"/etc/passwd": "x"}}')
+$(call_json 13 execute_bash_commands '{"code": "echo $V; cat a", "env": {"V": "ok"}, "files": {"a": "fine\n"}}')
+EOF
+	text() { response "$1" | jq -r '"\(.result.isError) \(.result.content[0].text)"'; }
+	[[ "$(text 1)" == true*"files: the files add up to more than 8 MiB"* ]]
+	[[ "$(text 2)" == true*"files: has more than 100 entries"* ]]
+	[[ "$(text 3)" == true*"is longer than 1024 characters"* ]]
+	# A NUL in a key cannot be parsed at all (JSON parsers keep keys as C strings).
+	jqe "$(response null)" '.error.code == -32700 and (.error.message | test("NUL byte in object key"))'
+	[[ "$(text 5)" == true*"files.a.base64: is not valid base64"* ]]
+	[[ "$(text 6)" == true*"files.a.base64: is required"* ]]
+	[[ "$(text 7)" == true*"env.1X: must be a variable name"* ]]
+	[[ "$(text 8)" == true*"env.PIP_INDEX_URL: is set by the sandbox and cannot be changed"* ]]
+	[[ "$(text 9)" == true*"args: has more than 256 items"* ]]
+	[[ "$(text 10)" == true*"args: the arguments add up to more than 64 KiB"* ]]
+	[[ "$(text 11)" == true*"args: is not a known argument"* ]]
+	[[ "$(text 12)" == true*"files./etc/passwd: the path must be relative to /workspace"* ]]
+	jqe "$(response 13)" '.result.structuredContent.stdout == "ok\nfine\n"'
 }
 
 @test "a result whose texts are not valid UTF-8 is still answered, repaired" {

@@ -17,20 +17,55 @@ def wfile(path, data):
 
 SEQ = [0]
 
-def create_fresh(path, mode):
-    """A new file renamed over path: never opens what is there (a FIFO would block). An fd."""
-    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
-    SEQ[0] += 1
-    tmp = '%s.sandbox-runner-%d-%d.tmp' % (path, os.getpid(), SEQ[0])
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+def open_parent(path):
+    """The folder that is to hold path (absolute), opened by walking down from / one name at a
+    time without following a symlink and making missing folders: a file put there never lands
+    outside the folder its path names. (fd, last name); OSError ELOOP for a symlink on the way."""
+    names = [n for n in path.split('/') if n not in ('', '.')]
+    if not path.startswith('/') or not names or '..' in names:
+        raise OSError(errno.EINVAL, 'not a plain absolute path', path)
+    fd = os.open('/', os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        os.fchmod(fd, mode)
-        os.rename(tmp, path)
-    except OSError:
+        for n in names[:-1]:
+            flags = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            try:
+                nfd = os.open(n, flags, dir_fd=fd)
+            except FileNotFoundError:
+                try:
+                    os.mkdir(n, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                nfd = os.open(n, flags, dir_fd=fd)
+            except NotADirectoryError:
+                if (os.stat(n, dir_fd=fd, follow_symlinks=False).st_mode & 0o170000) == 0o120000:
+                    raise OSError(errno.ELOOP, 'a name on its way is a symlink, which is not followed', path)
+                raise OSError(errno.ENOTDIR, 'a name on its way is not a folder', path)
+            os.close(fd)
+            fd = nfd
+    except BaseException:
         os.close(fd)
-        os.unlink(tmp)
         raise
-    return fd
+    return fd, names[-1]
+
+def create_fresh(path, mode):
+    """A new file renamed over path: never opens what is there (a FIFO would block) and follows
+    no symlink on the way (open_parent). An fd."""
+    dfd, base = open_parent(path)
+    try:
+        SEQ[0] += 1
+        tmp = '.sandbox-runner-%d-%d.tmp' % (os.getpid(), SEQ[0])
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     mode, dir_fd=dfd)
+        try:
+            os.fchmod(fd, mode)
+            os.rename(tmp, base, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except OSError:
+            os.close(fd)
+            os.unlink(tmp, dir_fd=dfd)
+            raise
+        return fd
+    finally:
+        os.close(dfd)
 
 def put(src, dst, mode):
     fd = create_fresh(dst, mode)
@@ -203,7 +238,10 @@ def run(a):
     n = int(a[0])
     env, argv = a[1:1 + n], a[2 + n:]
     for i in range(0, len(puts), 3):
-        put(puts[i], puts[i + 1], int(puts[i + 2], 8))
+        try:
+            put(puts[i], puts[i + 1], int(puts[i + 2], 8))
+        except OSError as x:  # as the agent words it
+            return {'error': 'writing a file into the sandbox: %s: %s' % (puts[i + 1], x.strerror)}
     cg = memory_cgroup()
     oom_before = oom_kills(cg) if cg else None
     me = os.getpid()
