@@ -19,9 +19,21 @@
  *                                answered by AG_OK / AG_ERR
  *   server -> agent   AG_RUN     run spec (below); answered by AG_OUT* then AG_EXIT, or AG_ERR
  *   server -> agent   AG_KILL    empty: kill the running call's processes now
+ *   server -> agent   AG_LIST    u32 max, str dir, str skip: what lies under dir but in its
+ *                                entry named skip ("" for none), between calls; answered
+ *                                by AG_ENTRIES u32 flags (AG_LIST_*), u32 n, n x (str path
+ *                                relative to dir, u64 size, u64 mtime_ns, u64 ctime_ns,
+ *                                u32 st_mode): every name but folders, which are walked (to
+ *                                AG_LIST_DEPTH levels, following no symlink)
+ *   server -> agent   AG_GET     u64 max, str path: a file's first max bytes, between calls;
+ *                                answered by AG_DATA u32 errno (0, or why path cannot be read:
+ *                                ENOENT, ELOOP for a symlink on the way or at path), u32 st_mode,
+ *                                u64 size, bytes (none unless a regular file)
  *   agent  -> server  AG_OUT     u8 stream (1 stdout, 2 stderr), bytes
  *   agent  -> server  AG_EXIT    i32 wait status, u32 flags, u64 bytes[2], u32 spill_errno[2]
- *                                (why a stream past the cap could not be saved; 0 when it was)
+ *                                (why a stream past the cap could not be saved; 0 when it was),
+ *                                u64 started_ns (CLOCK_REALTIME_COARSE when the program was
+ *                                started: files it changed have a ctime at or after it)
  *
  * Run spec: u32 flags, u64 cap, u64 spill_max, str cwd, str spill_prefix,
  *           u32 relay_port, str relay_socket,
@@ -39,7 +51,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define AG_VERSION 3u
+#define AG_VERSION 4u
 #define AG_MAX_FRAME (64u << 20)
 
 enum ag_type {
@@ -52,7 +64,17 @@ enum ag_type {
 	AG_EXIT = 7,
 	AG_OK = 8,
 	AG_ERR = 9,
+	AG_LIST = 10,
+	AG_ENTRIES = 11,
+	AG_GET = 12,
+	AG_DATA = 13,
 };
+
+/* AG_LIST */
+#define AG_LIST_DEPTH 64           /* folders deeper than this are not walked */
+#define AG_LIST_BYTES (32u << 20)  /* an answer stops growing past this */
+#define AG_LIST_TRUNCATED 0x1u     /* more entries than max (or AG_LIST_BYTES) */
+#define AG_LIST_SKIPPED 0x2u       /* a folder too deep, or unreadable, was not walked */
 
 /* AG_RUN flags */
 #define AG_RUN_SH_FALLBACK 0x1u /* argv[0] missing: run /bin/sh with the same arguments */
@@ -99,7 +121,7 @@ static inline void ag_put(struct ag_buf *b, const void *d, size_t n)
 		b->p = np;
 		b->cap = nc;
 	}
-	if (n)
+	if (n && d) /* d NULL: room only, for the caller to fill */
 		memcpy(b->p + b->len, d, n);
 	b->len += n;
 }

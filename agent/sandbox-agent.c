@@ -18,6 +18,7 @@
  *        sandbox-agent --listen PATH   accept one connection on a unix socket, then remove the
  *                                      socket and serve that connection until it closes
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -64,6 +65,7 @@ struct stream {
 struct call {
 	pid_t pid;              /* 0 when no call runs */
 	int status, reaped, killed, exec_fail;
+	uint64_t started_ns;    /* CLOCK_REALTIME_COARSE just before the fork */
 	uint64_t cap, spill_max;
 	char spill_prefix[4096];
 	struct stream s[2];
@@ -141,8 +143,9 @@ static void send_errno(const char *what, int err)
  * plant a symlink anywhere in the workspace, and a file put there must never land outside the
  * folder its path names. Returns an O_PATH fd of the folder and points *base at the last name;
  * -1 with errno set (ELOOP: a name on the way is a symlink; ENOTDIR: it is not a folder).
+ * With create 0 nothing is made: a missing folder is ENOENT.
  */
-static int open_parent(const char *path, const char **base)
+static int open_parent(const char *path, const char **base, int create)
 {
 	char tmp[4096];
 	size_t n = strlen(path);
@@ -158,6 +161,8 @@ static int open_parent(const char *path, const char **base)
 		return -1;
 	}
 	*last = '\0';
+	if (last == tmp)
+		tmp[1] = '\0'; /* the parent is / itself */
 	int dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	for (char *s = tmp + 1, *next; dfd >= 0 && s && *s; s = next) {
 		if ((next = strchr(s, '/')))
@@ -170,7 +175,7 @@ static int open_parent(const char *path, const char **base)
 			return -1;
 		}
 		int fd = openat(dfd, s, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 && errno == ENOENT && (mkdirat(dfd, s, 0755) == 0 || errno == EEXIST))
+		if (fd < 0 && errno == ENOENT && create && (mkdirat(dfd, s, 0755) == 0 || errno == EEXIST))
 			fd = openat(dfd, s, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		struct stat st;
 		if (fd < 0 && errno == ENOTDIR && fstatat(dfd, s, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
@@ -198,7 +203,7 @@ static int create_fresh(const char *path, unsigned mode)
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	int dfd = open_parent(path, &base);
+	int dfd = open_parent(path, &base, 1);
 	if (dfd < 0)
 		return -1;
 	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode & 07777);
@@ -258,6 +263,195 @@ static void do_put(struct ag_cur *c)
 		return;
 	}
 	send_simple(AG_OK, NULL);
+}
+
+static int64_t ts_ns(struct timespec t)
+{
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/*
+ * AG_LIST: walks dir depth first with one open folder per level, following no symlink (a
+ * symlink is listed as what it is), and lists every name that is not a folder. Between calls
+ * only: nothing else in the sandbox runs, but the code may have left any shape behind (a chain
+ * thousands of folders deep, a FIFO), so depth, count and size are bounded and nothing is
+ * opened but folders.
+ */
+static void do_list(struct ag_cur *c)
+{
+	uint32_t max = ag_get_u32(c);
+	size_t n;
+	const char *p = ag_get_str(c, &n);
+	char path[4096], skip[256];
+	size_t sn;
+	const char *sk = ag_get_str(c, &sn);
+	if (c->bad || n == 0 || n >= sizeof path || memchr(p, 0, n) || sn >= sizeof skip || memchr(sk, 0, sn)) {
+		send_simple(AG_ERR, "bad LIST");
+		return;
+	}
+	memcpy(skip, sk, sn);
+	skip[sn] = '\0';
+	if (call.pid) {
+		send_simple(AG_ERR, "a call is running");
+		return;
+	}
+	memcpy(path, p, n);
+	path[n] = '\0';
+	uint32_t flags = 0, count = 0;
+	ag_frame_begin(&out, AG_ENTRIES);
+	ag_put_u32(&out, 0); /* flags, filled in below */
+	ag_put_u32(&out, 0); /* count */
+	const char *base;
+	int pfd = open_parent(path, &base, 0);
+	int fd = pfd < 0 ? -1 : openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd >= 0)
+		close(pfd);
+	if (fd < 0) {
+		/* Nothing there (or not a folder): an empty list, as for an empty folder. */
+		if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+			flags |= AG_LIST_SKIPPED;
+		goto done;
+	}
+	DIR *stack[AG_LIST_DEPTH];
+	size_t plen[AG_LIST_DEPTH]; /* length of rel while in that folder */
+	char rel[4096] = "";
+	int depth = 0;
+	stack[0] = fdopendir(fd);
+	plen[0] = 0;
+	if (!stack[0]) {
+		close(fd);
+		flags |= AG_LIST_SKIPPED;
+		goto done;
+	}
+	while (depth >= 0) {
+		errno = 0;
+		struct dirent *d = readdir(stack[depth]);
+		if (!d) {
+			if (errno)
+				flags |= AG_LIST_SKIPPED;
+			closedir(stack[depth]);
+			depth--;
+			continue;
+		}
+		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..") || (depth == 0 && !strcmp(d->d_name, skip)))
+			continue;
+		size_t nl = strlen(d->d_name), at = plen[depth];
+		if (at + nl + 2 >= sizeof rel) {
+			flags |= AG_LIST_SKIPPED;
+			continue;
+		}
+		if (at)
+			rel[at++] = '/';
+		memcpy(rel + at, d->d_name, nl + 1);
+		struct stat st;
+		if (fstatat(dirfd(stack[depth]), d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue; /* gone since readdir */
+		if (S_ISDIR(st.st_mode)) {
+			if (depth + 1 >= AG_LIST_DEPTH) {
+				flags |= AG_LIST_SKIPPED;
+				continue;
+			}
+			int cfd = openat(dirfd(stack[depth]), d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			DIR *cd = cfd < 0 ? NULL : fdopendir(cfd);
+			if (!cd) {
+				if (cfd >= 0)
+					close(cfd);
+				flags |= AG_LIST_SKIPPED;
+				continue;
+			}
+			stack[++depth] = cd;
+			plen[depth] = at + nl;
+			continue;
+		}
+		if (count >= max || out.len + at + nl + 64 > AG_LIST_BYTES) {
+			flags |= AG_LIST_TRUNCATED;
+			while (depth >= 0)
+				closedir(stack[depth--]);
+			break;
+		}
+		ag_put_str(&out, rel, at + nl);
+		ag_put_u64(&out, (uint64_t)st.st_size);
+		ag_put_u64(&out, (uint64_t)ts_ns(st.st_mtim));
+		ag_put_u64(&out, (uint64_t)ts_ns(st.st_ctim));
+		ag_put_u32(&out, (uint32_t)st.st_mode);
+		count++;
+	}
+done:
+	if (out.oom) {
+		send_errno("listing", ENOMEM);
+		return;
+	}
+	for (int i = 0; i < 4; i++) {
+		out.p[5 + i] = (unsigned char)(flags >> (8 * i));
+		out.p[9 + i] = (unsigned char)(count >> (8 * i));
+	}
+	send_frame();
+}
+
+/* AG_GET: reads the first max bytes of a regular file, following no symlink and opening
+ * nothing that could block (a FIFO is only stat'ed). */
+static void do_get(struct ag_cur *c)
+{
+	uint64_t max = ag_get_u64(c);
+	size_t n;
+	const char *p = ag_get_str(c, &n);
+	char path[4096];
+	if (c->bad || n == 0 || n >= sizeof path || memchr(p, 0, n) || max > AG_MAX_FRAME - 64) {
+		send_simple(AG_ERR, "bad GET");
+		return;
+	}
+	if (call.pid) {
+		send_simple(AG_ERR, "a call is running");
+		return;
+	}
+	memcpy(path, p, n);
+	path[n] = '\0';
+	int err = 0, fd = -1;
+	struct stat st = {0};
+	const char *base;
+	int dfd = open_parent(path, &base, 0);
+	if (dfd < 0)
+		err = errno;
+	else if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		err = errno;
+	else if (S_ISLNK(st.st_mode))
+		err = ELOOP;
+	else if (S_ISREG(st.st_mode)) {
+		fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0)
+			err = errno;
+		else if (!S_ISREG(st.st_mode)) {
+			close(fd); /* swapped since the stat: say what it is now, read nothing */
+			fd = -1;
+		}
+	}
+	if (dfd >= 0)
+		close(dfd);
+	ag_frame_begin(&out, AG_DATA);
+	ag_put_u32(&out, (uint32_t)err);
+	ag_put_u32(&out, err ? 0 : (uint32_t)st.st_mode);
+	ag_put_u64(&out, err ? 0 : (uint64_t)st.st_size);
+	if (fd >= 0) {
+		uint64_t want = (uint64_t)st.st_size < max ? (uint64_t)st.st_size : max;
+		size_t at = out.len;
+		ag_put(&out, NULL, (size_t)want); /* room, filled by read */
+		size_t got = 0;
+		while (!out.oom && got < want) {
+			ssize_t r = read(fd, out.p + at + got, (size_t)(want - got));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break; /* shrank meanwhile: send what there is */
+			got += (size_t)r;
+		}
+		out.len = at + got;
+		close(fd);
+	}
+	if (out.oom) {
+		send_errno("reading", ENOMEM);
+		return;
+	}
+	send_frame();
 }
 
 static void do_filter(struct ag_cur *c)
@@ -594,6 +788,7 @@ static void finish_call(void)
 	ag_put_u64(&out, call.s[1].bytes);
 	ag_put_u32(&out, (uint32_t)call.s[0].spill_errno);
 	ag_put_u32(&out, (uint32_t)call.s[1].spill_errno);
+	ag_put_u64(&out, call.started_ns);
 	send_frame();
 	call.pid = 0;
 }
@@ -682,6 +877,10 @@ static void do_run(struct ag_cur *c)
 		goto fail;
 	}
 	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	/* Coarse, as file times are: whatever the program changes has a ctime at or after it. */
+	struct timespec t0;
+	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
+	call.started_ns = (uint64_t)ts_ns(t0);
 	pid_t pid = fork();
 	if (pid < 0) {
 		int err = errno;
@@ -780,6 +979,12 @@ static int handle_frame(void)
 		break;
 	case AG_RUN:
 		do_run(&c);
+		break;
+	case AG_LIST:
+		do_list(&c);
+		break;
+	case AG_GET:
+		do_get(&c);
 		break;
 	case AG_KILL:
 		if (call.pid) {

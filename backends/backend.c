@@ -73,6 +73,41 @@ int backend_put(struct backend *b, const struct run_file *f, struct err *e)
 	return b->ops->put(b, f, e);
 }
 
+int backend_list(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out,
+		 struct err *e)
+{
+	*out = (struct ws_list){0};
+	if (!b->started)
+		return err_set(e, "the sandbox is not started");
+	return b->ops->list(b, dir, skip, max, out, e);
+}
+
+int backend_get(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e)
+{
+	*out = (struct ws_file){0};
+	if (!b->started)
+		return err_set(e, "the sandbox is not started");
+	return b->ops->get(b, path, max, out, e);
+}
+
+void ws_list_free(struct ws_list *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].path);
+	free(l->v);
+	*l = (struct ws_list){0};
+}
+
+void ws_file_free(struct ws_file *f)
+{
+	if (f) {
+		free(f->data);
+		*f = (struct ws_file){0};
+	}
+}
+
 int backend_watch_fd(const struct backend *b)
 {
 	return b->started && b->ops->watch_fd ? b->ops->watch_fd(b) : -1;

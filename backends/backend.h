@@ -60,7 +60,40 @@ struct run_res {
 	bool spilled[2];             /* <spill_prefix>.stdout / .stderr hold the full text */
 	int spill_errno[2];          /* past the cap, the spill file could not be written: why */
 	bool spill_cut;              /* a spill file stopped at --spill-max */
+	int64_t started_ns;          /* the sandbox's wall clock when the program started, as file
+	                              * times count (what it changed has a ctime at or after it);
+	                              * 0 when unknown */
 };
+
+/* What lies under a listed folder: every name but folders (which are walked). */
+struct ws_entry {
+	char *path;                  /* relative to the listed folder; owned */
+	uint64_t size;
+	int64_t mtime_ns, ctime_ns;  /* the sandbox's wall clock */
+	unsigned mode;               /* st_mode: the type and permission bits */
+};
+
+struct ws_list {
+	struct ws_entry *v;          /* owned; free with ws_list_free */
+	size_t n;
+	bool truncated;              /* there was more than the list holds */
+	bool skipped;                /* a folder too deep (WS_LIST_DEPTH) or unreadable was not walked */
+};
+
+#define WS_LIST_DEPTH 64
+
+/* One file read from the sandbox. */
+struct ws_file {
+	int err;                     /* 0, or why it cannot be read: ENOENT nothing there, ELOOP a
+	                              * symlink on the way or at the path, ENOTDIR ... */
+	unsigned mode;               /* st_mode (what it is: only a regular file has data) */
+	uint64_t size;               /* the whole file's size */
+	unsigned char *data;         /* its first len bytes; owned; free with ws_file_free */
+	size_t len;
+};
+
+void ws_list_free(struct ws_list *l);
+void ws_file_free(struct ws_file *f);
 
 struct backend;
 
@@ -80,6 +113,15 @@ struct backend_ops {
 	int (*run)(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e);
 	/* Writes one file into the sandbox, as its user, between calls. 0, -1, BACKEND_LOST. */
 	int (*put)(struct backend *b, const struct run_file *f, struct err *e);
+	/* Between calls: lists what lies under dir (absolute, in the sandbox) but in its entry
+	 * named skip (NULL: none), walking folders to WS_LIST_DEPTH levels and following no
+	 * symlink; at most max entries. A missing dir lists empty. 0, -1, BACKEND_LOST. */
+	int (*list)(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out,
+		    struct err *e);
+	/* Between calls: reads the first max bytes of the regular file path (absolute), following
+	 * no symlink and opening nothing that can block; out->err says why a path has no data.
+	 * 0, -1, BACKEND_LOST. */
+	int (*get)(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e);
 	/* Between calls: an fd that turns readable when the sandbox may have died (then call
 	 * check), or -1. May be NULL. */
 	int (*watch_fd)(const struct backend *b);
@@ -116,6 +158,9 @@ int backend_probe(struct backend *b, struct err *e);
 int backend_start(struct backend *b, int cancel_fd, struct err *e);
 int backend_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e);
 int backend_put(struct backend *b, const struct run_file *f, struct err *e);
+int backend_list(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out,
+		 struct err *e);
+int backend_get(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e);
 /* -1 when the backend has nothing to watch. */
 int backend_watch_fd(const struct backend *b);
 /* 0 when whole (or nothing to check), BACKEND_LOST. */

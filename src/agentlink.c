@@ -176,6 +176,94 @@ int agentlink_put(struct agentlink *l, const struct run_file *f, struct err *e)
 	return rc ? rc : expect_ok(l, "writing a file into the sandbox", e);
 }
 
+/* Waits for the answer of type `want` to a request; AG_ERR becomes -1 with its text. */
+static int expect(struct agentlink *l, uint8_t want, struct frame *fr, const char *what, struct err *e)
+{
+	int rc = read_frame(l, fr, clock_ms() + ANSWER_MS, e);
+	if (rc)
+		return rc;
+	if (fr->type == want)
+		return 0;
+	if (fr->type == AG_ERR)
+		return err_set(e, "%s: %s", what, (char *)fr->data);
+	err_set(e, "%s: unexpected answer from the sandbox agent", what);
+	return BACKEND_LOST;
+}
+
+int agentlink_list(struct agentlink *l, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
+{
+	*out = (struct ws_list){0};
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_LIST);
+	ag_put_u32(&b, max > UINT32_MAX ? UINT32_MAX : (uint32_t)max);
+	ag_put_str(&b, dir, strlen(dir));
+	ag_put_str(&b, skip ? skip : "", skip ? strlen(skip) : 0);
+	int rc = send_frame(l, &b, e);
+	free(b.p);
+	struct frame fr;
+	if (rc || (rc = expect(l, AG_ENTRIES, &fr, "listing the workspace", e)))
+		return rc;
+	struct ag_cur c = {fr.data, fr.len, 0};
+	uint32_t flags = ag_get_u32(&c), n = ag_get_u32(&c);
+	if (c.bad || n > max || n > fr.len / 32)
+		goto bad;
+	out->v = calloc(n ? n : 1, sizeof *out->v);
+	if (!out->v)
+		return err_set(e, "out of memory");
+	out->truncated = flags & AG_LIST_TRUNCATED;
+	out->skipped = flags & AG_LIST_SKIPPED;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t pl;
+		const char *p = ag_get_str(&c, &pl);
+		struct ws_entry *w = &out->v[i];
+		w->size = ag_get_u64(&c);
+		w->mtime_ns = (int64_t)ag_get_u64(&c);
+		w->ctime_ns = (int64_t)ag_get_u64(&c);
+		w->mode = ag_get_u32(&c);
+		if (c.bad || !pl || memchr(p, 0, pl))
+			goto bad;
+		if (!(w->path = strndup(p, pl))) {
+			ws_list_free(out);
+			return err_set(e, "out of memory");
+		}
+		out->n++;
+	}
+	return 0;
+bad:
+	ws_list_free(out);
+	err_set(e, "the sandbox agent sent a malformed list");
+	return BACKEND_LOST;
+}
+
+int agentlink_get(struct agentlink *l, const char *path, size_t max, struct ws_file *out, struct err *e)
+{
+	*out = (struct ws_file){0};
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_GET);
+	ag_put_u64(&b, max);
+	ag_put_str(&b, path, strlen(path));
+	int rc = send_frame(l, &b, e);
+	free(b.p);
+	struct frame fr;
+	if (rc || (rc = expect(l, AG_DATA, &fr, "reading a file in the sandbox", e)))
+		return rc;
+	if (fr.len < 16 || fr.len - 16 > max) {
+		err_set(e, "the sandbox agent sent a malformed file");
+		return BACKEND_LOST;
+	}
+	struct ag_cur c = {fr.data, fr.len, 0};
+	out->err = (int)ag_get_u32(&c);
+	out->mode = ag_get_u32(&c);
+	out->size = ag_get_u64(&c);
+	out->len = c.left;
+	out->data = malloc(out->len + 1);
+	if (!out->data)
+		return err_set(e, "out of memory");
+	memcpy(out->data, c.p, out->len);
+	out->data[out->len] = '\0';
+	return 0;
+}
+
 static size_t count(const char *const *v)
 {
 	size_t n = 0;
@@ -261,14 +349,15 @@ int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct ag
 					rs->bytes[fr.data[0] - 1] += fr.len - 1;
 				if (rq->on_output)
 					rq->on_output(rq->ctx, fr.data[0], (char *)fr.data + 1, fr.len - 1);
-			} else if (fr.type == AG_EXIT && fr.len >= 32) {
+			} else if (fr.type == AG_EXIT && fr.len >= 40) {
 				int status = (int)ag_le32(fr.data);
 				uint32_t flags = ag_le32(fr.data + 4);
-				struct ag_cur c = {fr.data + 8, 24, 0};
+				struct ag_cur c = {fr.data + 8, 32, 0};
 				rs->bytes[0] = ag_get_u64(&c);
 				rs->bytes[1] = ag_get_u64(&c);
 				rs->spill_errno[0] = (int)ag_get_u32(&c);
 				rs->spill_errno[1] = (int)ag_get_u32(&c);
+				rs->started_ns = (int64_t)ag_get_u64(&c);
 				rs->spilled[0] = flags & AG_EXIT_SPILL_OUT;
 				rs->spilled[1] = flags & AG_EXIT_SPILL_ERR;
 				rs->spill_cut = flags & AG_EXIT_SPILL_CUT;

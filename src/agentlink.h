@@ -37,6 +37,10 @@ int agentlink_filter(struct agentlink *l, const void *bpf, size_t len, struct er
 /* Writes a file inside the sandbox, as the sandbox user. */
 int agentlink_put(struct agentlink *l, const struct run_file *f, struct err *e);
 
+/* Lists and reads between calls (see backend.h's list and get). */
+int agentlink_list(struct agentlink *l, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e);
+int agentlink_get(struct agentlink *l, const char *path, size_t max, struct ws_file *out, struct err *e);
+
 /* Writes rq->files, then runs rq to its end (see backend.h). 0, -1, BACKEND_LOST. */
 int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim,
 		  struct run_res *rs, struct err *e);

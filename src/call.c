@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "artifacts.h"
 #include "clock.h"
 #include "inputs.h"
 #include "log.h"
@@ -135,9 +136,41 @@ static json_t *early_result(const struct call_ctx *c, int exit_code, const char 
  * in the workspace: the sandbox saved it when it passed the capture cap; one that is cut only
  * for the result's size is saved here, through the sandbox.
  */
+/* Adds the call's files (artifacts.h) to its result r. */
+static json_t *add_artifacts(json_t *r, struct artifacts *a)
+{
+	if (!r || (!a->list && !a->text))
+		return r;
+	json_t *content = json_object_get(r, "content");
+	json_t *first = json_array_get(content, 0);
+	const char *t = json_string_value(json_object_get(first, "text"));
+	size_t tl = json_string_length(json_object_get(first, "text")), al = strlen(a->text ? a->text : "");
+	char *nt = malloc(tl + al + 32);
+	if (!nt) {
+		json_decref(r);
+		return NULL;
+	}
+	int o = snprintf(nt, tl + 32, "%s%s--- files ---\n", t ? t : "", tl && t[tl - 1] != '\n' ? "\n" : "");
+	memcpy(nt + o, a->text ? a->text : "", al + 1);
+	json_object_set_new(first, "text", json_stringn(nt, (size_t)o + al));
+	free(nt);
+	if (a->list)
+		json_object_set(json_object_get(r, "structuredContent"), "artifacts", a->list);
+	if (a->blocks)
+		json_array_extend(content, a->blocks);
+	return r;
+}
+
 static json_t *run_result(struct call_ctx *c, const struct run_res *rs, struct collect *col, const char *spill)
 {
 	char files[2][160], why[2][sizeof(struct err)];
+	/* The call's files first: what they take of the result's size is not the streams'. */
+	size_t max = c->cfg->result_max;
+	struct artifacts art = {0};
+	if (max >= 2 * RESULT_MIN &&
+	    artifacts_collect(c->sb, json_object_get(c->tc->args, "collect"), rs->started_ns, max / 4, c->tc->links, &art) < 0)
+		return NULL;
+	max -= art.cost;
 	struct result_facts f;
 	facts_init(&f, c);
 	f.exit_code = rs->exit_code;
@@ -153,7 +186,7 @@ static json_t *run_result(struct call_ctx *c, const struct run_res *rs, struct c
 			f.s[i].file = files[i]; /* saved by the sandbox, or to be saved below if needed */
 	}
 	bool cut[2];
-	json_t *r = result_execution(&f, c->cfg->result_max, cut);
+	json_t *r = result_execution(&f, max, cut);
 	bool again = false;
 	for (int i = 0; r && i < 2; i++) {
 		if (!cut[i] || rs->spilled[i] || !f.s[i].file)
@@ -172,8 +205,10 @@ static json_t *run_result(struct call_ctx *c, const struct run_res *rs, struct c
 	}
 	if (again) {
 		json_decref(r);
-		r = result_execution(&f, c->cfg->result_max, NULL);
+		r = result_execution(&f, max, NULL);
 	}
+	r = add_artifacts(r, &art);
+	artifacts_free(&art);
 	return r;
 }
 

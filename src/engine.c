@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "resources.h"
 #include "log.h"
 #include "output.h"
 #include "sandbox.h"
@@ -37,6 +38,9 @@ struct engine {
 	size_t last_len;
 	int64_t next_progress_ms;
 	long progress_n;
+	/* the worker's alone: the client listed the resources, and the tree's digest then */
+	bool watch_tree;
+	uint64_t tree_digest;
 };
 
 void job_free(struct job *j)
@@ -94,10 +98,56 @@ static void job_log(void *ctx, int level, const char *msg)
 	pthread_mutex_unlock(&g->mu);
 }
 
+/* resources/list and resources/read, between calls. */
+static void run_resources(struct engine *g, struct job *j)
+{
+	int code = RPC_INTERNAL_ERROR;
+	char msg[600] = "Internal error";
+	json_t *r;
+	if (j->kind == JOB_RESOURCES_LIST) {
+		uint64_t d;
+		r = resources_list_digest(&g->sb, j->args, &d, &code, msg, sizeof msg);
+		if (r) {
+			g->watch_tree = true;
+			g->tree_digest = d;
+		}
+	} else {
+		r = resources_read(&g->sb, j->args, &code, msg, sizeof msg);
+	}
+	pthread_mutex_lock(&g->mu);
+	g->running = NULL;
+	bool cancelled = j->cancelled;
+	pthread_mutex_unlock(&g->mu);
+	if (cancelled) {
+		rpc_batch_drop(j->batch);
+		json_decref(r);
+	} else if (r) {
+		rpc_respond(j->batch, rpc_result(j->id, era_result(&j->era, r)));
+	} else {
+		rpc_respond(j->batch, rpc_error(j->id, code, msg, NULL));
+	}
+}
+
+/* After a call, in a session whose client listed the resources: says when the tree changed. */
+static void tree_check(struct engine *g, const struct job *j)
+{
+	if (!g->watch_tree || j->era.modern)
+		return;
+	uint64_t d = resources_digest(&g->sb);
+	if (d != g->tree_digest) {
+		g->tree_digest = d;
+		rpc_notify("notifications/resources/list_changed", json_object());
+	}
+}
+
 static void run_job(struct engine *g, struct job *j)
 {
+	if (j->kind != JOB_TOOL) {
+		run_resources(g, j);
+		return;
+	}
 	struct tool_call tc = {.tool = j->tool, .args = j->args, .cancel_fd = g->cancel_fd, .seq = ++g->seq,
-			       .on_output = on_output, .ctx = g};
+			       .links = j->era.links, .on_output = on_output, .ctx = g};
 	log_route_request(job_log, g, j->era.modern ? j->era.log_level : LOG_AS_CLIENT);
 	json_t *result = tools_run(&g->sb, &tc);
 	/* The call is over. Progress is sent under mu only while `running` is this job, so once
@@ -119,6 +169,7 @@ static void run_job(struct engine *g, struct job *j)
 		return;
 	}
 	rpc_respond(j->batch, rpc_result(j->id, era_result(&j->era, result)));
+	tree_check(g, j);
 }
 
 /* Waits, with mu released, until a job or a stop may be there, the sandbox turns idle, or its

@@ -21,7 +21,14 @@
 
 struct engine;
 
+enum job_kind {
+	JOB_TOOL,                  /* tools/call */
+	JOB_RESOURCES_LIST,        /* resources/list: args are its params */
+	JOB_RESOURCES_READ,        /* resources/read: args are its params */
+};
+
 struct job {
+	enum job_kind kind;
 	json_t *id;                /* the request id, owned */
 	struct rpc_batch *batch;   /* where the response goes; NULL: straight out */
 	int tool;                  /* enum tool_id */
@@ -35,7 +42,11 @@ struct job {
 /* Starts the worker. Caller stops it with engine_stop. */
 int engine_start(struct engine **out, const struct config *cfg, struct err *e);
 
-/* Queues a call; takes the job on success. -1 when the queue is full (job not taken). */
+/* Queues a call (or a resources request: it reads the sandbox, so it waits its turn); takes
+ * the job on success. -1 when the queue is full (job not taken). Once a client listed the
+ * resources, a call that changes the listed tree is followed by
+ * notifications/resources/list_changed (legacy sessions: the modern revision has no session
+ * to send it in). */
 int engine_submit(struct engine *g, struct job *j);
 
 /* notifications/cancelled: kills the running call with that id or drops it from the queue.

@@ -18,6 +18,7 @@
 struct era {
 	bool modern;     /* its _meta named 2026-07-28 */
 	int log_level;   /* enum log_level: the logs it asked for (modern), LOG_OFF for none */
+	bool links;      /* its revision has resource_link content (2025-06-18 on) */
 };
 
 /* Every revision served, newest first, NULL-ended: 2026-07-28, then the legacy ones. */

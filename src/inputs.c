@@ -6,64 +6,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base64.h"
 #include "tools.h"
-
-/* ------------------------------------------------------------ base64 */
-
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/*
- * Decodes standard base64 (RFC 4648 section 4; line breaks and spaces skipped, padding
- * optional) into out, which holds at least n / 4 * 3 + 3 bytes; out NULL only counts. The
- * decoded length, or -1 when s is not base64.
- */
-static long b64_decode(const char *s, size_t n, unsigned char *out)
-{
-	unsigned acc = 0, bits = 0;
-	size_t o = 0, pad = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == ' ' || c == '\t' || c == '\r' || c == '\n')
-			continue;
-		if (c == '=') {
-			pad++;
-			continue;
-		}
-		int v = b64_value(c);
-		if (v < 0 || pad)
-			return -1; /* a foreign character, or data after the padding */
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (out)
-				out[o] = (unsigned char)(acc >> bits);
-			o++;
-		}
-	}
-	/* Leftover bits: 0 (whole groups), 2 or 4 (one or two bytes short of a group); 6 never. */
-	if (bits >= 6 || pad > 2 || (acc & ((1u << bits) - 1)))
-		return -1;
-	return (long)o;
-}
 
 /* ------------------------------------------------------------ checks */
 
-/* Why path (relative to /workspace) is refused, or NULL. */
-static const char *path_problem(const char *p)
+const char *inputs_path_problem(const char *p, bool reading)
 {
 	size_t n = strlen(p);
 	if (n == 0)
@@ -89,7 +37,7 @@ static const char *path_problem(const char *p)
 		if (*s)
 			s++;
 	}
-	if (!strncmp(p, ".sandbox", 8) && (!p[8] || p[8] == '/'))
+	if (!reading && !strncmp(p, ".sandbox", 8) && (!p[8] || p[8] == '/'))
 		return "is in .sandbox, the server's own folder";
 	return NULL;
 }
@@ -110,7 +58,7 @@ static int check_files(const json_t *files, struct err *e)
 	json_t *v;
 	size_t total = 0;
 	json_object_foreach((json_t *)files, k, v) {
-		const char *why = path_problem(k);
+		const char *why = inputs_path_problem(k, false);
 		if (why)
 			return err_set(e, "files.%.300s: the path %s", k, why);
 		long n = file_size(v);
@@ -176,7 +124,17 @@ int inputs_check(const json_t *args, const char *const *base_env, struct err *e)
 		return -1;
 	if (env && check_env(env, base_env, e) < 0)
 		return -1;
-	return a ? check_args(a, e) : 0;
+	if (a && check_args(a, e) < 0)
+		return -1;
+	size_t i;
+	const json_t *c;
+	json_array_foreach(json_object_get(args, "collect"), i, c) {
+		const char *p = json_string_value(c);
+		const char *why = strlen(p) != json_string_length(c) ? "must not contain NUL" : inputs_path_problem(p, true);
+		if (why)
+			return err_set(e, "collect[%zu]: the path %s", i, why);
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------ building */

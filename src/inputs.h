@@ -1,6 +1,7 @@
 /*
  * What a call brings besides its code: `files` written into the workspace before the code
- * runs, `env` added to the code's environment, and `args` for the Python script's sys.argv.
+ * runs, `env` added to the code's environment, `args` for the Python script's sys.argv, and
+ * the paths `collect` asks back (checked here, read by artifacts.h).
  * The schema checks their shape; this module checks the rest (paths confined to /workspace,
  * byte totals, base64, names the sandbox keeps) and turns them into the run request's parts.
  *
@@ -13,6 +14,7 @@
 #define SANDBOX_INPUTS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../backends/backend.h"
@@ -34,6 +36,11 @@ struct inputs {
 	void **owned;             /* what inputs_free frees */
 	size_t nowned;
 };
+
+/* Why a path relative to /workspace is refused ("must not contain \"..\"", ...), or NULL.
+ * reading: the path is only read (`collect`, resources), so the server's own .sandbox folder
+ * (where cut output is saved) is allowed. */
+const char *inputs_path_problem(const char *p, bool reading);
 
 /* 0 when the call's files, env and args (in args, the tool's arguments) are acceptable, else
  * -1 with e saying which one and why, e.g. "files.a/../b: must not contain \"..\"". */

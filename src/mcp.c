@@ -62,16 +62,51 @@ static json_t *initialize(struct mcp *m, json_t *params, int *code, const char *
 			v = era_legacy_versions[i];
 	snprintf(m->version, sizeof m->version, "%s", v);
 	/* Revisions before 2025-06-18 have no title here. */
-	return json_pack("{s:s, s:{s:{s:b}, s:{}}, s:o, s:s}", "protocolVersion", v, "capabilities", "tools",
-			 "listChanged", 0, "logging", "serverInfo", era_server_info(strcmp(v, "2025-06-18") >= 0),
-			 "instructions", instructions);
+	return json_pack("{s:s, s:{s:{s:b}, s:{s:b}, s:{}}, s:o, s:s}", "protocolVersion", v, "capabilities", "tools",
+			 "listChanged", 0, "resources", "listChanged", 1, "logging", "serverInfo",
+			 era_server_info(strcmp(v, "2025-06-18") >= 0), "instructions", instructions);
 }
 
 /* server/discover (2026-07-28): what a client needs before its first request. */
 static json_t *discover(void)
 {
-	return json_pack("{s:o, s:{s:{}, s:{}}, s:s, s:i, s:s}", "supportedVersions", era_supported(), "capabilities",
-			 "tools", "logging", "instructions", instructions, "ttlMs", CACHE_TTL_MS, "cacheScope", "private");
+	return json_pack("{s:o, s:{s:{}, s:{}, s:{}}, s:s, s:i, s:s}", "supportedVersions", era_supported(),
+			 "capabilities", "tools", "resources", "logging", "instructions", instructions, "ttlMs", CACHE_TTL_MS,
+			 "cacheScope", "private");
+}
+
+/* Queues a job for the engine (taking args) and answers when the queue is full. */
+static void submit(struct mcp *m, enum job_kind kind, int tool, json_t *id, json_t *args, json_t *params,
+		   const struct era *era, struct rpc_batch *batch)
+{
+	struct job *j = calloc(1, sizeof *j);
+	if (!j) {
+		json_decref(args);
+		rpc_respond(batch, rpc_error(id, RPC_INTERNAL_ERROR, "out of memory", NULL));
+		return;
+	}
+	j->kind = kind;
+	j->id = json_incref(id);
+	j->batch = batch;
+	j->tool = tool;
+	j->args = args;
+	j->era = *era;
+	json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
+	if (kind == JOB_TOOL && (json_is_string(tok) || json_is_integer(tok)))
+		j->progress_token = json_incref(tok);
+	if (engine_submit(m->eng, j) < 0) {
+		job_free(j);
+		char msg[256];
+		unsigned long long q = (unsigned long long)m->cfg->queue_max;
+		snprintf(msg, sizeof msg, "The server is busy: %llu %s already waiting to run. Retry once earlier calls finish.",
+			 q, q == 1 ? "call is" : "calls are");
+		if (kind != JOB_TOOL) {
+			rpc_respond(batch, rpc_error(id, RPC_INTERNAL_ERROR, msg, NULL));
+			return;
+		}
+		json_t *r = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg, "isError", 1);
+		rpc_respond(batch, rpc_result(id, era_result(era, r)));
+	}
 }
 
 static void tools_call(struct mcp *m, json_t *id, json_t *params, const struct era *era, struct rpc_batch *batch)
@@ -104,29 +139,7 @@ static void tools_call(struct mcp *m, json_t *id, json_t *params, const struct e
 			rpc_respond(batch, rpc_error(id, RPC_INTERNAL_ERROR, "out of memory", NULL));
 		return;
 	}
-	struct job *j = calloc(1, sizeof *j);
-	if (!j) {
-		json_decref(args);
-		rpc_respond(batch, rpc_error(id, RPC_INTERNAL_ERROR, "out of memory", NULL));
-		return;
-	}
-	j->id = json_incref(id);
-	j->batch = batch;
-	j->tool = tool;
-	j->args = args;
-	j->era = *era;
-	json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
-	if (json_is_string(tok) || json_is_integer(tok))
-		j->progress_token = json_incref(tok);
-	if (engine_submit(m->eng, j) < 0) {
-		job_free(j);
-		char msg[256];
-		unsigned long long q = (unsigned long long)m->cfg->queue_max;
-		snprintf(msg, sizeof msg, "The server is busy: %llu %s already waiting to run. Retry once earlier calls finish.",
-			 q, q == 1 ? "call is" : "calls are");
-		json_t *r = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg, "isError", 1);
-		rpc_respond(batch, rpc_result(id, era_result(era, r)));
-	}
+	submit(m, JOB_TOOL, tool, id, args, params, era, batch);
 }
 
 /* Handles one message; `batch` is where its response goes. */
@@ -183,6 +196,7 @@ static void handle_message(struct mcp *m, json_t *msg, struct rpc_batch *batch)
 		rpc_respond(batch, bad);
 		return;
 	}
+	era.links = era.modern || strcmp(m->version, "2025-06-18") >= 0;
 	int code = 0;
 	const char *err = NULL;
 	json_t *result = NULL;
@@ -220,6 +234,18 @@ static void handle_message(struct mcp *m, json_t *msg, struct rpc_batch *batch)
 	} else if (!strcmp(meth, "tools/call")) {
 		tools_call(m, id, params, &era, batch);
 		return;
+	} else if (!strcmp(meth, "resources/list") || !strcmp(meth, "resources/read")) {
+		bool read = !strcmp(meth, "resources/read");
+		if (read && !json_is_string(json_object_get(params, "uri"))) {
+			code = RPC_INVALID_PARAMS;
+			err = "Invalid params: resources/read needs params.uri";
+		} else {
+			submit(m, read ? JOB_RESOURCES_READ : JOB_RESOURCES_LIST, -1, id,
+			       json_is_object(params) ? json_incref(params) : json_object(), params, &era, batch);
+			return;
+		}
+	} else if (!strcmp(meth, "resources/templates/list")) {
+		result = json_pack("{s:[]}", "resourceTemplates");
 	} else if (!strcmp(meth, "logging/setLevel") && era.modern) {
 		rpc_respond(batch, rpc_error(id, RPC_METHOD_NOT_FOUND,
 					     "Method not found: logging/setLevel (in " ERA_MODERN_VERSION " each request "

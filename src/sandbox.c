@@ -1,5 +1,6 @@
 #include "sandbox.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "log.h"
@@ -140,6 +141,32 @@ int sandbox_put(struct sandbox *s, const struct run_file *f, struct err *e)
 	if (!s->b)
 		return err_set(e, "there is no sandbox");
 	int rc = backend_put(s->b, f, e);
+	if (rc == BACKEND_LOST) {
+		lost(s, e->msg);
+		return -1;
+	}
+	return rc;
+}
+
+int sandbox_list(struct sandbox *s, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
+{
+	*out = (struct ws_list){0};
+	if (!s->b)
+		return 0;
+	int rc = backend_list(s->b, dir, skip, max, out, e);
+	if (rc == BACKEND_LOST) {
+		lost(s, e->msg);
+		return -1;
+	}
+	return rc;
+}
+
+int sandbox_get(struct sandbox *s, const char *path, size_t max, struct ws_file *out, struct err *e)
+{
+	*out = (struct ws_file){.err = ENOENT};
+	if (!s->b)
+		return 0;
+	int rc = backend_get(s->b, path, max, out, e);
 	if (rc == BACKEND_LOST) {
 		lost(s, e->msg);
 		return -1;

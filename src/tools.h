@@ -47,6 +47,7 @@ struct tool_call {
 	const json_t *args;        /* borrowed, already checked */
 	int cancel_fd;             /* readable once the call is cancelled */
 	unsigned long seq;         /* call number: names the call's spill files */
+	bool links;                /* the client takes resource_link content (2025-06-18 on) */
 	/* Sees all output as it comes (for progress); may be NULL. */
 	void (*on_output)(void *ctx, int stream, const char *buf, size_t len);
 	void *ctx;

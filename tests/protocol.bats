@@ -154,7 +154,7 @@ assert_clean_exit() {
 		jqe "$res" ".result.protocolVersion == \"$want\""
 		jqe "$res" ".result.serverInfo.name == \"sandbox-mcp\" and .result.serverInfo.version == \"$ver\""
 		jqe "$res" "(.result.serverInfo | has(\"title\")) == $title"
-		jqe "$res" '.result.capabilities == {tools: {listChanged: false}, logging: {}}'
+		jqe "$res" '.result.capabilities == {tools: {listChanged: false}, resources: {listChanged: true}, logging: {}}'
 		jqe "$(response 1)" '.result == {}'
 		if [ "$batch" = true ]; then
 			printf '%s\n' "$output" | jq -e -s 'map(select(type == "array")) == [[{jsonrpc: "2.0", id: "b", result: {}}]]' >/dev/null

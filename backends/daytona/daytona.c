@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "../backend.h"
+#include "../../src/base64.h"
 #include "../../src/log.h"
 #include "../../src/proxy.h"
 #include "http.h"
@@ -129,39 +130,6 @@ static void sb_word(struct sbuf *s, const char *w)
 		p = q;
 	}
 	sb_add(s, "'", 1);
-}
-
-static int b64_val(int c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
-/* Decodes base64 in place-sized out (at least len*3/4 bytes). Returns the length, or -1. */
-static long b64_decode(const char *in, size_t len, unsigned char *out)
-{
-	size_t o = 0;
-	unsigned acc = 0;
-	int bits = 0;
-	for (size_t i = 0; i < len; i++) {
-		if (in[i] == '=')
-			break;
-		int v = b64_val((unsigned char)in[i]);
-		if (v < 0)
-			return -1;
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (unsigned char)(acc >> bits);
-		}
-	}
-	return (long)o;
 }
 
 /* Waits ms, or less when the making is cancelled: true then. */
@@ -1009,6 +977,112 @@ static int daytona_put(struct backend *b, const struct run_file *f, struct err *
 	return rc;
 }
 
+/* Runs `runner.py WORDS` (uploaded to a fresh folder, removed after) and parses the one JSON
+ * line it prints. 0 with *out (new ref), or -1 / BACKEND_LOST. */
+static int runner_query(struct daytona *D, const char *verb, const char *path, uint64_t max, const char *skip,
+			size_t max_body, json_t **out, struct err *e)
+{
+	*out = NULL;
+	if (!D->id[0] || !D->open)
+		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
+	char dir[128];
+	int rc = fresh_dir(dir, sizeof dir, e);
+	if (rc == 0)
+		rc = upload(D, NULL, 0, dir, e);
+	if (rc)
+		return rc;
+	struct sbuf c = {0};
+	sb_word(&c, D->python);
+	sb_fmt(&c, " %s/runner.py %s", dir, verb);
+	sb_word(&c, path);
+	sb_fmt(&c, " %llu", (unsigned long long)max);
+	if (skip)
+		sb_word(&c, skip);
+	sb_fmt(&c, "; rm -rf %s", dir);
+	char *res = NULL;
+	int code = -1;
+	rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p + 1, 60, max_body, &res, &code, e);
+	free(c.p);
+	if (rc == 0) {
+		*out = code == 0 ? json_loads(res, 0, NULL) : NULL;
+		if (!json_is_object(*out)) {
+			json_decref(*out);
+			*out = NULL;
+			rc = err_set(e, "the call runner in the sandbox failed: %.300s", res && *res ? res : "no answer");
+		}
+	}
+	free(res);
+	return rc;
+}
+
+static int daytona_list(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
+{
+	struct daytona *D = b->priv;
+	*out = (struct ws_list){0};
+	json_t *j;
+	int rc = runner_query(D, "list", dir, max, skip, 64u << 20, &j, e);
+	if (rc)
+		return rc;
+	json_t *v = json_object_get(j, "entries");
+	size_t n = json_array_size(v);
+	out->v = calloc(n ? n : 1, sizeof *out->v);
+	if (!out->v || n > max) {
+		json_decref(j);
+		free(out->v);
+		out->v = NULL;
+		return err_set(e, n > max ? "the call runner listed too much" : "out of memory");
+	}
+	out->truncated = json_is_true(json_object_get(j, "truncated"));
+	out->skipped = json_is_true(json_object_get(j, "skipped"));
+	for (size_t i = 0; i < n; i++) {
+		json_t *en = json_array_get(v, i);
+		const char *p64 = json_string_value(json_array_get(en, 0));
+		size_t pl = p64 ? strlen(p64) : 0;
+		char *p = pl ? malloc(pl / 4 * 3 + 4) : NULL;
+		long got = p ? b64_decode(p64, pl, (unsigned char *)p) : -1;
+		if (got <= 0 || memchr(p, 0, (size_t)got)) {
+			free(p);
+			continue; /* nothing the runner would send */
+		}
+		p[got] = '\0';
+		struct ws_entry *w = &out->v[out->n++];
+		w->path = p;
+		w->size = (uint64_t)json_integer_value(json_array_get(en, 1));
+		w->mtime_ns = json_integer_value(json_array_get(en, 2));
+		w->ctime_ns = json_integer_value(json_array_get(en, 3));
+		w->mode = (unsigned)json_integer_value(json_array_get(en, 4));
+	}
+	json_decref(j);
+	return 0;
+}
+
+static int daytona_get(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e)
+{
+	struct daytona *D = b->priv;
+	*out = (struct ws_file){0};
+	json_t *j;
+	int rc = runner_query(D, "get", path, max, NULL, max / 3 * 4 + (64u << 10), &j, e);
+	if (rc)
+		return rc;
+	out->err = (int)json_integer_value(json_object_get(j, "err"));
+	out->mode = (unsigned)json_integer_value(json_object_get(j, "mode"));
+	json_int_t size = json_integer_value(json_object_get(j, "size"));
+	out->size = size > 0 ? (uint64_t)size : 0;
+	const char *d = json_str(j, "data");
+	size_t dl = d ? strlen(d) : 0;
+	out->data = malloc(dl / 4 * 3 + 4);
+	long got = out->data ? b64_decode(d ? d : "", dl, out->data) : -1;
+	json_decref(j);
+	if (got < 0 || (size_t)got > max) {
+		bool oom = !out->data;
+		ws_file_free(out);
+		return err_set(e, oom ? "out of memory" : "the call runner sent a malformed file");
+	}
+	out->len = (size_t)got;
+	out->data[out->len] = '\0';
+	return 0;
+}
+
 static void close_session(struct daytona *D, const char *sid)
 {
 	char path[256];
@@ -1165,6 +1239,7 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 			json_int_t lim = json_integer_value(json_object_get(pg.done, "memory_limit"));
 			rs->memory_limit = lim > 0 ? (uint64_t)lim : 0;
 		}
+		rs->started_ns = json_integer_value(json_object_get(pg.done, "started_ns"));
 		json_t *ec = json_object_get(pg.done, "exit_code");
 		if (json_is_true(json_object_get(pg.done, "timed_out")))
 			rs->timed_out = true;
@@ -1334,6 +1409,8 @@ const struct backend_ops daytona_backend_ops = {
 	.start = daytona_start,
 	.run = daytona_run,
 	.put = daytona_put,
+	.list = daytona_list,
+	.get = daytona_get,
 	.destroy = daytona_destroy,
 	.report = daytona_report,
 	.reap = daytona_reap,

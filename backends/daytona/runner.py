@@ -6,6 +6,9 @@
 #   poll DIR OFF1 OFF2 CHUNK   prints one JSON line: output past the offsets, and the end
 #   kill DIR                   asks the runner to kill the call (a file, and SIGTERM)
 #   put SRC DST MODE           puts the uploaded SRC in place as DST (see run)
+#   list DIR MAX [SKIP]        prints one JSON line: what lies under DIR but in DIR/SKIP (folders
+#                              walked to 64 levels, no symlink followed), as the agent's AG_LIST
+#   get PATH MAX               prints one JSON line: PATH's first MAX bytes, as the agent's AG_GET
 # The runner is a child subreaper: every process of the call, setsid ones included, stays its
 # descendant and is killed when the call ends, by exit, timeout or kill.
 import base64, ctypes, errno, json, os, select, signal, sys, time
@@ -78,6 +81,122 @@ def put(src, dst, mode):
                 os.write(fd, b)
     finally:
         os.close(fd)
+
+def open_path(path):
+    """(folder fd, last name) of an existing path, following no symlink on the way."""
+    names = [n for n in path.split('/') if n not in ('', '.')]
+    if not path.startswith('/') or not names or '..' in names:
+        raise OSError(errno.EINVAL, 'not a plain absolute path', path)
+    fd = os.open('/', os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for n in names[:-1]:
+            try:
+                nfd = os.open(n, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except NotADirectoryError:
+                if (os.stat(n, dir_fd=fd, follow_symlinks=False).st_mode & 0o170000) == 0o120000:
+                    raise OSError(errno.ELOOP, 'symlink', path)
+                raise
+            os.close(fd)
+            fd = nfd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, names[-1]
+
+def listing(root, mx, skip=''):
+    """Every name under root but folders, which are walked (64 levels, no symlink followed)."""
+    res = {'entries': [], 'truncated': False, 'skipped': False}
+    try:
+        pfd, base = open_path(root)
+        try:
+            top = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
+        finally:
+            os.close(pfd)
+    except OSError as x:
+        res['skipped'] = x.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
+        return res
+    size = [0]
+
+    def walk(fd, rel, depth):  # one open folder per level, as the agent
+        try:
+            names = os.listdir(fd)
+        except OSError:
+            res['skipped'] = True
+            names = []
+        for n in names:
+            if depth == 0 and n == skip:
+                continue
+            n = os.fsencode(n)
+            try:
+                st = os.stat(n, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            r = rel + b'/' + n if rel else n
+            if (st.st_mode & 0o170000) == 0o040000:
+                if depth + 1 >= 64:
+                    res['skipped'] = True
+                    continue
+                try:
+                    cfd = os.open(n, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                except OSError:
+                    res['skipped'] = True
+                    continue
+                try:
+                    if not walk(cfd, r, depth + 1):
+                        return False
+                finally:
+                    os.close(cfd)
+                continue
+            if len(res['entries']) >= mx or size[0] > 32 << 20:
+                res['truncated'] = True
+                return False
+            res['entries'].append([base64.b64encode(r).decode(), st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                   st.st_mode])
+            size[0] += len(r) + 64
+        return True
+
+    try:
+        walk(top, b'', 0)
+    finally:
+        os.close(top)
+    return res
+
+def get(path, mx):
+    """A regular file's first mx bytes, following no symlink, opening nothing that can block."""
+    res = {'err': 0, 'mode': 0, 'size': 0, 'data': ''}
+    try:
+        dfd, base = open_path(path)
+    except OSError as x:
+        res['err'] = x.errno or errno.EIO
+        return res
+    try:
+        st = os.stat(base, dir_fd=dfd, follow_symlinks=False)
+        if (st.st_mode & 0o170000) == 0o120000:
+            res['err'] = errno.ELOOP
+            return res
+        res['mode'], res['size'] = st.st_mode, st.st_size
+        if (st.st_mode & 0o170000) != 0o100000:
+            return res
+        fd = os.open(base, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, dir_fd=dfd)
+        try:
+            st = os.fstat(fd)
+            res['mode'], res['size'] = st.st_mode, st.st_size
+            if (st.st_mode & 0o170000) == 0o100000:
+                want, b = min(st.st_size, mx), []
+                while want > 0:
+                    c = os.read(fd, min(want, 1 << 20))
+                    if not c:
+                        break
+                    b.append(c)
+                    want -= len(c)
+                res['data'] = base64.b64encode(b''.join(b)).decode()
+        finally:
+            os.close(fd)
+    except OSError as x:
+        res = {'err': x.errno or errno.EIO, 'mode': 0, 'size': 0, 'data': ''}
+    finally:
+        os.close(dfd)
+    return res
 
 def memory_cgroup():
     """The folder of this process's memory cgroup (v1 or v2), or None."""
@@ -263,6 +382,7 @@ def run(a):
     r1, w1 = os.pipe()
     r2, w2 = os.pipe()
     streams = [Stream(d, 1, cap, smax, spill), Stream(d, 2, cap, smax, spill)]
+    started_ns = time.clock_gettime_ns(5 if sys.platform.startswith('linux') else time.CLOCK_REALTIME)  # REALTIME_COARSE
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
@@ -333,7 +453,7 @@ def run(a):
             'spilled': [bool(s.sf) and not s.serr for s in streams],
             'spill_errno': [s.serr for s in streams],
             'spill_cut': any(s.scut for s in streams),
-            'oom_killed': oom, 'memory_limit': memory_limit(cg) if oom else 0}
+            'oom_killed': oom, 'memory_limit': memory_limit(cg) if oom else 0, 'started_ns': started_ns}
 
 def chunk(d, k, off, size):
     try:
@@ -381,6 +501,10 @@ def main():
         print(json.dumps(poll(a[1], int(a[2]), int(a[3]), int(a[4]))))
     elif a[0] == 'put':
         put(a[1], a[2], int(a[3], 8))
+    elif a[0] == 'list':
+        print(json.dumps(listing(a[1], int(a[2]), a[3] if len(a) > 3 else '')))
+    elif a[0] == 'get':
+        print(json.dumps(get(a[1], int(a[2]))))
     elif a[0] == 'kill':
         open(a[1] + '/kill', 'w').close()  # seen within 0.2 s, whatever namespace we are in
         try:

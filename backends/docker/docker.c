@@ -649,6 +649,22 @@ static int docker_put(struct backend *b, const struct run_file *f, struct err *e
 	return agentlink_put(&D->main.link, f, e);
 }
 
+static int docker_list(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
+{
+	struct docker *D = b->priv;
+	if (!D->main.id[0] || D->main.link.fd < 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	return agentlink_list(&D->main.link, dir, skip, max, out, e);
+}
+
+static int docker_get(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e)
+{
+	struct docker *D = b->priv;
+	if (!D->main.id[0] || D->main.link.fd < 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	return agentlink_get(&D->main.link, path, max, out, e);
+}
+
 static int docker_watch_fd(const struct backend *b)
 {
 	const struct docker *D = b->priv;
@@ -747,6 +763,8 @@ const struct backend_ops docker_backend_ops = {
 	.start = docker_start,
 	.run = docker_run,
 	.put = docker_put,
+	.list = docker_list,
+	.get = docker_get,
 	.watch_fd = docker_watch_fd,
 	.check = docker_check,
 	.destroy = docker_destroy,

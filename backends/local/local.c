@@ -923,6 +923,22 @@ static int local_put(struct backend *b, const struct run_file *f, struct err *e)
 	return agentlink_put(&L->main.link, f, e);
 }
 
+static int local_list(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
+{
+	struct local *L = b->priv;
+	if (L->main.pid <= 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	return agentlink_list(&L->main.link, dir, skip, max, out, e);
+}
+
+static int local_get(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e)
+{
+	struct local *L = b->priv;
+	if (L->main.pid <= 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	return agentlink_get(&L->main.link, path, max, out, e);
+}
+
 static int local_watch_fd(const struct backend *b)
 {
 	const struct local *L = b->priv;
@@ -1016,6 +1032,8 @@ const struct backend_ops local_backend_ops = {
 	.start = local_start,
 	.run = local_run,
 	.put = local_put,
+	.list = local_list,
+	.get = local_get,
 	.watch_fd = local_watch_fd,
 	.check = local_check,
 	.destroy = local_destroy,
