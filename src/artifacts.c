@@ -102,7 +102,7 @@ static int show(struct shown *s, const char *path, const struct ws_file *f, bool
 	if (!strcmp(how, "image"))
 		o += snprintf(s->line + o, ll - (size_t)o, "shown as an image");
 	else if (text)
-		o += snprintf(s->line + o, ll - (size_t)o, "its text follows");
+		o += snprintf(s->line + o, ll - (size_t)o, f->len ? "its text follows" : "empty");
 	else if (!strcmp(how, "base64"))
 		o += snprintf(s->line + o, ll - (size_t)o, "binary; its base64 is in structuredContent.artifacts");
 	else if (!strcmp(how, "link"))

@@ -316,6 +316,10 @@ EOF
 	[[ "$output" == *"disk        3 GiB    the sandbox's disk, the snapshot's own (--workspace-size applies with --daytona-image alone)"* ]]
 }
 
+@test "files out and resources on the daytona backend, from the official SDK client (tests/sdk-files)" {
+	sdk_files "$SANDBOX_MCP" --backend daytona
+}
+
 @test "mcp-check (official MCP SDK client) passes every check on the daytona backend" {
 	MCP_CHECK="$REPO_DIR/../shared/tools/mcp-check/run"
 	[ -x "$MCP_CHECK" ] || skip_or_fail "mcp-check not found at $MCP_CHECK"

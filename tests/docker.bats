@@ -157,6 +157,11 @@ run_scenario() {
 	[ -z "$(our_containers)" ]
 }
 
+@test "files out and resources on the docker backend, from the official SDK client (tests/sdk-files)" {
+	sdk_files "$SANDBOX_MCP" --backend docker --image "$IMAGE"
+	[ -z "$(our_containers)" ]
+}
+
 @test "--check: the docker backend works here and reports its limits" {
 	run "$SANDBOX_MCP" --backend docker --check
 	printf '%s\n' "$output"

@@ -343,6 +343,30 @@ EOF
 	inputs_assert
 }
 
+@test "files out and resources, from the official SDK client: an image, every byte through collect, hostile outputs, paged resources" {
+	sdk_files "$SANDBOX_MCP" --backend local
+}
+
+@test "collect: paths that escape the workspace, contain NUL or are too many are refused before the call runs" {
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code": "touch ran1", "collect": ["../etc/passwd"]}')
+$(call_json 2 execute_bash_commands '{"code": "touch ran2", "collect": ["/etc/passwd"]}')
+$(call_json 3 execute_bash_commands '{"code": "touch ran3", "collect": ["a\u0000b"]}')
+$(call_json 4 execute_bash_commands "$(jq -cn '{code: "touch ran4", collect: [range(21) | tostring]}')")
+$(call_json 5 execute_bash_commands '{"code": "ls ran* 2>/dev/null | wc -l; mkdir -p .sandbox && echo x > .sandbox/mine", "collect": [".sandbox/mine"]}')
+EOF
+	text() { response "$1" | jq -r '"\(.result.isError) \(.result.content[0].text)"'; }
+	[[ "$(text 1)" == "true Invalid arguments for execute_bash_commands: collect[0]: the path must not contain \".\" or \"..\""* ]]
+	[[ "$(text 2)" == "true Invalid arguments for execute_bash_commands: collect[0]: the path must be relative to /workspace"* ]]
+	[[ "$(text 3)" == "true Invalid arguments for execute_bash_commands: collect: contains a NUL character"* ]]
+	[[ "$(text 4)" == "true Invalid arguments for execute_bash_commands: collect: has more than 20 items"* ]]
+	# None of them ran; a read-only path in the server's own folder may be collected.
+	jqe "$(response 5)" '.result.structuredContent.stdout == "0\n" and .result.structuredContent.artifacts == [
+		{path: ".sandbox/mine", uri: "sandbox://workspace/.sandbox/mine", size: 2, mime_type: "text/plain",
+		 shown: "text", note: null, text: "x\n"}]'
+}
+
 @test "inputs: the limits of files, env and args are refused with the limit named" {
 	head -c 4500000 /dev/zero | tr '\0' a >"$BATS_TEST_TMPDIR/big"
 	many=$(jq -cn '[range(101)] | map({key: "f\(.)", value: "x"}) | from_entries')

@@ -122,3 +122,15 @@ until_running() {
 no_sandbox_processes() {
 	[ -z "$(sandbox_processes "$@")" ]
 }
+
+# sdk_files SERVER [ARGS...]: files out and the workspace as resources, checked with the official
+# MCP TypeScript SDK client (tests/sdk-files); passes when all of its checks do.
+sdk_files() {
+	command -v npm >/dev/null || skip_or_fail "npm is needed to install the MCP SDK (scripts/deps.sh test installs it)"
+	run "$REPO_DIR/tests/sdk-files/run" "$@"
+	printf '%s\n' "$output"
+	[ "$status" -ne 2 ] || skip_or_fail "npm could not install the MCP SDK"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ (^|$'\n')([0-9]+)\ passed,\ 0\ failed$ ]]
+	[ "${BASH_REMATCH[2]}" -ge 7 ]
+}
