@@ -10,14 +10,18 @@ handshake, lists the tools and makes the calls an agent would make:
   2. execute_bash_commands  lists and reads that file: the workspace persists
   3. execute_python         uses a variable of call 1: NameError, the interpreter is fresh
   4. execute_bash_commands  sleeps past timeout_s 1: killed, exit code 124
-  5. cleanup_sandbox        removes the sandbox and its workspace
-  6. execute_bash_commands  looks for the file again: it is gone
+  5. execute_bash_commands  a file goes in (`files`) and its upper-case copy comes back (`collect`)
+  6. execute_python         draws a chart of the CSV into outputs/: it comes back as an image,
+                            which the demo saves next to its log
+  7. cleanup_sandbox        removes the sandbox and its workspace
+  8. execute_bash_commands  looks for the file again: it is gone
 
 Every result is checked. The last line is a summary; the exit status is 0 when every step
 went as it should and 1 otherwise, so the demo doubles as a test. The server's stderr (its
 log) goes to FILE, or to a temporary file that is shown when something fails. SANDBOX_*
 environment variables are passed on to the server. Standard library only.
 """
+import base64
 import json
 import os
 import select
@@ -153,6 +157,13 @@ def show_result(result):
         print(block(sc.get("stdout", "")))
         print("     stderr:")
         print(block(sc.get("stderr", "")))
+        for a in sc.get("artifacts") or []:
+            print("     file %s (%s, %s bytes): %s" % (a["path"], a["mime_type"], a["size"], a["shown"]))
+            if a["shown"] == "text":
+                print(block(a["text"], 6))
+        for c in result.get("content", []):
+            if c.get("type") == "image":
+                print("     image content: %s, %d bytes" % (c.get("mimeType"), len(base64.b64decode(c.get("data", "")))))
     else:
         text = " ".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
         print("  <- isError %s | %s" % ("true" if result.get("isError") else "false", text))
@@ -306,6 +317,35 @@ def session(server, log_path):
             p.append("duration %s ms is not about 1 s" % sc["duration_ms"])
         return p
 
+    def check_files(sc, r):
+        p = []
+        if sc["exit_code"] != 0 or r.get("isError"):
+            return ["expected exit_code 0 and no isError"]
+        out = [a for a in sc.get("artifacts") or [] if a["path"] == "notes/shout.txt"]
+        if not out or out[0].get("text") != "SANDBOXES KEEP THE HOST SAFE.\n":
+            p.append("notes/shout.txt did not come back with its text")
+        return p
+
+    def check_chart(sc, r):
+        p = []
+        if sc["exit_code"] != 0 or r.get("isError"):
+            return ["expected exit_code 0 and no isError"]
+        images = [c for c in r.get("content", []) if c.get("type") == "image"]
+        if len(images) != 1 or images[0].get("mimeType") != "image/png":
+            return ["expected one image/png content block"]
+        png = base64.b64decode(images[0]["data"])
+        if not png.startswith(b"\x89PNG\r\n\x1a\n"):
+            p.append("the image is not a PNG")
+        else:
+            path = os.path.join(os.path.dirname(log_path) or ".", "sandbox-mcp-demo-chart.png")
+            try:
+                with open(path, "wb") as f:
+                    f.write(png)
+                print("     saved the chart as %s" % path)
+            except OSError as e:
+                print("     (could not save the chart: %s)" % e)
+        return p
+
     def check_cleanup(sc, r):
         p = []
         if r.get("isError"):
@@ -353,6 +393,33 @@ def session(server, log_path):
             "code": "echo working...\nsleep 30\necho finished",
             "timeout_s": 1,
         }, check_timeout),
+        ("A file goes in with `files`, and its upper-case copy comes back through `collect`", "execute_bash_commands", {
+            "code": "tr a-z A-Z < notes/in.txt > notes/shout.txt",
+            "files": {"notes/in.txt": "sandboxes keep the host safe.\n"},
+            "collect": ["notes/shout.txt"],
+        }, check_files),
+        ("A chart of the CSV, written to outputs/, comes back as an image", "execute_python", {
+            "script": (
+                "import csv, os, struct, zlib\n"
+                "\n"
+                "# A bar chart of the mean temperatures, as a PNG, with the standard library only.\n"
+                "rows = list(csv.DictReader(open('data/temperatures.csv')))\n"
+                "cities = ['Oslo', 'Lisbon']\n"
+                "means = [sum(float(r['temp_c']) for r in rows if r['city'] == c) / 30 for c in cities]\n"
+                "w, h = 160, 100\n"
+                "px = [[(255, 255, 255)] * w for _ in range(h)]\n"
+                "for i, (m, colour) in enumerate(zip(means, [(70, 110, 200), (230, 140, 40)])):\n"
+                "    for y in range(h - 10 - int(m * 4), h - 10):\n"
+                "        for x in range(30 + 60 * i, 70 + 60 * i):\n"
+                "            px[y][x] = colour\n"
+                "raw = b''.join(b'\\x00' + bytes(v for p in row for v in p) for row in px)\n"
+                "chunk = lambda t, d: struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d))\n"
+                "os.makedirs('outputs', exist_ok=True)\n"
+                "with open('outputs/mean-temperature.png', 'wb') as f:\n"
+                "    f.write(b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0))\n"
+                "            + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))\n"
+                "print('mean temperature:', ', '.join(f'{c} {m:.1f} C' for c, m in zip(cities, means)))\n"),
+        }, check_chart),
         ("cleanup_sandbox removes the sandbox and its workspace", "cleanup_sandbox", {}, check_cleanup),
         ("The next call gets a new, empty workspace", "execute_bash_commands", {
             "code": ("if [ -e data/temperatures.csv ]; then echo 'data/temperatures.csv is still there'\n"

@@ -205,6 +205,10 @@ tools_via() {
 	[[ "$output" == *"NameError: name 'rows' is not defined"* ]]
 	[[ "$output" == *"exit_code 124 | isError true"*"TIMED OUT"* ]]
 	[[ "$output" == *"data/temperatures.csv is gone"* ]]
+	# A file in and out, and a chart back as an image, saved beside the log.
+	[[ "$output" == *"file notes/shout.txt (text/plain, 30 bytes): text"* ]]
+	[[ "$output" == *"image content: image/png"* ]]
+	[ "$(head -c 8 "$BATS_TEST_TMPDIR/sandbox-mcp-demo-chart.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ]
 }
 
 @test "examples: demo.py exits non-zero and says what failed when the steps go wrong" {
@@ -213,7 +217,7 @@ tools_via() {
 	# reads the file step 1 should have written; the rest still pass.
 	run python3 examples/demo.py --log "$BATS_TEST_TMPDIR/server.log" "$SANDBOX_MCP" --python sandbox-no-such-python
 	[ "$status" -eq 1 ]
-	[[ "${lines[${#lines[@]} - 1]}" == "summary: "*" steps as expected; FAILED: 1 execute_python, 2 execute_bash_commands, 3 execute_python" ]]
+	[[ "${lines[${#lines[@]} - 1]}" == "summary: "*" steps as expected; FAILED: 1 execute_python, 2 execute_bash_commands, 3 execute_python, 6 execute_python" ]]
 	[[ "$output" == *"FAIL: expected exit_code 0 and no isError"* ]]
 }
 
