@@ -32,7 +32,8 @@ static int list_files(struct sandbox *sb, struct ws_list *ls, struct err *e)
 			free(ls->v[i].path);
 	}
 	ls->n = k;
-	qsort(ls->v, ls->n, sizeof *ls->v, by_path);
+	if (ls->n > 1)
+		qsort(ls->v, ls->n, sizeof *ls->v, by_path);
 	return 0;
 }
 
