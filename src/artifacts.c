@@ -91,7 +91,7 @@ static int show(struct shown *s, const char *path, const struct ws_file *f, bool
 	if (have_size)
 		snprintf(size, sizeof size, "%s%s%" PRIu64 " bytes", mime ? mime : "", mime ? ", " : "", f->size);
 	const char *ps = json_string_value(jp);
-	size_t ll = strlen(ps) + strlen(size) + strlen(uri) + (note ? strlen(note) : 0) + 64;
+	size_t ll = strlen(ps) + strlen(size) + strlen(uri) + (note ? strlen(note) : 0) + 128;
 	bool text = !strcmp(how, "text");
 	if (text)
 		ll += f->len;
@@ -155,7 +155,7 @@ oom:
 static int present(struct sandbox *sb, const struct cand *c, bool links, bool inline_ok, int *images,
 		   struct shown *s)
 {
-	char abs[sizeof WORKSPACE + 1100];
+	char abs[sizeof WORKSPACE + sizeof ARTIFACTS_DIR + 4200]; /* a listed name is at most 4,095 bytes */
 	snprintf(abs, sizeof abs, "%s/%s", WORKSPACE, c->path);
 	/* A known large file: its first bytes tell an image; a file of unknown size is read up to
 	 * the image cap. */

@@ -1,4 +1,4 @@
-# The inputs scenario (files, env, args), run the same way on every backend: load after
+# The inputs scenario (files, env, args, and files back), run the same way on every backend: load after
 # lib/helpers. inputs_run leaves the results in $inputs_res (sorted by id, without where they
 # ran and how long they took); inputs_assert checks that they say what they should.
 
@@ -29,6 +29,14 @@ inputs_scenario() {
 		'{"name": "execute_bash_commands", "arguments": {"code": "true", "files": {"a/../../etc/x": "x"}}}'
 		'{"name": "execute_python", "arguments": {"script": "pass", "files": {".sandbox/task.py": "x"}}}'
 		'{"name": "execute_bash_commands", "arguments": {"code": "true", "env": {"HTTP_PROXY": "http://evil"}}}'
+		# 7: files back: an image and a note written to outputs/, and what collect names (the
+		# bytes of call 1, the planted symlink, the FIFO that call 4 replaced by a file).
+		"$(jq -cn '{name: "execute_python", arguments: {collect: ["in/data.bin", "evil", "fifo"], script: ([
+			"import os, struct, zlib",
+			"def chunk(t, d): return struct.pack(\">I\", len(d)) + t + d + struct.pack(\">I\", zlib.crc32(t + d))",
+			"os.makedirs(\"outputs\", exist_ok=True)",
+			"open(\"outputs/dot.png\", \"wb\").write(b\"\\x89PNG\\r\\n\\x1a\\n\" + chunk(b\"IHDR\", struct.pack(\">IIBBBBB\", 1, 1, 8, 0, 0, 0, 0)) + chunk(b\"IDAT\", zlib.compress(b\"\\x00\\x80\")) + chunk(b\"IEND\", b\"\"))",
+			"open(\"outputs/note.txt\", \"w\").write(\"done\\n\")"] | join("\n"))}}')"
 	)
 	local i=0 c
 	for c in "${calls[@]}"; do
@@ -45,11 +53,12 @@ inputs_run() {
 	SANDBOX_BACKEND=$backend SESSION_TIMEOUT=300 mcp_session "$@" < <(inputs_scenario)
 	inputs_res=$(printf '%s\n' "$output" | jq -c 'select(type == "object" and (.id | type) == "number")
 		| {id, sc: (.result.structuredContent | if . then del(.backend, .sandbox_id, .duration_ms) else . end),
-		   text: .result.content[0].text, isError: .result.isError}' | jq -sc 'sort_by(.id)')
+		   text: .result.content[0].text, isError: .result.isError,
+		   more: [.result.content[1:][] | if .type == "image" then {type, mimeType, data} else . end]}' | jq -sc 'sort_by(.id)')
 }
 
 inputs_assert() {
-	jqe "$inputs_res" 'length == 10'
+	jqe "$inputs_res" 'length == 11'
 	jqe "$inputs_res" '.[0].sc | .exit_code == 0 and .stdout ==
 		"[\u0027a b\u0027, \u0027--flag\u0027, \u0027\u0027, \u0027ünï\u0027]\n\u0027hello world\u0027 \u0027\u0027\n'"$INPUTS_BIN_SHA"'\nhéllo\n✓\n"'
 	jqe "$inputs_res" '.[1].sc | .exit_code == 0 and .stdout == "'"$INPUTS_BIN_SHA"'\n-rw-r--r--\n"'
@@ -62,4 +71,10 @@ inputs_assert() {
 	jqe "$inputs_res" '.[7] | .isError and (.text | test("files.a/../../etc/x: the path must not contain \"[.]\" or \"[.][.]\""))'
 	jqe "$inputs_res" '.[8] | .isError and (.text | test("the path is in .sandbox, the server.s own folder"))'
 	jqe "$inputs_res" '.[9] | .isError and (.text | test("env.HTTP_PROXY: is set by the sandbox and cannot be changed"))'
+	jqe "$inputs_res" '.[10] | .sc.exit_code == 0 and ([.sc.artifacts[] | [.path, .shown, .note]] == [
+		["evil", "none", "a symlink (at the path or on its way): not followed"], ["fifo", "text", null],
+		["in/data.bin", "base64", null], ["outputs/dot.png", "image", null], ["outputs/note.txt", "text", null]])
+		and (.sc.artifacts[2].base64 == "'"$INPUTS_BIN_B64"'") and .sc.artifacts[1].text == "fresh"
+		and ([.more[] | .type] == ["image"]) and (.more[0].data | startswith("iVBORw0KGgo"))
+		and (.text | test("\n--- files ---\nevil: a symlink"))'
 }
