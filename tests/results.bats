@@ -86,9 +86,9 @@ $(call_json 3 execute_bash_commands '{"script":"ls"}')
 $(call_json 4 execute_bash_commands '{"code":"ls","cwd":"/"}')
 EOF
 	jqe "$(response 1)" '.error.code == -32602 and (.error.message | contains("execute_python, execute_bash_commands, cleanup_sandbox"))'
-	jqe "$(response 2)" '.result.isError and (.result.content[0].text | contains("execute_python takes script, requirements, args, files, env, timeout_s") and contains("goes in `script`"))'
+	jqe "$(response 2)" '.result.isError and (.result.content[0].text | contains("execute_python takes script, requirements, args, files, env, collect, timeout_s") and contains("goes in `script`"))'
 	jqe "$(response 3)" '.result.isError and (.result.content[0].text | contains("go in `code`"))'
-	jqe "$(response 4)" '.result.isError and (.result.content[0].text | contains("cwd: is not a known argument") and contains("takes code, files, env, timeout_s"))'
+	jqe "$(response 4)" '.result.isError and (.result.content[0].text | contains("cwd: is not a known argument") and contains("takes code, files, env, collect, timeout_s"))'
 }
 
 @test "the busy answer counts right: 1 call is waiting" {
