@@ -61,6 +61,7 @@ int backend_start(struct backend *b, int cancel_fd, struct err *e)
 int backend_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e)
 {
 	memset(rs, 0, sizeof *rs);
+	rs->changed = -1;
 	if (!b->started)
 		return err_set(e, "the sandbox is not started");
 	return b->ops->run(b, rq, rs, e);

@@ -44,6 +44,8 @@ struct run_req {
 	int cancel_fd;               /* readable once the call is cancelled; -1 for none */
 	uint64_t cap;                /* per stream: past it, the full text is spilled */
 	const char *spill_prefix;    /* in-sandbox path prefix of spill files, NULL for none */
+	const char *changes_in;      /* a folder: rs->changed may say whether anything under it
+	                              * changed during the run (NULL: none) */
 	/* Output as it comes, in order per stream (1 stdout, 2 stderr). Called on the run's thread.
 	 * buf NULL: len bytes passed that the backend did not keep (only ever past the cap). */
 	void (*on_output)(void *ctx, int stream, const char *buf, size_t len);
@@ -63,6 +65,8 @@ struct run_res {
 	int64_t started_ns;          /* the sandbox's wall clock when the program started, as file
 	                              * times count (what it changed has a ctime at or after it);
 	                              * 0 when unknown */
+	int changed;                 /* under rq->changes_in: 1 something changed, 0 nothing did,
+	                              * -1 not known (look); a backend that lists cheaply says -1 */
 };
 
 /* What lies under a listed folder: every name but folders (which are walked). */

@@ -219,13 +219,13 @@ static int add_text(char **text, const char *line)
 	return 0;
 }
 
-int artifacts_collect(struct sandbox *sb, const json_t *collect, int64_t since_ns, size_t budget, bool links,
-		      struct artifacts *out)
+int artifacts_collect(struct sandbox *sb, const json_t *collect, int64_t since_ns, int changed, size_t budget,
+		      bool links, struct artifacts *out)
 {
 	memset(out, 0, sizeof *out);
 	struct ws_list ls = {0};
 	struct err e = {""};
-	if (since_ns > 0 && sandbox_list(sb, WORKSPACE "/" ARTIFACTS_DIR, NULL, ARTIFACTS_SCAN_MAX, &ls, &e) < 0)
+	if (since_ns > 0 && changed != 0 && sandbox_list(sb, WORKSPACE "/" ARTIFACTS_DIR, NULL, ARTIFACTS_SCAN_MAX, &ls, &e) < 0)
 		ls = (struct ws_list){0}; /* the sandbox is gone: nothing to collect there */
 	size_t nc = json_array_size(collect), n = 0;
 	struct cand *cs = calloc(ls.n + nc + 1, sizeof *cs);

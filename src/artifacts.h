@@ -36,13 +36,14 @@ struct artifacts {
 
 /*
  * Collects a finished call's files. since_ns: the sandbox's clock when the program started
- * (0: unknown, outputs/ is not looked at); collect: the call's argument (may be NULL); budget:
+ * (0: unknown, outputs/ is not looked at); changed: 0 when the sandbox saw nothing under
+ * outputs/ change (it is not listed), else 1 or -1; collect: the call's argument (may be NULL); budget:
  * bytes the list, the text and the links may take; links: the client takes resource_link
  * content. Never fails the call: what cannot be read is said in its entry. 0, or -1 when out
  * of memory.
  */
-int artifacts_collect(struct sandbox *sb, const json_t *collect, int64_t since_ns, size_t budget, bool links,
-		      struct artifacts *out);
+int artifacts_collect(struct sandbox *sb, const json_t *collect, int64_t since_ns, int changed, size_t budget,
+		      bool links, struct artifacts *out);
 
 void artifacts_free(struct artifacts *a);
 

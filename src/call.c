@@ -168,7 +168,8 @@ static json_t *run_result(struct call_ctx *c, const struct run_res *rs, struct c
 	size_t max = c->cfg->result_max;
 	struct artifacts art = {0};
 	if (max >= 2 * RESULT_MIN &&
-	    artifacts_collect(c->sb, json_object_get(c->tc->args, "collect"), rs->started_ns, max / 4, c->tc->links, &art) < 0)
+	    artifacts_collect(c->sb, json_object_get(c->tc->args, "collect"), rs->started_ns, rs->changed, max / 4,
+			      c->tc->links, &art) < 0)
 		return NULL;
 	max -= art.cost;
 	struct result_facts f;
@@ -398,6 +399,7 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 	struct run_req rq = {.argv = argv, .env = in.env, .cwd = WORKSPACE, .files = nfiles ? in.files : NULL,
 			     .nfiles = nfiles, .sh_fallback = !py, .deadline_ms = c.deadline,
 			     .cancel_fd = tc->cancel_fd, .cap = cfg->output_cap, .spill_prefix = spill,
+			     .changes_in = WORKSPACE "/" ARTIFACTS_DIR,
 			     .on_output = collect_output, .ctx = &col};
 	struct run_res rs;
 	rc = sandbox_run(sb, &rq, &rs, c.notice, &e);

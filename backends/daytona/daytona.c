@@ -850,6 +850,7 @@ static char *runner_command(const struct backend *b, const struct run_req *rq, c
 	sb_word(&c, rq->spill_prefix ? rq->spill_prefix : "");
 	sb_fmt(&c, " %d", rq->sh_fallback ? 1 : 0);
 	sb_word(&c, rq->cwd ? rq->cwd : WORKSPACE);
+	sb_word(&c, rq->changes_in ? rq->changes_in : "");
 	sb_fmt(&c, " %zu", rq->nfiles);
 	for (size_t i = 0; i < rq->nfiles; i++) {
 		sb_fmt(&c, " %s/put-%zu", dir, i);
@@ -1240,6 +1241,9 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 			rs->memory_limit = lim > 0 ? (uint64_t)lim : 0;
 		}
 		rs->started_ns = json_integer_value(json_object_get(pg.done, "started_ns"));
+		json_t *ch = json_object_get(pg.done, "changed");
+		if (json_is_boolean(ch))
+			rs->changed = json_is_true(ch);
 		json_t *ec = json_object_get(pg.done, "exit_code");
 		if (json_is_true(json_object_get(pg.done, "timed_out")))
 			rs->timed_out = true;

@@ -1,8 +1,9 @@
 # sandbox-mcp's call runner inside a Daytona sandbox (uploaded with every call).
-#   run DIR CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD NPUT (SRC DST MODE)... NENV ENV... -- ARGV...
+#   run DIR CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD WATCH NPUT (SRC DST MODE)... NENV ENV... -- ARGV...
 #       the PUT files were uploaded to SRC (in DIR, a fresh folder of an unguessable name) and
 #       are put in place as new files renamed over DST: whatever the code left at DST (a FIFO,
-#       a symlink) is replaced, never opened
+#       a symlink) is replaced, never opened; WATCH (or ""): a folder; the result says whether
+#       anything under it changed during the call (saves the server a listing when nothing did)
 #   poll DIR OFF1 OFF2 CHUNK   prints one JSON line: output past the offsets, and the end
 #   kill DIR                   asks the runner to kill the call (a file, and SIGTERM)
 #   put SRC DST MODE           puts the uploaded SRC in place as DST (see run)
@@ -198,6 +199,12 @@ def get(path, mx):
         os.close(dfd)
     return res
 
+def changed_since(root, since):
+    """Whether anything under root has a ctime at or after since (as the server's look would
+    find: the same bounds); True when the walk was cut short, so that the server looks itself."""
+    res = listing(root, 1000)
+    return res['truncated'] or res['skipped'] or any(e[3] >= since for e in res['entries'])
+
 def memory_cgroup():
     """The folder of this process's memory cgroup (v1 or v2), or None."""
     try:
@@ -352,8 +359,8 @@ class Stream:
 
 def run(a):
     d, cap, smax, tmo, spill = a[0], int(a[1]), int(a[2]), int(a[3]) / 1000.0, a[4]
-    fb, cwd, nput = a[5] == '1', a[6], int(a[7])
-    puts, a = a[8:8 + 3 * nput], a[8 + 3 * nput:]
+    fb, cwd, watch, nput = a[5] == '1', a[6], a[7], int(a[8])
+    puts, a = a[9:9 + 3 * nput], a[9 + 3 * nput:]
     n = int(a[0])
     env, argv = a[1:1 + n], a[2 + n:]
     for i in range(0, len(puts), 3):
@@ -453,7 +460,8 @@ def run(a):
             'spilled': [bool(s.sf) and not s.serr for s in streams],
             'spill_errno': [s.serr for s in streams],
             'spill_cut': any(s.scut for s in streams),
-            'oom_killed': oom, 'memory_limit': memory_limit(cg) if oom else 0, 'started_ns': started_ns}
+            'oom_killed': oom, 'memory_limit': memory_limit(cg) if oom else 0, 'started_ns': started_ns,
+            'changed': changed_since(watch, started_ns) if watch else None}
 
 def chunk(d, k, off, size):
     try:
