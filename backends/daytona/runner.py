@@ -21,10 +21,11 @@ def wfile(path, data):
 
 SEQ = [0]
 
-def open_parent(path):
+def open_parent(path, create=True):
     """The folder that is to hold path (absolute), opened by walking down from / one name at a
-    time without following a symlink and making missing folders: a file put there never lands
-    outside the folder its path names. (fd, last name); OSError ELOOP for a symlink on the way."""
+    time without following a symlink and making missing folders (unless create is false): a
+    file put there never lands outside the folder its path names. (fd, last name); OSError
+    ELOOP for a symlink on the way."""
     names = [n for n in path.split('/') if n not in ('', '.')]
     if not path.startswith('/') or not names or '..' in names:
         raise OSError(errno.EINVAL, 'not a plain absolute path', path)
@@ -35,6 +36,8 @@ def open_parent(path):
             try:
                 nfd = os.open(n, flags, dir_fd=fd)
             except FileNotFoundError:
+                if not create:
+                    raise
                 try:
                     os.mkdir(n, 0o755, dir_fd=fd)
                 except FileExistsError:
@@ -83,32 +86,11 @@ def put(src, dst, mode):
     finally:
         os.close(fd)
 
-def open_path(path):
-    """(folder fd, last name) of an existing path, following no symlink on the way."""
-    names = [n for n in path.split('/') if n not in ('', '.')]
-    if not path.startswith('/') or not names or '..' in names:
-        raise OSError(errno.EINVAL, 'not a plain absolute path', path)
-    fd = os.open('/', os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for n in names[:-1]:
-            try:
-                nfd = os.open(n, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            except NotADirectoryError:
-                if (os.stat(n, dir_fd=fd, follow_symlinks=False).st_mode & 0o170000) == 0o120000:
-                    raise OSError(errno.ELOOP, 'symlink', path)
-                raise
-            os.close(fd)
-            fd = nfd
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, names[-1]
-
 def listing(root, mx, skip=''):
     """Every name under root but folders, which are walked (64 levels, no symlink followed)."""
     res = {'entries': [], 'truncated': False, 'skipped': False}
     try:
-        pfd, base = open_path(root)
+        pfd, base = open_parent(root, False)
         try:
             top = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
         finally:
@@ -166,7 +148,7 @@ def get(path, mx):
     """A regular file's first mx bytes, following no symlink, opening nothing that can block."""
     res = {'err': 0, 'mode': 0, 'size': 0, 'data': ''}
     try:
-        dfd, base = open_path(path)
+        dfd, base = open_parent(path, False)
     except OSError as x:
         res['err'] = x.errno or errno.EIO
         return res
