@@ -131,28 +131,33 @@ static json_t *early_result(const struct call_ctx *c, int exit_code, const char 
 	return result_execution(&f, c->cfg->result_max, NULL);
 }
 
-/*
- * The result of a program that ran. A stream the result cannot show whole has its full text
- * in the workspace: the sandbox saved it when it passed the capture cap; one that is cut only
- * for the result's size is saved here, through the sandbox.
- */
-/* Adds the call's files (artifacts.h) to its result r. */
+/* Adds the call's files (artifacts.h) to its result r: the text block may hold NUL bytes, so
+ * it is copied by length. */
 static json_t *add_artifacts(json_t *r, struct artifacts *a)
 {
 	if (!r || (!a->list && !a->text))
 		return r;
+	static const char head[] = "--- files ---\n";
 	json_t *content = json_object_get(r, "content");
 	json_t *first = json_array_get(content, 0);
-	const char *t = json_string_value(json_object_get(first, "text"));
-	size_t tl = json_string_length(json_object_get(first, "text")), al = strlen(a->text ? a->text : "");
-	char *nt = malloc(tl + al + 32);
+	json_t *tj = json_object_get(first, "text");
+	const char *t = json_string_value(tj);
+	size_t tl = t ? json_string_length(tj) : 0, al = a->text ? strlen(a->text) : 0, o = 0;
+	char *nt = malloc(tl + al + sizeof head + 1);
 	if (!nt) {
 		json_decref(r);
 		return NULL;
 	}
-	int o = snprintf(nt, tl + 32, "%s%s--- files ---\n", t ? t : "", tl && t[tl - 1] != '\n' ? "\n" : "");
-	memcpy(nt + o, a->text ? a->text : "", al + 1);
-	json_object_set_new(first, "text", json_stringn(nt, (size_t)o + al));
+	if (tl)
+		memcpy(nt, t, tl);
+	o = tl;
+	if (tl && t[tl - 1] != '\n')
+		nt[o++] = '\n';
+	memcpy(nt + o, head, sizeof head - 1);
+	o += sizeof head - 1;
+	if (al)
+		memcpy(nt + o, a->text, al);
+	json_object_set_new(first, "text", json_stringn(nt, o + al));
 	free(nt);
 	if (a->list)
 		json_object_set(json_object_get(r, "structuredContent"), "artifacts", a->list);
@@ -161,6 +166,11 @@ static json_t *add_artifacts(json_t *r, struct artifacts *a)
 	return r;
 }
 
+/*
+ * The result of a program that ran. A stream the result cannot show whole has its full text
+ * in the workspace: the sandbox saved it when it passed the capture cap; one that is cut only
+ * for the result's size is saved here, through the sandbox.
+ */
 static json_t *run_result(struct call_ctx *c, const struct run_res *rs, struct collect *col, const char *spill)
 {
 	char files[2][160], why[2][sizeof(struct err)];

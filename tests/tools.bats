@@ -347,7 +347,7 @@ EOF
 	sdk_files "$SANDBOX_MCP" --backend local
 }
 
-@test "collect: paths that escape the workspace, contain NUL or are too many are refused before the call runs" {
+@test "collect: paths that escape the workspace, contain NUL or are too many are refused before the call runs; the files part keeps the text whole" {
 	mcp_session <<EOF
 $INIT
 $(call_json 1 execute_bash_commands '{"code": "touch ran1", "collect": ["../etc/passwd"]}')
@@ -355,6 +355,7 @@ $(call_json 2 execute_bash_commands '{"code": "touch ran2", "collect": ["/etc/pa
 $(call_json 3 execute_bash_commands '{"code": "touch ran3", "collect": ["a\u0000b"]}')
 $(call_json 4 execute_bash_commands "$(jq -cn '{code: "touch ran4", collect: [range(21) | tostring]}')")
 $(call_json 5 execute_bash_commands '{"code": "ls ran* 2>/dev/null | wc -l; mkdir -p .sandbox && echo x > .sandbox/mine", "collect": [".sandbox/mine"]}')
+$(call_json 6 execute_bash_commands '{"code": "printf \"a\\0b\"; mkdir -p outputs; echo x > outputs/n.txt"}')
 EOF
 	text() { response "$1" | jq -r '"\(.result.isError) \(.result.content[0].text)"'; }
 	[[ "$(text 1)" == "true Invalid arguments for execute_bash_commands: collect[0]: the path must not contain \".\" or \"..\""* ]]
@@ -365,6 +366,8 @@ EOF
 	jqe "$(response 5)" '.result.structuredContent.stdout == "0\n" and .result.structuredContent.artifacts == [
 		{path: ".sandbox/mine", uri: "sandbox://workspace/.sandbox/mine", size: 2, mime_type: "text/plain",
 		 shown: "text", note: null, text: "x\n"}]'
+	# The files part follows a text block that holds a NUL byte, whole.
+	jqe "$(response 6)" '.result.content[0].text | endswith("--- stdout ---\na\u0000b\n--- stderr: empty ---\n--- files ---\noutputs/n.txt (text/plain, 2 bytes): its text follows\nx\n")'
 }
 
 @test "inputs: the limits of files, env and args are refused with the limit named" {
