@@ -73,6 +73,7 @@ enum ag_type {
 /* AG_LIST */
 #define AG_LIST_DEPTH 64           /* folders deeper than this are not walked */
 #define AG_LIST_BYTES (32u << 20)  /* an answer stops growing past this */
+#define AG_LIST_VISIT 100000u      /* names looked at, folders included: the walk's time bound */
 #define AG_LIST_TRUNCATED 0x1u     /* more entries than max (or AG_LIST_BYTES) */
 #define AG_LIST_SKIPPED 0x2u       /* a folder too deep, or unreadable, was not walked */
 

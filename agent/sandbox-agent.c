@@ -297,7 +297,7 @@ static void do_list(struct ag_cur *c)
 	}
 	memcpy(path, p, n);
 	path[n] = '\0';
-	uint32_t flags = 0, count = 0;
+	uint32_t flags = 0, count = 0, visited = 0;
 	ag_frame_begin(&out, AG_ENTRIES);
 	ag_put_u32(&out, 0); /* flags, filled in below */
 	ag_put_u32(&out, 0); /* count */
@@ -335,6 +335,14 @@ static void do_list(struct ag_cur *c)
 		}
 		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..") || (depth == 0 && !strcmp(d->d_name, skip)))
 			continue;
+		if (++visited > AG_LIST_VISIT) {
+			/* A tree of many folders and few files: stop in good time, not at the server's
+			 * patience, which would take the sandbox for dead. */
+			flags |= AG_LIST_TRUNCATED;
+			while (depth >= 0)
+				closedir(stack[depth--]);
+			break;
+		}
 		size_t nl = strlen(d->d_name), at = plen[depth];
 		if (at + nl + 2 >= sizeof rel) {
 			flags |= AG_LIST_SKIPPED;

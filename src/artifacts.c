@@ -228,12 +228,21 @@ int artifacts_collect(struct sandbox *sb, const json_t *collect, int64_t since_n
 	if (since_ns > 0 && changed != 0 && sandbox_list(sb, WORKSPACE "/" ARTIFACTS_DIR, NULL, ARTIFACTS_SCAN_MAX, &ls, &e) < 0)
 		ls = (struct ws_list){0}; /* the sandbox is gone: nothing to collect there */
 	size_t nc = json_array_size(collect), n = 0;
+	json_t *seen = NULL;
 	struct cand *cs = calloc(ls.n + nc + 1, sizeof *cs);
 	int rc = -1;
 	if (!cs)
 		goto done;
+	/* A file the last call left as it is now was not changed by this one, whatever the clock
+	 * says: its ctime may fall after since_ns when the two calls were within a clock tick. */
+	seen = since_ns > 0 && changed != 0 ? json_object() : NULL;
 	for (size_t i = 0; i < ls.n; i++) {
-		if (ls.v[i].ctime_ns < since_ns)
+		char stamp[48];
+		snprintf(stamp, sizeof stamp, "%lld:%llu", (long long)ls.v[i].ctime_ns, (unsigned long long)ls.v[i].size);
+		const char *before = json_string_value(json_object_get(sb->outputs_seen, ls.v[i].path));
+		if (seen)
+			json_object_set_new(seen, ls.v[i].path, json_string(stamp));
+		if (ls.v[i].ctime_ns < since_ns || (before && !strcmp(before, stamp)))
 			continue;
 		cs[n].seen = &ls.v[i];
 		if (!(cs[n].path = malloc(strlen(ls.v[i].path) + sizeof ARTIFACTS_DIR + 1)))
@@ -247,6 +256,10 @@ int artifacts_collect(struct sandbox *sb, const json_t *collect, int64_t since_n
 			dup = !strcmp(cs[k].path, p);
 		if (!dup && !(cs[n++].path = strdup(p)))
 			goto done;
+	}
+	if (seen && sb->outputs_seen) {
+		json_object_clear(sb->outputs_seen);
+		json_object_update(sb->outputs_seen, seen);
 	}
 	qsort(cs, n, sizeof *cs, by_path);
 	size_t used = 0, shown = 0;
@@ -288,8 +301,8 @@ int artifacts_collect(struct sandbox *sb, const json_t *collect, int64_t since_n
 			 shown >= ARTIFACTS_MAX ? "at most 20 per call" : "the result has no room for more");
 	if (ls.truncated)
 		snprintf(closing + strlen(closing), sizeof closing - strlen(closing),
-			 "%s holds more than %d files: only %d of them were looked at.\n", ARTIFACTS_DIR "/",
-			 ARTIFACTS_SCAN_MAX, ARTIFACTS_SCAN_MAX);
+			 "%s holds more than %d files (or 100000 names): only part of it was looked at.\n",
+			 ARTIFACTS_DIR "/", ARTIFACTS_SCAN_MAX);
 	if (ls.skipped)
 		snprintf(closing + strlen(closing), sizeof closing - strlen(closing),
 			 "A folder in %s that is too deep (%d levels) or unreadable was not looked at.\n",
@@ -299,6 +312,7 @@ int artifacts_collect(struct sandbox *sb, const json_t *collect, int64_t since_n
 	out->cost = used + (*closing ? result_json_cost(closing, strlen(closing)) : 0);
 	rc = 0;
 done:
+	json_decref(seen);
 	for (size_t i = 0; cs && i < n; i++)
 		free(cs[i].path);
 	free(cs);

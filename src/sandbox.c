@@ -10,6 +10,7 @@ void sandbox_init(struct sandbox *s, const struct config *cfg)
 	memset(s, 0, sizeof *s);
 	s->cfg = cfg;
 	s->installed = json_object();
+	s->outputs_seen = json_object();
 }
 
 void sandbox_reap_leftovers(const struct config *cfg)
@@ -27,6 +28,7 @@ static int drop(struct sandbox *s, bool shutdown, struct err *e)
 	backend_free(s->b); /* nothing left to do: every backend's destroy is idempotent */
 	s->b = NULL;
 	json_object_clear(s->installed);
+	json_object_clear(s->outputs_seen);
 	return rc;
 }
 
@@ -223,6 +225,8 @@ void sandbox_shutdown(struct sandbox *s)
 	drop(s, true, &(struct err){""});
 	json_decref(s->installed);
 	s->installed = NULL;
+	json_decref(s->outputs_seen);
+	s->outputs_seen = NULL;
 }
 
 const char *sandbox_backend(const struct sandbox *s)

@@ -28,6 +28,7 @@ struct sandbox {
 	char pending[SANDBOX_NOTICE_MAX]; /* for the call that makes the next sandbox; "" for none */
 	int64_t last_used;            /* monotonic ms */
 	json_t *installed;            /* requirements installed in this sandbox: object used as a set */
+	json_t *outputs_seen;         /* outputs/ as the last call left it: path -> "ctime:size" (artifacts.c) */
 };
 
 void sandbox_init(struct sandbox *s, const struct config *cfg);

@@ -370,6 +370,23 @@ EOF
 	jqe "$(response 6)" '.result.content[0].text | endswith("--- stdout ---\na\u0000b\n--- stderr: empty ---\n--- files ---\noutputs/n.txt (text/plain, 2 bytes): its text follows\nx\n")'
 }
 
+@test "files out: a file the previous call wrote is not returned again by a call right after it" {
+	script=$(
+		echo "$INIT"
+		for i in 1 2 3 4 5; do
+			call_json $((2 * i)) execute_bash_commands "{\"code\": \"mkdir -p outputs; echo $i > outputs/a.txt\"}"
+			echo "{\"wait\": $((2 * i))}"
+			call_json $((2 * i + 1)) execute_bash_commands '{"code": "true"}'
+			echo "{\"wait\": $((2 * i + 1))}"
+		done
+	)
+	mcp_session <<<"$script"
+	for i in 1 2 3 4 5; do
+		jqe "$(response $((2 * i)))" '.result.structuredContent.artifacts | length == 1 and .[0].text == "'$i'\n"'
+		jqe "$(response $((2 * i + 1)))" '.result.structuredContent | has("artifacts") | not'
+	done
+}
+
 @test "inputs: the limits of files, env and args are refused with the limit named" {
 	head -c 4500000 /dev/zero | tr '\0' a >"$BATS_TEST_TMPDIR/big"
 	many=$(jq -cn '[range(101)] | map({key: "f\(.)", value: "x"}) | from_entries')

@@ -98,7 +98,7 @@ def listing(root, mx, skip=''):
     except OSError as x:
         res['skipped'] = x.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
         return res
-    size = [0]
+    size, visited = [0], [0]
 
     def walk(fd, rel, depth):  # one open folder per level, as the agent
         try:
@@ -109,6 +109,10 @@ def listing(root, mx, skip=''):
         for n in names:
             if depth == 0 and n == skip:
                 continue
+            visited[0] += 1
+            if visited[0] > 100000:  # the walk's time bound, folders included, as the agent's
+                res['truncated'] = True
+                return False
             n = os.fsencode(n)
             try:
                 st = os.stat(n, dir_fd=fd, follow_symlinks=False)
