@@ -54,7 +54,7 @@ int backend_start(struct backend *b, int cancel_fd, struct err *e)
 	if (rc == 0)
 		b->started = true;
 	else
-		b->ops->destroy(b, false, &(struct err){""});
+		b->ops->destroy(b, BACKEND_END_DROP, &(struct err){""});
 	return rc;
 }
 
@@ -119,11 +119,11 @@ int backend_check(struct backend *b, struct err *e)
 	return b->started && b->ops->check ? b->ops->check(b, e) : 0;
 }
 
-int backend_destroy(struct backend *b, bool shutdown, struct err *e)
+int backend_destroy(struct backend *b, enum backend_end how, struct err *e)
 {
 	if (!b)
 		return 0;
-	int rc = b->ops->destroy(b, shutdown, e);
+	int rc = b->ops->destroy(b, how, e);
 	b->started = false;
 	b->sandbox_id[0] = '\0';
 	return rc;
@@ -145,7 +145,7 @@ void backend_free(struct backend *b)
 {
 	if (!b)
 		return;
-	backend_destroy(b, true, &(struct err){""});
+	backend_destroy(b, BACKEND_END_SHUTDOWN, &(struct err){""});
 	free(b->priv);
 	free(b);
 }

@@ -101,9 +101,17 @@ void ws_file_free(struct ws_file *f);
 
 struct backend;
 
+/* Why a sandbox ends: what becomes of its workspace depends on it. */
+enum backend_end {
+	BACKEND_END_DROP,      /* idle, died, failed to start: removed (a --workspace folder stays) */
+	BACKEND_END_CLEANUP,   /* cleanup_sandbox: removed, a --workspace folder emptied */
+	BACKEND_END_SHUTDOWN,  /* the server stops: as DROP, or kept with --keep */
+};
+
 struct backend_ops {
 	const char *name;
 	size_t priv_size;
+	bool workspace_dir;          /* --workspace is the workspace (else: said in its report) */
 	/* Called once, first, on the zeroed private struct: sets every "none" value that is not
 	 * zero (fds to -1), so that destroy is safe whatever fails later. May be NULL. */
 	void (*init)(struct backend *b);
@@ -132,9 +140,9 @@ struct backend_ops {
 	/* Between calls: is the sandbox still whole (its processes, its workspace)? 0, or
 	 * BACKEND_LOST with the reason in e; what died is reaped. May be NULL. */
 	int (*check)(struct backend *b, struct err *e);
-	/* Removes the sandbox and everything it made (keeps the workspace if cfg->keep and
-	 * `shutdown`). Idempotent. 0, or -1 with e naming what could not be removed. */
-	int (*destroy)(struct backend *b, bool shutdown, struct err *e);
+	/* Removes the sandbox and everything it made; the workspace as `how` says. Idempotent.
+	 * 0, or -1 with e naming what could not be removed. */
+	int (*destroy)(struct backend *b, enum backend_end how, struct err *e);
 	/* For --check: one line per limit, saying whether and how it is enforced here. */
 	void (*report)(struct backend *b, FILE *f);
 	/* Removes what servers that died left behind (sandboxes, folders, cgroups). Called once
@@ -170,7 +178,7 @@ int backend_watch_fd(const struct backend *b);
 /* 0 when whole (or nothing to check), BACKEND_LOST. */
 int backend_check(struct backend *b, struct err *e);
 /* 0, or -1 with e naming what could not be removed (the backend is closed either way). */
-int backend_destroy(struct backend *b, bool shutdown, struct err *e);
+int backend_destroy(struct backend *b, enum backend_end how, struct err *e);
 void backend_report(struct backend *b, FILE *f);
 /* Runs every backend's reap op. */
 void backend_reap_all(const struct config *cfg);

@@ -10,7 +10,7 @@
 #include "log.h"
 #include "proxy.h"
 
-enum opt_type { T_STR, T_SIZE, T_COUNT, T_SECONDS, T_NUMBER, T_BOOL, T_NET, T_LEVEL };
+enum opt_type { T_STR, T_SIZE, T_COUNT, T_SECONDS, T_NUMBER, T_BOOL, T_NET, T_LEVEL, T_MOUNT };
 
 struct opt {
 	const char *flag;   /* without the leading "--" */
@@ -56,6 +56,10 @@ static const struct opt opts[] = {
 	{"queue", "SANDBOX_QUEUE", T_COUNT, F(queue_max), "16", "calls that may wait behind the running one"},
 	{"max-message", "SANDBOX_MAX_MESSAGE", T_SIZE, F(max_message), "16M", "longest request line accepted"},
 	{"keep", "SANDBOX_KEEP", T_BOOL, F(keep), "false", "keep the sandbox and workspace at shutdown"},
+	{"workspace", "SANDBOX_WORKSPACE", T_STR, F(workspace_dir), "",
+	 "host folder that is the workspace, kept across restarts (local, Docker); cleanup_sandbox empties it"},
+	{"mount", "SANDBOX_MOUNT", T_MOUNT, F(mounts), "",
+	 "HOST_DIR:/mnt/NAME[:rw], repeatable (env: ';' between): a host folder the code sees, read-only unless :rw"},
 	{"state-dir", "SANDBOX_STATE_DIR", T_STR, F(state_dir), "",
 	 "where local sandboxes keep their workspaces (default $TMPDIR/sandbox-mcp-UID)"},
 	{"python", "SANDBOX_PYTHON", T_STR, F(python), "python3", "Python interpreter inside the sandbox"},
@@ -167,6 +171,24 @@ static int set_opt(struct config *cfg, const struct opt *o, const char *val, con
 				return 0;
 			}
 		return err_set(e, "%s: '%s' is not none, install or all", from, val);
+	case T_MOUNT:
+		/* The environment's list is one value; each flag adds one. */
+		for (const char *p = val; *p;) {
+			const char *semi = strchr(p, ';');
+			size_t n = semi ? (size_t)(semi - p) : strlen(p);
+			char spec[PATH_MAX + MOUNT_INSIDE_MAX + 8];
+			if (n >= sizeof spec)
+				return err_set(e, "%s: value too long", from);
+			memcpy(spec, p, n);
+			spec[n] = '\0';
+			struct err me = {""};
+			if (n && cfg->nmounts >= MOUNTS_MAX)
+				return err_set(e, "%s: at most %d mounts", from, MOUNTS_MAX);
+			if (n && mountspec_parse(&cfg->mounts[cfg->nmounts++], spec, &me) < 0)
+				return err_set(e, "%s: %s", from, me.msg);
+			p += n + (semi ? 1 : 0);
+		}
+		return 0;
 	case T_LEVEL: {
 		int l = log_level_parse(val);
 		if (l < 0)
@@ -223,6 +245,13 @@ static int check_values(const struct config *c, struct err *e)
 	struct err pe = {""};
 	if (proxy_policy_for_index(&pol, c->index_url, c->index_hosts, &pe) < 0)
 		return err_set(e, "--index-url / --index-hosts: %s", pe.msg);
+	if (c->workspace_dir[0] && c->workspace_dir[0] != '/')
+		return err_set(e, "--workspace must be an absolute path");
+	if (c->workspace_dir[0] && strlen(c->workspace_dir) > PATH_MAX - 256)
+		return err_set(e, "--workspace: the path is too long");
+	struct err me = {""};
+	if (mountspec_check_set(c->mounts, c->nmounts, &me) < 0)
+		return err_set(e, "%s", me.msg);
 	if (c->daytona_start_timeout_s <= 0 || c->daytona_start_timeout_s > 3600)
 		return err_set(e, "--daytona-start-timeout must be between 0 and 3600 seconds");
 	return 0;
@@ -240,7 +269,7 @@ int config_load(struct config *cfg, int argc, char **argv, struct err *e)
 		if (v && set_opt(cfg, &opts[i], v, opts[i].env, e) < 0)
 			return -1;
 	}
-	bool timeout_set = getenv("SANDBOX_TIMEOUT") != NULL;
+	bool timeout_set = getenv("SANDBOX_TIMEOUT") != NULL, mount_flag = false;
 	int mode = MODE_SERVE;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -281,6 +310,10 @@ int config_load(struct config *cfg, int argc, char **argv, struct err *e)
 		}
 		char from[64];
 		snprintf(from, sizeof from, "--%s", o->flag);
+		if (o->type == T_MOUNT && !mount_flag) {
+			cfg->nmounts = 0; /* flags win over the environment */
+			mount_flag = true;
+		}
 		if (set_opt(cfg, o, val, from, e) < 0)
 			return -1;
 		if (!strcmp(o->flag, "timeout"))

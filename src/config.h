@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "err.h"
+#include "mountspec.h"
 
 enum net_policy { NET_NONE, NET_INSTALL, NET_ALL };
 
@@ -36,6 +37,9 @@ struct config {
 	uint64_t queue_max;      /* calls waiting behind the running one */
 	uint64_t max_message;    /* longest accepted input line, bytes */
 	bool keep;               /* keep the sandbox at shutdown */
+	char workspace_dir[4096];/* --workspace: a host folder that is the workspace; "" for none */
+	struct mountspec mounts[MOUNTS_MAX]; /* --mount */
+	size_t nmounts;
 	char state_dir[4096];    /* where local workspaces live; "" for the default */
 	char python[256];        /* interpreter inside the sandbox */
 	int log_level;           /* enum log_level, for stderr */

@@ -47,6 +47,58 @@ void hostdir_init(struct hostdir *h)
 {
 	memset(h, 0, sizeof *h);
 	h->lock_fd = -1;
+	h->ws_fd = -1;
+}
+
+/* Whether the open folder fd holds nothing. */
+static bool dir_empty(int fd)
+{
+	int d = dup(fd);
+	DIR *dir = d >= 0 ? fdopendir(d) : NULL;
+	if (!dir) {
+		if (d >= 0)
+			close(d);
+		return false;
+	}
+	rewinddir(dir);
+	struct dirent *de;
+	bool empty = true;
+	while (empty && (de = readdir(dir)))
+		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+	closedir(dir);
+	return empty;
+}
+
+/* --workspace DIR: made if missing, taken when empty or already a workspace (it holds the
+ * .sandbox folder every workspace gets), locked, owned by uid:gid. */
+static int take_workspace(struct hostdir *h, const char *path, uid_t uid, gid_t gid, struct err *e)
+{
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return err_sys(e, "--workspace: creating %s", path);
+	if (!realpath(path, h->ws))
+		return err_sys(e, "--workspace %s", path);
+	int fd = open(h->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return err_sys(e, "--workspace %s", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return err_set(e, "--workspace %s is in use by another sandbox-mcp server", path);
+	}
+	struct stat st;
+	bool ours = fstatat(fd, ".sandbox", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+	if (!ours && !dir_empty(fd)) {
+		close(fd);
+		return err_set(e, "--workspace %s holds files but is not a workspace (it has no .sandbox folder): give a "
+				  "new or empty folder (--mount shows an existing folder to the code)", path);
+	}
+	if ((!ours && (mkdirat(fd, ".sandbox", 0755) < 0 || fchownat(fd, ".sandbox", uid, gid, AT_SYMLINK_NOFOLLOW) < 0)) ||
+	    fchown(fd, uid, gid) < 0) {
+		err_sys(e, "--workspace %s: making it the sandbox user's", path);
+		close(fd);
+		return -1;
+	}
+	h->ws_fd = fd;
+	return 0;
 }
 
 /* The tmpfs for what is bound into the sandbox: the Docker agent's copy, sockets, folders. */
@@ -82,20 +134,41 @@ static int make_locked(struct hostdir *h, const char *state, const char *name, s
 	return 0;
 }
 
+/* Is a the same path as b, or inside it? */
+static bool within(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+	return !strncmp(a, b, n) && (a[n] == '\0' || a[n] == '/' || (n && b[n - 1] == '/'));
+}
+
 int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state, const char *name, uid_t uid,
 		 gid_t gid, struct err *e)
 {
 	uint64_t quota = cfg->workspace_size;
 	hostdir_init(h);
+	/* The state folder holds every sandbox's workspace and the server's sockets: no --mount
+	 * may show it to the code. */
+	char real[PATH_MAX];
+	const char *sd = realpath(state, real) ? real : state;
+	for (size_t i = 0; i < cfg->nmounts; i++)
+		if (within(sd, cfg->mounts[i].host) || within(cfg->mounts[i].host, sd))
+			return err_set(e, "--mount %s: the host folder %s holds, or is in, the state folder %s, which the "
+					  "code must not see", cfg->mounts[i].inside, cfg->mounts[i].host, sd);
 	if (make_locked(h, state, name, e) < 0)
 		return -1;
-	if (mkdir(h->ws, 0755) < 0 || chown(h->ws, uid, gid) < 0 || mkdir(h->host, 0700) < 0) {
-		err_sys(e, "creating the workspace in %s", h->dir);
+	if (mkdir(h->host, 0700) < 0) {
+		err_sys(e, "creating %s", h->host);
 		goto fail;
 	}
+	if (cfg->workspace_dir[0] ? take_workspace(h, cfg->workspace_dir, uid, gid, e) < 0
+				  : (mkdir(h->ws, 0755) < 0 || chown(h->ws, uid, gid) < 0) &&
+					    err_sys(e, "creating the workspace in %s", h->dir) < 0)
+		goto fail;
 	/* A kept workspace must outlive the server as files, whatever becomes of its mounts. */
 	bool usable = false;
-	if (quota && cfg->keep)
+	if (quota && cfg->workspace_dir[0])
+		snprintf(h->why, sizeof h->why, "--workspace keeps the workspace in a plain folder of the host");
+	else if (quota && cfg->keep)
 		snprintf(h->why, sizeof h->why, "--keep keeps workspaces as plain folders");
 	else if (quota && (usable = hostmount_usable(h->why, sizeof h->why))) {
 		char img[PATH_MAX + 16];
@@ -131,7 +204,7 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 	return 0;
 fail:;
 	struct err ce = {""};
-	hostdir_close(h, false, &ce);
+	hostdir_close(h, HOSTDIR_REMOVE, &ce);
 	return -1;
 }
 
@@ -166,10 +239,15 @@ static int remove_dir(const char *dir)
 	return tree_remove(dir);
 }
 
-int hostdir_close(struct hostdir *h, bool keep, struct err *e)
+int hostdir_close(struct hostdir *h, enum hostdir_end how, struct err *e)
 {
 	int rc = 0;
-	if (h->dir[0] && keep) {
+	if (h->ws_fd >= 0 && how == HOSTDIR_CLEAR && tree_empty(h->ws_fd) < 0)
+		rc = err_sys(e, "could not empty the workspace %s", h->ws);
+	if (h->ws_fd >= 0)
+		close(h->ws_fd);
+	h->ws_fd = -1;
+	if (h->dir[0] && how == HOSTDIR_KEEP) {
 		char path[PATH_MAX + 8];
 		if (hostdir_path(path, sizeof path, "%s/kept", h->dir) == 0) {
 			int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -179,13 +257,24 @@ int hostdir_close(struct hostdir *h, bool keep, struct err *e)
 		(void)hostmount_release(h->host);
 		if (h->quota) /* not made so today; never left mounted for good */
 			(void)hostmount_release(h->ws);
-	} else if (h->dir[0] && remove_dir(h->dir) < 0) {
+	} else if (h->dir[0] && remove_dir(h->dir) < 0 && rc == 0) {
 		rc = err_sys(e, "could not remove %s", h->dir);
 	}
 	if (h->lock_fd >= 0)
 		close(h->lock_fd);
 	hostdir_init(h);
 	return rc;
+}
+
+void hostdir_report_workspace(const struct hostdir *h, const struct config *cfg, const char *how, FILE *f)
+{
+	fprintf(f, "    workspace   %s%s%s%s\n", h->ws, how ? " (" : "", how ? how : "", how ? ")" : "");
+	if (cfg->workspace_dir[0])
+		fprintf(f, "                --workspace: kept across restarts, crashes and idle removal; cleanup_sandbox "
+			   "empties it\n");
+	for (size_t i = 0; i < cfg->nmounts; i++)
+		fprintf(f, "    mount       %s: the host folder %s, %s\n", cfg->mounts[i].inside, cfg->mounts[i].host,
+			cfg->mounts[i].rw ? "read-write" : "read-only");
 }
 
 void hostdir_report_quota(const struct hostdir *h, const struct config *cfg, FILE *f)

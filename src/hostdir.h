@@ -25,7 +25,7 @@ int hostdir_path(char *buf, size_t n, const char *fmt, ...) __attribute__((forma
 int hostdir_state(const struct config *cfg, char *out, size_t n, struct err *e);
 
 /* A sandbox's folder <state>/<name>, with `lock` (held while its server lives), `workspace`
- * and `host`, where the files bound into the sandbox go (agent, sockets, proxy folder). When
+ * (or, with --workspace DIR, DIR itself: see hostdir_open) and `host`, where the files bound into the sandbox go (agent, sockets, proxy folder). When
  * the server is root and the host allows (hostmount.h), the workspace is an ext4 image of the
  * quota mounted there and `host` a tmpfs: the code cannot fill the host's disk, and the
  * sandbox's mountinfo shows no host path. Else both are plain folders, the quota is not
@@ -35,6 +35,7 @@ struct hostdir {
 	char ws[PATH_MAX];     /* its workspace */
 	char host[PATH_MAX];   /* its files bound into the sandbox */
 	int lock_fd;           /* -1 when none */
+	int ws_fd;             /* --workspace: that folder, locked while the sandbox lives; -1 */
 	dev_t ws_dev;          /* which workspace it is: one removed and made again is not it */
 	ino_t ws_ino;
 	uint64_t quota;        /* the workspace image's size; 0 when it is a plain folder */
@@ -47,17 +48,29 @@ void hostdir_init(struct hostdir *h);
 /* Makes <state>/<name>, locked, its workspace owned by uid:gid, with cfg's quota
  * (--workspace-size; with --keep the workspace is a plain folder, left as files at the end).
  * Made under a temporary name and renamed once locked, so hostdir_reap never sees it
- * unlocked. 0, or -1 with e set (and h closed). */
+ * unlocked. With --workspace DIR the workspace is DIR, a plain folder made if missing and
+ * taken only when it is empty or a workspace of this server (it holds .sandbox): never a
+ * folder of the user's that cleanup would empty. It is locked, so that two servers never
+ * share it. 0, or -1 with e set (and h closed). */
 int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state, const char *name, uid_t uid,
 		 gid_t gid, struct err *e);
 
 /* Whether the workspace or the whole folder was removed on the host since hostdir_open. */
 bool hostdir_removed(const struct hostdir *h);
 
-/* Ends it: with keep, the folder is marked kept and left as files (hostdir_reap leaves it; a
- * kept workspace is never an image, see hostdir_open); else everything is unmounted and
- * removed. Then h is empty. 0, or -1 with e set when something could not be removed. */
-int hostdir_close(struct hostdir *h, bool keep, struct err *e);
+enum hostdir_end {
+	HOSTDIR_REMOVE,   /* everything is unmounted and removed; a --workspace folder stays */
+	HOSTDIR_CLEAR,    /* the same, and a --workspace folder is emptied */
+	HOSTDIR_KEEP,     /* the folder is marked kept and left as files (hostdir_reap leaves it;
+	                   * a kept workspace is never an image, see hostdir_open) */
+};
+
+/* Ends it as `how` says. Then h is empty. 0, or -1 with e set when something could not be
+ * removed. */
+int hostdir_close(struct hostdir *h, enum hostdir_end how, struct err *e);
+
+/* The --check lines of the workspace (how: how the sandbox sees it, or NULL) and --mount. */
+void hostdir_report_workspace(const struct hostdir *h, const struct config *cfg, const char *how, FILE *f);
 
 /* The --check line of the workspace's quota: its size and how it is enforced, or why not. */
 void hostdir_report_quota(const struct hostdir *h, const struct config *cfg, FILE *f);

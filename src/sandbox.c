@@ -18,13 +18,13 @@ void sandbox_reap_leftovers(const struct config *cfg)
 	backend_reap_all(cfg);
 }
 
-/* Removes the sandbox; at shutdown the backend may keep the workspace (cfg->keep). 0, or -1
- * with e naming what could not be removed. */
-static int drop(struct sandbox *s, bool shutdown, struct err *e)
+/* Removes the sandbox, its workspace as `how` says (backend.h). 0, or -1 with e naming what
+ * could not be removed. */
+static int drop(struct sandbox *s, enum backend_end how, struct err *e)
 {
 	if (!s->b)
 		return 0;
-	int rc = backend_destroy(s->b, shutdown, e);
+	int rc = backend_destroy(s->b, how, e);
 	backend_free(s->b); /* nothing left to do: every backend's destroy is idempotent */
 	s->b = NULL;
 	json_object_clear(s->installed);
@@ -32,15 +32,23 @@ static int drop(struct sandbox *s, bool shutdown, struct err *e)
 	return rc;
 }
 
+/* What the workspace of the sandbox that replaces s->b holds, for notices. */
+static const char *next_workspace(const struct sandbox *s)
+{
+	return s->cfg->workspace_dir[0] && s->b->ops->workspace_dir
+		       ? "the --workspace folder as the host holds it (its files stay; processes and /tmp do not)"
+		       : "an empty workspace";
+}
+
 /* The sandbox died or lost its workspace: removes it, and the next call that makes a new one
- * is told why its workspace is empty. */
+ * is told why and what its workspace holds. */
 static void lost(struct sandbox *s, const char *why)
 {
 	log_msg(LOG_WARNING, "sandbox %s was lost: %s", s->b->sandbox_id, why);
 	snprintf(s->pending, sizeof s->pending,
-		 "The previous sandbox (%s) stopped unexpectedly (%s); this call ran in a new sandbox with an "
-		 "empty workspace.", s->b->sandbox_id, why);
-	drop(s, false, &(struct err){""});
+		 "The previous sandbox (%s) stopped unexpectedly (%s); this call ran in a new sandbox with %s.",
+		 s->b->sandbox_id, why, next_workspace(s));
+	drop(s, BACKEND_END_DROP, &(struct err){""});
 }
 
 /* Tries one backend: probe, then start. 0 with s->b set, or -1 / BACKEND_ABSENT /
@@ -127,12 +135,13 @@ int sandbox_run(struct sandbox *s, const struct run_req *rq, struct run_res *rs,
 		}
 		char id[sizeof s->b->sandbox_id];
 		snprintf(id, sizeof id, "%s", s->b->sandbox_id);
+		const char *next = next_workspace(s);
 		lost(s, re.msg);
 		/* Repeated on a new sandbox only when the program surely never started. */
 		if (attempt > 0 || rs->started) {
 			snprintf(s->pending, sizeof s->pending,
 				 "The sandbox (%s) stopped unexpectedly during the previous call (%s); this call ran in "
-				 "a new sandbox with an empty workspace.", id, re.msg);
+				 "a new sandbox with %s.", id, re.msg, next);
 			return err_set(e, "the sandbox stopped unexpectedly: %s; the next call starts a new one", re.msg);
 		}
 	}
@@ -183,7 +192,7 @@ int sandbox_cleanup(struct sandbox *s, char *backend, size_t bn, char *id, size_
 		return 0;
 	snprintf(backend, bn, "%s", s->b->ops->name);
 	snprintf(id, idn, "%s", s->b->sandbox_id);
-	int rc = drop(s, false, e);
+	int rc = drop(s, BACKEND_END_CLEANUP, e);
 	log_msg(rc < 0 ? LOG_WARNING : LOG_INFO, "sandbox %s removed on request%s%s", id, rc < 0 ? ", but " : "",
 		rc < 0 ? e->msg : "");
 	return rc < 0 ? -1 : 1;
@@ -213,16 +222,18 @@ void sandbox_idle_expire(struct sandbox *s)
 	if (!s->b)
 		return;
 	log_msg(LOG_INFO, "sandbox %s removed after %g s unused", s->b->sandbox_id, s->cfg->idle_timeout_s);
+	bool kept = s->cfg->workspace_dir[0] && s->b->ops->workspace_dir;
 	snprintf(s->pending, sizeof s->pending,
 		 "The previous sandbox (%s) was removed after %g s without use; this call ran in a new "
-		 "sandbox with an empty workspace (earlier files and packages are gone).",
-		 s->b->sandbox_id, s->cfg->idle_timeout_s);
-	drop(s, false, &(struct err){""});
+		 "sandbox %s.", s->b->sandbox_id, s->cfg->idle_timeout_s,
+		 kept ? "on the same --workspace folder (its files and packages stay; processes and /tmp do not)"
+		      : "with an empty workspace (earlier files and packages are gone)");
+	drop(s, BACKEND_END_DROP, &(struct err){""});
 }
 
 void sandbox_shutdown(struct sandbox *s)
 {
-	drop(s, true, &(struct err){""});
+	drop(s, BACKEND_END_SHUTDOWN, &(struct err){""});
 	json_decref(s->installed);
 	s->installed = NULL;
 	json_decref(s->outputs_seen);

@@ -162,6 +162,11 @@ static int empty_top(int top)
 	}
 }
 
+int tree_empty(int dirfd)
+{
+	return empty_top(dirfd);
+}
+
 int tree_remove(const char *path)
 {
 	if (unlink(path) == 0 || errno == ENOENT)

@@ -8,4 +8,7 @@
 /* Removes path and everything below it. 0, or -1 with errno set (ENOENT is success). */
 int tree_remove(const char *path);
 
+/* Removes everything inside the open folder dirfd, leaving the folder. 0, or -1 with errno. */
+int tree_empty(int dirfd);
+
 #endif

@@ -1287,10 +1287,11 @@ static int delete_sandbox(struct dt_http *h, const char *id, long timeout_ms, in
 	return rc;
 }
 
-static int daytona_destroy(struct backend *b, bool shutdown, struct err *e)
+static int daytona_destroy(struct backend *b, enum backend_end how, struct err *e)
 {
 	struct daytona *D = b->priv;
 	int rc = 0;
+	bool shutdown = how == BACKEND_END_SHUTDOWN;
 	if (D->id[0] && D->open) {
 		struct err de = {""};
 		if (shutdown && b->cfg->keep) {

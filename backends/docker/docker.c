@@ -240,6 +240,9 @@ static json_t *container_spec(struct backend *b, const struct docker_inst *in, b
 		json_array_append_new(mounts, mount_spec(cfg->wheelhouse, "/wheelhouse", true));
 	if (mounts && proxy_dir)
 		json_array_append_new(mounts, mount_spec(proxy_dir, INSTALLNET_DIR, false));
+	/* The install step sees no --mount folder: it runs code from the package index. */
+	for (size_t i = 0; mounts && !proxy_dir && i < cfg->nmounts; i++)
+		json_array_append_new(mounts, mount_spec(cfg->mounts[i].host, cfg->mounts[i].inside, !cfg->mounts[i].rw));
 	json_t *host = json_pack(
 		"{s:o, s:b, s:[s], s:[s], s:s, s:I, s:I, s:I, s:I, s:{s:s, s:s}, s:I, s:b, s:b, s:s, s:s, s:{s:s}}",
 		"Mounts", mounts, "ReadonlyRootfs", 1, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
@@ -690,18 +693,18 @@ static int docker_check(struct backend *b, struct err *e)
 	return 0;
 }
 
-static int docker_destroy(struct backend *b, bool shutdown, struct err *e)
+static int docker_destroy(struct backend *b, enum backend_end how, struct err *e)
 {
 	struct docker *D = b->priv;
 	int rc = 0;
 	inst_kill(D, &D->main);
 	filter_free(&D->filter);
-	bool keep = shutdown && b->cfg->keep && D->h.dir[0];
+	bool keep = how == BACKEND_END_SHUTDOWN && b->cfg->keep && D->h.dir[0];
 	if (keep) {
 		unlink(D->agent);
 		log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, D->h.ws);
 	}
-	if (hostdir_close(&D->h, keep, e) < 0) {
+	if (hostdir_close(&D->h, keep ? HOSTDIR_KEEP : how == BACKEND_END_CLEANUP ? HOSTDIR_CLEAR : HOSTDIR_REMOVE, e) < 0) {
 		log_msg(LOG_WARNING, "%s", e->msg);
 		rc = -1;
 	}
@@ -731,7 +734,7 @@ static void docker_report(struct backend *b, FILE *f)
 		D->rl_pids ? "per user (RLIMIT_NPROC): the engine cannot limit processes here" : "container pids limit (cgroup)");
 	fprintf(f, "    cpus        %-10g container CPU quota (NanoCpus)\n", cfg->cpus);
 	agentlink_report_limits(cfg, f);
-	fprintf(f, "    workspace   %s (bind-mounted at /workspace)\n", D->h.ws);
+	hostdir_report_workspace(&D->h, cfg, "bind-mounted at /workspace", f);
 	hostdir_report_quota(&D->h, cfg, f);
 }
 
@@ -757,6 +760,7 @@ static void docker_reap(const struct config *cfg)
 
 const struct backend_ops docker_backend_ops = {
 	.name = "docker",
+	.workspace_dir = true,
 	.priv_size = sizeof(struct docker),
 	.init = docker_init,
 	.probe = docker_probe,

@@ -319,6 +319,33 @@ static int plan_build(struct plan *p, bool net, bool run)
 	return 0;
 }
 
+/* The --mount folders: their mount points, made in the root's tmpfs (/mnt and below). */
+static int plan_mount_points(struct plan *p, const struct mountspec *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (const char *s = m[i].inside + 1;; s++) {
+			s = strchr(s, '/');
+			size_t len = s ? (size_t)(s - m[i].inside) : strlen(m[i].inside);
+			if (plan_make(p, OP_MKDIR, plan_str(p, "%s%.*s", p->root, (int)len, m[i].inside), NULL) < 0)
+				return -1;
+			if (!s)
+				break;
+		}
+	return 0;
+}
+
+/* The --mount folders, bound after the seal: read-only unless rw, never suid or devices. */
+static int plan_user_mounts(struct plan *p, const struct mountspec *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *dst = plan_str(p, "%s%s", p->root, m[i].inside);
+		if (plan_mount(p, plan_str(p, "%s", m[i].host), dst, NULL, MS_BIND | MS_REC, NULL) < 0 ||
+		    plan_setattr(p, dst, (m[i].rw ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Seals the read-only part, then adds the device nodes and the writable mounts. proxy_dir: the
  * install step's way to the server's proxy (installnet.h), or NULL. */
 static int plan_finish(struct plan *p, const char *ws, const char *wheelhouse, uint64_t tmp_size, const char *proxy_dir)
@@ -639,8 +666,12 @@ static int inst_spawn(struct backend *b, struct inst *in, bool net, const char *
 	snprintf(p->lo.ifr_name, IFNAMSIZ, "lo");
 	static char *const argv[] = {"sandbox-agent", "--fd", "3", NULL};
 	p->argv = argv;
-	if (!p->root_opts || plan_build(p, net, proxy_dir != NULL) < 0 ||
-	    plan_finish(p, L->h.ws, cfg->wheelhouse, cfg->tmp_size, proxy_dir) < 0) {
+	/* The install step sees no --mount folder: it has no need of one, and it runs code from
+	 * the package index. */
+	size_t nmounts = proxy_dir ? 0 : cfg->nmounts;
+	if (!p->root_opts || plan_build(p, net, proxy_dir != NULL) < 0 || plan_mount_points(p, cfg->mounts, nmounts) < 0 ||
+	    plan_finish(p, L->h.ws, cfg->wheelhouse, cfg->tmp_size, proxy_dir) < 0 ||
+	    plan_user_mounts(p, cfg->mounts, nmounts) < 0) {
 		err_set(e, "the sandbox's mount plan is too large");
 		goto out;
 	}
@@ -964,7 +995,7 @@ static int local_check(struct backend *b, struct err *e)
 	return 0;
 }
 
-static int local_destroy(struct backend *b, bool shutdown, struct err *e)
+static int local_destroy(struct backend *b, enum backend_end how, struct err *e)
 {
 	struct local *L = b->priv;
 	int rc = 0;
@@ -973,10 +1004,10 @@ static int local_destroy(struct backend *b, bool shutdown, struct err *e)
 	if (L->agent_fd >= 0)
 		close(L->agent_fd);
 	L->agent_fd = -1;
-	bool keep = shutdown && b->cfg->keep && L->h.dir[0];
+	bool keep = how == BACKEND_END_SHUTDOWN && b->cfg->keep && L->h.dir[0];
 	if (keep)
 		log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, L->h.ws);
-	if (hostdir_close(&L->h, keep, e) < 0) {
+	if (hostdir_close(&L->h, keep ? HOSTDIR_KEEP : how == BACKEND_END_CLEANUP ? HOSTDIR_CLEAR : HOSTDIR_REMOVE, e) < 0) {
 		log_msg(LOG_WARNING, "%s", e->msg);
 		rc = -1;
 	}
@@ -1011,7 +1042,7 @@ static void local_report(struct backend *b, FILE *f)
 	if (!m || !cgroup_mechanism(cg, CG_MEMORY) || !cgroup_mechanism(cg, CG_PIDS))
 		fprintf(f, "                (%s)\n", cg->why);
 	agentlink_report_limits(cfg, f);
-	fprintf(f, "    workspace   %s\n", L->h.ws);
+	hostdir_report_workspace(&L->h, cfg, NULL, f);
 	hostdir_report_quota(&L->h, cfg, f);
 }
 
@@ -1026,6 +1057,7 @@ static void local_reap(const struct config *cfg)
 
 const struct backend_ops local_backend_ops = {
 	.name = "local",
+	.workspace_dir = true,
 	.priv_size = sizeof(struct local),
 	.init = local_init,
 	.probe = local_probe,

@@ -1,0 +1,31 @@
+/*
+ * --mount HOST:SANDBOX[:rw]: a host folder shown to the code, read-only unless :rw. SANDBOX
+ * is a path under /mnt, so a mount never hides a part of the sandbox's own system, its
+ * workspace or its /tmp, and means the same on every backend.
+ */
+#ifndef SANDBOX_MOUNTSPEC_H
+#define SANDBOX_MOUNTSPEC_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "err.h"
+
+#define MOUNTS_MAX 8
+#define MOUNT_INSIDE_MAX 200
+#define MOUNT_DEPTH_MAX 8       /* names below /mnt */
+
+struct mountspec {
+	char host[PATH_MAX];              /* absolute, symlinks resolved when given */
+	char inside[MOUNT_INSIDE_MAX + 1];/* /mnt/NAME[/NAME...] */
+	bool rw;
+};
+
+/* Parses and checks one spec (the host folder must exist). 0, or -1 with e saying why. */
+int mountspec_parse(struct mountspec *m, const char *spec, struct err *e);
+
+/* Checks a set: no two at the same place or one inside another. 0, or -1 with e set. */
+int mountspec_check_set(const struct mountspec *v, size_t n, struct err *e);
+
+#endif
