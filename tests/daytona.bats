@@ -331,3 +331,34 @@ EOF
 	[ "${BASH_REMATCH[2]}" -ge 13 ]
 	[[ "$output" != *"$DT_KEY"* ]]
 }
+
+@test "--mount: the folder is copied in at creation, read-only by mode unless :rw; --check says so; too big a folder is a clear error" {
+	proj="$BATS_TEST_TMPDIR/proj"
+	mkdir -p "$proj/sub"
+	printf 'project file\n' >"$proj/sub/readme.txt"
+	head -c 3000 /dev/urandom >"$proj/blob.bin"
+	ln -s /etc/passwd "$proj/link"
+	mcp_session --mount "$proj:/mnt/project" --mount "$proj:/mnt/scratch:rw" <<<"$(printf '%s\n' "$INIT" "$INITIALIZED" \
+		"$(call_json 1 execute_bash_commands "$(bash_args 'cat /mnt/project/sub/readme.txt; cmp /mnt/project/blob.bin /mnt/scratch/blob.bin && echo same; [ -e /mnt/project/link ] || echo nolink; stat -c %A /mnt/project/sub /mnt/project/sub/readme.txt; echo y > /mnt/scratch/new && echo written')")")"
+	# Read-only by mode (the test server runs commands as root, whom modes do not stop; a real
+	# sandbox's user is not root).
+	jqe "$(response 1)" '.result.structuredContent.stdout == "project file\nsame\nnolink\ndr-xr-xr-x\n-r--r--r--\nwritten\n"'
+	# Nothing reaches the host folder.
+	[ ! -e "$proj/new" ]
+	run "$SANDBOX_MCP" --check --mount "$proj:/mnt/project"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"mount       /mnt/project: a copy of the host folder $proj made at creation (2 files, 3013 bytes, 1 skipped); read-only by its files' modes"* ]]
+	# Past the copy's bounds: the reason, and the server keeps serving.
+	mkdir "$proj/many"
+	(cd "$proj/many" && seq 1 2001 | xargs touch)
+	mcp_session --mount "$proj:/mnt/project" <<<"$(printf '%s\n' "$INIT" "$INITIALIZED" "$(call_json 1 execute_bash_commands "$(bash_args 'true')")" '{"jsonrpc":"2.0","id":2,"method":"ping"}')"
+	jqe "$(response 1)" '.result.isError == true and (.result.structuredContent.error | test("more than 2000 files"))'
+	jqe "$(response 2)" '.result == {}'
+	[ "$(live_sandboxes)" -eq 0 ]
+}
+
+@test "--workspace is not used by Daytona, and --check says so" {
+	run "$SANDBOX_MCP" --check --workspace "$BATS_TEST_TMPDIR/ws"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"--workspace $BATS_TEST_TMPDIR/ws is NOT used"* ]]
+}

@@ -34,6 +34,8 @@
 
 #include "../backend.h"
 #include "../../src/base64.h"
+#include "../../src/hosttree.h"
+#include "../../src/output.h"
 #include "../../src/log.h"
 #include "../../src/proxy.h"
 #include "http.h"
@@ -70,6 +72,11 @@ struct daytona {
 	char *baseline;        /* "PID:START ..." of the sandbox's own processes, spared by sweeps */
 	char attempt[40];      /* ATTEMPT_LABEL of the sandbox being made */
 	long disk_gib;         /* the sandbox's disk as Daytona reports it; 0 unknown */
+	struct mount_copy {    /* what of each --mount folder was copied in */
+		size_t files;
+		uint64_t bytes;
+		size_t skipped;    /* symlinks, special files, names the toolbox cannot carry */
+	} mounts[MOUNTS_MAX];
 };
 
 /* ---------------------------------------------------------------- small helpers */
@@ -492,6 +499,112 @@ static int sweep(struct daytona *D, struct err *e)
 	return rc;
 }
 
+/* --mount on Daytona: a cloud sandbox cannot see a host folder, so each one is copied in
+ * when the sandbox is made (bounded), before any code runs there: the files go straight to
+ * their places, where nothing can have been planted yet. Changes stay in the sandbox. */
+#define MOUNT_FILES_MAX 2000
+#define MOUNT_BYTES_MAX (64ull << 20)
+#define MOUNT_BATCH_BYTES (8u << 20)
+#define MOUNT_BATCH_FILES 256
+
+/* A name the toolbox's JSON and multipart fields carry as it is: UTF-8, no control byte. */
+static bool name_portable(const char *s)
+{
+	for (size_t n = strlen(s), i = 0; i < n;) {
+		size_t k = utf8_char_len(s + i, n - i);
+		if (!k || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+		i += k;
+	}
+	return true;
+}
+
+/* Uploads parts in one bulk request. 0, or -1 / BACKEND_LOST. */
+static int put_parts(struct daytona *D, const struct dt_part *parts, size_t n, struct err *e)
+{
+	struct dt_resp rs;
+	if (tbx(D, "POST", "/files/bulk-upload", NULL, parts, n, 120000, SMALL_BODY, &rs, e) < 0)
+		return lost_or_failed(D, e);
+	int rc = 0;
+	if (rs.status != 200)
+		rc = dt_http_fail(&rs, "copying a --mount folder into the Daytona sandbox", e);
+	dt_resp_free(&rs);
+	return rc;
+}
+
+static int upload_mount(struct daytona *D, const struct mountspec *m, size_t i, size_t *files, uint64_t *bytes,
+			struct err *e)
+{
+	struct hosttree t;
+	struct err te = {""};
+	if (hosttree_read(m->host, MOUNT_FILES_MAX - *files, MOUNT_BYTES_MAX - *bytes, &t, &te) < 0)
+		return err_set(e, "--mount %s: %s (Daytona copies mounts in when it makes the sandbox, at most %d files "
+				  "and %llu MiB in all)", m->inside, te.msg, MOUNT_FILES_MAX, MOUNT_BYTES_MAX >> 20);
+	struct dt_part *parts = calloc(t.n ? t.n : 1, sizeof *parts);
+	char **paths = calloc(t.n ? t.n : 1, sizeof *paths);
+	int rc = parts && paths ? 0 : err_set(e, "out of memory");
+	size_t n = 0, skipped = t.skipped, from = 0;
+	uint64_t batch = 0;
+	for (size_t k = 0; rc == 0 && k < t.n; k++) {
+		if (!name_portable(t.v[k].rel)) {
+			skipped++;
+			continue;
+		}
+		if (asprintf(&paths[n], "%s/%s", m->inside, t.v[k].rel) < 0) {
+			paths[n] = NULL;
+			rc = err_set(e, "out of memory");
+			break;
+		}
+		parts[n] = (struct dt_part){paths[n], t.v[k].data, t.v[k].len};
+		batch += t.v[k].len;
+		if (++n - from >= MOUNT_BATCH_FILES || batch >= MOUNT_BATCH_BYTES) {
+			rc = put_parts(D, parts + from, n - from, e);
+			from = n;
+			batch = 0;
+		}
+	}
+	if (rc == 0 && n > from)
+		rc = put_parts(D, parts + from, n - from, e);
+	D->mounts[i] = (struct mount_copy){n, 0, skipped};
+	for (size_t k = 0; k < n; k++)
+		D->mounts[i].bytes += parts[k].len;
+	*files += n;
+	*bytes += D->mounts[i].bytes;
+	for (size_t k = 0; paths && k < n; k++)
+		free(paths[k]);
+	free(paths);
+	free(parts);
+	hosttree_free(&t);
+	return rc;
+}
+
+/* Copies every --mount folder in, then makes the read-only ones so by their files' modes. */
+static int upload_mounts(struct backend *b, struct err *e)
+{
+	struct daytona *D = b->priv;
+	const struct config *cfg = b->cfg;
+	size_t files = 0;
+	uint64_t bytes = 0;
+	struct sbuf c = {0};
+	for (size_t i = 0; i < cfg->nmounts; i++) {
+		int rc = upload_mount(D, &cfg->mounts[i], i, &files, &bytes, e);
+		if (rc)
+			return free(c.p), rc;
+		if (!cfg->mounts[i].rw)
+			sb_fmt(&c, "%schmod -R a-w %s", c.len ? " && " : "", cfg->mounts[i].inside);
+	}
+	if (!c.len)
+		return 0;
+	char *out = NULL;
+	int code = -1;
+	int rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p, 60, SMALL_BODY, &out, &code, e);
+	if (rc == 0 && code != 0)
+		rc = err_set(e, "making the --mount copies read-only: %.300s", out && *out ? out : "failed");
+	free(out);
+	free(c.p);
+	return rc;
+}
+
 /* Makes the sandbox (see daytona_start). */
 static int make_sandbox(struct backend *b, struct err *e)
 {
@@ -532,10 +645,15 @@ static int make_sandbox(struct backend *b, struct err *e)
 	/* The workspace is /workspace on every backend; images run as an unprivileged user that
 	 * usually has sudo (Daytona's own do), which is needed once to make the folder. */
 	struct sbuf cmd = {0};
-	sb_fmt(&cmd, "mkdir -p %s 2>/dev/null || sudo -n sh -c 'mkdir -p %s && chown \"$1\" %s' sh \"$(id -u):$(id -g)\";"
-		     " [ -w %s ] || sudo -n chown \"$(id -u):$(id -g)\" %s 2>/dev/null;"
-		     " [ -w %s ] || { echo \"no writable %s for user $(id -un) (and no sudo)\"; exit 1; };"
-		     " command -v", WORKSPACE, WORKSPACE, WORKSPACE, WORKSPACE, WORKSPACE, WORKSPACE, WORKSPACE);
+	/* So are the --mount folders' places (plain names under /mnt: see mountspec.h). */
+	for (size_t i = 0; i <= b->cfg->nmounts; i++) {
+		const char *d = i == 0 ? WORKSPACE : b->cfg->mounts[i - 1].inside;
+		sb_fmt(&cmd, "mkdir -p %s 2>/dev/null || sudo -n sh -c 'mkdir -p %s && chown \"$1\" %s' sh \"$(id -u):$(id -g)\";"
+			     " [ -w %s ] || sudo -n chown \"$(id -u):$(id -g)\" %s 2>/dev/null;"
+			     " [ -w %s ] || { echo \"no writable %s for user $(id -un) (and no sudo)\"; exit 1; }; ",
+		       d, d, d, d, d, d, d);
+	}
+	sb_add(&cmd, "command -v", 10);
 	sb_word(&cmd, b->cfg->python);
 	sb_fmt(&cmd, " >/dev/null || { echo \"the image has no %s, which the backend needs\"; exit 1; }",
 	       strchr(b->cfg->python, '\'') ? "python" : b->cfg->python);
@@ -556,7 +674,7 @@ static int make_sandbox(struct backend *b, struct err *e)
 	free(out);
 	if (rc != 0)
 		return -1;
-	if (take_baseline(D, e) < 0)
+	if (take_baseline(D, e) < 0 || upload_mounts(b, e) < 0)
 		return -1;
 	log_msg(LOG_INFO, "Daytona sandbox %s started (%s)", D->id,
 		D->snapshot[0] ? D->snapshot : D->image[0] ? D->image : "the default snapshot");
@@ -1336,6 +1454,14 @@ static void daytona_report(struct backend *b, FILE *f)
 				    : "the snapshot's own (--workspace-size applies with --daytona-image alone)");
 	fprintf(f, "    timeouts    the call's timeout; every process of the call killed at its end\n");
 	fprintf(f, "    lifetime    auto-stop when idle, then auto-delete; labelled %s for reaping\n", LABEL);
+	if (cfg->workspace_dir[0])
+		fprintf(f, "    workspace   /workspace in the cloud sandbox: --workspace %s is NOT used (it is for local "
+			   "and Docker); the workspace ends with the sandbox\n", cfg->workspace_dir);
+	for (size_t i = 0; i < cfg->nmounts; i++)
+		fprintf(f, "    mount       %s: a copy of the host folder %s made at creation (%zu files, %s%s%zu skipped); "
+			   "%s; changes stay in the sandbox\n", cfg->mounts[i].inside, cfg->mounts[i].host,
+			D->mounts[i].files, config_fmt_size(D->mounts[i].bytes, sz, sizeof sz), ", ", D->mounts[i].skipped,
+			cfg->mounts[i].rw ? "writable" : "read-only by its files' modes (the code could change them back)");
 }
 
 static bool owner_alive(const char *owner, const char *host)

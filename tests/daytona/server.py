@@ -4,7 +4,7 @@
 methods, bodies and status codes of the published specs.
 
 It is a test double, not a sandbox: commands run on this host with subprocess, in a temporary
-folder per sandbox. Absolute paths under /workspace, /tmp and /home/daytona, in file requests
+folder per sandbox. Absolute paths under /workspace, /tmp, /home/daytona and /mnt, in file requests
 and in command text, are mapped into that folder (a real sandbox has them at the root).
 
 Usage: server.py [--port N] [--port-file FILE]   (port 0, the default: a free one)
@@ -56,7 +56,7 @@ def make_cgroup(sid, limit):
         return None
     return d
 REQUESTS = []
-MAPPED = re.compile(r'(?<![\w./-])/(workspace|tmp|home/daytona)(?=[/\s\'";:)]|$)')
+MAPPED = re.compile(r'(?<![\w./-])/(workspace|tmp|home/daytona|mnt)(?=[/\s\'";:)]|$)')
 
 def pid_namespace():
     """A real sandbox shows only its own processes; where unshare allows it, each sandbox gets a
