@@ -1094,7 +1094,9 @@ make_leaky_wrapper() {
 
 @test "leak: only fds 0-2 reach the code, even when the server has other fds open (file, folder)" {
 	make_leaky_wrapper
-	local code='ls /proc/$$/fd | tr "\n" " "; echo
+	# Into a file, not a pipe: the shell holds a pipe's two ends until it has started both sides,
+	# and an ls quick enough would list them.
+	local code='ls /proc/$$/fd > /tmp/fds; tr "\n" " " < /tmp/fds; echo
 readlink /proc/$$/fd/0; readlink /proc/$$/fd/1 | cut -d: -f1; readlink /proc/$$/fd/2 | cut -d: -f1
 cat <&7 2>/dev/null; echo "fd7=$?"
 ls /proc/self/fd/8/ 2>/dev/null; echo "fd8=$?"
