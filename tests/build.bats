@@ -174,7 +174,8 @@ opt/sbx/share/man/man1/sandbox-mcp.1 644" ]
 	[ -z "$(find "$d" -type f)" ]
 	# The default prefix.
 	mk -s BUILD="$dir" CC=gcc WERROR=1 install DESTDIR="$d"
-	[ -x "$d/usr/local/bin/sandbox-mcp" ] && [ -f "$d/usr/local/share/man/man1/sandbox-mcp.1" ]
+	[ -x "$d/usr/local/bin/sandbox-mcp" ]
+	[ -f "$d/usr/local/share/man/man1/sandbox-mcp.1" ]
 	"$d/usr/local/bin/sandbox-mcp" --version
 }
 
@@ -192,7 +193,8 @@ opt/sbx/share/man/man1/sandbox-mcp.1 644" ]
 	[ "$(stat -c %a "$p")" = 644 ]
 	grep -qx 'profile sandbox-mcp /opt/sbx/bin/sandbox-mcp flags=(unconfined) {' "$p"
 	run ! grep -q '@BIN@' "$p"
-	[ -x "$d/opt/sbx/bin/sandbox-mcp" ] && [ -f "$d/opt/sbx/share/man/man1/sandbox-mcp.1" ]
+	[ -x "$d/opt/sbx/bin/sandbox-mcp" ]
+	[ -f "$d/opt/sbx/share/man/man1/sandbox-mcp.1" ]
 	PATH="$fake:$PATH" mk -s BUILD="$dir" CC=gcc WERROR=1 uninstall DESTDIR="$d" PREFIX=/opt/sbx
 	[ -z "$(find "$d" -type f)" ]
 	[ ! -e "$BATS_TEST_TMPDIR/parser-ran" ]

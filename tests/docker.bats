@@ -348,6 +348,35 @@ EOF
 	rm -rf "$(docker_dirs)"
 }
 
+@test "--workspace keeps the workspace in a host folder across a SIGKILL; --mount binds a host folder, read-only unless :rw" {
+	ws="$BATS_TEST_TMPDIR/ws" proj="$BATS_TEST_TMPDIR/proj" out="$BATS_TEST_TMPDIR/out"
+	mkdir -p "$proj" && printf 'project file\n' >"$proj/readme.txt"
+	mkdir -m 777 "$out"
+	chmod 755 "$BATS_TEST_TMPDIR" "$proj"
+	mcp_session --workspace "$ws" --mount "$proj:/mnt/project" --mount "$out:/mnt/out:rw" <<EOF
+$INIT
+$(bash_call 1 'echo one > a.txt; cat /mnt/project/readme.txt; touch /mnt/project/x 2>&1 | grep -o "Read-only file system"; echo w > /mnt/out/w.txt')
+{"wait": 1}
+{"signal": "KILL"}
+{"expect_exit": 5}
+EOF
+	jqe "$(response 1)" '.result.structuredContent.stdout == "project file\nRead-only file system\n"'
+	[ "$(cat "$ws/a.txt")" = one ]
+	[ "$(cat "$out/w.txt")" = w ]
+	[ ! -e "$proj/x" ]
+	mcp_session --workspace "$ws" <<EOF
+$INIT
+$(bash_call 1 'cat a.txt')
+$(call_json 2 cleanup_sandbox '{}')
+EOF
+	jqe "$(response 1)" '.result.structuredContent.stdout == "one\n"'
+	[ -d "$ws" ]
+	[ ! -e "$ws/a.txt" ]
+	# The killed server's container and folder went with the next server's start.
+	[ -z "$(our_containers)" ]
+	[ -z "$(docker_dirs)" ]
+}
+
 @test "leftovers of a server killed with SIGKILL are removed by the next server" {
 	mcp_session <<EOF
 $INIT

@@ -134,7 +134,9 @@ tools_via() {
 	# Every example sets the timeout to 120 s, which tools/list describes.
 	default=$(tools_via none "$SANDBOX_MCP")
 	expect=$(tools_via with "$SANDBOX_MCP")
-	[ -n "$expect" ] && [ "$expect" != null ] && [ "$expect" != "$default" ]
+	[ -n "$expect" ]
+	[ "$expect" != null ]
+	[ "$expect" != "$default" ]
 	for f in "$EXAMPLES"/*.json; do
 		launch "$f"
 		for kv in "${srv_env[@]}"; do
