@@ -185,7 +185,8 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 	if (quota && !h->quota && !usable) {
 		/* The same every time: said once. */
 		static bool told;
-		log_msg(told ? LOG_DEBUG : cfg->keep ? LOG_INFO : LOG_WARNING, "the workspace quota is not enforced: %s",
+		log_msg(told ? LOG_DEBUG : cfg->keep || cfg->workspace_dir[0] ? LOG_INFO : LOG_WARNING,
+			"the workspace quota is not enforced: %s",
 			h->why);
 		told = true;
 	}

@@ -159,11 +159,29 @@ int sandbox_put(struct sandbox *s, const struct run_file *f, struct err *e)
 	return rc;
 }
 
+/* With --workspace the workspace has files before any call: a sandbox is made to read them
+ * (the server never reads the folder itself, where code may have planted links). A notice
+ * waiting for the next call stays for it. 0 when there is a sandbox to read, 1 when there is
+ * none to make, -1 with e set. */
+static int for_reading(struct sandbox *s, struct err *e)
+{
+	if (s->b)
+		return 0;
+	if (!s->cfg->workspace_dir[0])
+		return 1;
+	char pending[SANDBOX_NOTICE_MAX], notice[SANDBOX_NOTICE_MAX] = "";
+	snprintf(pending, sizeof pending, "%s", s->pending);
+	int rc = sandbox_ensure(s, -1, notice, e);
+	snprintf(s->pending, sizeof s->pending, "%s", pending);
+	return rc < 0 ? -1 : 0;
+}
+
 int sandbox_list(struct sandbox *s, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
 {
 	*out = (struct ws_list){0};
-	if (!s->b)
-		return 0;
+	int ready = for_reading(s, e);
+	if (ready)
+		return ready < 0 ? -1 : 0;
 	int rc = backend_list(s->b, dir, skip, max, out, e);
 	if (rc == BACKEND_LOST) {
 		lost(s, e->msg);
@@ -175,8 +193,9 @@ int sandbox_list(struct sandbox *s, const char *dir, const char *skip, size_t ma
 int sandbox_get(struct sandbox *s, const char *path, size_t max, struct ws_file *out, struct err *e)
 {
 	*out = (struct ws_file){.err = ENOENT};
-	if (!s->b)
-		return 0;
+	int ready = for_reading(s, e);
+	if (ready)
+		return ready < 0 ? -1 : 0;
 	int rc = backend_get(s->b, path, max, out, e);
 	if (rc == BACKEND_LOST) {
 		lost(s, e->msg);

@@ -118,3 +118,25 @@ era_check() {
 		all(.result | (.supportedVersions | index("2026-07-28")) != null and .ttlMs > 0 and .cacheScope == "private")' \
 		"$WIRE.out" >/dev/null
 }
+
+@test "resources: the Inspector CLI lists and reads the workspace (a --workspace folder, which outlives each of its servers)" {
+	inspector_cli
+	tapped_server resources
+	ws="$BATS_TEST_TMPDIR/ws"
+	inspect legacy --workspace "$ws" --method tools/call --tool-name execute_bash_commands \
+		--tool-args-json '{"code": "mkdir -p outputs; printf \"hello\\n\" > outputs/note.txt; printf \"\\x00\\x01\\xff\" > data.bin"}'
+	jqe "$output" '.result.structuredContent.exit_code == 0'
+	# Each Inspector run is a server of its own: the list comes from the folder the call left.
+	inspect legacy --workspace "$ws" --method resources/list
+	jqe "$output" '[.result.resources[].uri] == ["sandbox://workspace/data.bin", "sandbox://workspace/outputs/note.txt"]'
+	inspect legacy --workspace "$ws" --method resources/read --uri sandbox://workspace/outputs/note.txt
+	jqe "$output" '.result.contents == [{"uri": "sandbox://workspace/outputs/note.txt", "mimeType": "text/plain", "text": "hello\n"}]'
+	inspect legacy --workspace "$ws" --method resources/read --uri sandbox://workspace/data.bin
+	jqe "$output" '.result.contents[0].blob == "AAH/"'
+	# A missing file: the spec's -32002 on the wire, and the Inspector reports the error.
+	run timeout 120 "$NODE22" "$INSPECTOR" --cli --protocol-era legacy --format json -q "$TAP" --workspace "$ws" \
+		--method resources/read --uri sandbox://workspace/missing.txt
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"Resource not found: sandbox://workspace/missing.txt"* ]]
+	[ "$(jq -c 'select(.error.code == -32002)' "$WIRE.out" | wc -l)" -eq 1 ]
+}
