@@ -71,6 +71,25 @@ static void shown_free(struct shown *s)
 	memset(s, 0, sizeof *s);
 }
 
+/* A name for the text block: control bytes as C escapes (\n, \t, \xNN), so that a name
+ * cannot break the block's one-line-per-file form. The entry keeps the exact path. */
+static char *line_name(const char *p)
+{
+	char *out = malloc(strlen(p) * 4 + 1), *o = out;
+	for (; out && *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == '\n' || c == '\t' || c == '\r')
+			o += sprintf(o, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+		else if (c < 0x20 || c == 0x7f || c == '\\')
+			o += c == '\\' ? sprintf(o, "\\\\") : sprintf(o, "\\x%02x", c);
+		else
+			*o++ = (char)c;
+	}
+	if (out)
+		*o = '\0';
+	return out;
+}
+
 /* how: "image", "text", "base64", "link" or "none". */
 static int show(struct shown *s, const char *path, const struct ws_file *f, bool have_size, const char *mime,
 		const char *how, const char *note, bool links)
@@ -90,15 +109,17 @@ static int show(struct shown *s, const char *path, const struct ws_file *f, bool
 	char size[64] = "";
 	if (have_size)
 		snprintf(size, sizeof size, "%s%s%" PRIu64 " bytes", mime ? mime : "", mime ? ", " : "", f->size);
-	const char *ps = json_string_value(jp);
-	size_t ll = strlen(ps) + strlen(size) + strlen(uri) + (note ? strlen(note) : 0) + 128;
+	char *ps = line_name(json_string_value(jp));
+	size_t ll = (ps ? strlen(ps) : 0) + strlen(size) + strlen(uri) + (note ? strlen(note) : 0) + 128;
 	bool text = !strcmp(how, "text");
 	if (text)
 		ll += f->len;
 	s->line = malloc(ll);
-	if (!s->entry || !s->line)
+	if (!s->entry || !s->line || !ps)
 		goto oom;
 	int o = snprintf(s->line, ll, "%s%s%s%s: ", ps, *size ? " (" : "", size, *size ? ")" : "");
+	free(ps);
+	ps = NULL;
 	if (!strcmp(how, "image"))
 		o += snprintf(s->line + o, ll - (size_t)o, "shown as an image");
 	else if (text)
@@ -147,6 +168,7 @@ static int show(struct shown *s, const char *path, const struct ws_file *f, bool
 	return 0;
 oom:
 	free(uri);
+	free(ps);
 	shown_free(s);
 	return -1;
 }
@@ -262,22 +284,27 @@ int artifacts_collect(struct sandbox *sb, const json_t *collect, int64_t since_n
 		json_object_update(sb->outputs_seen, seen);
 	}
 	qsort(cs, n, sizeof *cs, by_path);
-	size_t used = 0, shown = 0;
+	/* The first ARTIFACTS_MAX files are tried in path order; one that does not fit inline is
+	 * linked, and one that does not fit even so is counted out, leaving room for the next. */
+	size_t used = 0, shown = 0, tried = 0;
 	int images = 0;
-	for (; shown < n && shown < ARTIFACTS_MAX; shown++) {
+	for (; tried < n && tried < ARTIFACTS_MAX; tried++) {
 		struct shown s;
-		if (present(sb, &cs[shown], links, true, &images, &s) < 0)
+		if (present(sb, &cs[tried], links, true, &images, &s) < 0)
 			goto done;
-		if (used + s.cost + CLOSING_MAX > budget && json_object_get(s.entry, "text")) {
+		const char *how = json_string_value(json_object_get(s.entry, "shown"));
+		bool inlined = how && (!strcmp(how, "text") || !strcmp(how, "base64"));
+		if (used + s.cost + CLOSING_MAX > budget && inlined) {
 			shown_free(&s);
-			if (present(sb, &cs[shown], links, false, &images, &s) < 0)
+			if (present(sb, &cs[tried], links, false, &images, &s) < 0)
 				goto done;
 		}
 		if (used + s.cost + CLOSING_MAX > budget) {
-			if (!strcmp(json_string_value(json_object_get(s.entry, "shown")), "image"))
+			how = json_string_value(json_object_get(s.entry, "shown"));
+			if (how && !strcmp(how, "image"))
 				images--;
 			shown_free(&s);
-			break;
+			continue;
 		}
 		if ((!out->list && !(out->list = json_array())) || json_array_append_new(out->list, s.entry) < 0 ||
 		    add_text(&out->text, s.line) < 0) {
@@ -291,6 +318,7 @@ int artifacts_collect(struct sandbox *sb, const json_t *collect, int64_t since_n
 			goto done;
 		}
 		used += s.cost;
+		shown++;
 		shown_free(&s);
 	}
 	char closing[CLOSING_MAX];
@@ -298,7 +326,9 @@ int artifacts_collect(struct sandbox *sb, const json_t *collect, int64_t since_n
 	if (shown < n)
 		snprintf(closing, sizeof closing, "%zu more file%s not returned (%s); resources/list lists the workspace.\n",
 			 n - shown, n - shown == 1 ? " is" : "s are",
-			 shown >= ARTIFACTS_MAX ? "at most 20 per call" : "the result has no room for more");
+			 shown == tried ? "at most 20 per call"
+			 : tried == n   ? "the result has no room for more"
+					: "the result has no room for more, and at most 20 per call");
 	if (ls.truncated)
 		snprintf(closing + strlen(closing), sizeof closing - strlen(closing),
 			 "%s holds more than %d files (or 100000 names): only part of it was looked at.\n",

@@ -387,6 +387,17 @@ EOF
 	done
 }
 
+@test "files out: a file with no room inline is linked and the next one still fits; a name's control bytes are escaped in the text" {
+	# --result-max 8K leaves 2 KiB for files: a 3 KiB binary is linked, not inlined, and
+	# the small text after it in path order is still shown inline.
+	tool execute_bash_commands '{"code": "mkdir -p outputs; head -c 3000 /dev/zero > outputs/a.bin; printf hi > \"outputs/b\nc.txt\""}' --result-max 8K
+	sc '[.artifacts[] | [.path, .shown]] == [["outputs/a.bin", "link"], ["outputs/b\nc.txt", "text"]]'
+	sc '.artifacts[0].note | test("no room")'
+	text=$(jq -r '.content[0].text' <<<"$result")
+	[[ "$text" == *'outputs/b\nc.txt (text/plain, 2 bytes): its text follows'* ]]
+	[[ "$text" != *"more file"* ]]
+}
+
 @test "inputs: the limits of files, env and args are refused with the limit named" {
 	head -c 4500000 /dev/zero | tr '\0' a >"$BATS_TEST_TMPDIR/big"
 	many=$(jq -cn '[range(101)] | map({key: "f\(.)", value: "x"}) | from_entries')
