@@ -19,14 +19,18 @@ static int by_path(const void *a, const void *b)
 	return strcmp(((const struct ws_entry *)a)->path, ((const struct ws_entry *)b)->path);
 }
 
-/* The workspace's regular files, sorted. */
-static int list_files(struct sandbox *sb, struct ws_list *ls, struct err *e)
+/* The workspace's regular files that resources/read takes, sorted; *unreadable counts the
+ * names it would refuse (control bytes, too long), which are left out. */
+static int list_files(struct sandbox *sb, struct ws_list *ls, size_t *unreadable, struct err *e)
 {
 	if (sandbox_list(sb, WORKSPACE, ".sandbox", RESOURCES_LIST_MAX, ls, e) < 0)
 		return -1;
 	size_t k = 0;
+	*unreadable = 0;
 	for (size_t i = 0; i < ls->n; i++) {
-		if (S_ISREG(ls->v[i].mode))
+		bool reg = S_ISREG(ls->v[i].mode), ok = reg && !inputs_path_problem(ls->v[i].path, true);
+		*unreadable += reg && !ok;
+		if (ok)
 			ls->v[k++] = ls->v[i];
 		else
 			free(ls->v[i].path);
@@ -78,14 +82,16 @@ json_t *resources_list_digest(struct sandbox *sb, const json_t *params, uint64_t
 	}
 	struct ws_list ls;
 	struct err e = {""};
-	if (list_files(sb, &ls, &e) < 0) {
+	size_t unreadable;
+	if (list_files(sb, &ls, &unreadable, &e) < 0) {
 		*code = RPC_INTERNAL_ERROR;
 		snprintf(msg, n, "Internal error: listing the workspace: %s", e.msg);
 		return NULL;
 	}
 	*digest = digest_of(&ls);
 	json_t *arr = json_array(), *r = json_pack("{s:o}", "resources", arr);
-	for (size_t i = from; r && i < ls.n && i < from + RESOURCES_PAGE; i++) {
+	size_t i = from, bytes = 0;
+	for (; r && i < ls.n && i < from + RESOURCES_PAGE && bytes < RESOURCES_PAGE_BYTES; i++) {
 		char *uri = wsuri_from_path(ls.v[i].path);
 		size_t cl;
 		char *name = utf8_sanitize(ls.v[i].path, strlen(ls.v[i].path), &cl);
@@ -95,6 +101,7 @@ json_t *resources_list_digest(struct sandbox *sb, const json_t *params, uint64_t
 		const char *mime = filekind_by_name(ls.v[i].path);
 		if (res && mime)
 			json_object_set_new(res, "mimeType", json_string(mime));
+		bytes += (uri ? strlen(uri) : 0) + cl + 64;
 		free(uri);
 		free(name);
 		if (!res || json_array_append_new(arr, res) < 0) {
@@ -102,11 +109,25 @@ json_t *resources_list_digest(struct sandbox *sb, const json_t *params, uint64_t
 			r = NULL;
 		}
 	}
-	if (r && from + RESOURCES_PAGE < ls.n) {
+	if (r && i < ls.n) {
 		char next[32];
-		snprintf(next, sizeof next, "%zu", from + RESOURCES_PAGE);
+		snprintf(next, sizeof next, "%zu", i);
 		json_object_set_new(r, "nextCursor", json_string(next));
 	}
+	/* What the list leaves out, said on its last page (the spec's result has no field for it). */
+	char part[300] = "";
+	if (ls.truncated)
+		snprintf(part, sizeof part, "the workspace holds more than %d files (or 100000 names); only part of it is "
+					    "listed. ", RESOURCES_LIST_MAX);
+	if (ls.skipped)
+		snprintf(part + strlen(part), sizeof part - strlen(part), "A folder too deep (%d levels) or unreadable "
+									  "was not walked. ", WS_LIST_DEPTH);
+	if (unreadable)
+		snprintf(part + strlen(part), sizeof part - strlen(part), "%zu file%s with control bytes or over 1024 "
+									  "bytes in %s path %s left out.", unreadable,
+			 unreadable == 1 ? "" : "s", unreadable == 1 ? "its" : "their", unreadable == 1 ? "is" : "are");
+	if (r && *part && i >= ls.n)
+		json_object_set_new(r, "_meta", json_pack("{s:s}", "sandbox-mcp/partial", part));
 	ws_list_free(&ls);
 	if (!r) {
 		*code = RPC_INTERNAL_ERROR;
@@ -185,7 +206,8 @@ uint64_t resources_digest(struct sandbox *sb)
 {
 	struct ws_list ls;
 	struct err e = {""};
-	if (list_files(sb, &ls, &e) < 0)
+	size_t unreadable;
+	if (list_files(sb, &ls, &unreadable, &e) < 0)
 		return 0;
 	uint64_t d = digest_of(&ls);
 	ws_list_free(&ls);

@@ -16,6 +16,7 @@
 #include "sandbox.h"
 
 #define RESOURCES_PAGE 100
+#define RESOURCES_PAGE_BYTES (64u << 10)  /* a page ends once its entries pass this */
 #define RESOURCES_LIST_MAX 10000          /* files listed at most */
 #define RESOURCES_READ_MAX (4u << 20)     /* bytes of one read */
 #define RESOURCES_NOT_FOUND (-32002)      /* the MCP spec's code for an unknown resource */

@@ -398,6 +398,25 @@ EOF
 	[[ "$text" != *"more file"* ]]
 }
 
+@test "resources/list: names resources/read would refuse are left out and counted; a page stays small whatever the names" {
+	ws="$BATS_TEST_TMPDIR/ws"
+	long=$(printf 'n%.0s' $(seq 200))
+	code="printf x > \$'bad\nname'; for i in \$(seq 1 60); do d=$long/$long/$long/$long; mkdir -p \$d; printf x > \$d/f\$i; done; printf x > ok.txt"
+	mcp_session --workspace "$ws" <<<"$(printf '%s\n' "$INIT" "$INITIALIZED" "$(call_json 1 execute_bash_commands "$(jq -cn --arg c "$code" '{code: $c}')")" \
+		'{"wait": 1}' '{"jsonrpc":"2.0","id":2,"method":"resources/list"}')"
+	page=$(response 2)
+	# 60 names of 800 bytes (their URIs too) do not fit one page of 64 KiB.
+	jqe "$page" '(.result.resources | length) < 61 and (.result.nextCursor | test("^[0-9]+$")) and (.result | has("_meta") | not)'
+	[ "$(printf '%s' "$page" | wc -c)" -lt 140000 ]
+	cursor=$(jq -r '.result.nextCursor' <<<"$page")
+	mcp_session --workspace "$ws" <<<"$(printf '%s\n' "$INIT" "$INITIALIZED" \
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/list\",\"params\":{\"cursor\":\"$cursor\"}}")"
+	# The rest, the name with a newline left out, and the last page says so.
+	all=$(jq -c --argjson p "$page" '$p.result.resources + .result.resources | map(.name)' <<<"$(response 2)")
+	jqe "$all" 'length == 61 and (map(test("\n")) | any | not) and index("ok.txt") != null'
+	jqe "$(response 2)" '(.result | has("nextCursor") | not) and (.result._meta["sandbox-mcp/partial"] | test("^1 file with control bytes"))'
+}
+
 @test "inputs: the limits of files, env and args are refused with the limit named" {
 	head -c 4500000 /dev/zero | tr '\0' a >"$BATS_TEST_TMPDIR/big"
 	many=$(jq -cn '[range(101)] | map({key: "f\(.)", value: "x"}) | from_entries')
