@@ -128,16 +128,17 @@ static void run_resources(struct engine *g, struct job *j)
 	}
 }
 
-/* After a call, in a session whose client listed the resources: says when the tree changed. */
-static void tree_check(struct engine *g, const struct job *j)
+/* After a call, in a session whose client listed the resources: the notification that the
+ * tree changed, or NULL. */
+static json_t *tree_check(struct engine *g, const struct job *j)
 {
 	if (!g->watch_tree || j->era.modern)
-		return;
+		return NULL;
 	uint64_t d = resources_digest(&g->sb);
-	if (d != g->tree_digest) {
-		g->tree_digest = d;
-		rpc_notify("notifications/resources/list_changed", json_object());
-	}
+	if (d == g->tree_digest)
+		return NULL;
+	g->tree_digest = d;
+	return rpc_notification("notifications/resources/list_changed", json_object());
 }
 
 static void run_job(struct engine *g, struct job *j)
@@ -168,8 +169,10 @@ static void run_job(struct engine *g, struct job *j)
 		rpc_respond(j->batch, rpc_error(j->id, RPC_INTERNAL_ERROR, "Internal error: the result could not be built", NULL));
 		return;
 	}
+	/* What the call changed is told after its response, and after its batch's. */
+	rpc_batch_hold(j->batch);
 	rpc_respond(j->batch, rpc_result(j->id, era_result(&j->era, result)));
-	tree_check(g, j);
+	rpc_batch_release(j->batch, tree_check(g, j));
 }
 
 /* Waits, with mu released, until a job or a stop may be there, the sandbox turns idle, or its

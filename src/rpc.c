@@ -310,14 +310,20 @@ json_t *rpc_error(json_t *id, int code, const char *message, json_t *data)
 	return json_pack("{s:s, s:O?, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", err);
 }
 
+json_t *rpc_notification(const char *method, json_t *params)
+{
+	return json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", method, "params", params);
+}
+
 void rpc_notify(const char *method, json_t *params)
 {
-	rpc_write_optional(json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", method, "params", params));
+	rpc_write_optional(rpc_notification(method, params));
 }
 
 struct rpc_batch {
 	pthread_mutex_t lock;
 	json_t *responses;
+	json_t *after;        /* notifications to follow the array */
 	size_t pending;
 };
 
@@ -328,16 +334,19 @@ struct rpc_batch *rpc_batch_new(size_t expected)
 		return NULL;
 	pthread_mutex_init(&b->lock, NULL);
 	b->responses = json_array();
+	b->after = json_array();
 	b->pending = expected;
 	return b;
 }
 
-/* Called with one member settled; writes and frees the batch after the last. */
-static void batch_settle(struct rpc_batch *b, json_t *response)
+/* Called with one member (or hold) settled; writes and frees the batch after the last. */
+static void batch_settle(struct rpc_batch *b, json_t *response, json_t *note)
 {
 	pthread_mutex_lock(&b->lock);
 	if (response)
 		json_array_append_new(b->responses, response);
+	if (note)
+		json_array_append_new(b->after, note);
 	bool done = --b->pending == 0;
 	pthread_mutex_unlock(&b->lock);
 	if (!done)
@@ -347,8 +356,30 @@ static void batch_settle(struct rpc_batch *b, json_t *response)
 		rpc_write(b->responses);
 	else
 		json_decref(b->responses);
+	size_t i;
+	json_t *n;
+	json_array_foreach(b->after, i, n)
+		rpc_write_optional(json_incref(n));
+	json_decref(b->after);
 	pthread_mutex_destroy(&b->lock);
 	free(b);
+}
+
+void rpc_batch_hold(struct rpc_batch *batch)
+{
+	if (!batch)
+		return;
+	pthread_mutex_lock(&batch->lock);
+	batch->pending++;
+	pthread_mutex_unlock(&batch->lock);
+}
+
+void rpc_batch_release(struct rpc_batch *batch, json_t *note)
+{
+	if (batch)
+		batch_settle(batch, NULL, note);
+	else if (note)
+		rpc_write_optional(note);
 }
 
 void rpc_respond(struct rpc_batch *batch, json_t *response)
@@ -356,11 +387,11 @@ void rpc_respond(struct rpc_batch *batch, json_t *response)
 	if (!batch)
 		rpc_write(response);
 	else
-		batch_settle(batch, response);
+		batch_settle(batch, response, NULL);
 }
 
 void rpc_batch_drop(struct rpc_batch *batch)
 {
 	if (batch)
-		batch_settle(batch, NULL);
+		batch_settle(batch, NULL, NULL);
 }

@@ -85,6 +85,8 @@ json_t *rpc_error(json_t *id, int code, const char *message, json_t *data);
 
 /* Sends a notification (as rpc_write_optional: one the client can do without); params stolen. */
 void rpc_notify(const char *method, json_t *params);
+/* A notification message, for rpc_batch_release; params stolen. */
+json_t *rpc_notification(const char *method, json_t *params);
 
 /* ---- batches: where a response goes */
 
@@ -98,5 +100,12 @@ void rpc_respond(struct rpc_batch *batch, json_t *response);
 
 /* One expected member will not be answered (a cancelled call). */
 void rpc_batch_drop(struct rpc_batch *batch);
+
+/* Keeps a batch open past a member's response, until rpc_batch_release: a notification the
+ * member causes then follows the batch's array, as it follows a lone response. NULL: nothing. */
+void rpc_batch_hold(struct rpc_batch *batch);
+/* Ends a hold. note (a notification message, stolen; NULL for none) is written (as optional)
+ * after the batch's array, or at once when batch is NULL. */
+void rpc_batch_release(struct rpc_batch *batch, json_t *note);
 
 #endif

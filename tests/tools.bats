@@ -417,6 +417,19 @@ EOF
 	jqe "$(response 2)" '(.result | has("nextCursor") | not) and (.result._meta["sandbox-mcp/partial"] | test("^1 file with control bytes"))'
 }
 
+@test "resources: list_changed follows the response of the call that changed the tree, and its batch's whole array" {
+	# The batch's first call changes the tree; its second, run after it, leaves it.
+	batch=$(jq -cn --argjson a "$(call_json 3 execute_bash_commands '{"code": "echo b > b.txt"}')" \
+		--argjson b "$(call_json 4 execute_bash_commands '{"code": "true"}')" '[$a, $b]')
+	# Batches are of 2025-03-26, whose clients have list_changed too.
+	init=${INIT/2025-06-18/2025-03-26}
+	mcp_session <<<"$(printf '%s\n' "$init" "$INITIALIZED" '{"jsonrpc":"2.0","id":1,"method":"resources/list"}' '{"wait": 1}' \
+		"$(call_json 2 execute_bash_commands '{"code": "echo a > a.txt"}')" '{"wait": 2}' '{"wait_line": "list_changed"}' "$batch")"
+	# The lines in order: the call's response, a list_changed, the batch's array, a list_changed.
+	order=$(printf '%s\n' "$output" | jq -r 'if type == "array" then "batch" elif .id == 2 then "call" elif .method == "notifications/resources/list_changed" then "changed" else empty end' | tr '\n' ' ')
+	[ "$order" = "call changed batch changed " ]
+}
+
 @test "inputs: the limits of files, env and args are refused with the limit named" {
 	head -c 4500000 /dev/zero | tr '\0' a >"$BATS_TEST_TMPDIR/big"
 	many=$(jq -cn '[range(101)] | map({key: "f\(.)", value: "x"}) | from_entries')
