@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -176,7 +177,7 @@ static int set_opt(struct config *cfg, const struct opt *o, const char *val, con
 		for (const char *p = val; *p;) {
 			const char *semi = strchr(p, ';');
 			size_t n = semi ? (size_t)(semi - p) : strlen(p);
-			char spec[PATH_MAX + MOUNT_INSIDE_MAX + 8];
+			char spec[MOUNT_HOST_MAX + MOUNT_INSIDE_MAX + 8];
 			if (n >= sizeof spec)
 				return err_set(e, "%s: value too long", from);
 			memcpy(spec, p, n);

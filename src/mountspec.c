@@ -1,9 +1,12 @@
 #include "mountspec.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+_Static_assert(MOUNT_HOST_MAX >= PATH_MAX, "realpath needs PATH_MAX bytes");
 
 /* Names in SANDBOX: what a portable file name holds, nothing a shell or a URL would read. */
 static bool name_ok(const char *s, size_t n)

@@ -6,18 +6,18 @@
 #ifndef SANDBOX_MOUNTSPEC_H
 #define SANDBOX_MOUNTSPEC_H
 
-#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "err.h"
 
 #define MOUNTS_MAX 8
+#define MOUNT_HOST_MAX 4096     /* PATH_MAX: realpath writes up to it */
 #define MOUNT_INSIDE_MAX 200
 #define MOUNT_DEPTH_MAX 8       /* names below /mnt */
 
 struct mountspec {
-	char host[PATH_MAX];              /* absolute, symlinks resolved when given */
+	char host[MOUNT_HOST_MAX];        /* absolute, symlinks resolved when given */
 	char inside[MOUNT_INSIDE_MAX + 1];/* /mnt/NAME[/NAME...] */
 	bool rw;
 };
