@@ -362,3 +362,8 @@ EOF
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"--workspace $BATS_TEST_TMPDIR/ws is NOT used"* ]]
 }
+
+@test "files out: a file whose name is not UTF-8 is read back too (its name travels as base64)" {
+	tool execute_bash_commands "$(bash_args "mkdir -p outputs; printf hi > outputs/\$'\\xff'.txt")"
+	sc '.artifacts | length == 1 and .[0].shown == "text" and .[0].text == "hi" and .[0].uri == "sandbox://workspace/outputs/%FF.txt"'
+}

@@ -10,6 +10,7 @@
 #   list DIR MAX [SKIP]        prints one JSON line: what lies under DIR but in DIR/SKIP (folders
 #                              walked to 64 levels, no symlink followed), as the agent's AG_LIST
 #   get PATH MAX               prints one JSON line: PATH's first MAX bytes, as the agent's AG_GET
+#   getb DIR MAX B64           the same for DIR/NAME, NAME (bytes, not UTF-8) given as base64
 # The runner is a child subreaper: every process of the call, setsid ones included, stays its
 # descendant and is killed when the call ends, by exit, timeout or kill.
 import base64, ctypes, errno, json, os, select, signal, sys, time
@@ -499,6 +500,8 @@ def main():
         print(json.dumps(listing(a[1], int(a[2]), a[3] if len(a) > 3 else '')))
     elif a[0] == 'get':
         print(json.dumps(get(a[1], int(a[2]))))
+    elif a[0] == 'getb':  # getb DIR MAX B64: the file DIR/<the bytes B64 holds>, as get
+        print(json.dumps(get(a[1] + '/' + os.fsdecode(base64.b64decode(a[3])), int(a[2]))))
     elif a[0] == 'kill':
         open(a[1] + '/kill', 'w').close()  # seen within 0.2 s, whatever namespace we are in
         try:
