@@ -65,9 +65,9 @@ LDLIBS := $(DEP_LIBS) -lpthread -lm
 AGENT_CFLAGS := $(WARN) -D_GNU_SOURCE -Os $(AGENT_HARDEN) -MMD -MP
 AGENT_LDFLAGS := $(AGENT_LINK) -s
 
-SRCS := $(wildcard src/*.c) backends/backend.c $(wildcard backends/*/*.c)
+SRCS := $(wildcard src/*.c src/*/*.c backends/*.c backends/*/*.c)
 OBJS := $(patsubst %.c,$(BUILD)/%.o,$(SRCS)) $(BUILD)/embed.o $(BUILD)/embed_table.o
-# Files compiled into the binary, found by name at run time (src/embed.h): the tools' schemas
+# Files compiled into the binary, found by name at run time (src/base/embed.h): the tools' schemas
 # and the Daytona backend's in-sandbox programs.
 EMBEDDED := $(sort $(wildcard schemas/*.json) $(wildcard backends/daytona/*.py))
 AGENT_OBJ := $(BUILD)/agent/sandbox-agent.o

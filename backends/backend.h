@@ -14,9 +14,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../src/clock.h"
-#include "../src/config.h"
-#include "../src/err.h"
+#include "../src/base/clock.h"
+#include "../src/base/config.h"
+#include "../src/base/err.h"
 
 #define WORKSPACE "/workspace"
 

@@ -17,16 +17,16 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "config.h"
-#include "engine.h"
-#include "log.h"
-#include "mcp.h"
-#include "rpc.h"
-#include "sandbox.h"
-#include "tools.h"
-#include "version.h"
-#include "wheelhouse.h"
+#include "base/clock.h"
+#include "base/config.h"
+#include "engine/engine.h"
+#include "base/log.h"
+#include "protocol/mcp.h"
+#include "protocol/rpc.h"
+#include "sandbox/sandbox.h"
+#include "tools/tools.h"
+#include "base/version.h"
+#include "tools/wheelhouse.h"
 
 /* The whole shutdown takes less than 2 s: the engine gets SHUTDOWN_MS at most; then the
  * writer gets FLUSH_MS to hand over what is queued, within the 2 s. */

@@ -142,7 +142,7 @@ hardened() {
 	# Nothing changed: nothing to do.
 	mk -q BUILD="$dir" CC=gcc WERROR=1
 	local srcs change src n
-	srcs=$(cd "$REPO_DIR" && ls src/*.c backends/backend.c backends/*/*.c agent/*.c)
+	srcs=$(cd "$REPO_DIR" && ls src/*.c src/*/*.c backends/*.c backends/*/*.c agent/*.c)
 	n=$(wc -l <<<"$srcs")
 	[ "$n" -ge 20 ]
 	for change in CC=clang CPPFLAGS=-DSANDBOX_X=1 CFLAGS=-O1 LDFLAGS=-Wl,-O1 SANITIZE=undefined HARDEN=0 WERROR=; do
@@ -271,7 +271,7 @@ man_section() {
 	help=$("$SANDBOX_MCP" --help)
 	envsec=$(man_section ENVIRONMENT)
 	# What the sources read (the options' SANDBOX_* variables are checked above).
-	vars=$(cd "$REPO_DIR" && grep -ohE 'getenv\("[A-Z_]+"\)' src/*.c backends/*.c backends/*/*.c |
+	vars=$(cd "$REPO_DIR" && grep -ohE 'getenv\("[A-Z_]+"\)' src/*.c src/*/*.c backends/*.c backends/*/*.c |
 		sed -E 's/getenv\("(.*)"\)/\1/' | grep -v '^SANDBOX_' | sort -u)
 	for v in DAYTONA_API_KEY DAYTONA_API_URL DAYTONA_TARGET DOCKER_HOST TMPDIR; do
 		grep -qx "$v" <<<"$vars"
@@ -282,7 +282,7 @@ man_section() {
 	done
 	# The default Daytona URL both give is the client's.
 	local url
-	url=$(sed -n 's/^#define DT_DEFAULT_API_URL "\(.*\)"$/\1/p' "$REPO_DIR/backends/daytona/http.h")
+	url=$(sed -n 's/^#define DT_DEFAULT_API_URL "\(.*\)"$/\1/p' "$REPO_DIR/backends/daytona/rest.h")
 	[[ "$url" == https://* ]]
 	grep -qF "default $url" <<<"$help"
 	grep -qF "default $url" <<<"$envsec"

@@ -1,4 +1,4 @@
-# The install step's proxy (src/proxy.c), on its own: what it lets through and what it refuses.
+# The install step's proxy (backends/agenthost/proxy.c), on its own: what it lets through and what it refuses.
 # It runs in a network namespace of its own ("host"), with a veth to a second one ("index")
 # where a test package index listens on 198.51.100.2 (a documentation range, not a private
 # one); the "host" namespace has its own loopback listener standing for services on the host.

@@ -33,12 +33,12 @@
 #include <unistd.h>
 
 #include "../backend.h"
-#include "../../src/base64.h"
-#include "../../src/hosttree.h"
-#include "../../src/output.h"
-#include "../../src/log.h"
-#include "../../src/proxy.h"
-#include "http.h"
+#include "../../src/base/base64.h"
+#include "hosttree.h"
+#include "../../src/tools/output.h"
+#include "../../src/base/log.h"
+#include "../agenthost/proxy.h"
+#include "rest.h"
 #include "runner.h"
 
 /* Each call's files go up into a fresh folder here, of a name code cannot guess before the

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/embed.h"
+#include "../../src/base/embed.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char *runner, *sweep;

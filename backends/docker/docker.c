@@ -12,7 +12,7 @@
  *
  * The container: an unprivileged user (--sandbox-uid, 65534, when the server runs as root;
  * else the server's own uid), every capability dropped, no-new-privileges, the engine's
- * default seccomp profile plus the server's filter (src/filter.h) installed by the agent, a
+ * default seccomp profile plus the server's filter (backends/agenthost/filter.h) installed by the agent, a
  * read-only root, /tmp a tmpfs of --tmp-size, network "none" (--network all: the engine's
  * default bridge), memory (no swap), CPU and process limits from the configuration, and labels
  * naming the server that made it (sandbox-mcp=1, sandbox-mcp.pid, .start, .host, .sandbox).
@@ -46,14 +46,14 @@
 #include <unistd.h>
 
 #include "../backend.h"
-#include "../../src/agentlink.h"
-#include "../../src/cgroup.h"
-#include "../../src/filter.h"
-#include "../../src/hostdir.h"
-#include "../../src/installnet.h"
-#include "../../src/log.h"
-#include "../../src/tree.h"
-#include "dkapi.h"
+#include "../agenthost/agentlink.h"
+#include "../agenthost/cgroup.h"
+#include "../agenthost/filter.h"
+#include "../agenthost/hostdir.h"
+#include "../agenthost/installnet.h"
+#include "../../src/base/log.h"
+#include "../agenthost/tree.h"
+#include "engine.h"
 
 #define DEFAULT_IMAGE "python:3.12-slim"
 #define AGENT_IN "/.sandbox-agent"

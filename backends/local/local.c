@@ -53,12 +53,12 @@
 #include <unistd.h>
 
 #include "../backend.h"
-#include "../../src/agentlink.h"
-#include "../../src/cgroup.h"
-#include "../../src/filter.h"
-#include "../../src/hostdir.h"
-#include "../../src/installnet.h"
-#include "../../src/log.h"
+#include "../agenthost/agentlink.h"
+#include "../agenthost/cgroup.h"
+#include "../agenthost/filter.h"
+#include "../agenthost/hostdir.h"
+#include "../agenthost/installnet.h"
+#include "../../src/base/log.h"
 
 #ifndef MOUNT_ATTR_RDONLY
 #define MOUNT_ATTR_RDONLY 0x00000001

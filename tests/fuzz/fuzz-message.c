@@ -18,12 +18,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../src/config.h"
-#include "../../src/engine.h"
-#include "../../src/log.h"
-#include "../../src/mcp.h"
-#include "../../src/rpc.h"
-#include "../../src/tools.h"
+#include "../../src/base/config.h"
+#include "../../src/engine/engine.h"
+#include "../../src/base/log.h"
+#include "../../src/protocol/mcp.h"
+#include "../../src/protocol/rpc.h"
+#include "../../src/tools/tools.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../src/proxy.h"
-#include "../../src/tree.h"
+#include "../../backends/agenthost/proxy.h"
+#include "../../backends/agenthost/tree.h"
 
 static int policy_of(struct proxy_policy *p, int n, char **items)
 {

@@ -1,0 +1,415 @@
+#include "agentlink.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../agent/proto.h"
+
+/* How long an agent may take to answer anything but a running call. */
+#define ANSWER_MS 10000
+/* How long the tree may take to die after a kill before the sandbox counts as broken. */
+#define KILL_GRACE_MS 2000
+
+struct frame {
+	uint8_t type;
+	unsigned char *data; /* borrowed from the link's buffer until the next read */
+	size_t len;
+};
+
+static int send_all(struct agentlink *l, const void *buf, size_t n, struct err *e)
+{
+	const unsigned char *p = buf;
+	while (n) {
+		ssize_t r = send(l->fd, p, n, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err_sys(e, "sandbox agent connection");
+			return BACKEND_LOST;
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int send_frame(struct agentlink *l, struct ag_buf *b, struct err *e)
+{
+	if (ag_frame_end(b) < 0)
+		return err_set(e, "request too large for the sandbox agent");
+	return send_all(l, b->p, b->len, e);
+}
+
+/* Waits until fd is readable or deadline (monotonic ms; <0: none); 0 ready, 1 timeout. */
+static int wait_readable(int fd, int64_t deadline)
+{
+	for (;;) {
+		int t = -1;
+		if (deadline >= 0) {
+			int64_t left = deadline - clock_ms();
+			if (left <= 0)
+				return 1;
+			t = left > 1000000 ? 1000000 : (int)left;
+		}
+		struct pollfd p = {fd, POLLIN, 0};
+		int r = poll(&p, 1, t);
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return 0; /* let the read report it */
+	}
+}
+
+static int read_all(int fd, void *buf, size_t n, int64_t deadline, struct err *e)
+{
+	unsigned char *p = buf;
+	while (n) {
+		if (wait_readable(fd, deadline)) {
+			err_set(e, "the sandbox agent stopped answering");
+			return BACKEND_LOST;
+		}
+		ssize_t r = read(fd, p, n);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				err_set(e, "the sandbox ended unexpectedly");
+			else
+				err_sys(e, "reading from the sandbox agent");
+			return BACKEND_LOST;
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Reads one whole frame into the link's buffer. */
+static int read_frame(struct agentlink *l, struct frame *fr, int64_t deadline, struct err *e)
+{
+	unsigned char hdr[5];
+	int rc = read_all(l->fd, hdr, 5, deadline, e);
+	if (rc)
+		return rc;
+	uint32_t n = ag_le32(hdr);
+	if (n == 0 || n > AG_MAX_FRAME) {
+		err_set(e, "the sandbox agent sent a malformed frame");
+		return BACKEND_LOST;
+	}
+	fr->type = hdr[4];
+	fr->len = n - 1;
+	if (fr->len + 1 > l->rcap) {
+		unsigned char *nb = realloc(l->rbuf, fr->len + 1);
+		if (!nb)
+			return err_set(e, "out of memory");
+		l->rbuf = nb;
+		l->rcap = fr->len + 1;
+	}
+	fr->data = l->rbuf;
+	/* A frame once begun arrives whole: allow the usual answer time for its rest. */
+	rc = read_all(l->fd, fr->data, fr->len, clock_ms() + ANSWER_MS, e);
+	if (rc)
+		return rc;
+	fr->data[fr->len] = '\0';
+	return 0;
+}
+
+/* Waits for AG_OK; AG_ERR becomes -1 with its text. */
+static int expect_ok(struct agentlink *l, const char *what, struct err *e)
+{
+	struct frame fr;
+	int rc = read_frame(l, &fr, clock_ms() + ANSWER_MS, e);
+	if (rc)
+		return rc;
+	if (fr.type == AG_OK)
+		rc = 0;
+	else if (fr.type == AG_ERR)
+		rc = err_set(e, "%s: %s", what, (char *)fr.data);
+	else
+		rc = err_set(e, "%s: unexpected answer from the sandbox agent", what);
+	return rc;
+}
+
+int agentlink_open(struct agentlink *l, int fd, int timeout_ms, struct err *e)
+{
+	l->fd = fd;
+	l->rbuf = NULL;
+	l->rcap = 0;
+	struct frame fr;
+	int rc = read_frame(l, &fr, clock_ms() + timeout_ms, e);
+	if (rc)
+		return rc;
+	uint32_t v = fr.len >= 4 ? ag_le32(fr.data) : 0;
+	if (fr.type != AG_HELLO || v != AG_VERSION) {
+		err_set(e, "the sandbox agent speaks another protocol (got %u, want %u)", v, AG_VERSION);
+		return BACKEND_LOST;
+	}
+	return 0;
+}
+
+int agentlink_filter(struct agentlink *l, const void *bpf, size_t len, struct err *e)
+{
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_FILTER);
+	ag_put(&b, bpf, len);
+	int rc = send_frame(l, &b, e);
+	free(b.p);
+	return rc ? rc : expect_ok(l, "installing the seccomp filter", e);
+}
+
+int agentlink_put(struct agentlink *l, const struct run_file *f, struct err *e)
+{
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_PUT);
+	ag_put_u32(&b, f->mode);
+	ag_put_str(&b, f->path, strlen(f->path));
+	ag_put(&b, f->data, f->len);
+	int rc = send_frame(l, &b, e);
+	free(b.p);
+	return rc ? rc : expect_ok(l, "writing a file into the sandbox", e);
+}
+
+/* Waits for the answer of type `want` to a request; AG_ERR becomes -1 with its text. */
+static int expect(struct agentlink *l, uint8_t want, struct frame *fr, const char *what, struct err *e)
+{
+	int rc = read_frame(l, fr, clock_ms() + ANSWER_MS, e);
+	if (rc)
+		return rc;
+	if (fr->type == want)
+		return 0;
+	if (fr->type == AG_ERR)
+		return err_set(e, "%s: %s", what, (char *)fr->data);
+	err_set(e, "%s: unexpected answer from the sandbox agent", what);
+	return BACKEND_LOST;
+}
+
+int agentlink_list(struct agentlink *l, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
+{
+	*out = (struct ws_list){0};
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_LIST);
+	ag_put_u32(&b, max > UINT32_MAX ? UINT32_MAX : (uint32_t)max);
+	ag_put_str(&b, dir, strlen(dir));
+	ag_put_str(&b, skip ? skip : "", skip ? strlen(skip) : 0);
+	int rc = send_frame(l, &b, e);
+	free(b.p);
+	struct frame fr;
+	if (rc || (rc = expect(l, AG_ENTRIES, &fr, "listing the workspace", e)))
+		return rc;
+	struct ag_cur c = {fr.data, fr.len, 0};
+	uint32_t flags = ag_get_u32(&c), n = ag_get_u32(&c);
+	if (c.bad || n > max || n > fr.len / 32)
+		goto bad;
+	out->v = calloc(n ? n : 1, sizeof *out->v);
+	if (!out->v)
+		return err_set(e, "out of memory");
+	out->truncated = flags & AG_LIST_TRUNCATED;
+	out->skipped = flags & AG_LIST_SKIPPED;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t pl;
+		const char *p = ag_get_str(&c, &pl);
+		struct ws_entry *w = &out->v[i];
+		w->size = ag_get_u64(&c);
+		w->mtime_ns = (int64_t)ag_get_u64(&c);
+		w->ctime_ns = (int64_t)ag_get_u64(&c);
+		w->mode = ag_get_u32(&c);
+		if (c.bad || !pl || memchr(p, 0, pl))
+			goto bad;
+		if (!(w->path = strndup(p, pl))) {
+			ws_list_free(out);
+			return err_set(e, "out of memory");
+		}
+		out->n++;
+	}
+	return 0;
+bad:
+	ws_list_free(out);
+	err_set(e, "the sandbox agent sent a malformed list");
+	return BACKEND_LOST;
+}
+
+int agentlink_get(struct agentlink *l, const char *path, size_t max, struct ws_file *out, struct err *e)
+{
+	*out = (struct ws_file){0};
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_GET);
+	ag_put_u64(&b, max);
+	ag_put_str(&b, path, strlen(path));
+	int rc = send_frame(l, &b, e);
+	free(b.p);
+	struct frame fr;
+	if (rc || (rc = expect(l, AG_DATA, &fr, "reading a file in the sandbox", e)))
+		return rc;
+	if (fr.len < 16 || fr.len - 16 > max) {
+		err_set(e, "the sandbox agent sent a malformed file");
+		return BACKEND_LOST;
+	}
+	struct ag_cur c = {fr.data, fr.len, 0};
+	out->err = (int)ag_get_u32(&c);
+	out->mode = ag_get_u32(&c);
+	out->size = ag_get_u64(&c);
+	out->len = c.left;
+	out->data = malloc(out->len + 1);
+	if (!out->data)
+		return err_set(e, "out of memory");
+	memcpy(out->data, c.p, out->len);
+	out->data[out->len] = '\0';
+	return 0;
+}
+
+static size_t count(const char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+static int send_run(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim, struct err *e)
+{
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_RUN);
+	ag_put_u32(&b, rq->sh_fallback ? AG_RUN_SH_FALLBACK : 0);
+	ag_put_u64(&b, rq->cap);
+	ag_put_u64(&b, lim->spill_max);
+	ag_put_str(&b, rq->cwd, strlen(rq->cwd));
+	const char *sp = rq->spill_prefix ? rq->spill_prefix : "";
+	ag_put_str(&b, sp, strlen(sp));
+	ag_put_u32(&b, lim->relay_port);
+	const char *rs = lim->relay_socket ? lim->relay_socket : "";
+	ag_put_str(&b, rs, strlen(rs));
+	struct { uint32_t res; uint64_t v; } rl[6];
+	uint32_t n = 0;
+	rl[n].res = RLIMIT_NOFILE, rl[n++].v = lim->open_files;
+	rl[n].res = RLIMIT_FSIZE, rl[n++].v = lim->file_size;
+	rl[n].res = RLIMIT_CPU, rl[n++].v = lim->cpu_s;
+	rl[n].res = RLIMIT_CORE, rl[n++].v = 0;
+	if (lim->nproc)
+		rl[n].res = RLIMIT_NPROC, rl[n++].v = lim->nproc;
+	if (lim->as)
+		rl[n].res = RLIMIT_AS, rl[n++].v = lim->as;
+	ag_put_u32(&b, n);
+	for (uint32_t i = 0; i < n; i++) {
+		ag_put_u32(&b, rl[i].res);
+		ag_put_u64(&b, rl[i].v);
+	}
+	const char *const *lists[2] = {rq->argv, rq->env};
+	for (int i = 0; i < 2; i++) {
+		size_t c = count(lists[i]);
+		ag_put_u32(&b, (uint32_t)c);
+		for (size_t j = 0; j < c; j++)
+			ag_put_str(&b, lists[i][j], strlen(lists[i][j]));
+	}
+	int rc = send_frame(l, &b, e);
+	free(b.p);
+	return rc;
+}
+
+static int send_kill(struct agentlink *l, struct err *e)
+{
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_KILL);
+	int rc = send_frame(l, &b, e);
+	free(b.p);
+	return rc;
+}
+
+int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim,
+		  struct run_res *rs, struct err *e)
+{
+	int rc;
+	for (size_t i = 0; i < rq->nfiles; i++)
+		if ((rc = agentlink_put(l, &rq->files[i], e)))
+			return rc;
+	if ((rc = send_run(l, rq, lim, e)))
+		return rc;
+	rs->started = true;
+	int64_t kill_by = -1; /* once killed: when the agent must have answered */
+	for (;;) {
+		struct pollfd p[2] = {{l->fd, POLLIN, 0}, {rq->cancel_fd, POLLIN, 0}};
+		int64_t now = clock_ms(), until = kill_by >= 0 ? kill_by : rq->deadline_ms;
+		int t = until - now <= 0 ? 0 : (until - now > 1000000 ? 1000000 : (int)(until - now));
+		int r = poll(p, rq->cancel_fd >= 0 && kill_by < 0 ? 2 : 1, t);
+		if (r < 0 && errno != EINTR)
+			return err_sys(e, "poll");
+		if (r > 0 && p[0].revents) {
+			struct frame fr;
+			if ((rc = read_frame(l, &fr, clock_ms() + ANSWER_MS, e)))
+				return rc;
+			if (fr.type == AG_OUT && fr.len >= 1) {
+				/* Counted as it comes, so a run cut short still says what it printed. */
+				if (fr.data[0] == 1 || fr.data[0] == 2)
+					rs->bytes[fr.data[0] - 1] += fr.len - 1;
+				if (rq->on_output)
+					rq->on_output(rq->ctx, fr.data[0], (char *)fr.data + 1, fr.len - 1);
+			} else if (fr.type == AG_EXIT && fr.len >= 40) {
+				int status = (int)ag_le32(fr.data);
+				uint32_t flags = ag_le32(fr.data + 4);
+				struct ag_cur c = {fr.data + 8, 32, 0};
+				rs->bytes[0] = ag_get_u64(&c);
+				rs->bytes[1] = ag_get_u64(&c);
+				rs->spill_errno[0] = (int)ag_get_u32(&c);
+				rs->spill_errno[1] = (int)ag_get_u32(&c);
+				rs->started_ns = (int64_t)ag_get_u64(&c);
+				rs->spilled[0] = flags & AG_EXIT_SPILL_OUT;
+				rs->spilled[1] = flags & AG_EXIT_SPILL_ERR;
+				rs->spill_cut = flags & AG_EXIT_SPILL_CUT;
+				if (rs->timed_out)
+					rs->exit_code = 124;
+				else if (WIFEXITED(status))
+					rs->exit_code = WEXITSTATUS(status);
+				else if (WIFSIGNALED(status))
+					rs->exit_code = 128 + WTERMSIG(status);
+				else
+					rs->exit_code = 1;
+				return 0;
+			} else if (fr.type == AG_ERR) {
+				return err_set(e, "%s", (char *)fr.data);
+			}
+			continue;
+		}
+		if (kill_by >= 0) {
+			if (clock_ms() >= kill_by) {
+				err_set(e, "the sandbox did not stop the call within %d ms", KILL_GRACE_MS);
+				return BACKEND_LOST;
+			}
+			continue;
+		}
+		bool cancelled = r > 0 && rq->cancel_fd >= 0 && p[1].revents;
+		if (cancelled || clock_ms() >= rq->deadline_ms) {
+			if (cancelled)
+				rs->cancelled = true;
+			else
+				rs->timed_out = true;
+			if ((rc = send_kill(l, e)))
+				return rc;
+			kill_by = clock_ms() + KILL_GRACE_MS;
+		}
+	}
+}
+
+void agentlink_report_limits(const struct config *cfg, FILE *f)
+{
+	char sz[32];
+	fprintf(f, "    open files  %-10llu rlimit (RLIMIT_NOFILE)\n", (unsigned long long)cfg->open_files);
+	fprintf(f, "    file size   %-10s rlimit (RLIMIT_FSIZE)\n", config_fmt_size(cfg->file_size, sz, sizeof sz));
+	fprintf(f, "    cpu time    %-10s rlimit (RLIMIT_CPU), the call's timeout\n", "per call");
+	fprintf(f, "    /tmp        %-10s tmpfs size\n", config_fmt_size(cfg->tmp_size, sz, sizeof sz));
+}
+
+void agentlink_close(struct agentlink *l)
+{
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+	free(l->rbuf);
+	l->rbuf = NULL;
+	l->rcap = 0;
+}

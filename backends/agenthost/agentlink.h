@@ -1,0 +1,54 @@
+/*
+ * The server's side of a connection to sandbox-agent (agent/proto.h). A backend that runs the
+ * agent (local, Docker) hands it the connected socket and calls these; they block the calling
+ * thread. Every wait is bounded: an agent that stops answering is reported as BACKEND_LOST.
+ */
+#ifndef SANDBOX_AGENTLINK_H
+#define SANDBOX_AGENTLINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../backend.h"
+#include "../../src/base/err.h"
+
+struct agentlink {
+	int fd;              /* owned; -1 when closed */
+	unsigned char *rbuf; /* receive buffer, reused for every frame; owned */
+	size_t rcap;
+};
+
+/* rlimits applied to each call's processes. */
+struct agentlink_limits {
+	uint64_t open_files, file_size, cpu_s;
+	uint64_t nproc;   /* 0: not set (a pids cgroup bounds processes) */
+	uint64_t as;      /* 0: not set (a memory cgroup bounds memory) */
+	uint64_t spill_max;
+	uint32_t relay_port;        /* 0, or: relay 127.0.0.1:port in the sandbox to relay_socket */
+	const char *relay_socket;   /* a unix socket path inside the sandbox */
+};
+
+/* Takes ownership of fd and waits up to timeout_ms for the agent's greeting. */
+int agentlink_open(struct agentlink *l, int fd, int timeout_ms, struct err *e);
+
+/* Installs the seccomp filter (struct sock_filter[], len bytes) in the agent. */
+int agentlink_filter(struct agentlink *l, const void *bpf, size_t len, struct err *e);
+
+/* Writes a file inside the sandbox, as the sandbox user. */
+int agentlink_put(struct agentlink *l, const struct run_file *f, struct err *e);
+
+/* Lists and reads between calls (see backend.h's list and get). */
+int agentlink_list(struct agentlink *l, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e);
+int agentlink_get(struct agentlink *l, const char *path, size_t max, struct ws_file *out, struct err *e);
+
+/* Writes rq->files, then runs rq to its end (see backend.h). 0, -1, BACKEND_LOST. */
+int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim,
+		  struct run_res *rs, struct err *e);
+
+void agentlink_close(struct agentlink *l);
+
+/* For --check: the per-call rlimits the agent applies (see agentlink_run), and /tmp's size,
+ * one line each, as the backends that run the agent print their limits. */
+void agentlink_report_limits(const struct config *cfg, FILE *f);
+
+#endif

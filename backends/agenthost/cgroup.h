@@ -1,0 +1,50 @@
+/*
+ * cgroup limits for one sandbox: memory (whole sandbox, no swap beyond it), processes and
+ * CPU. Works on cgroup v1 (a controller per hierarchy) and on v2 when the server's cgroup is
+ * delegated to it (root, or a systemd user slice). Everything is best effort: what the host
+ * does not let us do is left to rlimits, and the flags say what is enforced.
+ */
+#ifndef SANDBOX_CGROUP_H
+#define SANDBOX_CGROUP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../../src/base/err.h"
+
+enum { CG_MEMORY, CG_PIDS, CG_CPU, CG_N };
+
+struct cgroup {
+	int version;               /* 1, 2, or 0 when nothing could be made */
+	char dir[CG_N][PATH_MAX];  /* per controller (v1), or all the same folder (v2); "" if none */
+	bool on[CG_N];             /* limit written and enforced */
+	char why[256];             /* when something is not enforced: why */
+};
+
+/* Makes the cgroup(s) named `name` with the given limits. Never fails: see cg->on and why. */
+void cgroup_create(struct cgroup *cg, const char *name, uint64_t memory, uint64_t pids, double cpus);
+
+/* Moves pid (and, as it forks, its descendants) into the cgroup(s). */
+int cgroup_attach(struct cgroup *cg, pid_t pid, struct err *e);
+
+/* Removes the cgroup(s); the processes in them must be gone. Idempotent. */
+void cgroup_destroy(struct cgroup *cg);
+
+/* Removes the (empty) cgroups that servers which died left below ours: their names carry the
+ * pid of the server that made them ("sandbox-mcp-PID-...", and v2's "sandbox-mcp-server-PID"). */
+void cgroup_reap(void);
+
+/* How many times the kernel's out-of-memory killer has ended a process of the sandbox's memory
+ * cgroup so far (-1 when there is no memory cgroup). Compared before and after a call, it
+ * tells an OOM kill from any other SIGKILL. */
+int cgroup_oom_kills(const struct cgroup *cg, uint64_t *n);
+
+/* The same for the memory cgroup pid is in (a container's init, say), as this host sees it. */
+int cgroup_oom_kills_of(pid_t pid, uint64_t *n);
+
+/* "cgroup v1" / "cgroup v2" for a controller that is on; NULL when it is not. */
+const char *cgroup_mechanism(const struct cgroup *cg, int controller);
+
+#endif

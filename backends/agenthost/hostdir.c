@@ -1,0 +1,320 @@
+#include "hostdir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hostmount.h"
+#include "../../src/base/log.h"
+#include "tree.h"
+
+int hostdir_path(char *buf, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vsnprintf(buf, n, fmt, ap);
+	va_end(ap);
+	return r < 0 || (size_t)r >= n ? -1 : 0;
+}
+
+int hostdir_state(const struct config *cfg, char *out, size_t n, struct err *e)
+{
+	const char *t = getenv("TMPDIR");
+	if ((cfg->state_dir[0] ? hostdir_path(out, n, "%s", cfg->state_dir)
+			       : hostdir_path(out, n, "%s/sandbox-mcp-%u", t && *t ? t : "/tmp", (unsigned)geteuid())) < 0 ||
+	    strlen(out) > PATH_MAX - 256)
+		return err_set(e, "the state folder's path is too long");
+	if (mkdir(out, 0700) < 0 && errno != EEXIST)
+		return err_sys(e, "creating %s", out);
+	struct stat st;
+	if (lstat(out, &st) < 0)
+		return err_sys(e, "%s", out);
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return err_set(e, "%s must be a folder owned by uid %u and writable by it alone", out,
+			       (unsigned)geteuid());
+	return 0;
+}
+
+void hostdir_init(struct hostdir *h)
+{
+	memset(h, 0, sizeof *h);
+	h->lock_fd = -1;
+	h->ws_fd = -1;
+}
+
+/* Whether the open folder fd holds nothing. */
+static bool dir_empty(int fd)
+{
+	int d = dup(fd);
+	DIR *dir = d >= 0 ? fdopendir(d) : NULL;
+	if (!dir) {
+		if (d >= 0)
+			close(d);
+		return false;
+	}
+	rewinddir(dir);
+	struct dirent *de;
+	bool empty = true;
+	while (empty && (de = readdir(dir)))
+		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+	closedir(dir);
+	return empty;
+}
+
+/* --workspace DIR: made if missing, taken when empty or already a workspace (it holds the
+ * .sandbox folder every workspace gets), locked, owned by uid:gid. */
+static int take_workspace(struct hostdir *h, const char *path, uid_t uid, gid_t gid, struct err *e)
+{
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return err_sys(e, "--workspace: creating %s", path);
+	if (!realpath(path, h->ws))
+		return err_sys(e, "--workspace %s", path);
+	int fd = open(h->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return err_sys(e, "--workspace %s", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return err_set(e, "--workspace %s is in use by another sandbox-mcp server", path);
+	}
+	struct stat st;
+	bool ours = fstatat(fd, ".sandbox", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+	if (!ours && !dir_empty(fd)) {
+		close(fd);
+		return err_set(e, "--workspace %s holds files but is not a workspace (it has no .sandbox folder): give a "
+				  "new or empty folder (--mount shows an existing folder to the code)", path);
+	}
+	if ((!ours && (mkdirat(fd, ".sandbox", 0755) < 0 || fchownat(fd, ".sandbox", uid, gid, AT_SYMLINK_NOFOLLOW) < 0)) ||
+	    fchown(fd, uid, gid) < 0) {
+		err_sys(e, "--workspace %s: making it the sandbox user's", path);
+		close(fd);
+		return -1;
+	}
+	h->ws_fd = fd;
+	return 0;
+}
+
+/* The tmpfs for what is bound into the sandbox: the Docker agent's copy, sockets, folders. */
+#define HOST_TMPFS_SIZE (16u << 20)
+
+/* Makes <state>/<name> locked: under a temporary name, renamed once the lock is held. */
+static int make_locked(struct hostdir *h, const char *state, const char *name, struct err *e)
+{
+	char tmp[PATH_MAX], lock[PATH_MAX + 8];
+	if (hostdir_path(tmp, sizeof tmp, "%s/new-%s", state, name) < 0 ||
+	    hostdir_path(h->dir, sizeof h->dir, "%s/%s", state, name) < 0 ||
+	    hostdir_path(h->ws, sizeof h->ws, "%s/workspace", h->dir) < 0 ||
+	    hostdir_path(h->host, sizeof h->host, "%s/host", h->dir) < 0 ||
+	    hostdir_path(lock, sizeof lock, "%s/lock", tmp) < 0) {
+		h->dir[0] = h->ws[0] = h->host[0] = '\0';
+		return err_set(e, "the state folder's path is too long");
+	}
+	if (mkdir(tmp, 0700) < 0) {
+		h->dir[0] = h->ws[0] = h->host[0] = '\0';
+		return err_sys(e, "creating %s", tmp);
+	}
+	int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 || rename(tmp, h->dir) < 0) {
+		err_sys(e, "locking %s", h->dir);
+		if (fd >= 0)
+			close(fd);
+		unlink(lock);
+		rmdir(tmp);
+		h->dir[0] = h->ws[0] = h->host[0] = '\0';
+		return -1;
+	}
+	h->lock_fd = fd;
+	return 0;
+}
+
+/* Is a the same path as b, or inside it? */
+static bool within(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+	return !strncmp(a, b, n) && (a[n] == '\0' || a[n] == '/' || (n && b[n - 1] == '/'));
+}
+
+int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state, const char *name, uid_t uid,
+		 gid_t gid, struct err *e)
+{
+	uint64_t quota = cfg->workspace_size;
+	hostdir_init(h);
+	/* The state folder holds every sandbox's workspace and the server's sockets: no --mount
+	 * may show it to the code. */
+	char real[PATH_MAX];
+	const char *sd = realpath(state, real) ? real : state;
+	for (size_t i = 0; i < cfg->nmounts; i++)
+		if (within(sd, cfg->mounts[i].host) || within(cfg->mounts[i].host, sd))
+			return err_set(e, "--mount %s: the host folder %s holds, or is in, the state folder %s, which the "
+					  "code must not see", cfg->mounts[i].inside, cfg->mounts[i].host, sd);
+	if (make_locked(h, state, name, e) < 0)
+		return -1;
+	if (mkdir(h->host, 0700) < 0) {
+		err_sys(e, "creating %s", h->host);
+		goto fail;
+	}
+	if (cfg->workspace_dir[0] ? take_workspace(h, cfg->workspace_dir, uid, gid, e) < 0
+				  : (mkdir(h->ws, 0755) < 0 || chown(h->ws, uid, gid) < 0) &&
+					    err_sys(e, "creating the workspace in %s", h->dir) < 0)
+		goto fail;
+	/* A kept workspace must outlive the server as files, whatever becomes of its mounts. */
+	bool usable = false;
+	if (quota && cfg->workspace_dir[0])
+		snprintf(h->why, sizeof h->why, "--workspace keeps the workspace in a plain folder of the host");
+	else if (quota && cfg->keep)
+		snprintf(h->why, sizeof h->why, "--keep keeps workspaces as plain folders");
+	else if (quota && (usable = hostmount_usable(h->why, sizeof h->why))) {
+		char img[PATH_MAX + 16];
+		struct err me = {""};
+		if (hostdir_path(img, sizeof img, "%s/workspace.img", h->dir) < 0 ||
+		    hostmount_image(img, h->ws, quota, uid, gid, &me) < 0) {
+			/* Unexpected where images can be made: said every time. */
+			snprintf(h->why, sizeof h->why, "%s", me.msg[0] ? me.msg : "the state folder's path is too long");
+			log_msg(LOG_WARNING, "the workspace quota is not enforced: %s", h->why);
+		} else {
+			h->quota = quota;
+		}
+	}
+	if (quota && !h->quota && !usable) {
+		/* The same every time: said once. */
+		static bool told;
+		log_msg(told ? LOG_DEBUG : cfg->keep || cfg->workspace_dir[0] ? LOG_INFO : LOG_WARNING,
+			"the workspace quota is not enforced: %s",
+			h->why);
+		told = true;
+	}
+	if (geteuid() == 0) {
+		struct err me = {""};
+		if (hostmount_tmpfs(h->host, HOST_TMPFS_SIZE, &me) < 0)
+			log_msg(LOG_DEBUG, "%s", me.msg);
+	}
+	struct stat st;
+	if (stat(h->ws, &st) < 0) {
+		err_sys(e, "%s", h->ws);
+		goto fail;
+	}
+	h->ws_dev = st.st_dev;
+	h->ws_ino = st.st_ino;
+	return 0;
+fail:;
+	struct err ce = {""};
+	hostdir_close(h, HOSTDIR_REMOVE, &ce);
+	return -1;
+}
+
+bool hostdir_removed(const struct hostdir *h)
+{
+	struct stat st;
+	/* A folder removed on the host takes the lock file with it; a workspace that is an image
+	 * stays as an empty mount point, so the lock tells that case too. */
+	if (h->lock_fd >= 0 && fstat(h->lock_fd, &st) == 0 && st.st_nlink == 0)
+		return true;
+	return stat(h->ws, &st) < 0 || st.st_ino != h->ws_ino || st.st_dev != h->ws_dev;
+}
+
+/* Unmounts the sandbox folder dir's mounts and removes it. 0, or -1 with errno. */
+static int remove_dir(const char *dir)
+{
+	char ws[PATH_MAX + 16], host[PATH_MAX + 16];
+	if (hostdir_path(ws, sizeof ws, "%s/workspace", dir) < 0 || hostdir_path(host, sizeof host, "%s/host", dir) < 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	/* A mount that stays is never emptied through: what is in it is not this folder's. */
+	int rc = hostmount_release(ws), err = errno;
+	if (hostmount_release(host) < 0 && rc == 0) {
+		rc = -1;
+		err = errno;
+	}
+	if (rc < 0) {
+		errno = err;
+		return -1;
+	}
+	return tree_remove(dir);
+}
+
+int hostdir_close(struct hostdir *h, enum hostdir_end how, struct err *e)
+{
+	int rc = 0;
+	if (h->ws_fd >= 0 && how == HOSTDIR_CLEAR && tree_empty(h->ws_fd) < 0)
+		rc = err_sys(e, "could not empty the workspace %s", h->ws);
+	if (h->ws_fd >= 0)
+		close(h->ws_fd);
+	h->ws_fd = -1;
+	if (h->dir[0] && how == HOSTDIR_KEEP) {
+		char path[PATH_MAX + 8];
+		if (hostdir_path(path, sizeof path, "%s/kept", h->dir) == 0) {
+			int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+			if (fd >= 0)
+				close(fd);
+		}
+		(void)hostmount_release(h->host);
+		if (h->quota) /* not made so today; never left mounted for good */
+			(void)hostmount_release(h->ws);
+	} else if (h->dir[0] && remove_dir(h->dir) < 0 && rc == 0) {
+		rc = err_sys(e, "could not remove %s", h->dir);
+	}
+	if (h->lock_fd >= 0)
+		close(h->lock_fd);
+	hostdir_init(h);
+	return rc;
+}
+
+void hostdir_report_workspace(const struct hostdir *h, const struct config *cfg, const char *how, FILE *f)
+{
+	fprintf(f, "    workspace   %s%s%s%s\n", h->ws, how ? " (" : "", how ? how : "", how ? ")" : "");
+	if (cfg->workspace_dir[0])
+		fprintf(f, "                --workspace: kept across restarts, crashes and idle removal; cleanup_sandbox "
+			   "empties it\n");
+	for (size_t i = 0; i < cfg->nmounts; i++)
+		fprintf(f, "    mount       %s: the host folder %s, %s\n", cfg->mounts[i].inside, cfg->mounts[i].host,
+			cfg->mounts[i].rw ? "read-write" : "read-only");
+}
+
+void hostdir_report_quota(const struct hostdir *h, const struct config *cfg, FILE *f)
+{
+	char sz[32];
+	if (h->quota)
+		fprintf(f, "    disk        %-10s the workspace is an ext4 image of its own (loop device): the code gets "
+			   "ENOSPC when it is full\n", config_fmt_size(h->quota, sz, sizeof sz));
+	else if (cfg->workspace_size)
+		fprintf(f, "    disk        %-10s NOT enforced: %s\n", config_fmt_size(cfg->workspace_size, sz, sizeof sz),
+			h->why);
+	else
+		fprintf(f, "    disk        no quota (--workspace-size 0)\n");
+}
+
+void hostdir_reap(const char *state, const char *prefix)
+{
+	DIR *d = opendir(state);
+	if (!d)
+		return;
+	size_t pl = strlen(prefix);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, prefix, pl) != 0)
+			continue;
+		char path[PATH_MAX];
+		if (hostdir_path(path, sizeof path, "%s/%s/kept", state, de->d_name) < 0 || access(path, F_OK) == 0)
+			continue;
+		hostdir_path(path, sizeof path, "%s/%s/lock", state, de->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			close(fd);
+			continue; /* a live server's */
+		}
+		hostdir_path(path, sizeof path, "%s/%s", state, de->d_name);
+		if (remove_dir(path) == 0)
+			log_msg(LOG_INFO, "removed %s, left by a server that is gone", path);
+		if (fd >= 0)
+			close(fd);
+	}
+	closedir(d);
+}

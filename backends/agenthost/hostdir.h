@@ -1,0 +1,81 @@
+/*
+ * The host side of sandboxes that live in folders (local, Docker): the state folder, one
+ * folder per sandbox holding a lock its server keeps while it lives, its workspace, and the
+ * removal of folders whose server is gone.
+ */
+#ifndef SANDBOX_HOSTDIR_H
+#define SANDBOX_HOSTDIR_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../../src/base/config.h"
+#include "../../src/base/err.h"
+
+/* snprintf for paths: 0, or -1 when the result does not fit. */
+int hostdir_path(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The state folder (--state-dir, or $TMPDIR/sandbox-mcp-UID), made 0700 if missing and
+ * checked to be a folder of ours that no one else may write. Its path leaves room (256
+ * bytes) for the paths made below it. */
+int hostdir_state(const struct config *cfg, char *out, size_t n, struct err *e);
+
+/* A sandbox's folder <state>/<name>, with `lock` (held while its server lives), `workspace`
+ * (or, with --workspace DIR, DIR itself: see hostdir_open) and `host`, where the files bound into the sandbox go (agent, sockets, proxy folder). When
+ * the server is root and the host allows (hostmount.h), the workspace is an ext4 image of the
+ * quota mounted there and `host` a tmpfs: the code cannot fill the host's disk, and the
+ * sandbox's mountinfo shows no host path. Else both are plain folders, the quota is not
+ * enforced, and `why` says why. */
+struct hostdir {
+	char dir[PATH_MAX];    /* the sandbox's folder; "" when none */
+	char ws[PATH_MAX];     /* its workspace */
+	char host[PATH_MAX];   /* its files bound into the sandbox */
+	int lock_fd;           /* -1 when none */
+	int ws_fd;             /* --workspace: that folder, locked while the sandbox lives; -1 */
+	dev_t ws_dev;          /* which workspace it is: one removed and made again is not it */
+	ino_t ws_ino;
+	uint64_t quota;        /* the workspace image's size; 0 when it is a plain folder */
+	char why[200];         /* why the quota is not enforced; "" when it is, or none was asked */
+};
+
+/* An empty hostdir (no folder, no fd), for structs that are set up before it is opened. */
+void hostdir_init(struct hostdir *h);
+
+/* Makes <state>/<name>, locked, its workspace owned by uid:gid, with cfg's quota
+ * (--workspace-size; with --keep the workspace is a plain folder, left as files at the end).
+ * Made under a temporary name and renamed once locked, so hostdir_reap never sees it
+ * unlocked. With --workspace DIR the workspace is DIR, a plain folder made if missing and
+ * taken only when it is empty or a workspace of this server (it holds .sandbox): never a
+ * folder of the user's that cleanup would empty. It is locked, so that two servers never
+ * share it. 0, or -1 with e set (and h closed). */
+int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state, const char *name, uid_t uid,
+		 gid_t gid, struct err *e);
+
+/* Whether the workspace or the whole folder was removed on the host since hostdir_open. */
+bool hostdir_removed(const struct hostdir *h);
+
+enum hostdir_end {
+	HOSTDIR_REMOVE,   /* everything is unmounted and removed; a --workspace folder stays */
+	HOSTDIR_CLEAR,    /* the same, and a --workspace folder is emptied */
+	HOSTDIR_KEEP,     /* the folder is marked kept and left as files (hostdir_reap leaves it;
+	                   * a kept workspace is never an image, see hostdir_open) */
+};
+
+/* Ends it as `how` says. Then h is empty. 0, or -1 with e set when something could not be
+ * removed. */
+int hostdir_close(struct hostdir *h, enum hostdir_end how, struct err *e);
+
+/* The --check lines of the workspace (how: how the sandbox sees it, or NULL) and --mount. */
+void hostdir_report_workspace(const struct hostdir *h, const struct config *cfg, const char *how, FILE *f);
+
+/* The --check line of the workspace's quota: its size and how it is enforced, or why not. */
+void hostdir_report_quota(const struct hostdir *h, const struct config *cfg, FILE *f);
+
+/* Removes the folders <state>/<prefix>* whose lock no server holds, unless kept. */
+void hostdir_reap(const char *state, const char *prefix);
+
+#endif

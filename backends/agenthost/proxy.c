@@ -1,0 +1,691 @@
+#include "proxy.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "../../src/base/clock.h"
+#include "../../src/base/log.h"
+
+/* ---------------------------------------------------------------- policy */
+
+static bool valid_host(const char *h)
+{
+	size_t n = strlen(h);
+	return n > 0 && n < 256 && strspn(h, "abcdefghijklmnopqrstuvwxyz0123456789.-:") == n;
+}
+
+int proxy_policy_add_host(struct proxy_policy *p, const char *host, struct err *e)
+{
+	char h[256];
+	size_t n = strlen(host);
+	if (n >= sizeof h)
+		return err_set(e, "index host '%.60s...' is too long", host);
+	for (size_t i = 0; i <= n; i++)
+		h[i] = (char)tolower((unsigned char)host[i]);
+	if (!valid_host(h))
+		return err_set(e, "'%s' is not a host name or address", host);
+	for (size_t i = 0; i < p->nhosts; i++)
+		if (!strcmp(p->hosts[i], h))
+			return 0;
+	if (p->nhosts >= PROXY_MAX_HOSTS)
+		return err_set(e, "at most %d index hosts", PROXY_MAX_HOSTS);
+	memcpy(p->hosts[p->nhosts++], h, n + 1);
+	return 0;
+}
+
+int proxy_policy_add_url(struct proxy_policy *p, const char *url, struct err *e)
+{
+	const char *rest;
+	unsigned port = 0;
+	if (!strncasecmp(url, "https://", 8))
+		rest = url + 8;
+	else if (!strncasecmp(url, "http://", 7))
+		rest = url + 7;
+	else
+		return err_set(e, "'%s' is not an http:// or https:// URL", url);
+	size_t n = strcspn(rest, "/?#");
+	char hostport[300];
+	if (!n || n >= sizeof hostport || memchr(rest, '@', n))
+		return err_set(e, "'%s' has no plain host", url);
+	memcpy(hostport, rest, n);
+	hostport[n] = '\0';
+	char *host = hostport, *colon;
+	if (host[0] == '[') {
+		char *close = strchr(host, ']');
+		if (!close)
+			return err_set(e, "'%s' has a bad host", url);
+		*close = '\0';
+		colon = close[1] == ':' ? close + 1 : NULL;
+		host++;
+	} else {
+		colon = strrchr(host, ':');
+		if (colon)
+			*colon = '\0';
+	}
+	if (colon) {
+		char *end;
+		unsigned long v = strtoul(colon + 1, &end, 10);
+		if (*end || !v || v > 65535)
+			return err_set(e, "'%s' has a bad port", url);
+		port = (unsigned)v;
+	}
+	if (proxy_policy_add_host(p, host, e) < 0)
+		return -1;
+	if (port && port != 80 && port != 443) {
+		for (size_t i = 0; i < p->nports; i++)
+			if (p->ports[i] == port)
+				return 0;
+		if (p->nports >= sizeof p->ports / sizeof p->ports[0])
+			return err_set(e, "too many index ports");
+		p->ports[p->nports++] = (uint16_t)port;
+	}
+	return 0;
+}
+
+int proxy_policy_for_index(struct proxy_policy *p, const char *index_url, const char *more_hosts, struct err *e)
+{
+	memset(p, 0, sizeof *p);
+	if (proxy_policy_add_url(p, index_url, e) < 0)
+		return -1;
+	if (!strcmp(p->hosts[0], "pypi.org") && proxy_policy_add_host(p, "files.pythonhosted.org", e) < 0)
+		return -1;
+	for (const char *h = more_hosts; h && *h;) {
+		size_t n = strcspn(h, ", ");
+		char one[256];
+		if (n >= sizeof one)
+			return err_set(e, "index host '%.60s...' is too long", h);
+		if (n) {
+			memcpy(one, h, n);
+			one[n] = '\0';
+			if ((strstr(one, "://") ? proxy_policy_add_url(p, one, e) : proxy_policy_add_host(p, one, e)) < 0)
+				return -1;
+		}
+		h += n;
+		h += strspn(h, ", ");
+	}
+	return 0;
+}
+
+static bool port_allowed(const struct proxy_policy *p, unsigned port)
+{
+	if (port == 80 || port == 443)
+		return true;
+	for (size_t i = 0; i < p->nports; i++)
+		if (p->ports[i] == port)
+			return true;
+	return false;
+}
+
+static bool host_allowed(const struct proxy_policy *p, const char *host)
+{
+	for (size_t i = 0; i < p->nhosts; i++)
+		if (!strcasecmp(p->hosts[i], host))
+			return true;
+	return false;
+}
+
+/* Within prefix bits of net? (a, net: 4 or 16 bytes) */
+static bool in_net(const unsigned char *a, const unsigned char *net, unsigned bits)
+{
+	unsigned bytes = bits / 8, rem = bits % 8;
+	if (memcmp(a, net, bytes))
+		return false;
+	return !rem || ((a[bytes] ^ net[bytes]) & (0xff << (8 - rem))) == 0;
+}
+
+static bool v4_local(const unsigned char *a)
+{
+	static const struct { unsigned char net[4]; unsigned bits; } nets[] = {
+		{{0, 0, 0, 0}, 8},       /* "this network" */
+		{{10, 0, 0, 0}, 8},      /* private */
+		{{100, 64, 0, 0}, 10},   /* carrier-grade NAT */
+		{{127, 0, 0, 0}, 8},     /* loopback */
+		{{169, 254, 0, 0}, 16},  /* link-local: cloud metadata services live here */
+		{{172, 16, 0, 0}, 12},   /* private */
+		{{192, 0, 0, 0}, 24},    /* protocol assignments */
+		{{192, 168, 0, 0}, 16},  /* private */
+		{{198, 18, 0, 0}, 15},   /* benchmarking */
+		{{224, 0, 0, 0}, 4},     /* multicast */
+		{{240, 0, 0, 0}, 4},     /* reserved, broadcast */
+	};
+	for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++)
+		if (in_net(a, nets[i].net, nets[i].bits))
+			return true;
+	return false;
+}
+
+static bool v6_local(const unsigned char *a)
+{
+	static const unsigned char zero[16], mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	static const unsigned char nat64[12] = {0, 0x64, 0xff, 0x9b};
+	if (!memcmp(a, zero, 15) && (a[15] == 0 || a[15] == 1))
+		return true;                          /* unspecified, loopback */
+	if (!memcmp(a, mapped, 12) || !memcmp(a, nat64, 12) || !memcmp(a, zero, 12))
+		return v4_local(a + 12);              /* IPv4 inside IPv6 */
+	if ((a[0] & 0xfe) == 0xfc)
+		return true;                          /* unique local fc00::/7 */
+	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
+		return true;                          /* link-local fe80::/10 */
+	if (a[0] == 0xfe && (a[1] & 0xc0) == 0xc0)
+		return true;                          /* site-local (deprecated) */
+	return a[0] == 0xff;                          /* multicast */
+}
+
+bool proxy_addr_allowed(const struct proxy_policy *p, const char *host, const struct sockaddr *sa)
+{
+	char lit[INET6_ADDRSTRLEN];
+	bool local;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		local = v4_local((const unsigned char *)&in->sin_addr);
+		inet_ntop(AF_INET, &in->sin_addr, lit, sizeof lit);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+		local = v6_local((const unsigned char *)&in6->sin6_addr);
+		inet_ntop(AF_INET6, &in6->sin6_addr, lit, sizeof lit);
+	} else {
+		return false;
+	}
+	/* A local address only when the allowed host is that very address, given as such. */
+	return !local || (!strcasecmp(host, lit) && host_allowed(p, lit));
+}
+
+/* ---------------------------------------------------------------- the server */
+
+/* A connection's thread is detached: one stuck in the resolver must not hold up a shutdown.
+ * So the proxy is freed by whoever drops the last reference, proxy_stop or the last thread. */
+struct conn {
+	struct proxy *px;
+	int client, upstream;       /* -1 when closed */
+	bool used;
+};
+
+struct proxy {
+	struct proxy_policy pol;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int listen_fd, stop_fd;
+	pthread_t acceptor;
+	pthread_mutex_t mu;
+	unsigned refs;              /* proxy_stop's, and one per running connection */
+	bool stopped;               /* proxy_stop was called: the call it served is over */
+	struct conn conns[PROXY_MAX_CONN];
+	unsigned allowed, refused;
+};
+
+static void release(struct proxy *px)
+{
+	pthread_mutex_lock(&px->mu);
+	bool last = --px->refs == 0;
+	pthread_mutex_unlock(&px->mu);
+	if (!last)
+		return;
+	close(px->stop_fd);
+	pthread_mutex_destroy(&px->mu);
+	free(px);
+}
+
+/* A connection's line: logged for the call while the proxy serves it; to stderr alone once the
+ * call stopped the proxy (a connection that outlived it, say in a slow name lookup, must not
+ * speak of a call that ended or was cancelled). */
+__attribute__((format(printf, 3, 4))) static void px_log(struct proxy *px, int level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&px->mu);
+	if (px->stopped)
+		log_local(level, "%s", msg);
+	else
+		log_msg(level, "%s", msg);
+	pthread_mutex_unlock(&px->mu);
+}
+
+static void reply(int fd, const char *status, const char *why)
+{
+	char msg[600];
+	int n = snprintf(msg, sizeof msg,
+			 "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s\n",
+			 status, strlen(why) + 1, why);
+	if (n > 0)
+		(void)!write(fd, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg);
+}
+
+/* Waits until fd has `events` or stop_fd fires or ms pass. 1 ready, 0 timed out / stopped. */
+static int wait_fd(struct proxy *px, int fd, short events, int ms)
+{
+	struct pollfd p[2] = {{fd, events, 0}, {px->stop_fd, POLLIN, 0}};
+	int r;
+	do
+		r = poll(p, 2, ms);
+	while (r < 0 && errno == EINTR);
+	return r > 0 && !p[1].revents && p[0].revents ? 1 : 0;
+}
+
+static int write_all(struct proxy *px, int fd, const char *buf, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, buf, n);
+		if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
+			if (!wait_fd(px, fd, POLLOUT, PROXY_IDLE_MS))
+				return -1;
+			continue;
+		}
+		if (w <= 0)
+			return -1;
+		buf += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Reads the request head (through "\r\n\r\n") into buf; returns its total bytes read (the
+ * head and whatever followed), *head_len the head's length; -1 on timeout, EOF or overlong. */
+static ssize_t read_head(struct proxy *px, int fd, char *buf, size_t cap, size_t *head_len)
+{
+	size_t len = 0;
+	int64_t deadline = clock_ms() + PROXY_HEAD_MS;
+	while (len < cap) {
+		int64_t left = deadline - clock_ms();
+		if (left <= 0 || !wait_fd(px, fd, POLLIN, (int)left))
+			return -1;
+		ssize_t r = read(fd, buf + len, cap - len);
+		if (r < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (r <= 0)
+			return -1;
+		len += (size_t)r;
+		char *end = memmem(buf, len, "\r\n\r\n", 4);
+		if (end) {
+			*head_len = (size_t)(end - buf) + 4;
+			return (ssize_t)len;
+		}
+	}
+	return -1;
+}
+
+/* Connects to one address within PROXY_CONNECT_MS. The fd, or -1. */
+static int dial(struct proxy *px, const struct addrinfo *ai)
+{
+	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+		return fd;
+	int err = 0;
+	socklen_t el = sizeof err;
+	if (errno == EINPROGRESS && wait_fd(px, fd, POLLOUT, PROXY_CONNECT_MS) &&
+	    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0)
+		return fd;
+	close(fd);
+	return -1;
+}
+
+/* Resolves host:port and connects to its first allowed address. The fd, or -1 with *why. */
+static int open_upstream(struct proxy *px, const char *host, unsigned port, const char **why)
+{
+	char service[8];
+	snprintf(service, sizeof service, "%u", port);
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+	if (getaddrinfo(host, service, &hints, &res) != 0) {
+		*why = "the index host does not resolve";
+		return -1;
+	}
+	int fd = -1;
+	bool any_allowed = false;
+	for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+		if (!proxy_addr_allowed(&px->pol, host, ai->ai_addr))
+			continue;
+		any_allowed = true;
+		fd = dial(px, ai);
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		*why = any_allowed ? "the index host does not answer"
+				   : "the index host resolves to a local or private address, which the install step may not reach";
+	return fd;
+}
+
+/* Copies both ways until both sides are done or PROXY_IDLE_MS pass without a byte. */
+static void splice_both(struct proxy *px, int a, int b)
+{
+	char buf[65536];
+	bool open_a = true, open_b = true;
+	while (open_a || open_b) {
+		struct pollfd p[3] = {{open_a ? a : -1, POLLIN, 0}, {open_b ? b : -1, POLLIN, 0}, {px->stop_fd, POLLIN, 0}};
+		int r = poll(p, 3, PROXY_IDLE_MS);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || p[2].revents)
+			return;
+		for (int i = 0; i < 2; i++) {
+			if (!p[i].revents)
+				continue;
+			int from = i ? b : a, to = i ? a : b;
+			ssize_t n = read(from, buf, sizeof buf);
+			if (n < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (n <= 0) {
+				shutdown(to, SHUT_WR);
+				if (i)
+					open_b = false;
+				else
+					open_a = false;
+				continue;
+			}
+			if (write_all(px, to, buf, (size_t)n) < 0)
+				return;
+		}
+	}
+}
+
+/* Parses "host:port" (or "[v6]:port") into host (n bytes) and *port. */
+static int split_hostport(const char *s, size_t len, char *host, size_t n, unsigned *port, unsigned dflt)
+{
+	char tmp[300];
+	if (!len || len >= sizeof tmp)
+		return -1;
+	memcpy(tmp, s, len);
+	tmp[len] = '\0';
+	char *h = tmp, *colon;
+	if (h[0] == '[') {
+		char *close = strchr(h, ']');
+		if (!close)
+			return -1;
+		*close = '\0';
+		colon = close[1] == ':' ? close + 1 : NULL;
+		h++;
+	} else {
+		colon = strrchr(h, ':');
+		if (colon)
+			*colon = '\0';
+	}
+	*port = dflt;
+	if (colon) {
+		char *end;
+		unsigned long v = strtoul(colon + 1, &end, 10);
+		if (*end || !v || v > 65535)
+			return -1;
+		*port = (unsigned)v;
+	}
+	if (strlen(h) >= n || !*h)
+		return -1;
+	for (size_t i = 0; h[i]; i++)
+		host[i] = (char)tolower((unsigned char)h[i]);
+	host[strlen(h)] = '\0';
+	return 0;
+}
+
+/*
+ * The plain-HTTP request to send upstream: the request line in origin form, the client's
+ * headers but Proxy-* and Connection ones, and "Connection: close" -- the client must open a
+ * new connection (and so come through the policy again) for every request. Caller frees.
+ */
+static char *origin_request(const char *head, size_t head_len, const char *method, const char *path,
+			    const char *version, size_t *out_len)
+{
+	char *out = malloc(head_len + strlen(path) + 64);
+	if (!out)
+		return NULL;
+	size_t o = (size_t)sprintf(out, "%s %s %s\r\n", method, path, version);
+	const char *line = memchr(head, '\n', head_len);
+	const char *end = head + head_len;
+	for (line = line ? line + 1 : end; line < end;) {
+		const char *nl = memchr(line, '\n', (size_t)(end - line));
+		size_t l = nl ? (size_t)(nl - line) + 1 : (size_t)(end - line);
+		bool drop = l <= 2 || !strncasecmp(line, "proxy-", 6) || !strncasecmp(line, "connection:", 11) ||
+			    !strncasecmp(line, "keep-alive:", 11);
+		if (!drop) {
+			memcpy(out + o, line, l);
+			o += l;
+		}
+		line += l;
+	}
+	o += (size_t)sprintf(out + o, "Connection: close\r\n\r\n");
+	*out_len = o;
+	return out;
+}
+
+static void serve(struct conn *c)
+{
+	struct proxy *px = c->px;
+	char *buf = malloc(PROXY_HEAD_MAX);
+	size_t head_len = 0;
+	ssize_t got = buf ? read_head(px, c->client, buf, PROXY_HEAD_MAX, &head_len) : -1;
+	if (got < 0) {
+		free(buf);
+		return;
+	}
+	char method[16], target[2048], version[16];
+	const char *sp1 = memchr(buf, ' ', head_len);
+	const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', head_len - (size_t)(sp1 + 1 - buf)) : NULL;
+	const char *eol = memchr(buf, '\r', head_len);
+	bool ok = sp1 && sp2 && eol && sp2 < eol && (size_t)(sp1 - buf) < sizeof method &&
+		  (size_t)(sp2 - sp1 - 1) < sizeof target && (size_t)(eol - sp2 - 1) < sizeof version;
+	if (ok) {
+		snprintf(method, sizeof method, "%.*s", (int)(sp1 - buf), buf);
+		snprintf(target, sizeof target, "%.*s", (int)(sp2 - sp1 - 1), sp1 + 1);
+		snprintf(version, sizeof version, "%.*s", (int)(eol - sp2 - 1), sp2 + 1);
+		ok = !strncmp(version, "HTTP/1.", 7);
+	}
+	char host[256];
+	unsigned port = 0;
+	const char *path = "/", *why = NULL;
+	bool tunnel = ok && !strcmp(method, "CONNECT");
+	if (!ok) {
+		why = "not an HTTP/1 proxy request";
+	} else if (tunnel) {
+		if (split_hostport(target, strlen(target), host, sizeof host, &port, 443) < 0)
+			why = "a CONNECT needs host:port";
+	} else if (!strncasecmp(target, "http://", 7)) {
+		const char *hp = target + 7;
+		size_t n = strcspn(hp, "/?#");
+		path = hp[n] ? hp + n : "/";
+		if (memchr(hp, '@', n) || split_hostport(hp, n, host, sizeof host, &port, 80) < 0)
+			why = "a request needs a plain http://host/ URL";
+	} else {
+		why = "only CONNECT and absolute http:// requests go through this proxy";
+	}
+	if (!why && !host_allowed(&px->pol, host))
+		why = "not a package index host: the install step reaches the package index only";
+	else if (!why && !port_allowed(&px->pol, port))
+		why = "not a port of the package index";
+	if (why) {
+		px_log(px, LOG_NOTICE, "install step: refused %s %.300s: %s", ok ? method : "?", ok ? target : "", why);
+		pthread_mutex_lock(&px->mu);
+		px->refused++;
+		pthread_mutex_unlock(&px->mu);
+		reply(c->client, ok ? "403 Forbidden" : "400 Bad Request", why);
+		free(buf);
+		return;
+	}
+	int up = open_upstream(px, host, port, &why);
+	pthread_mutex_lock(&px->mu);
+	c->upstream = up;
+	if (up >= 0)
+		px->allowed++;
+	else
+		px->refused++;
+	pthread_mutex_unlock(&px->mu);
+	if (up < 0) {
+		px_log(px, LOG_NOTICE, "install step: refused %s:%u: %s", host, port, why);
+		reply(c->client, strstr(why, "local") ? "403 Forbidden" : "502 Bad Gateway", why);
+		free(buf);
+		return;
+	}
+	px_log(px, LOG_DEBUG, "install step: %s %s:%u", method, host, port);
+	int rc = 0;
+	if (tunnel) {
+		static const char est[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		rc = write_all(px, c->client, est, sizeof est - 1);
+	} else {
+		size_t rl;
+		char *rq = origin_request(buf, head_len, method, path, version, &rl);
+		rc = rq ? write_all(px, up, rq, rl) : -1;
+		free(rq);
+	}
+	/* Bytes the client sent after the head (a TLS hello, a request body) go on first. */
+	if (rc == 0 && (size_t)got > head_len)
+		rc = write_all(px, up, buf + head_len, (size_t)got - head_len);
+	free(buf);
+	if (rc == 0)
+		splice_both(px, c->client, up);
+}
+
+static void *conn_main(void *arg)
+{
+	struct conn *c = arg;
+	struct proxy *px = c->px;
+	serve(c);
+	pthread_mutex_lock(&px->mu);
+	close(c->client);
+	c->client = -1;
+	if (c->upstream >= 0)
+		close(c->upstream);
+	c->upstream = -1;
+	c->used = false;
+	pthread_mutex_unlock(&px->mu);
+	release(px);
+	return NULL;
+}
+
+/* A free connection slot, or NULL. Called with mu held. */
+static struct conn *free_slot(struct proxy *px)
+{
+	for (int i = 0; i < PROXY_MAX_CONN; i++)
+		if (!px->conns[i].used)
+			return &px->conns[i];
+	return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+	struct proxy *px = arg;
+	for (;;) {
+		struct pollfd p[2] = {{px->listen_fd, POLLIN, 0}, {px->stop_fd, POLLIN, 0}};
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (!p[0].revents)
+			continue;
+		int fd = accept4(px->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			continue;
+		pthread_mutex_lock(&px->mu);
+		struct conn *c = free_slot(px);
+		if (c) {
+			pthread_t t;
+			pthread_attr_t a;
+			*c = (struct conn){.px = px, .client = fd, .upstream = -1, .used = true};
+			px->refs++;
+			bool started = pthread_attr_init(&a) == 0 &&
+				       pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) == 0 &&
+				       pthread_create(&t, &a, conn_main, c) == 0;
+			pthread_attr_destroy(&a);
+			if (!started) {
+				px->refs--;
+				c->used = false;
+				c = NULL;
+			}
+		}
+		pthread_mutex_unlock(&px->mu);
+		if (!c) {
+			reply(fd, "503 Service Unavailable", "too many connections at once");
+			close(fd);
+		}
+	}
+	return NULL;
+}
+
+int proxy_start(struct proxy **out, const char *path, const struct proxy_policy *pol, struct err *e)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof sa.sun_path)
+		return err_set(e, "the proxy socket path %s is too long", path);
+	struct proxy *px = calloc(1, sizeof *px);
+	if (!px)
+		return err_set(e, "out of memory");
+	px->pol = *pol;
+	px->listen_fd = px->stop_fd = -1;
+	px->refs = 1;
+	snprintf(px->path, sizeof px->path, "%s", path);
+	strcpy(sa.sun_path, path);
+	pthread_mutex_init(&px->mu, NULL);
+	px->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	px->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (px->stop_fd < 0 || px->listen_fd < 0) {
+		err_sys(e, "the install step's proxy");
+		goto fail;
+	}
+	unlink(path);
+	if (bind(px->listen_fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chmod(path, 0666) < 0 ||
+	    listen(px->listen_fd, 64) < 0) {
+		err_sys(e, "the install step's proxy at %s", path);
+		goto fail;
+	}
+	if (pthread_create(&px->acceptor, NULL, accept_main, px) != 0) {
+		err_set(e, "the install step's proxy: cannot start its thread");
+		goto fail;
+	}
+	*out = px;
+	return 0;
+fail:
+	if (px->listen_fd >= 0) {
+		close(px->listen_fd);
+		unlink(path);
+	}
+	if (px->stop_fd >= 0)
+		close(px->stop_fd);
+	pthread_mutex_destroy(&px->mu);
+	free(px);
+	return -1;
+}
+
+void proxy_stop(struct proxy *px)
+{
+	if (!px)
+		return;
+	uint64_t one = 1;
+	(void)!write(px->stop_fd, &one, sizeof one);
+	pthread_join(px->acceptor, NULL);
+	close(px->listen_fd);
+	unlink(px->path);
+	/* Every wait of a connection also watches stop_fd: the threads end on their own. */
+	pthread_mutex_lock(&px->mu);
+	px->stopped = true;
+	for (int i = 0; i < PROXY_MAX_CONN; i++) {
+		struct conn *c = &px->conns[i];
+		if (c->used && c->client >= 0)
+			shutdown(c->client, SHUT_RDWR);
+		if (c->used && c->upstream >= 0)
+			shutdown(c->upstream, SHUT_RDWR);
+	}
+	pthread_mutex_unlock(&px->mu);
+	release(px);
+}
+
+void proxy_counts(const struct proxy *px, unsigned *allowed, unsigned *refused)
+{
+	pthread_mutex_lock((pthread_mutex_t *)&px->mu);
+	*allowed = px->allowed;
+	*refused = px->refused;
+	pthread_mutex_unlock((pthread_mutex_t *)&px->mu);
+}

@@ -1,0 +1,388 @@
+#include "engine.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../base/clock.h"
+#include "../tools/resources.h"
+#include "../base/log.h"
+#include "../tools/output.h"
+#include "../sandbox/sandbox.h"
+#include "../tools/tools.h"
+
+#define LAST_MAX 240 /* bytes of recent output kept for progress messages */
+
+struct engine {
+	const struct config *cfg;
+	pthread_t worker;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;         /* the worker has finished */
+	struct job *head, *tail;
+	size_t queued;
+	struct job *running;
+	int cancel_fd;             /* eventfd: written to cancel the running call */
+	int wake_fd;               /* eventfd: written when the idle worker has something to do */
+	bool stop;
+	bool done;                 /* the worker has finished */
+	unsigned long seq;
+	struct sandbox sb;         /* the worker's alone */
+	/* progress of the running call, under mu */
+	char last[LAST_MAX];
+	size_t last_len;
+	int64_t next_progress_ms;
+	long progress_n;
+	/* the worker's alone: the client listed the resources, and the tree's digest then */
+	bool watch_tree;
+	uint64_t tree_digest;
+};
+
+void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	json_decref(j->id);
+	json_decref(j->args);
+	json_decref(j->progress_token);
+	free(j);
+}
+
+static void on_output(void *ctx, int stream, const char *buf, size_t len)
+{
+	struct engine *g = ctx;
+	(void)stream;
+	if (!buf)
+		return; /* bytes that passed unseen: nothing to show */
+	pthread_mutex_lock(&g->mu);
+	if (len >= LAST_MAX) {
+		memcpy(g->last, buf + len - LAST_MAX, LAST_MAX);
+		g->last_len = LAST_MAX;
+	} else {
+		size_t keep = g->last_len + len > LAST_MAX ? LAST_MAX - len : g->last_len;
+		memmove(g->last, g->last + g->last_len - keep, keep);
+		memcpy(g->last + keep, buf, len);
+		g->last_len = keep + len;
+	}
+	pthread_mutex_unlock(&g->mu);
+}
+
+static void drain_eventfd(int fd)
+{
+	uint64_t v;
+	while (read(fd, &v, sizeof v) == (ssize_t)sizeof v)
+		;
+}
+
+static void kick(int fd)
+{
+	uint64_t one = 1;
+	(void)!write(fd, &one, sizeof one);
+}
+
+/* Where the server's lines go while a request runs: to the client at the level the request
+ * asked for in its _meta (2026-07-28; none when it asked for none), or at the client's level
+ * (legacy). Like progress, sent under mu only while that request runs and was not cancelled,
+ * so nothing follows its response or its cancellation. */
+static void job_log(void *ctx, int level, const char *msg)
+{
+	struct engine *g = ctx;
+	pthread_mutex_lock(&g->mu);
+	if (g->running && !g->running->cancelled)
+		era_send_log(level, msg);
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* resources/list and resources/read, between calls. */
+static void run_resources(struct engine *g, struct job *j)
+{
+	int code = RPC_INTERNAL_ERROR;
+	char msg[600] = "Internal error";
+	json_t *r;
+	if (j->kind == JOB_RESOURCES_LIST) {
+		uint64_t d;
+		r = resources_list_digest(&g->sb, j->args, &d, &code, msg, sizeof msg);
+		if (r) {
+			g->watch_tree = true;
+			g->tree_digest = d;
+		}
+	} else {
+		r = resources_read(&g->sb, j->args, &code, msg, sizeof msg);
+	}
+	pthread_mutex_lock(&g->mu);
+	g->running = NULL;
+	bool cancelled = j->cancelled;
+	pthread_mutex_unlock(&g->mu);
+	if (cancelled) {
+		rpc_batch_drop(j->batch);
+		json_decref(r);
+	} else if (r) {
+		rpc_respond(j->batch, rpc_result(j->id, era_result(&j->era, r)));
+	} else {
+		rpc_respond(j->batch, rpc_error(j->id, code, msg, NULL));
+	}
+}
+
+/* After a call, in a session whose client listed the resources: the notification that the
+ * tree changed, or NULL. */
+static json_t *tree_check(struct engine *g, const struct job *j)
+{
+	if (!g->watch_tree || j->era.modern)
+		return NULL;
+	uint64_t d = resources_digest(&g->sb);
+	if (d == g->tree_digest)
+		return NULL;
+	g->tree_digest = d;
+	return rpc_notification("notifications/resources/list_changed", json_object());
+}
+
+static void run_job(struct engine *g, struct job *j)
+{
+	if (j->kind != JOB_TOOL) {
+		run_resources(g, j);
+		return;
+	}
+	struct tool_call tc = {.tool = j->tool, .args = j->args, .cancel_fd = g->cancel_fd, .seq = ++g->seq,
+			       .links = j->era.links, .on_output = on_output, .ctx = g};
+	log_route_request(job_log, g, j->era.modern ? j->era.log_level : LOG_AS_CLIENT);
+	json_t *result = tools_run(&g->sb, &tc);
+	/* The call is over. Progress is sent under mu only while `running` is this job, so once
+	 * it is cleared nothing about the request can follow its response. */
+	pthread_mutex_lock(&g->mu);
+	g->running = NULL;
+	bool cancelled = tc.cancelled || j->cancelled;
+	pthread_mutex_unlock(&g->mu);
+	log_route_request(NULL, NULL, LOG_OFF);
+	if (cancelled) {
+		log_local(LOG_INFO, "call %lu cancelled", tc.seq);
+		rpc_batch_drop(j->batch);
+		json_decref(result);
+		return;
+	}
+	if (!result) {
+		log_msg(LOG_ERROR, "call %lu: the result could not be built", tc.seq);
+		rpc_respond(j->batch, rpc_error(j->id, RPC_INTERNAL_ERROR, "Internal error: the result could not be built", NULL));
+		return;
+	}
+	/* What the call changed is told after its response, and after its batch's. */
+	rpc_batch_hold(j->batch);
+	rpc_respond(j->batch, rpc_result(j->id, era_result(&j->era, result)));
+	rpc_batch_release(j->batch, tree_check(g, j));
+}
+
+/* Waits, with mu released, until a job or a stop may be there, the sandbox turns idle, or its
+ * watch fd says it may have died; handles the last two. Called and returns with mu held. */
+static void idle_wait(struct engine *g)
+{
+	int64_t idle = sandbox_idle_deadline(&g->sb);
+	int wfd = sandbox_watch_fd(&g->sb);
+	pthread_mutex_unlock(&g->mu);
+	struct pollfd p[2] = {{g->wake_fd, POLLIN, 0}, {wfd, POLLIN, 0}};
+	int64_t left = idle < 0 ? -1 : idle - clock_ms();
+	int r = poll(p, 2, left < 0 ? -1 : left > 3600000 ? 3600000 : (int)left);
+	if (r > 0 && p[0].revents)
+		drain_eventfd(g->wake_fd);
+	if (r > 0 && wfd >= 0 && p[1].revents)
+		sandbox_check(&g->sb); /* a sandbox that died is reaped now, not at the next call */
+	if (idle >= 0 && clock_ms() >= idle)
+		sandbox_idle_expire(&g->sb);
+	pthread_mutex_lock(&g->mu);
+}
+
+static void *worker_main(void *arg)
+{
+	struct engine *g = arg;
+	/* Before anything else, what servers that died left behind goes. */
+	sandbox_reap_leftovers(g->cfg);
+	pthread_mutex_lock(&g->mu);
+	for (;;) {
+		if (g->stop)
+			break;
+		if (!g->head) {
+			idle_wait(g);
+			continue;
+		}
+		struct job *j = g->head;
+		g->head = j->next;
+		if (!g->head)
+			g->tail = NULL;
+		g->queued--;
+		g->running = j;
+		g->last_len = 0;
+		g->progress_n = 0;
+		g->next_progress_ms = clock_ms() + 1000;
+		drain_eventfd(g->cancel_fd);
+		pthread_mutex_unlock(&g->mu);
+
+		run_job(g, j);
+		job_free(j);
+		pthread_mutex_lock(&g->mu);
+	}
+	pthread_mutex_unlock(&g->mu);
+	sandbox_shutdown(&g->sb);
+	pthread_mutex_lock(&g->mu);
+	g->done = true;
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+	return NULL;
+}
+
+int engine_start(struct engine **out, const struct config *cfg, struct err *e)
+{
+	struct engine *g = calloc(1, sizeof *g);
+	if (!g)
+		return err_set(e, "out of memory");
+	g->cfg = cfg;
+	g->cancel_fd = g->wake_fd = -1;
+	sandbox_init(&g->sb, cfg);
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&g->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	g->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	int rc = g->cancel_fd < 0 || g->wake_fd < 0 ? errno : pthread_create(&g->worker, NULL, worker_main, g);
+	if (rc) {
+		if (g->cancel_fd >= 0)
+			close(g->cancel_fd);
+		if (g->wake_fd >= 0)
+			close(g->wake_fd);
+		sandbox_shutdown(&g->sb);
+		free(g);
+		errno = rc;
+		return err_sys(e, "starting the engine");
+	}
+	*out = g;
+	return 0;
+}
+
+int engine_submit(struct engine *g, struct job *j)
+{
+	pthread_mutex_lock(&g->mu);
+	if (g->stop || g->queued >= g->cfg->queue_max) {
+		pthread_mutex_unlock(&g->mu);
+		return -1;
+	}
+	j->next = NULL;
+	if (g->tail)
+		g->tail->next = j;
+	else
+		g->head = j;
+	g->tail = j;
+	g->queued++;
+	kick(g->wake_fd);
+	pthread_mutex_unlock(&g->mu);
+	return 0;
+}
+
+void engine_cancel(struct engine *g, const json_t *request_id)
+{
+	if (!request_id)
+		return;
+	struct job *dropped = NULL;
+	pthread_mutex_lock(&g->mu);
+	if (g->running && json_equal(g->running->id, request_id)) {
+		/* From now on nothing more is sent about it, whatever the call still does. */
+		g->running->cancelled = true;
+		kick(g->cancel_fd);
+	} else {
+		for (struct job **pp = &g->head; *pp; pp = &(*pp)->next) {
+			if (!json_equal((*pp)->id, request_id))
+				continue;
+			dropped = *pp;
+			*pp = dropped->next;
+			if (g->tail == dropped) {
+				g->tail = NULL;
+				for (struct job *k = g->head; k; k = k->next)
+					g->tail = k;
+			}
+			g->queued--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&g->mu);
+	if (dropped) {
+		log_local(LOG_INFO, "a queued call was cancelled before it ran");
+		rpc_batch_drop(dropped->batch);
+		job_free(dropped);
+	}
+}
+
+/* The last non-empty line of recent output, shortened for a progress message. */
+static void last_line(const char *buf, size_t len, char *out, size_t n)
+{
+	size_t end = len;
+	while (end > 0 && (buf[end - 1] == '\n' || buf[end - 1] == '\r'))
+		end--;
+	size_t start = end;
+	while (start > 0 && buf[start - 1] != '\n')
+		start--;
+	size_t l = end - start, ol;
+	if (l > 100)
+		l = 100;
+	char *clean = utf8_sanitize(buf + start, l, &ol);
+	snprintf(out, n, "%s", clean ? clean : "");
+	free(clean);
+}
+
+void engine_tick(struct engine *g)
+{
+	pthread_mutex_lock(&g->mu);
+	struct job *j = g->running;
+	if (j && !j->cancelled && j->progress_token && clock_ms() >= g->next_progress_ms) {
+		g->next_progress_ms += 1000;
+		char msg[400];
+		last_line(g->last, g->last_len, msg, sizeof msg);
+		/* Queued under mu: see run_job. */
+		rpc_notify("notifications/progress",
+			   json_pack("{s:O, s:I, s:s}", "progressToken", j->progress_token, "progress",
+				     (json_int_t)++g->progress_n, "message", *msg ? msg : "running"));
+	}
+	pthread_mutex_unlock(&g->mu);
+}
+
+int engine_stop(struct engine *g, int64_t deadline_ms)
+{
+	pthread_mutex_lock(&g->mu);
+	g->stop = true;
+	struct job *q = g->head;
+	g->head = g->tail = NULL;
+	g->queued = 0;
+	if (g->running)
+		kick(g->cancel_fd);
+	kick(g->wake_fd);
+	pthread_mutex_unlock(&g->mu);
+	while (q) {
+		struct job *n = q->next;
+		rpc_batch_drop(q->batch);
+		job_free(q);
+		q = n;
+	}
+	int rc = 0;
+	pthread_mutex_lock(&g->mu);
+	while (!g->done) {
+		if (clock_ms() >= deadline_ms) {
+			rc = -1;
+			break;
+		}
+		struct timespec ts = clock_at(deadline_ms);
+		pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+	}
+	pthread_mutex_unlock(&g->mu);
+	if (rc == 0) {
+		pthread_join(g->worker, NULL);
+		close(g->cancel_fd);
+		close(g->wake_fd);
+		pthread_mutex_destroy(&g->mu);
+		pthread_cond_destroy(&g->cv);
+		free(g);
+	}
+	return rc;
+}

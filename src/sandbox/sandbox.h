@@ -1,0 +1,82 @@
+/*
+ * The sandbox's life: the backend is chosen and the sandbox made at the first call (auto tries
+ * each backend of backend_table in order, logging why each one that fails was skipped), kept
+ * until cleanup, idle timeout, its death or shutdown, and made anew by the next call.
+ *
+ * Notices: when a sandbox goes away under a session (idle removal, a crash, its workspace
+ * removed on the host), the call that runs in the new sandbox that replaces it gets a notice
+ * saying its workspace is new; the call during which a sandbox died gets an error instead.
+ * Used by the engine's worker thread only.
+ */
+#ifndef SANDBOX_SANDBOX_H
+#define SANDBOX_SANDBOX_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../../backends/backend.h"
+#include "../base/config.h"
+#include "../base/err.h"
+
+#define SANDBOX_NOTICE_MAX 512
+
+struct sandbox {
+	const struct config *cfg;     /* borrowed */
+	struct backend *b;            /* NULL when there is no sandbox */
+	char pending[SANDBOX_NOTICE_MAX]; /* for the call that makes the next sandbox; "" for none */
+	int64_t last_used;            /* monotonic ms */
+	json_t *installed;            /* requirements installed in this sandbox: object used as a set */
+	json_t *outputs_seen;         /* outputs/ as the last call left it: path -> "ctime:size" (artifacts.c) */
+};
+
+void sandbox_init(struct sandbox *s, const struct config *cfg);
+
+/* Removes what servers that died left behind (every backend's reap). */
+void sandbox_reap_leftovers(const struct config *cfg);
+
+/* Makes the sandbox if there is none (or the one there turns out dead). A pending notice goes
+ * to `notice` (SANDBOX_NOTICE_MAX bytes) when this made a new sandbox. 0; BACKEND_CANCELLED when
+ * cancel_fd turned readable while a sandbox was being made; -1 with e reading
+ * "Failed to initialize sandbox engine: <backend>: <reason>; ...". */
+int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e);
+
+/* Runs on the sandbox (see backend.h). A sandbox found dead is removed: when the program had
+ * surely not started (rs->started false) the call is retried once on a fresh sandbox and
+ * `notice` says so; else it fails (e says the sandbox stopped) and the next call's notice will. */
+int sandbox_run(struct sandbox *s, const struct run_req *rq, struct run_res *rs, char *notice, struct err *e);
+
+/* Writes one file into the sandbox between calls (see backend.h's put). */
+int sandbox_put(struct sandbox *s, const struct run_file *f, struct err *e);
+
+/* Lists and reads the sandbox between calls (see backend.h's list and get). With no sandbox,
+ * a list is empty and a file is ENOENT, unless --workspace holds files from before: then the
+ * sandbox is made. A sandbox found dead is removed, as by sandbox_check. */
+int sandbox_list(struct sandbox *s, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e);
+int sandbox_get(struct sandbox *s, const char *path, size_t max, struct ws_file *out, struct err *e);
+
+/* Destroys the sandbox; its name and id go to the buffers. 0 when there was none, 1 when it
+ * was removed entirely, -1 when it was removed but something of it could not be (e says what). */
+int sandbox_cleanup(struct sandbox *s, char *backend, size_t bn, char *id, size_t idn, struct err *e);
+
+/* Between calls: an fd that turns readable when the sandbox may have died, or -1. */
+int sandbox_watch_fd(const struct sandbox *s);
+/* Between calls: removes the sandbox if it died, leaving a notice for the next call. */
+void sandbox_check(struct sandbox *s);
+
+/* Monotonic ms at which the sandbox counts as idle, or -1. */
+int64_t sandbox_idle_deadline(const struct sandbox *s);
+/* Removes an idle sandbox and leaves a notice for the next call. */
+void sandbox_idle_expire(struct sandbox *s);
+
+/* Shutdown: destroys the sandbox (keeps the workspace when cfg->keep). */
+void sandbox_shutdown(struct sandbox *s);
+
+const char *sandbox_backend(const struct sandbox *s);  /* borrowed; NULL when none */
+const char *sandbox_id(const struct sandbox *s);       /* borrowed; NULL when none */
+
+/* --check: tries every backend here, prints what works and which limits hold. 0 if one works. */
+int sandbox_check_all(const struct config *cfg, FILE *f);
+
+#endif

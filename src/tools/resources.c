@@ -1,0 +1,215 @@
+#include "resources.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../base/base64.h"
+#include "filekind.h"
+#include "inputs.h"
+#include "output.h"
+#include "../protocol/rpc.h"
+#include "wsuri.h"
+
+static int by_path(const void *a, const void *b)
+{
+	return strcmp(((const struct ws_entry *)a)->path, ((const struct ws_entry *)b)->path);
+}
+
+/* The workspace's regular files that resources/read takes, sorted; *unreadable counts the
+ * names it would refuse (control bytes, too long), which are left out. */
+static int list_files(struct sandbox *sb, struct ws_list *ls, size_t *unreadable, struct err *e)
+{
+	if (sandbox_list(sb, WORKSPACE, ".sandbox", RESOURCES_LIST_MAX, ls, e) < 0)
+		return -1;
+	size_t k = 0;
+	*unreadable = 0;
+	for (size_t i = 0; i < ls->n; i++) {
+		bool reg = S_ISREG(ls->v[i].mode), ok = reg && !inputs_path_problem(ls->v[i].path, true);
+		*unreadable += reg && !ok;
+		if (ok)
+			ls->v[k++] = ls->v[i];
+		else
+			free(ls->v[i].path);
+	}
+	ls->n = k;
+	if (ls->n > 1)
+		qsort(ls->v, ls->n, sizeof *ls->v, by_path);
+	return 0;
+}
+
+/* A sum of per-file hashes of path, size, change time and mode: the order the folders were
+ * read in does not matter. */
+static uint64_t digest_of(const struct ws_list *ls)
+{
+	uint64_t d = ls->n;
+	for (size_t i = 0; i < ls->n; i++) {
+		uint64_t h = 1469598103934665603ull;
+		for (const unsigned char *p = (const unsigned char *)ls->v[i].path; *p; p++)
+			h = (h ^ *p) * 1099511628211ull;
+		h ^= ls->v[i].size * 0x9e3779b97f4a7c15ull;
+		h ^= (uint64_t)ls->v[i].ctime_ns * 0xc2b2ae3d27d4eb4full;
+		h ^= (uint64_t)ls->v[i].mode;
+		d += h * 0xff51afd7ed558ccdull;
+	}
+	return d;
+}
+
+json_t *resources_list(struct sandbox *sb, const json_t *params, int *code, char *msg, size_t n)
+{
+	uint64_t d;
+	return resources_list_digest(sb, params, &d, code, msg, n);
+}
+
+json_t *resources_list_digest(struct sandbox *sb, const json_t *params, uint64_t *digest, int *code, char *msg,
+			      size_t n)
+{
+	const json_t *cur = json_object_get(params, "cursor");
+	size_t from = 0;
+	if (cur && !json_is_null(cur)) {
+		const char *c = json_string_value(cur);
+		char *end = NULL;
+		unsigned long long v = c && *c >= '0' && *c <= '9' ? strtoull(c, &end, 10) : 0;
+		if (!c || !end || *end || v > RESOURCES_LIST_MAX) {
+			*code = RPC_INVALID_PARAMS;
+			snprintf(msg, n, "Invalid params: unknown cursor");
+			return NULL;
+		}
+		from = (size_t)v;
+	}
+	struct ws_list ls;
+	struct err e = {""};
+	size_t unreadable;
+	if (list_files(sb, &ls, &unreadable, &e) < 0) {
+		*code = RPC_INTERNAL_ERROR;
+		snprintf(msg, n, "Internal error: listing the workspace: %s", e.msg);
+		return NULL;
+	}
+	*digest = digest_of(&ls);
+	json_t *arr = json_array(), *r = json_pack("{s:o}", "resources", arr);
+	size_t i = from, bytes = 0;
+	for (; r && i < ls.n && i < from + RESOURCES_PAGE && bytes < RESOURCES_PAGE_BYTES; i++) {
+		char *uri = wsuri_from_path(ls.v[i].path);
+		size_t cl;
+		char *name = utf8_sanitize(ls.v[i].path, strlen(ls.v[i].path), &cl);
+		json_t *res = uri && name ? json_pack("{s:s, s:s%, s:I}", "uri", uri, "name", name, cl, "size",
+						      (json_int_t)ls.v[i].size)
+					  : NULL;
+		const char *mime = filekind_by_name(ls.v[i].path);
+		if (res && mime)
+			json_object_set_new(res, "mimeType", json_string(mime));
+		bytes += (uri ? strlen(uri) : 0) + cl + 64;
+		free(uri);
+		free(name);
+		if (!res || json_array_append_new(arr, res) < 0) {
+			json_decref(r);
+			r = NULL;
+		}
+	}
+	if (r && i < ls.n) {
+		char next[32];
+		snprintf(next, sizeof next, "%zu", i);
+		json_object_set_new(r, "nextCursor", json_string(next));
+	}
+	/* What the list leaves out, said on its last page (the spec's result has no field for it). */
+	char part[300] = "";
+	if (ls.truncated)
+		snprintf(part, sizeof part, "the workspace holds more than %d files (or 100000 names); only part of it is "
+					    "listed. ", RESOURCES_LIST_MAX);
+	if (ls.skipped)
+		snprintf(part + strlen(part), sizeof part - strlen(part), "A folder too deep (%d levels) or unreadable "
+									  "was not walked. ", WS_LIST_DEPTH);
+	if (unreadable)
+		snprintf(part + strlen(part), sizeof part - strlen(part), "%zu file%s with control bytes or over 1024 "
+									  "bytes in %s path %s left out.", unreadable,
+			 unreadable == 1 ? "" : "s", unreadable == 1 ? "its" : "their", unreadable == 1 ? "is" : "are");
+	if (r && *part && i >= ls.n)
+		json_object_set_new(r, "_meta", json_pack("{s:s}", "sandbox-mcp/partial", part));
+	ws_list_free(&ls);
+	if (!r) {
+		*code = RPC_INTERNAL_ERROR;
+		snprintf(msg, n, "Internal error: out of memory");
+	}
+	return r;
+}
+
+json_t *resources_read(struct sandbox *sb, const json_t *params, int *code, char *msg, size_t n)
+{
+	const json_t *u = json_object_get(params, "uri");
+	const char *uri = json_string_value(u);
+	char path[INPUTS_PATH_MAX + 8];
+	*code = RPC_INVALID_PARAMS;
+	if (!uri || strlen(uri) != json_string_length(u)) {
+		snprintf(msg, n, "Invalid params: resources/read needs params.uri");
+		return NULL;
+	}
+	if (wsuri_to_path(uri, path, sizeof path) < 0) {
+		snprintf(msg, n, "Invalid params: %.300s is not a workspace resource (%sPATH, PATH relative to /workspace)",
+			 uri, WSURI_PREFIX);
+		return NULL;
+	}
+	const char *why = inputs_path_problem(path, true);
+	if (why) {
+		snprintf(msg, n, "Invalid params: %.300s: the path %s", uri, why);
+		return NULL;
+	}
+	char abs[sizeof path + sizeof WORKSPACE + 1];
+	snprintf(abs, sizeof abs, "%s/%s", WORKSPACE, path);
+	struct ws_file f;
+	struct err e = {""};
+	if (sandbox_get(sb, abs, RESOURCES_READ_MAX, &f, &e) < 0) {
+		*code = RPC_INTERNAL_ERROR;
+		snprintf(msg, n, "Internal error: reading %.300s: %s", uri, e.msg);
+		return NULL;
+	}
+	json_t *r = NULL;
+	*code = RESOURCES_NOT_FOUND;
+	if (f.err == ENOENT || f.err == ENOTDIR)
+		snprintf(msg, n, "Resource not found: %.300s", uri);
+	else if (f.err == ELOOP)
+		snprintf(msg, n, "Resource not found: %.300s (a symlink, at the path or on its way, is not followed)", uri);
+	else if (f.err)
+		snprintf(msg, n, "Resource not found: %.300s (%s)", uri, strerror(f.err));
+	else if (!S_ISREG(f.mode))
+		snprintf(msg, n, "Resource not found: %.300s is not a regular file", uri);
+	else if (f.size > RESOURCES_READ_MAX || f.len != f.size) {
+		*code = RPC_INVALID_PARAMS;
+		snprintf(msg, n, "Invalid params: %.300s is %" PRIu64 " bytes, over the %u MiB one read returns; read part of "
+			 "it with execute_bash_commands (head -c, split)", uri, f.size, RESOURCES_READ_MAX >> 20);
+	} else {
+		const char *mime = filekind_by_name(path);
+		bool text = filekind_is_text(f.data, f.len);
+		json_t *c = json_pack("{s:s}", "uri", uri);
+		if (c && text) {
+			json_object_set_new(c, "text", json_stringn((const char *)f.data, f.len));
+		} else if (c) {
+			char *b = b64_encode(f.data, f.len, NULL);
+			json_object_set_new(c, "blob", b ? json_string(b) : NULL);
+			free(b);
+		}
+		if (c)
+			json_object_set_new(c, "mimeType", json_string(mime ? mime : text ? "text/plain" : "application/octet-stream"));
+		r = c ? json_pack("{s:[o]}", "contents", c) : NULL;
+		if (!r) {
+			*code = RPC_INTERNAL_ERROR;
+			snprintf(msg, n, "Internal error: out of memory");
+		}
+	}
+	ws_file_free(&f);
+	return r;
+}
+
+uint64_t resources_digest(struct sandbox *sb)
+{
+	struct ws_list ls;
+	struct err e = {""};
+	size_t unreadable;
+	if (list_files(sb, &ls, &unreadable, &e) < 0)
+		return 0;
+	uint64_t d = digest_of(&ls);
+	ws_list_free(&ls);
+	return d;
+}

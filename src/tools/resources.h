@@ -1,0 +1,36 @@
+/*
+ * The workspace as MCP resources: resources/list names every file under /workspace (but the
+ * server's own .sandbox folder) as sandbox://workspace/PATH (wsuri.h), in path order, in pages
+ * of RESOURCES_PAGE; resources/read returns one file whole, as text when it is UTF-8 without
+ * NUL, else as a base64 blob, up to RESOURCES_READ_MAX bytes. Reads follow no symlink and open
+ * nothing that can block (the sandbox's get). With no sandbox made yet the list is empty.
+ * Worker thread only: the engine runs these in the queue, between calls.
+ */
+#ifndef SANDBOX_RESOURCES_H
+#define SANDBOX_RESOURCES_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../sandbox/sandbox.h"
+
+#define RESOURCES_PAGE 100
+#define RESOURCES_PAGE_BYTES (64u << 10)  /* a page ends once its entries pass this */
+#define RESOURCES_LIST_MAX 10000          /* files listed at most */
+#define RESOURCES_READ_MAX (4u << 20)     /* bytes of one read */
+#define RESOURCES_NOT_FOUND (-32002)      /* the MCP spec's code for an unknown resource */
+
+/* resources/list and resources/read: the result (new ref), or NULL with *code and msg (n
+ * bytes) saying why. */
+json_t *resources_list(struct sandbox *sb, const json_t *params, int *code, char *msg, size_t n);
+/* The same, and *digest (resources_digest) of the tree it listed. */
+json_t *resources_list_digest(struct sandbox *sb, const json_t *params, uint64_t *digest, int *code, char *msg,
+			      size_t n);
+json_t *resources_read(struct sandbox *sb, const json_t *params, int *code, char *msg, size_t n);
+
+/* A digest of the listed tree (paths, sizes, change times): it differs once the list would.
+ * 0 with no sandbox. */
+uint64_t resources_digest(struct sandbox *sb);
+
+#endif

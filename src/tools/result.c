@@ -1,0 +1,390 @@
+#include "result.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/config.h"
+
+/* Serialized size left for what the JSON-RPC envelope adds around the result. */
+#define ENVELOPE 256
+/* A marker's cost, at most: its text with the largest counts and a workspace path. */
+#define MARKER_MAX 400
+
+static const char *const names[2] = {"stdout", "stderr"};
+
+/* ---------------------------------------------------------------- costs */
+
+/* Cost of one character (len bytes, 0 for a byte that becomes U+FFFD) as JSON string text. */
+static size_t char_cost(const char *s, size_t len)
+{
+	if (!len)
+		return 3; /* U+FFFD, written as its three bytes */
+	if (len > 1)
+		return len;
+	unsigned char c = (unsigned char)*s;
+	if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t')
+		return 2;
+	return c < 0x20 ? 6 : 1;
+}
+
+size_t result_json_cost(const char *s, size_t n)
+{
+	size_t cost = 0;
+	for (size_t i = 0; i < n;) {
+		size_t l = utf8_char_len(s + i, n - i);
+		cost += char_cost(s + i, l);
+		i += l ? l : 1;
+	}
+	return cost;
+}
+
+/* Raw length of the longest prefix of s costing at most budget. */
+static size_t prefix_within(const char *s, size_t n, size_t budget)
+{
+	size_t cost = 0, i = 0;
+	while (i < n) {
+		size_t l = utf8_char_len(s + i, n - i);
+		size_t c = char_cost(s + i, l);
+		if (cost + c > budget)
+			break;
+		cost += c;
+		i += l ? l : 1;
+	}
+	return i;
+}
+
+/* Raw offset where the longest suffix of s costing at most budget starts. Leading bytes that
+ * continue a character cut off before s are skipped, not shown as U+FFFD. */
+static size_t suffix_within(const char *s, size_t n, size_t budget)
+{
+	size_t i = 0;
+	while (i < 3 && i < n && ((unsigned char)s[i] & 0xc0) == 0x80)
+		i++;
+	size_t total = result_json_cost(s + i, n - i);
+	while (i < n && total > budget) {
+		size_t l = utf8_char_len(s + i, n - i);
+		total -= char_cost(s + i, l);
+		i += l ? l : 1;
+	}
+	return i;
+}
+
+/* ---------------------------------------------------------------- text of a stream */
+
+/* The raw bytes a stream has: all of them (a), or its head (a) and tail (b) when the capture
+ * already left its middle out. */
+struct pieces {
+	const char *a, *b;
+	size_t a_len, b_len;
+	uint64_t total;
+	bool gap;        /* bytes between a and b are gone */
+	char *owned;     /* b, when it had to be made contiguous */
+};
+
+static int pieces_of(const struct result_stream *st, struct pieces *p)
+{
+	memset(p, 0, sizeof *p);
+	if (!st->out) {
+		p->a = st->raw ? st->raw : "";
+		p->a_len = st->raw ? st->raw_len : 0;
+		p->total = p->a_len;
+		return 0;
+	}
+	struct output_view v;
+	output_view(st->out, &v);
+	p->a = v.head;
+	p->a_len = v.head_len;
+	p->total = v.total;
+	if (!v.cut)
+		return 0;
+	p->gap = true;
+	/* --output-cap keeps that many bytes of a cut stream: half of it head, half tail. */
+	if (p->a_len > v.tail1_len + v.tail2_len)
+		p->a_len = v.tail1_len + v.tail2_len;
+	p->owned = malloc(v.tail1_len + v.tail2_len + 1);
+	if (!p->owned)
+		return -1;
+	memcpy(p->owned, v.tail1, v.tail1_len);
+	memcpy(p->owned + v.tail1_len, v.tail2, v.tail2_len);
+	p->b = p->owned;
+	p->b_len = v.tail1_len + v.tail2_len;
+	return 0;
+}
+
+/* Appends s (n raw bytes) to buf, made valid UTF-8. */
+static int append_clean(char **buf, size_t *len, const char *s, size_t n)
+{
+	size_t cl;
+	char *clean = utf8_sanitize(s, n, &cl);
+	if (!clean)
+		return -1;
+	char *nb = realloc(*buf, *len + cl + 1);
+	if (!nb) {
+		free(clean);
+		return -1;
+	}
+	memcpy(nb + *len, clean, cl + 1);
+	*buf = nb;
+	*len += cl;
+	free(clean);
+	return 0;
+}
+
+/* The stream's text within budget (JSON cost; SIZE_MAX: no limit). *cut says whether bytes are
+ * left out. Caller frees; NULL when out of memory. */
+static char *stream_text(const struct pieces *p, const struct result_stream *st, size_t budget, size_t *len,
+			 bool *cut)
+{
+	char *t = NULL;
+	*len = 0;
+	size_t whole = p->gap ? SIZE_MAX : result_json_cost(p->a, p->a_len);
+	if (whole <= budget) {
+		*cut = false;
+		return append_clean(&t, len, p->a, p->a_len) < 0 ? NULL : t;
+	}
+	*cut = true;
+	size_t half = budget > MARKER_MAX ? (budget - MARKER_MAX) / 2 : 0;
+	size_t head = prefix_within(p->a, p->a_len, half);
+	const char *tail_src = p->gap ? p->b : p->a + head;
+	size_t tail_n = p->gap ? p->b_len : p->a_len - head;
+	size_t tail_at = suffix_within(tail_src, tail_n, half);
+	size_t tail = tail_n - tail_at;
+	unsigned long long omitted = p->total - head - tail;
+	char marker[MARKER_MAX];
+	if (st->file)
+		snprintf(marker, sizeof marker, "\n[... %llu bytes left out here; the full output is in %.200s ...]\n",
+			 omitted, st->file);
+	else
+		snprintf(marker, sizeof marker, "\n[... %llu bytes left out here ...]\n", omitted);
+	if (append_clean(&t, len, p->a, head) < 0 || append_clean(&t, len, marker, strlen(marker)) < 0 ||
+	    append_clean(&t, len, tail_src + tail_at, tail) < 0) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* ---------------------------------------------------------------- the result */
+
+struct textbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void tb_add(struct textbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t nc = (b->len + n + 1) * 2;
+		char *np = realloc(b->p, nc);
+		if (!np) {
+			b->oom = true;
+			return;
+		}
+		b->p = np;
+		b->cap = nc;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void tb_str(struct textbuf *b, const char *s)
+{
+	tb_add(b, s, strlen(s));
+}
+
+/* Appends a formatted line, made valid UTF-8: it may quote paths and messages holding anything. */
+static void tb_fmt(struct textbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void tb_fmt(struct textbuf *b, const char *fmt, ...)
+{
+	char line[1200];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if (n <= 0)
+		return;
+	size_t cl;
+	char *clean = utf8_sanitize(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1, &cl);
+	if (!clean) {
+		b->oom = true;
+		return;
+	}
+	tb_add(b, clean, cl);
+	free(clean);
+}
+
+/* A JSON string of s, repaired to valid UTF-8; null for NULL. */
+static json_t *str_or_null(const char *s)
+{
+	if (!s)
+		return json_null();
+	size_t n;
+	char *clean = utf8_sanitize(s, strlen(s), &n);
+	json_t *j = clean ? json_stringn(clean, n) : NULL;
+	free(clean);
+	return j ? j : json_string("(text lost: out of memory)");
+}
+
+/* The text block: the same facts as structuredContent, in the order a model needs them. */
+static char *text_block(const struct result_facts *f, char *const text[2], const size_t len[2],
+			const bool cut[2], size_t *out_len)
+{
+	struct textbuf b = {0};
+	char sz[32];
+	if (!f->backend)
+		tb_fmt(&b, "exit_code: %d (no sandbox)\n", f->exit_code);
+	else
+		tb_fmt(&b, "exit_code: %d (%lld ms, %s sandbox %s)\n", f->exit_code, (long long)f->duration_ms,
+		       f->backend, f->sandbox_id ? f->sandbox_id : "-");
+	if (f->timed_out)
+		tb_fmt(&b, "timed out after %g s: every process of the call was killed\n", f->timeout_s);
+	if (f->oom_killed) {
+		if (f->memory_limit)
+			tb_fmt(&b, "killed: out of memory: the code used the sandbox's whole memory limit (%s, --memory) "
+				   "and the out-of-memory killer ended it\n",
+			       config_fmt_size(f->memory_limit, sz, sizeof sz));
+		else
+			tb_str(&b, "killed: out of memory: the code used all the memory the sandbox has and the "
+				   "out-of-memory killer ended it\n");
+	}
+	if (f->notice)
+		tb_fmt(&b, "notice: %s\n", f->notice);
+	if (f->error)
+		tb_fmt(&b, "error: %s\n", f->error);
+	for (int i = 0; i < 2; i++) {
+		if (!len[i]) {
+			tb_fmt(&b, "--- %s: empty ---\n", names[i]);
+			continue;
+		}
+		tb_fmt(&b, "--- %s ---\n", names[i]);
+		tb_add(&b, text[i], len[i]);
+		if (text[i][len[i] - 1] != '\n')
+			tb_str(&b, "\n");
+		if (!cut[i])
+			continue;
+		const struct result_stream *st = &f->s[i];
+		unsigned long long total = 0;
+		if (st->out) {
+			struct output_view v;
+			output_view(st->out, &v);
+			total = v.total;
+		} else {
+			total = st->raw_len;
+		}
+		if (st->file)
+			tb_fmt(&b, "(%s was cut: %llu bytes in all; full text in %s)\n", names[i], total, st->file);
+		else if (st->file_error)
+			tb_fmt(&b, "(%s was cut: %llu bytes in all; the full text could not be saved: %s)\n", names[i], total,
+			       st->file_error);
+		else
+			tb_fmt(&b, "(%s was cut: %llu bytes in all)\n", names[i], total);
+	}
+	if (b.oom) {
+		free(b.p);
+		return NULL;
+	}
+	*out_len = b.len;
+	return b.p;
+}
+
+static json_t *build(const struct result_facts *f, const struct pieces p[2], char *const text[2],
+		     const size_t len[2], const bool cut[2])
+{
+	size_t tl = 0;
+	char *tb = text_block(f, text, len, cut, &tl);
+	if (!tb)
+		return NULL;
+	json_t *sc = json_pack(
+		"{s:i, s:s%, s:s%, s:b, s:b, s:I, s:{s:b, s:b, s:I, s:I, s:o, s:o, s:o, s:o}, s:o, s:o, s:o, s:o}",
+		"exit_code", f->exit_code, "stdout", text[0], len[0], "stderr", text[1], len[1], "timed_out",
+		f->timed_out, "oom_killed", f->oom_killed, "duration_ms", (json_int_t)f->duration_ms, "truncated",
+		"stdout", cut[0], "stderr", cut[1], "stdout_bytes", (json_int_t)p[0].total, "stderr_bytes",
+		(json_int_t)p[1].total, "stdout_file", str_or_null(cut[0] ? f->s[0].file : NULL), "stderr_file",
+		str_or_null(cut[1] ? f->s[1].file : NULL), "stdout_file_error",
+		str_or_null(cut[0] && !f->s[0].file ? f->s[0].file_error : NULL), "stderr_file_error",
+		str_or_null(cut[1] && !f->s[1].file ? f->s[1].file_error : NULL), "backend", str_or_null(f->backend),
+		"sandbox_id", str_or_null(f->backend ? f->sandbox_id : NULL), "error", str_or_null(f->error), "notice",
+		str_or_null(f->notice));
+	json_t *r = json_pack("{s:[{s:s, s:s%}], s:o}", "content", "type", "text", "text", tb, tl, "structuredContent", sc);
+	free(tb);
+	if (r && (f->exit_code != 0 || f->timed_out || f->error))
+		json_object_set_new(r, "isError", json_true());
+	return r;
+}
+
+/* Serialized size of j. */
+static size_t json_size(const json_t *j)
+{
+	return json_dumpb(j, NULL, 0, JSON_COMPACT);
+}
+
+json_t *result_execution(const struct result_facts *f, size_t max, bool cut_out[2])
+{
+	struct pieces p[2];
+	char *text[2] = {NULL, NULL};
+	size_t len[2] = {0, 0};
+	bool cut[2] = {false, false};
+	json_t *r = NULL;
+	if (max < RESULT_MIN)
+		max = RESULT_MIN;
+	max -= ENVELOPE;
+	if (pieces_of(&f->s[0], &p[0]) < 0 || (pieces_of(&f->s[1], &p[1]) < 0 && (free(p[0].owned), 1)))
+		return NULL;
+	/* The fixed part: the result with empty streams, their cut lines and markers counted. */
+	size_t fixed = 0;
+	{
+		char *empty[2] = {"", ""};
+		size_t zero[2] = {0, 0};
+		bool none[2] = {false, false};
+		json_t *shell = build(f, p, empty, zero, none);
+		if (!shell)
+			goto out;
+		fixed = json_size(shell) + 2 * 2 * (MARKER_MAX + 100);
+		json_decref(shell);
+	}
+	/* Each stream appears twice: in the text block and in structuredContent. */
+	size_t per_copy = fixed < max ? (max - fixed) / 2 : 0;
+	size_t need[2];
+	for (int i = 0; i < 2; i++)
+		need[i] = p[i].gap ? SIZE_MAX : result_json_cost(p[i].a, p[i].a_len);
+	for (int attempt = 0; attempt < 6; attempt++) {
+		/* A fair split: neither stream gets less than half unless the other needs less. */
+		size_t b0 = need[0] < per_copy / 2 ? need[0] : per_copy / 2;
+		size_t b1 = need[1] < per_copy - b0 ? need[1] : per_copy - b0;
+		b0 = need[0] < per_copy - b1 ? need[0] : per_copy - b1;
+		size_t budget[2] = {b0, b1};
+		for (int i = 0; i < 2; i++) {
+			free(text[i]);
+			text[i] = stream_text(&p[i], &f->s[i], budget[i], &len[i], &cut[i]);
+			if (!text[i])
+				goto out;
+		}
+		json_decref(r);
+		r = build(f, p, text, len, cut);
+		if (!r || json_size(r) <= max)
+			break;
+		/* Counted too little somewhere: try again with less. */
+		per_copy -= per_copy / 8 + 1;
+		if (attempt == 5) {
+			json_decref(r);
+			r = NULL;
+		}
+	}
+	if (r && cut_out) {
+		cut_out[0] = cut[0];
+		cut_out[1] = cut[1];
+	}
+out:
+	for (int i = 0; i < 2; i++) {
+		free(text[i]);
+		free(p[i].owned);
+	}
+	return r;
+}
