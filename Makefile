@@ -16,9 +16,9 @@ WARN := -std=c11 -Wall -Wextra -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes -W
 ifneq ($(CI)$(WERROR),)
 WARN += -Werror
 endif
-PKGS := jansson libseccomp libcurl
+PKGS := jansson libseccomp libcurl libbsd
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null || echo -ljansson -lseccomp -lcurl)
+DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null || echo -ljansson -lseccomp -lcurl -lbsd)
 ifneq ($(SANITIZE),)
 SAN := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif

@@ -4,16 +4,25 @@
 #include <string.h>
 #include <time.h>
 
-extern const struct backend_ops daytona_backend_ops;
-extern const struct backend_ops docker_backend_ops;
-extern const struct backend_ops local_backend_ops;
+/* Each backend's ops, named <name>_backend_ops, in the order of table.h. */
+#define BACKEND(name) extern const struct backend_ops name##_backend_ops;
+#include "table.h"
+#undef BACKEND
 
 const struct backend_ops *const backend_table[] = {
-	&daytona_backend_ops,
-	&docker_backend_ops,
-	&local_backend_ops,
+#define BACKEND(name) &name##_backend_ops,
+#include "table.h"
+#undef BACKEND
 	NULL,
 };
+
+int backend_index(const struct backend_ops *ops)
+{
+	for (int i = 0; backend_table[i]; i++)
+		if (backend_table[i] == ops)
+			return i;
+	return -1;
+}
 
 const struct backend_ops *backend_find(const char *name)
 {
@@ -35,6 +44,8 @@ int backend_new(struct backend **out, const struct backend_ops *ops, const struc
 	}
 	b->ops = ops;
 	b->cfg = cfg;
+	int i = backend_index(ops);
+	b->opts = i >= 0 && i < CONFIG_BACKENDS_MAX ? cfg->backend_opts[i] : NULL;
 	if (ops->init)
 		ops->init(b);
 	*out = b;
@@ -89,24 +100,6 @@ int backend_get(struct backend *b, const char *path, size_t max, struct ws_file 
 	if (!b->started)
 		return err_set(e, "the sandbox is not started");
 	return b->ops->get(b, path, max, out, e);
-}
-
-void ws_list_free(struct ws_list *l)
-{
-	if (!l)
-		return;
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i].path);
-	free(l->v);
-	*l = (struct ws_list){0};
-}
-
-void ws_file_free(struct ws_file *f)
-{
-	if (f) {
-		free(f->data);
-		*f = (struct ws_file){0};
-	}
 }
 
 int backend_watch_fd(const struct backend *b)

@@ -3,7 +3,7 @@
 # missing (apt-get update runs once, and only when something must be installed).
 # Usage: scripts/deps.sh [build|test]   (test also installs the test tools; default build)
 set -eu
-want="build-essential pkg-config libjansson-dev libseccomp-dev libcurl4-openssl-dev python3 python3-pip"
+want="build-essential pkg-config libjansson-dev libseccomp-dev libcurl4-openssl-dev libbsd-dev python3 python3-pip"
 [ "${1:-build}" = test ] && want="$want bats jq debootstrap clang libclang-rt-dev curl groff-base iproute2 procps python3-jsonschema e2fsprogs valgrind"
 missing=""
 for p in $want; do

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "cli.h"
 #include "base/config.h"
 #include "engine/engine.h"
 #include "base/log.h"
@@ -109,44 +110,55 @@ static int serve(const struct config *cfg)
 		log_msg(LOG_NOTICE, "the client stopped reading: answers it did not take are dropped");
 	mcp_free(m);
 	rpc_reader_free(&rd);
-	tools_free();
 	close(sfd);
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* What the server does once its options are read: the exit status. */
+static int run(const struct config *cfg, int mode)
 {
-	struct config cfg;
 	struct err e = {""};
-	int mode = config_load(&cfg, argc, argv, &e);
-	if (mode < 0) {
-		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);
-		return 2;
-	}
 	if (mode == MODE_HELP) {
-		config_usage(stdout);
+		cli_usage(stdout);
 		return 0;
 	}
 	if (mode == MODE_VERSION) {
 		printf("sandbox-mcp %s\n", SANDBOX_MCP_VERSION);
 		return 0;
 	}
-	log_set_stderr_level(cfg.log_level);
-	if (cfg.wheelhouse[0] &&
-	    wheelhouse_check(cfg.wheelhouse, geteuid() == 0 ? (uid_t)cfg.sandbox_uid : geteuid(), &e) < 0) {
+	log_set_stderr_level(cfg->log_level);
+	if (cfg->wheelhouse[0] &&
+	    wheelhouse_check(cfg->wheelhouse, geteuid() == 0 ? (uid_t)cfg->sandbox_uid : geteuid(), &e) < 0) {
 		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	if (tools_init(&cfg, &e) < 0) {
+	if (tools_init(cfg, &e) < 0) {
 		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);
 		return 1;
 	}
+	int rc;
 	if (mode == MODE_CHECK) {
 		printf("sandbox-mcp %s on %s\n", SANDBOX_MCP_VERSION, geteuid() == 0 ? "root" : "an unprivileged user");
-		int rc = sandbox_check_all(&cfg, stdout);
-		tools_free();
-		return rc == 0 ? 0 : 1;
+		rc = sandbox_check_all(cfg, stdout) == 0 ? 0 : 1;
+	} else {
+		rc = serve(cfg);
 	}
-	return serve(&cfg);
+	tools_free();
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct config cfg;
+	struct err e = {""};
+	int mode = cli_load(&cfg, argc, argv, &e), rc;
+	if (mode < 0) {
+		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);
+		rc = 2;
+	} else {
+		rc = run(&cfg, mode);
+	}
+	config_free(&cfg);
+	return rc;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../../agent/proto.h"
+#include "../../src/base/clock.h"
 
 /* How long an agent may take to answer anything but a running call. */
 #define ANSWER_MS 10000

@@ -8,8 +8,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
-#include "../backend.h"
+#include "../run/run.h"
+#include "../../src/base/config.h"
 #include "../../src/base/err.h"
 
 struct agentlink {

@@ -150,10 +150,10 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 	 * may show it to the code. */
 	char real[PATH_MAX];
 	const char *sd = realpath(state, real) ? real : state;
-	for (size_t i = 0; i < cfg->nmounts; i++)
-		if (within(sd, cfg->mounts[i].host) || within(cfg->mounts[i].host, sd))
+	for (size_t i = 0; i < cfg->mounts.n; i++)
+		if (within(sd, cfg->mounts.v[i].host) || within(cfg->mounts.v[i].host, sd))
 			return err_set(e, "--mount %s: the host folder %s holds, or is in, the state folder %s, which the "
-					  "code must not see", cfg->mounts[i].inside, cfg->mounts[i].host, sd);
+					  "code must not see", cfg->mounts.v[i].inside, cfg->mounts.v[i].host, sd);
 	if (make_locked(h, state, name, e) < 0)
 		return -1;
 	if (mkdir(h->host, 0700) < 0) {
@@ -273,9 +273,9 @@ void hostdir_report_workspace(const struct hostdir *h, const struct config *cfg,
 	if (cfg->workspace_dir[0])
 		fprintf(f, "                --workspace: kept across restarts, crashes and idle removal; cleanup_sandbox "
 			   "empties it\n");
-	for (size_t i = 0; i < cfg->nmounts; i++)
-		fprintf(f, "    mount       %s: the host folder %s, %s\n", cfg->mounts[i].inside, cfg->mounts[i].host,
-			cfg->mounts[i].rw ? "read-write" : "read-only");
+	for (size_t i = 0; i < cfg->mounts.n; i++)
+		fprintf(f, "    mount       %s: the host folder %s, %s\n", cfg->mounts.v[i].inside, cfg->mounts.v[i].host,
+			cfg->mounts.v[i].rw ? "read-write" : "read-only");
 }
 
 void hostdir_report_quota(const struct hostdir *h, const struct config *cfg, FILE *f)

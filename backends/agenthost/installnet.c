@@ -23,8 +23,8 @@ int installnet_open(struct installnet *n, const struct config *cfg, const char *
 {
 	memset(n, 0, sizeof *n);
 	n->dir_fd = -1;
-	struct proxy_policy pol;
-	if (proxy_policy_for_index(&pol, cfg->index_url, cfg->index_hosts, e) < 0)
+	struct netpolicy pol;
+	if (netpolicy_for_index(&pol, cfg->index_url, cfg->index_hosts, e) < 0)
 		return -1;
 	if (hostdir_path(n->dir, sizeof n->dir, "%s/proxy", sandbox_dir) < 0)
 		return err_set(e, "the state folder's path is too long");

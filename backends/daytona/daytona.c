@@ -33,11 +33,12 @@
 #include <unistd.h>
 
 #include "../backend.h"
+#include "../../src/base/clock.h"
 #include "../../src/base/base64.h"
 #include "hosttree.h"
-#include "../../src/tools/output.h"
+#include "../../src/base/utf8.h"
 #include "../../src/base/log.h"
-#include "../agenthost/proxy.h"
+#include "../run/netpolicy.h"
 #include "rest.h"
 #include "runner.h"
 
@@ -60,6 +61,13 @@
 #define KILL_GRACE_MS 5000              /* for the runner to stop a call once asked */
 #define RUNNER_START_MS 15000           /* for the runner to write its pid file */
 #define SHUTDOWN_DELETE_MS 1500L        /* the server must exit within 2 s */
+
+/* The backend's own options. */
+struct daytona_opts {
+	char snapshot[256];        /* snapshot to create sandboxes from; "" for the organization's */
+	char image[256];           /* image to create them from instead; "" for none */
+	double start_timeout_s;    /* how long a new sandbox may take to start */
+};
 
 struct daytona {
 	struct dt_http http;
@@ -295,8 +303,9 @@ static int daytona_probe(struct backend *b, struct err *e)
 	if (b->cfg->wheelhouse[0])
 		return err_set(e, "--wheelhouse is a folder on this host, which a Daytona sandbox cannot see");
 	/* Both names were checked with the rest of the configuration. */
-	snprintf(D->snapshot, sizeof D->snapshot, "%s", b->cfg->daytona_snapshot);
-	snprintf(D->image, sizeof D->image, "%s", b->cfg->daytona_image);
+	const struct daytona_opts *o = b->opts;
+	snprintf(D->snapshot, sizeof D->snapshot, "%s", o->snapshot);
+	snprintf(D->image, sizeof D->image, "%s", o->image);
 	if (dt_open(D, e) < 0)
 		return -1;
 	/* The cheapest authenticated call: one list item. */
@@ -314,9 +323,10 @@ static int daytona_probe(struct backend *b, struct err *e)
 	return rc;
 }
 
-static long start_timeout_ms(const struct config *cfg)
+static long start_timeout_ms(const struct backend *b)
 {
-	return (long)(cfg->daytona_start_timeout_s * 1000);
+	const struct daytona_opts *o = b->opts;
+	return (long)(o->start_timeout_s * 1000);
 }
 
 /* Bytes as Daytona's resources take them: whole GiB, rounded up, at least 1. */
@@ -586,12 +596,12 @@ static int upload_mounts(struct backend *b, struct err *e)
 	size_t files = 0;
 	uint64_t bytes = 0;
 	struct sbuf c = {0};
-	for (size_t i = 0; i < cfg->nmounts; i++) {
-		int rc = upload_mount(D, &cfg->mounts[i], i, &files, &bytes, e);
+	for (size_t i = 0; i < cfg->mounts.n; i++) {
+		int rc = upload_mount(D, &cfg->mounts.v[i], i, &files, &bytes, e);
 		if (rc)
 			return free(c.p), rc;
-		if (!cfg->mounts[i].rw)
-			sb_fmt(&c, "%schmod -R a-w %s", c.len ? " && " : "", cfg->mounts[i].inside);
+		if (!cfg->mounts.v[i].rw)
+			sb_fmt(&c, "%schmod -R a-w %s", c.len ? " && " : "", cfg->mounts.v[i].inside);
 	}
 	if (!c.len)
 		return 0;
@@ -609,7 +619,7 @@ static int upload_mounts(struct backend *b, struct err *e)
 static int make_sandbox(struct backend *b, struct err *e)
 {
 	struct daytona *D = b->priv;
-	int64_t deadline = clock_ms() + start_timeout_ms(b->cfg);
+	int64_t deadline = clock_ms() + start_timeout_ms(b);
 	json_t *body = create_body(b, D);
 	if (!body)
 		return err_set(e, "out of memory");
@@ -646,8 +656,8 @@ static int make_sandbox(struct backend *b, struct err *e)
 	 * usually has sudo (Daytona's own do), which is needed once to make the folder. */
 	struct sbuf cmd = {0};
 	/* So are the --mount folders' places (plain names under /mnt: see mountspec.h). */
-	for (size_t i = 0; i <= b->cfg->nmounts; i++) {
-		const char *d = i == 0 ? WORKSPACE : b->cfg->mounts[i - 1].inside;
+	for (size_t i = 0; i <= b->cfg->mounts.n; i++) {
+		const char *d = i == 0 ? WORKSPACE : b->cfg->mounts.v[i - 1].inside;
 		sb_fmt(&cmd, "mkdir -p %s 2>/dev/null || sudo -n sh -c 'mkdir -p %s && chown \"$1\" %s' sh \"$(id -u):$(id -g)\";"
 			     " [ -w %s ] || sudo -n chown \"$(id -u):$(id -g)\" %s 2>/dev/null;"
 			     " [ -w %s ] || { echo \"no writable %s for user $(id -un) (and no sudo)\"; exit 1; }; ",
@@ -772,8 +782,8 @@ static int daytona_start(struct backend *b, int cancel_fd, struct err *e)
  */
 static char *index_allow_list(const struct config *cfg, struct err *e)
 {
-	struct proxy_policy pol;
-	if (proxy_policy_for_index(&pol, cfg->index_url, cfg->index_hosts, e) < 0)
+	struct netpolicy pol;
+	if (netpolicy_for_index(&pol, cfg->index_url, cfg->index_hosts, e) < 0)
 		return NULL;
 	struct sbuf out = {0};
 	for (size_t h = 0; h < pol.nhosts; h++) {
@@ -783,7 +793,7 @@ static char *index_allow_list(const struct config *cfg, struct err *e)
 		for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
 			char a[INET_ADDRSTRLEN];
 			const struct sockaddr_in *in = (const struct sockaddr_in *)ai->ai_addr;
-			if (!proxy_addr_allowed(&pol, pol.hosts[h], ai->ai_addr) ||
+			if (!netpolicy_addr_allowed(&pol, pol.hosts[h], ai->ai_addr) ||
 			    !inet_ntop(AF_INET, &in->sin_addr, a, sizeof a))
 				continue;
 			char cidr[32];
@@ -1468,11 +1478,11 @@ static void daytona_report(struct backend *b, FILE *f)
 	if (cfg->workspace_dir[0])
 		fprintf(f, "    workspace   /workspace in the cloud sandbox: --workspace %s is NOT used (it is for local "
 			   "and Docker); the workspace ends with the sandbox\n", cfg->workspace_dir);
-	for (size_t i = 0; i < cfg->nmounts; i++)
+	for (size_t i = 0; i < cfg->mounts.n; i++)
 		fprintf(f, "    mount       %s: a copy of the host folder %s made at creation (%zu files, %s%s%zu skipped); "
-			   "%s; changes stay in the sandbox\n", cfg->mounts[i].inside, cfg->mounts[i].host,
+			   "%s; changes stay in the sandbox\n", cfg->mounts.v[i].inside, cfg->mounts.v[i].host,
 			D->mounts[i].files, config_fmt_size(D->mounts[i].bytes, sz, sizeof sz), ", ", D->mounts[i].skipped,
-			cfg->mounts[i].rw ? "writable" : "read-only by its files' modes (the code could change them back)");
+			cfg->mounts.v[i].rw ? "writable" : "read-only by its files' modes (the code could change them back)");
 }
 
 static bool owner_alive(const char *owner, const char *host)
@@ -1544,8 +1554,39 @@ out:
 	dt_http_close(&h);
 }
 
+static int daytona_opts_check(const void *opts, const struct config *cfg, struct err *e)
+{
+	const struct daytona_opts *o = opts;
+	(void)cfg;
+	if (o->snapshot[0] && o->image[0])
+		return err_set(e, "--daytona-snapshot and --daytona-image exclude each other: give one");
+	if (strpbrk(o->image, "\r\n") || strpbrk(o->snapshot, " \t\r\n"))
+		return err_set(e, "--daytona-snapshot or --daytona-image is not a valid name");
+	if (o->start_timeout_s <= 0 || o->start_timeout_s > 3600)
+		return err_set(e, "--daytona-start-timeout must be between 0 and 3600 seconds");
+	return 0;
+}
+
+#define O(field) OPT_FIELD(struct daytona_opts, field)
+static const struct opt daytona_options[] = {
+	{"daytona-snapshot", "SANDBOX_DAYTONA_SNAPSHOT", OPT_STR, O(snapshot), "",
+	 "Daytona: snapshot to create sandboxes from (default: the organisation's)"},
+	{"daytona-image", "SANDBOX_DAYTONA_IMAGE", OPT_STR, O(image), "",
+	 "Daytona: image to create sandboxes from, instead of a snapshot"},
+	{"daytona-start-timeout", "SANDBOX_DAYTONA_START_TIMEOUT", OPT_SECONDS, O(start_timeout_s), "60",
+	 "Daytona: seconds a new sandbox may take to start"},
+};
+
 const struct backend_ops daytona_backend_ops = {
 	.name = "daytona",
+	.opts = daytona_options,
+	.nopts = sizeof daytona_options / sizeof daytona_options[0],
+	.opts_size = sizeof(struct daytona_opts),
+	.opts_check = daytona_opts_check,
+	.env_help = "  DAYTONA_API_KEY      Daytona API key; with it, --backend auto tries Daytona first\n"
+		    "  DAYTONA_API_URL      Daytona API base URL (default " DT_DEFAULT_API_URL ";\n"
+		    "                       the deprecated DAYTONA_SERVER_URL is read when it is unset)\n"
+		    "  DAYTONA_TARGET       Daytona region for new sandboxes (default: the organisation's)\n",
 	.priv_size = sizeof(struct daytona),
 	.probe = daytona_probe,
 	.start = daytona_start,

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "../../src/base/version.h"
-#include "../backend.h"
+#include "../../src/base/clock.h"
 
 /* Retries of transport failures (API_NOTES.md §6.3: the SDKs make 2, 250 ms x attempt + jitter). */
 #define TRANSPORT_RETRIES 2

@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "../backend.h"
+#include "../../src/base/clock.h"
 #include "../agenthost/agentlink.h"
 #include "../agenthost/cgroup.h"
 #include "../agenthost/filter.h"
@@ -70,6 +71,11 @@
 
 /* The agent, embedded at build time (see embed.S). */
 extern const unsigned char agent_blob_start[], agent_blob_end[];
+
+/* The backend's own options (--image). */
+struct docker_opts {
+	char image[256];
+};
 
 struct docker_inst {
 	char id[80];           /* the container's id; "" when none */
@@ -241,8 +247,8 @@ static json_t *container_spec(struct backend *b, const struct docker_inst *in, b
 	if (mounts && proxy_dir)
 		json_array_append_new(mounts, mount_spec(proxy_dir, INSTALLNET_DIR, false));
 	/* The install step sees no --mount folder: it runs code from the package index. */
-	for (size_t i = 0; mounts && !proxy_dir && i < cfg->nmounts; i++)
-		json_array_append_new(mounts, mount_spec(cfg->mounts[i].host, cfg->mounts[i].inside, !cfg->mounts[i].rw));
+	for (size_t i = 0; mounts && !proxy_dir && i < cfg->mounts.n; i++)
+		json_array_append_new(mounts, mount_spec(cfg->mounts.v[i].host, cfg->mounts.v[i].inside, !cfg->mounts.v[i].rw));
 	json_t *host = json_pack(
 		"{s:o, s:b, s:[s], s:[s], s:s, s:I, s:I, s:I, s:I, s:{s:s, s:s}, s:I, s:b, s:b, s:s, s:s, s:{s:s}}",
 		"Mounts", mounts, "ReadonlyRootfs", 1, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
@@ -546,7 +552,8 @@ static int make_sandbox(struct backend *b, struct err *e)
 	const struct config *cfg = b->cfg;
 	D->uid = geteuid() == 0 ? (unsigned)cfg->sandbox_uid : (unsigned)geteuid();
 	D->gid = geteuid() == 0 ? (unsigned)cfg->sandbox_uid : (unsigned)getegid();
-	snprintf(D->image, sizeof D->image, "%s", cfg->image[0] ? cfg->image : DEFAULT_IMAGE);
+	const struct docker_opts *o = b->opts;
+	snprintf(D->image, sizeof D->image, "%s", o->image[0] ? o->image : DEFAULT_IMAGE);
 	if (!image_ok(D->image))
 		return err_set(e, "--image '%s' is not an image reference", D->image);
 	self_labels(D);
@@ -758,8 +765,29 @@ static void docker_reap(const struct config *cfg)
 	free(D);
 }
 
+static int docker_opts_check(const void *opts, const struct config *cfg, struct err *e)
+{
+	const struct docker_opts *o = opts;
+	(void)cfg;
+	if (!o->image[0] || strpbrk(o->image, " \t\r\n"))
+		return err_set(e, "--image must name one image");
+	return 0;
+}
+
+static const struct opt docker_options[] = {
+	{"image", "SANDBOX_IMAGE", OPT_STR, OPT_FIELD(struct docker_opts, image), DEFAULT_IMAGE,
+	 "Docker: image of the sandbox container (pulled when missing)"},
+};
+
 const struct backend_ops docker_backend_ops = {
 	.name = "docker",
+	.opts = docker_options,
+	.nopts = sizeof docker_options / sizeof docker_options[0],
+	.opts_size = sizeof(struct docker_opts),
+	.opts_check = docker_opts_check,
+	.env_help = "  DOCKER_HOST          the Docker engine's socket, unix:///PATH only (default: the first of\n"
+		    "                       /var/run/docker.sock, $XDG_RUNTIME_DIR/docker.sock,\n"
+		    "                       $XDG_RUNTIME_DIR/podman/podman.sock, /run/podman/podman.sock)\n",
 	.workspace_dir = true,
 	.priv_size = sizeof(struct docker),
 	.init = docker_init,

@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "../backend.h"
+#include "../../src/base/clock.h"
 #include "../agenthost/agentlink.h"
 #include "../agenthost/cgroup.h"
 #include "../agenthost/filter.h"
@@ -668,10 +669,10 @@ static int inst_spawn(struct backend *b, struct inst *in, bool net, const char *
 	p->argv = argv;
 	/* The install step sees no --mount folder: it has no need of one, and it runs code from
 	 * the package index. */
-	size_t nmounts = proxy_dir ? 0 : cfg->nmounts;
-	if (!p->root_opts || plan_build(p, net, proxy_dir != NULL) < 0 || plan_mount_points(p, cfg->mounts, nmounts) < 0 ||
+	size_t nmounts = proxy_dir ? 0 : cfg->mounts.n;
+	if (!p->root_opts || plan_build(p, net, proxy_dir != NULL) < 0 || plan_mount_points(p, cfg->mounts.v, nmounts) < 0 ||
 	    plan_finish(p, L->h.ws, cfg->wheelhouse, cfg->tmp_size, proxy_dir) < 0 ||
-	    plan_user_mounts(p, cfg->mounts, nmounts) < 0) {
+	    plan_user_mounts(p, cfg->mounts.v, nmounts) < 0) {
 		err_set(e, "the sandbox's mount plan is too large");
 		goto out;
 	}

@@ -1,7 +1,7 @@
 /*
- * Configuration: every option is a command-line flag and a SANDBOX_* environment variable;
- * flags win over the environment, which wins over the defaults. The table in config.c is the
- * single list of options; --help is printed from it.
+ * The configuration every layer reads: the server's options as src/cli.c fills them from the
+ * command line, the environment and the defaults (each backend's own options are a struct of
+ * the backend's, in backend_opts). Read-only once the server runs.
  */
 #ifndef SANDBOX_CONFIG_H
 #define SANDBOX_CONFIG_H
@@ -14,6 +14,8 @@
 #include "mountspec.h"
 
 enum net_policy { NET_NONE, NET_INSTALL, NET_ALL };
+
+#define CONFIG_BACKENDS_MAX 8
 
 struct config {
 	char backend[16];        /* auto, or a backend's name */
@@ -38,28 +40,24 @@ struct config {
 	uint64_t max_message;    /* longest accepted input line, bytes */
 	bool keep;               /* keep the sandbox at shutdown */
 	char workspace_dir[4096];/* --workspace: a host folder that is the workspace; "" for none */
-	struct mountspec mounts[MOUNTS_MAX]; /* --mount */
-	size_t nmounts;
+	struct mountlist mounts; /* --mount */
 	char state_dir[4096];    /* where local workspaces live; "" for the default */
 	char python[256];        /* interpreter inside the sandbox */
 	int log_level;           /* enum log_level, for stderr */
 	uint64_t sandbox_uid;    /* host uid the sandbox user maps to when we run as root */
-	char image[256];         /* Docker: the sandbox's image */
-	char daytona_snapshot[256]; /* Daytona: snapshot to create sandboxes from; "" for the default */
-	char daytona_image[256]; /* Daytona: image to create sandboxes from instead; "" for none */
-	double daytona_start_timeout_s; /* Daytona: how long a new sandbox may take to start */
+	/* Each backend's own options (its opts_size bytes; backend.h), by its place in the backend
+	 * table; owned, freed with config_free. */
+	void *backend_opts[CONFIG_BACKENDS_MAX];
 };
 
-enum config_mode { MODE_SERVE, MODE_HELP, MODE_VERSION, MODE_CHECK };
-
-/* Fills cfg from defaults, the environment and argv. Returns the mode, or -1 with e set. */
-int config_load(struct config *cfg, int argc, char **argv, struct err *e);
-
-void config_usage(FILE *f);
+/* Frees the backends' options. */
+void config_free(struct config *cfg);
 
 /* Human-readable size ("512 MiB") into buf; returns buf. */
 const char *config_fmt_size(uint64_t v, char *buf, size_t n);
 
+/* "none", "install", "all"; and back (-1 for another name). */
 const char *config_net_name(int policy);
+int config_net_parse(const char *name);
 
 #endif

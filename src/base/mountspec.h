@@ -22,6 +22,11 @@ struct mountspec {
 	bool rw;
 };
 
+struct mountlist {
+	struct mountspec v[MOUNTS_MAX];
+	size_t n;
+};
+
 /* Parses and checks one spec (the host folder must exist). 0, or -1 with e saying why. */
 int mountspec_parse(struct mountspec *m, const char *spec, struct err *e);
 

@@ -13,7 +13,7 @@
 #include "../base/clock.h"
 #include "../tools/resources.h"
 #include "../base/log.h"
-#include "../tools/output.h"
+#include "../base/utf8.h"
 #include "../sandbox/sandbox.h"
 #include "../tools/tools.h"
 

@@ -1,6 +1,6 @@
 #include "rpc.h"
 
-#include "../tools/output.h"
+#include "../base/utf8.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "../base/clock.h"
 #include "../base/log.h"
 
 void sandbox_init(struct sandbox *s, const struct config *cfg)

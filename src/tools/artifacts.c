@@ -9,7 +9,7 @@
 
 #include "../base/base64.h"
 #include "filekind.h"
-#include "output.h"
+#include "../base/utf8.h"
 #include "result.h"
 #include "wsuri.h"
 

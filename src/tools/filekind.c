@@ -3,7 +3,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "output.h"
+#include "../base/utf8.h"
 
 const char *filekind_image(const unsigned char *d, size_t n)
 {

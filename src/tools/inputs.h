@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../../backends/backend.h"
+#include "../../backends/run/run.h"
 #include "../base/err.h"
 
 #define INPUTS_FILES_MAX 100              /* files per call */

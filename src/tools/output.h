@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../base/utf8.h"
+
 struct output {
 	size_t cap;
 	char *head;          /* first min(total, cap) bytes */
@@ -42,12 +44,5 @@ struct output_view {
 void output_view(const struct output *o, struct output_view *v);
 
 void output_free(struct output *o);
-
-/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 when the byte at s starts
- * none (utf8_sanitize replaces such a byte by U+FFFD). */
-size_t utf8_char_len(const char *s, size_t n);
-
-/* Copies s (n bytes) with every invalid UTF-8 sequence replaced by U+FFFD. Caller frees. */
-char *utf8_sanitize(const char *s, size_t n, size_t *outlen);
 
 #endif

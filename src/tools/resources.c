@@ -10,8 +10,7 @@
 #include "../base/base64.h"
 #include "filekind.h"
 #include "inputs.h"
-#include "output.h"
-#include "../protocol/rpc.h"
+#include "../base/utf8.h"
 #include "wsuri.h"
 
 static int by_path(const void *a, const void *b)
@@ -74,7 +73,7 @@ json_t *resources_list_digest(struct sandbox *sb, const json_t *params, uint64_t
 		char *end = NULL;
 		unsigned long long v = c && *c >= '0' && *c <= '9' ? strtoull(c, &end, 10) : 0;
 		if (!c || !end || *end || v > RESOURCES_LIST_MAX) {
-			*code = RPC_INVALID_PARAMS;
+			*code = RESOURCES_INVALID_PARAMS;
 			snprintf(msg, n, "Invalid params: unknown cursor");
 			return NULL;
 		}
@@ -84,7 +83,7 @@ json_t *resources_list_digest(struct sandbox *sb, const json_t *params, uint64_t
 	struct err e = {""};
 	size_t unreadable;
 	if (list_files(sb, &ls, &unreadable, &e) < 0) {
-		*code = RPC_INTERNAL_ERROR;
+		*code = RESOURCES_INTERNAL_ERROR;
 		snprintf(msg, n, "Internal error: listing the workspace: %s", e.msg);
 		return NULL;
 	}
@@ -130,7 +129,7 @@ json_t *resources_list_digest(struct sandbox *sb, const json_t *params, uint64_t
 		json_object_set_new(r, "_meta", json_pack("{s:s}", "sandbox-mcp/partial", part));
 	ws_list_free(&ls);
 	if (!r) {
-		*code = RPC_INTERNAL_ERROR;
+		*code = RESOURCES_INTERNAL_ERROR;
 		snprintf(msg, n, "Internal error: out of memory");
 	}
 	return r;
@@ -141,7 +140,7 @@ json_t *resources_read(struct sandbox *sb, const json_t *params, int *code, char
 	const json_t *u = json_object_get(params, "uri");
 	const char *uri = json_string_value(u);
 	char path[INPUTS_PATH_MAX + 8];
-	*code = RPC_INVALID_PARAMS;
+	*code = RESOURCES_INVALID_PARAMS;
 	if (!uri || strlen(uri) != json_string_length(u)) {
 		snprintf(msg, n, "Invalid params: resources/read needs params.uri");
 		return NULL;
@@ -161,7 +160,7 @@ json_t *resources_read(struct sandbox *sb, const json_t *params, int *code, char
 	struct ws_file f;
 	struct err e = {""};
 	if (sandbox_get(sb, abs, RESOURCES_READ_MAX, &f, &e) < 0) {
-		*code = RPC_INTERNAL_ERROR;
+		*code = RESOURCES_INTERNAL_ERROR;
 		snprintf(msg, n, "Internal error: reading %.300s: %s", uri, e.msg);
 		return NULL;
 	}
@@ -176,7 +175,7 @@ json_t *resources_read(struct sandbox *sb, const json_t *params, int *code, char
 	else if (!S_ISREG(f.mode))
 		snprintf(msg, n, "Resource not found: %.300s is not a regular file", uri);
 	else if (f.size > RESOURCES_READ_MAX || f.len != f.size) {
-		*code = RPC_INVALID_PARAMS;
+		*code = RESOURCES_INVALID_PARAMS;
 		snprintf(msg, n, "Invalid params: %.300s is %" PRIu64 " bytes, over the %u MiB one read returns; read part of "
 			 "it with execute_bash_commands (head -c, split)", uri, f.size, RESOURCES_READ_MAX >> 20);
 	} else {
@@ -194,7 +193,7 @@ json_t *resources_read(struct sandbox *sb, const json_t *params, int *code, char
 			json_object_set_new(c, "mimeType", json_string(mime ? mime : text ? "text/plain" : "application/octet-stream"));
 		r = c ? json_pack("{s:[o]}", "contents", c) : NULL;
 		if (!r) {
-			*code = RPC_INTERNAL_ERROR;
+			*code = RESOURCES_INTERNAL_ERROR;
 			snprintf(msg, n, "Internal error: out of memory");
 		}
 	}

@@ -19,7 +19,11 @@
 #define RESOURCES_PAGE_BYTES (64u << 10)  /* a page ends once its entries pass this */
 #define RESOURCES_LIST_MAX 10000          /* files listed at most */
 #define RESOURCES_READ_MAX (4u << 20)     /* bytes of one read */
-#define RESOURCES_NOT_FOUND (-32002)      /* the MCP spec's code for an unknown resource */
+/* The JSON-RPC error codes the requests answer with: the MCP spec's for an unknown resource,
+ * and JSON-RPC's own. */
+#define RESOURCES_NOT_FOUND (-32002)
+#define RESOURCES_INVALID_PARAMS (-32602)
+#define RESOURCES_INTERNAL_ERROR (-32603)
 
 /* resources/list and resources/read: the result (new ref), or NULL with *code and msg (n
  * bytes) saying why. */

@@ -7,7 +7,7 @@
 
 #include "call.h"
 #include "../base/log.h"
-#include "output.h"
+#include "../base/utf8.h"
 #include "schema.h"
 #include "wheelhouse.h"
 

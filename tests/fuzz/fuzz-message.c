@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../src/cli.h"
 #include "../../src/base/config.h"
 #include "../../src/engine/engine.h"
 #include "../../src/base/log.h"
@@ -76,7 +77,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	struct err e = {""};
 	setenv("DOCKER_HOST", "unix:///nonexistent/sandbox-mcp-fuzz/docker.sock", 1);
 	char *args[] = {"sandbox-mcp", "--backend", "docker", "--log-level", "error", "--max-message", "32768", NULL};
-	if (config_load(&C, 7, args, &e) < 0 || tools_init(&C, &e) < 0) {
+	if (cli_load(&C, 7, args, &e) < 0 || tools_init(&C, &e) < 0) {
 		fprintf(stderr, "fuzz-message: %s\n", e.msg);
 		exit(1);
 	}

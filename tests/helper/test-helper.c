@@ -22,13 +22,13 @@
 #include "../../backends/agenthost/proxy.h"
 #include "../../backends/agenthost/tree.h"
 
-static int policy_of(struct proxy_policy *p, int n, char **items)
+static int policy_of(struct netpolicy *p, int n, char **items)
 {
 	struct err e = {""};
 	memset(p, 0, sizeof *p);
 	for (int i = 0; i < n; i++) {
-		int rc = strstr(items[i], "://") ? proxy_policy_add_url(p, items[i], &e)
-						 : proxy_policy_add_host(p, items[i], &e);
+		int rc = strstr(items[i], "://") ? netpolicy_add_url(p, items[i], &e)
+						 : netpolicy_add_host(p, items[i], &e);
 		if (rc < 0) {
 			fprintf(stderr, "test-helper: %s\n", e.msg);
 			return -1;
@@ -39,7 +39,7 @@ static int policy_of(struct proxy_policy *p, int n, char **items)
 
 static int cmd_proxy(int argc, char **argv)
 {
-	struct proxy_policy pol;
+	struct netpolicy pol;
 	struct proxy *px;
 	struct err e = {""};
 	if (argc < 2 || policy_of(&pol, argc - 1, argv + 1) < 0)
@@ -62,7 +62,7 @@ static int cmd_proxy(int argc, char **argv)
 
 static int cmd_addr_allowed(int argc, char **argv)
 {
-	struct proxy_policy pol;
+	struct netpolicy pol;
 	if (argc < 2 || policy_of(&pol, argc - 2, argv + 2) < 0)
 		return 1;
 	struct sockaddr_in in = {.sin_family = AF_INET};
@@ -76,7 +76,7 @@ static int cmd_addr_allowed(int argc, char **argv)
 		fprintf(stderr, "test-helper: %s is not an address\n", argv[1]);
 		return 1;
 	}
-	printf("%s\n", proxy_addr_allowed(&pol, argv[0], sa) ? "yes" : "no");
+	printf("%s\n", netpolicy_addr_allowed(&pol, argv[0], sa) ? "yes" : "no");
 	return 0;
 }
 

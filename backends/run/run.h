@@ -1,0 +1,96 @@
+/*
+ * What the server asks of a sandbox and what it answers, the same on every backend: a run of
+ * one program (struct run_req, run_res), a file written (run_file), the workspace listed and
+ * read (ws_list, ws_file), and the codes a sandbox's operations return besides 0 and -1.
+ *
+ * Paths in requests are paths inside the sandbox: the workspace is /workspace on every backend.
+ */
+#ifndef SANDBOX_RUN_H
+#define SANDBOX_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WORKSPACE "/workspace"
+
+/* Return codes of start and run besides 0 and -1 (-1: this call failed, the sandbox is fine). */
+#define BACKEND_LOST (-2) /* the sandbox is gone or broken: destroy it; a new one may be started */
+#define BACKEND_ABSENT (-3) /* probe: the backend is not set up here at all (no key, no engine) */
+#define BACKEND_CANCELLED (-4) /* start: the call that needed the sandbox was cancelled */
+
+struct run_file {
+	const char *path;  /* absolute, inside the sandbox */
+	const void *data;  /* borrowed */
+	size_t len;
+	unsigned mode;
+};
+
+struct run_req {
+	const char *const *argv;     /* argv[0] found on the sandbox's PATH */
+	const char *const *env;      /* the whole environment of the program */
+	const char *cwd;
+	const struct run_file *files;/* written before the program starts */
+	size_t nfiles;
+	bool network;                /* this step may use the network (package installs) */
+	bool sh_fallback;            /* argv[0] missing: run /bin/sh with the same arguments */
+	int64_t deadline_ms;         /* monotonic ms (clock_ms()); past it the tree is killed */
+	int cancel_fd;               /* readable once the call is cancelled; -1 for none */
+	uint64_t cap;                /* per stream: past it, the full text is spilled */
+	const char *spill_prefix;    /* in-sandbox path prefix of spill files, NULL for none */
+	const char *changes_in;      /* a folder: rs->changed may say whether anything under it
+	                              * changed during the run (NULL: none) */
+	/* Output as it comes, in order per stream (1 stdout, 2 stderr). Called on the run's thread.
+	 * buf NULL: len bytes passed that the backend did not keep (only ever past the cap). */
+	void (*on_output)(void *ctx, int stream, const char *buf, size_t len);
+	void *ctx;
+};
+
+struct run_res {
+	bool started;                /* the program may have started: the call must not be repeated */
+	int exit_code;               /* 124 on timeout, 128+n when killed by signal n */
+	bool timed_out, cancelled;
+	bool oom_killed;             /* the out-of-memory killer ended a process of the call */
+	uint64_t memory_limit;       /* with oom_killed: the limit that was hit, bytes; 0 unknown */
+	uint64_t bytes[2];           /* full byte counts of stdout and stderr */
+	bool spilled[2];             /* <spill_prefix>.stdout / .stderr hold the full text */
+	int spill_errno[2];          /* past the cap, the spill file could not be written: why */
+	bool spill_cut;              /* a spill file stopped at --spill-max */
+	int64_t started_ns;          /* the sandbox's wall clock when the program started, as file
+	                              * times count (what it changed has a ctime at or after it);
+	                              * 0 when unknown */
+	int changed;                 /* under rq->changes_in: 1 something changed, 0 nothing did,
+	                              * -1 not known (look); a backend that lists cheaply says -1 */
+};
+
+/* What lies under a listed folder: every name but folders (which are walked). */
+struct ws_entry {
+	char *path;                  /* relative to the listed folder; owned */
+	uint64_t size;
+	int64_t mtime_ns, ctime_ns;  /* the sandbox's wall clock */
+	unsigned mode;               /* st_mode: the type and permission bits */
+};
+
+struct ws_list {
+	struct ws_entry *v;          /* owned; free with ws_list_free */
+	size_t n;
+	bool truncated;              /* there was more than the list holds */
+	bool skipped;                /* a folder too deep (WS_LIST_DEPTH) or unreadable was not walked */
+};
+
+#define WS_LIST_DEPTH 64
+
+/* One file read from the sandbox. */
+struct ws_file {
+	int err;                     /* 0, or why it cannot be read: ENOENT nothing there, ELOOP a
+	                              * symlink on the way or at the path, ENOTDIR ... */
+	unsigned mode;               /* st_mode (what it is: only a regular file has data) */
+	uint64_t size;               /* the whole file's size */
+	unsigned char *data;         /* its first len bytes; owned; free with ws_file_free */
+	size_t len;
+};
+
+void ws_list_free(struct ws_list *l);
+void ws_file_free(struct ws_file *f);
+
+#endif

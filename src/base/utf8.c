@@ -1,0 +1,65 @@
+#include "utf8.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t utf8_seq(const unsigned char *s, size_t n);
+
+size_t utf8_char_len(const char *s, size_t n)
+{
+	return n ? utf8_seq((const unsigned char *)s, n) : 0;
+}
+
+/* Length of a valid UTF-8 sequence at s (at most n bytes), or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	if (c < 0x80)
+		return 1;
+	size_t len;
+	unsigned min;
+	unsigned cp;
+	if ((c & 0xe0) == 0xc0)
+		len = 2, min = 0x80, cp = c & 0x1f;
+	else if ((c & 0xf0) == 0xe0)
+		len = 3, min = 0x800, cp = c & 0x0f;
+	else if ((c & 0xf8) == 0xf0)
+		len = 4, min = 0x10000, cp = c & 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+char *utf8_sanitize(const char *s, size_t n, size_t *outlen)
+{
+	/* Each bad byte grows to 3 bytes at most. */
+	char *out = malloc(n * 3 + 1);
+	if (!out)
+		return NULL;
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, o = 0;
+	while (i < n) {
+		size_t l = utf8_seq(p + i, n - i);
+		if (l) {
+			memcpy(out + o, p + i, l);
+			o += l;
+			i += l;
+		} else {
+			memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		}
+	}
+	out[o] = '\0';
+	*outlen = o;
+	return out;
+}

@@ -1,0 +1,17 @@
+/*
+ * UTF-8: every text the server hands a client is valid UTF-8, whatever bytes code or a client
+ * gave it; an invalid byte becomes U+FFFD.
+ */
+#ifndef SANDBOX_UTF8_H
+#define SANDBOX_UTF8_H
+
+#include <stddef.h>
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 when the byte at s starts
+ * none (utf8_sanitize replaces such a byte by U+FFFD). */
+size_t utf8_char_len(const char *s, size_t n);
+
+/* Copies s (n bytes) with every invalid UTF-8 sequence replaced by U+FFFD. Caller frees. */
+char *utf8_sanitize(const char *s, size_t n, size_t *outlen);
+
+#endif

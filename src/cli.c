@@ -1,0 +1,293 @@
+#include "cli.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../backends/backend.h"
+#include "../backends/run/netpolicy.h"
+#include "base/opt.h"
+
+#define F(field) OPT_FIELD(struct config, field)
+
+/* {backends} in a help text: the backends' names, in auto's order. */
+static const struct opt opts[] = {
+	{"backend", "SANDBOX_BACKEND", OPT_STR, F(backend), "auto",
+	 "auto, or one of {backends} (auto tries them in that order)"},
+	{"timeout", "SANDBOX_TIMEOUT", OPT_SECONDS, F(timeout_s), "60", "default timeout of a call, seconds"},
+	{"max-timeout", "SANDBOX_MAX_TIMEOUT", OPT_SECONDS, F(max_timeout_s), "600",
+	 "largest timeout_s a call may ask for, seconds"},
+	{"output-cap", "SANDBOX_OUTPUT_CAP", OPT_SIZE, F(output_cap), "64K",
+	 "bytes of stdout and of stderr kept (head and tail); past it the full text is saved in the workspace"},
+	{"result-max", "SANDBOX_RESULT_MAX", OPT_SIZE, F(result_max), "32K",
+	 "largest result of a call, serialized (text and structured content together)"},
+	{"spill-max", "SANDBOX_SPILL_MAX", OPT_SIZE, F(spill_max), "100M",
+	 "largest file a cut stream is saved to in the workspace"},
+	{"memory", "SANDBOX_MEMORY", OPT_SIZE, F(memory), "512M", "memory of the whole sandbox"},
+	{"cpus", "SANDBOX_CPUS", OPT_NUMBER, F(cpus), "1", "CPUs the sandbox may use"},
+	{"pids", "SANDBOX_PIDS", OPT_COUNT, F(pids), "256", "processes the sandbox may have"},
+	{"open-files", "SANDBOX_OPEN_FILES", OPT_COUNT, F(open_files), "1024", "open files per process"},
+	{"file-size", "SANDBOX_FILE_SIZE", OPT_SIZE, F(file_size), "1G", "largest file a process may write"},
+	{"tmp-size", "SANDBOX_TMP_SIZE", OPT_SIZE, F(tmp_size), "128M", "size of the sandbox's /tmp"},
+	{"workspace-size", "SANDBOX_WORKSPACE_SIZE", OPT_SIZE, F(workspace_size), "1G",
+	 "disk quota of the workspace (0: none); --check says how it is enforced here"},
+	{"network", "SANDBOX_NETWORK", OPT_NET, F(network), "install",
+	 "none | install (only package installs reach the network) | all"},
+	{"wheelhouse", "SANDBOX_WHEELHOUSE", OPT_STR, F(wheelhouse), "",
+	 "folder of wheels; requirements install from it alone, with no network"},
+	{"index-url", "SANDBOX_INDEX_URL", OPT_STR, F(index_url), "https://pypi.org/simple",
+	 "package index requirements install from (the install step reaches it alone)"},
+	{"index-hosts", "SANDBOX_INDEX_HOSTS", OPT_STR, F(index_hosts), "",
+	 "more hosts the install step may reach, comma-separated (with PyPI: files.pythonhosted.org)"},
+	{"idle-timeout", "SANDBOX_IDLE_TIMEOUT", OPT_SECONDS, F(idle_timeout_s), "1800",
+	 "remove a sandbox unused this long, seconds (0: never)"},
+	{"queue", "SANDBOX_QUEUE", OPT_COUNT, F(queue_max), "16", "calls that may wait behind the running one"},
+	{"max-message", "SANDBOX_MAX_MESSAGE", OPT_SIZE, F(max_message), "16M", "longest request line accepted"},
+	{"keep", "SANDBOX_KEEP", OPT_BOOL, F(keep), "false", "keep the sandbox and workspace at shutdown"},
+	{"workspace", "SANDBOX_WORKSPACE", OPT_STR, F(workspace_dir), "",
+	 "host folder that is the workspace, kept across restarts (where sandboxes run on this host); "
+	 "cleanup_sandbox empties it"},
+	{"mount", "SANDBOX_MOUNT", OPT_MOUNT, F(mounts), "",
+	 "HOST_DIR:/mnt/NAME[:rw], repeatable (env: ';' between): a host folder the code sees, read-only unless :rw"},
+	{"state-dir", "SANDBOX_STATE_DIR", OPT_STR, F(state_dir), "",
+	 "where sandboxes made on this host keep their folders (default $TMPDIR/sandbox-mcp-UID)"},
+	{"python", "SANDBOX_PYTHON", OPT_STR, F(python), "python3", "Python interpreter inside the sandbox"},
+	{"log-level", "SANDBOX_LOG_LEVEL", OPT_LEVEL, F(log_level), "info",
+	 "stderr log level: debug info notice warning error"},
+	{"sandbox-uid", "SANDBOX_UID", OPT_COUNT, F(sandbox_uid), "65534",
+	 "host uid of the sandbox user when the server runs as root"},
+};
+
+/* One table of options and the struct its fields are in: the server's, or a backend's. */
+struct group {
+	const struct opt *v;
+	size_t n;
+	void *base;
+	int (*check)(const void *opts, const struct config *cfg, struct err *e);
+};
+
+#define GROUPS_MAX (CONFIG_BACKENDS_MAX + 1)
+
+/* The server's options, then each backend's (allocated into cfg). The count, or -1. */
+static int groups_of(struct config *cfg, struct group *g, struct err *e)
+{
+	int n = 0;
+	g[n++] = (struct group){opts, sizeof opts / sizeof opts[0], cfg, NULL};
+	for (int i = 0; backend_table[i]; i++) {
+		const struct backend_ops *ops = backend_table[i];
+		if (i >= CONFIG_BACKENDS_MAX)
+			return err_set(e, "too many backends in this build");
+		if (!ops->nopts)
+			continue;
+		if (!(cfg->backend_opts[i] = calloc(1, ops->opts_size)))
+			return err_set(e, "out of memory");
+		g[n++] = (struct group){ops->opts, ops->nopts, cfg->backend_opts[i], ops->opts_check};
+	}
+	return n;
+}
+
+static const struct opt *find_opt(const struct group *g, int ng, const char *name, size_t len, void **base)
+{
+	for (int k = 0; k < ng; k++)
+		for (size_t i = 0; i < g[k].n; i++)
+			if (strlen(g[k].v[i].flag) == len && !strncmp(g[k].v[i].flag, name, len)) {
+				*base = g[k].base;
+				return &g[k].v[i];
+			}
+	return NULL;
+}
+
+/* The defaults, then the environment. */
+static int load_defaults(const struct group *g, int ng, struct err *e)
+{
+	for (int k = 0; k < ng; k++)
+		for (size_t i = 0; i < g[k].n; i++)
+			if (opt_set(g[k].base, &g[k].v[i], g[k].v[i].def, g[k].v[i].flag, e) < 0)
+				return -1;
+	for (int k = 0; k < ng; k++)
+		for (size_t i = 0; i < g[k].n; i++) {
+			const char *v = getenv(g[k].v[i].env);
+			if (v && opt_set(g[k].base, &g[k].v[i], v, g[k].v[i].env, e) < 0)
+				return -1;
+		}
+	return 0;
+}
+
+/* -h, -V and --check; 1 when a is one of them. */
+static int mode_flag(const char *a, int *mode)
+{
+	if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+		*mode = MODE_HELP;
+	else if (!strcmp(a, "-V") || !strcmp(a, "--version"))
+		*mode = *mode == MODE_HELP ? *mode : MODE_VERSION;
+	else if (!strcmp(a, "--check"))
+		*mode = *mode == MODE_SERVE ? MODE_CHECK : *mode;
+	else
+		return 0;
+	return 1;
+}
+
+/* The flags of argv, over the environment's values. */
+static int load_flags(struct config *cfg, const struct group *g, int ng, int argc, char **argv, bool *timeout_set,
+		      struct err *e)
+{
+	bool mount_flag = false;
+	int mode = MODE_SERVE;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (mode_flag(a, &mode))
+			continue;
+		if (strncmp(a, "--", 2) != 0)
+			return err_set(e, "unexpected argument '%s' (see --help)", a);
+		const char *name = a + 2, *eq = strchr(name, '=');
+		size_t n = eq ? (size_t)(eq - name) : strlen(name);
+		void *base = NULL;
+		const struct opt *o = find_opt(g, ng, name, n, &base);
+		const char *val = eq ? eq + 1 : NULL;
+		if (!o && !eq && !strncmp(name, "no-", 3)) {
+			o = find_opt(g, ng, name + 3, n - 3, &base);
+			val = "false";
+			if (o && o->type != OPT_BOOL)
+				o = NULL;
+		}
+		if (!o)
+			return err_set(e, "unknown option '%s' (see --help)", a);
+		if (!val && o->type == OPT_BOOL)
+			val = "true";
+		if (!val && i + 1 >= argc)
+			return err_set(e, "option '%s' needs a value", a);
+		if (!val)
+			val = argv[++i];
+		char from[64];
+		snprintf(from, sizeof from, "--%s", o->flag);
+		if (o->type == OPT_MOUNT && !mount_flag)
+			cfg->mounts.n = 0; /* flags win over the environment's list */
+		mount_flag = mount_flag || o->type == OPT_MOUNT;
+		if (opt_set(base, o, val, from, e) < 0)
+			return -1;
+		*timeout_set = *timeout_set || !strcmp(o->flag, "timeout");
+	}
+	return mode;
+}
+
+static int check_backend(const char *name, struct err *e)
+{
+	char list[256] = "";
+	size_t used = 0;
+	if (!strcmp(name, "auto") || backend_find(name))
+		return 0;
+	for (int i = 0; backend_table[i] && used < sizeof list; i++)
+		used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", backend_table[i]->name);
+	return err_set(e, "--backend: '%s' is not auto or one of %s", name, list);
+}
+
+static int check_limits(const struct config *c, struct err *e)
+{
+	if (c->timeout_s <= 0 || c->max_timeout_s <= 0)
+		return err_set(e, "--timeout and --max-timeout must be above 0");
+	if (c->timeout_s > c->max_timeout_s)
+		return err_set(e, "--timeout (%g) is above --max-timeout (%g)", c->timeout_s, c->max_timeout_s);
+	if (c->output_cap < 1024 || c->output_cap > (64u << 20))
+		return err_set(e, "--output-cap must be between 1K and 64M");
+	if (c->result_max < 4096 || c->result_max > (256u << 20))
+		return err_set(e, "--result-max must be between 4K and 256M");
+	if (c->memory < (16u << 20))
+		return err_set(e, "--memory must be at least 16M");
+	if (c->cpus <= 0 || c->cpus > 1024)
+		return err_set(e, "--cpus must be above 0");
+	if (c->pids < 8 || c->open_files < 16 || c->queue_max < 1 || c->max_message < 4096)
+		return err_set(e, "--pids, --open-files, --queue or --max-message is too small");
+	if (c->tmp_size < (1u << 20))
+		return err_set(e, "--tmp-size must be at least 1M");
+	if (c->workspace_size && c->workspace_size < (16u << 20))
+		return err_set(e, "--workspace-size must be 0 (no quota) or at least 16M");
+	if (c->sandbox_uid == 0 || c->sandbox_uid > 0xfffffffe)
+		return err_set(e, "--sandbox-uid must be a non-root uid");
+	return 0;
+}
+
+static int check_values(const struct config *c, const struct group *g, int ng, struct err *e)
+{
+	struct netpolicy pol;
+	struct err pe = {""};
+	if (check_backend(c->backend, e) < 0 || check_limits(c, e) < 0)
+		return -1;
+	if (!c->python[0] || strchr(c->python, ' '))
+		return err_set(e, "--python must name one program");
+	if (netpolicy_for_index(&pol, c->index_url, c->index_hosts, &pe) < 0)
+		return err_set(e, "--index-url / --index-hosts: %s", pe.msg);
+	if (c->workspace_dir[0] && c->workspace_dir[0] != '/')
+		return err_set(e, "--workspace must be an absolute path");
+	if (c->workspace_dir[0] && strlen(c->workspace_dir) > PATH_MAX - 256)
+		return err_set(e, "--workspace: the path is too long");
+	if (mountspec_check_set(c->mounts.v, c->mounts.n, &pe) < 0)
+		return err_set(e, "%s", pe.msg);
+	for (int k = 0; k < ng; k++)
+		if (g[k].check && g[k].check(g[k].base, c, e) < 0)
+			return -1;
+	return 0;
+}
+
+int cli_load(struct config *cfg, int argc, char **argv, struct err *e)
+{
+	struct group g[GROUPS_MAX];
+	memset(cfg, 0, sizeof *cfg);
+	int ng = groups_of(cfg, g, e);
+	if (ng < 0 || load_defaults(g, ng, e) < 0)
+		return -1;
+	bool timeout_set = getenv("SANDBOX_TIMEOUT") != NULL;
+	int mode = load_flags(cfg, g, ng, argc, argv, &timeout_set, e);
+	if (mode < 0 || mode == MODE_HELP || mode == MODE_VERSION)
+		return mode;
+	/* A lower --max-timeout also lowers the default timeout, unless that was set too. */
+	if (!timeout_set && cfg->timeout_s > cfg->max_timeout_s)
+		cfg->timeout_s = cfg->max_timeout_s;
+	return check_values(cfg, g, ng, e) < 0 ? -1 : mode;
+}
+
+static void print_help_text(FILE *f, const char *help)
+{
+	const char *at = strstr(help, "{backends}");
+	if (!at) {
+		fprintf(f, "%s\n", help);
+		return;
+	}
+	fprintf(f, "%.*s", (int)(at - help), help);
+	for (int i = 0; backend_table[i]; i++)
+		fprintf(f, "%s%s", i ? ", " : "", backend_table[i]->name);
+	fprintf(f, "%s\n", at + strlen("{backends}"));
+}
+
+static void print_opts(FILE *f, const struct opt *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char left[64];
+		snprintf(left, sizeof left, v[i].type == OPT_BOOL ? "--%s" : "--%s VALUE", v[i].flag);
+		fprintf(f, "      %-24s ", left);
+		print_help_text(f, v[i].help);
+		fprintf(f, "      %-24s env %s, default %s\n", "", v[i].env, *v[i].def ? v[i].def : "(none)");
+	}
+}
+
+void cli_usage(FILE *f)
+{
+	fprintf(f, "Usage: sandbox-mcp [OPTION]...\n"
+		   "An MCP server (stdio) that runs Python and shell code in an isolated sandbox with a\n"
+		   "persistent workspace. Tools: execute_python, execute_bash_commands, cleanup_sandbox.\n\n"
+		   "  -h, --help            show this help and exit\n"
+		   "  -V, --version         show the version and exit\n"
+		   "      --check           say which backends work here and which limits are enforced\n\n"
+		   "Options (each also read from its environment variable; flags win):\n");
+	print_opts(f, opts, sizeof opts / sizeof opts[0]);
+	for (int i = 0; backend_table[i]; i++)
+		print_opts(f, backend_table[i]->opts, backend_table[i]->nopts);
+	/* The variables the backends read besides the options; none of them reaches the sandbox. */
+	fprintf(f, "\nEnvironment (besides the SANDBOX_* variables above):\n");
+	for (int i = 0; backend_table[i]; i++)
+		if (backend_table[i]->env_help)
+			fputs(backend_table[i]->env_help, f);
+	fprintf(f, "  TMPDIR               where the default state folder goes (default /tmp)\n");
+	fprintf(f, "\nSizes take K, M, G suffixes (powers of 1024). Logs go to stderr; stdout carries only\n"
+		   "the protocol. Exit status: 0 on a clean shutdown, 2 on a usage error, 1 otherwise.\n");
+}
