@@ -23,7 +23,8 @@
 #include "engine/engine.h"
 #include "base/log.h"
 #include "protocol/mcp.h"
-#include "protocol/rpc.h"
+#include "protocol/reader.h"
+#include "protocol/writer.h"
 #include "sandbox/sandbox.h"
 #include "tools/tools.h"
 #include "base/version.h"
@@ -51,7 +52,7 @@ static int serve(const struct config *cfg)
 		log_msg(LOG_ERROR, "signalfd: %s", strerror(errno));
 		return 1;
 	}
-	if (rpc_writer_start(STDOUT_FILENO) < 0) {
+	if (writer_start(STDOUT_FILENO) < 0) {
 		log_msg(LOG_ERROR, "cannot start the output writer");
 		return 1;
 	}
@@ -61,8 +62,8 @@ static int serve(const struct config *cfg)
 		return 1;
 	}
 	struct mcp *m = mcp_new(cfg, eng);
-	struct rpc_reader rd;
-	if (!m || rpc_reader_init(&rd, STDIN_FILENO, cfg->max_message) < 0) {
+	struct reader rd;
+	if (!m || reader_init(&rd, STDIN_FILENO, cfg->max_message) < 0) {
 		log_msg(LOG_ERROR, "out of memory");
 		return 1;
 	}
@@ -71,7 +72,7 @@ static int serve(const struct config *cfg)
 	const char *why = "stdin closed";
 	for (;;) {
 		/* While the client is far behind in reading, take no new requests. */
-		struct pollfd p[2] = {{rpc_output_backlog() ? -1 : STDIN_FILENO, POLLIN, 0}, {sfd, POLLIN, 0}};
+		struct pollfd p[2] = {{writer_backlog() ? -1 : STDIN_FILENO, POLLIN, 0}, {sfd, POLLIN, 0}};
 		int r = poll(p, 2, 250);
 		if (r < 0 && errno != EINTR) {
 			why = "poll failed";
@@ -84,14 +85,14 @@ static int serve(const struct config *cfg)
 			break;
 		}
 		if (r > 0 && p[0].revents) {
-			if (rpc_reader_fill(&rd) < 0) {
+			if (reader_fill(&rd) < 0) {
 				why = "stdin read error";
 				break;
 			}
-			if (mcp_handle_input(m, &rd) == RPC_EOF)
+			if (mcp_handle_input(m, &rd) == READER_EOF)
 				break;
 		}
-		if (rpc_output_closed()) {
+		if (writer_closed()) {
 			why = "stdout closed";
 			break;
 		}
@@ -106,10 +107,10 @@ static int serve(const struct config *cfg)
 		_exit(1);
 	}
 	int64_t flush_by = clock_ms() + FLUSH_MS;
-	if (rpc_writer_flush(flush_by < t0 + EXIT_MS ? flush_by : t0 + EXIT_MS) < 0)
+	if (writer_flush(flush_by < t0 + EXIT_MS ? flush_by : t0 + EXIT_MS) < 0)
 		log_msg(LOG_NOTICE, "the client stopped reading: answers it did not take are dropped");
 	mcp_free(m);
-	rpc_reader_free(&rd);
+	reader_free(&rd);
 	close(sfd);
 	return 0;
 }

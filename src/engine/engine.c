@@ -24,7 +24,7 @@ struct engine {
 	pthread_t worker;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;         /* the worker has finished */
-	struct job *head, *tail;
+	STAILQ_HEAD(, job) queue;
 	size_t queued;
 	struct job *running;
 	int cancel_fd;             /* eventfd: written to cancel the running call */
@@ -42,16 +42,6 @@ struct engine {
 	bool watch_tree;
 	uint64_t tree_digest;
 };
-
-void job_free(struct job *j)
-{
-	if (!j)
-		return;
-	json_decref(j->id);
-	json_decref(j->args);
-	json_decref(j->progress_token);
-	free(j);
-}
 
 static void on_output(void *ctx, int stream, const char *buf, size_t len)
 {
@@ -94,14 +84,14 @@ static void job_log(void *ctx, int level, const char *msg)
 	struct engine *g = ctx;
 	pthread_mutex_lock(&g->mu);
 	if (g->running && !g->running->cancelled)
-		era_send_log(level, msg);
+		g->running->reply->log(g->running, level, msg);
 	pthread_mutex_unlock(&g->mu);
 }
 
 /* resources/list and resources/read, between calls. */
 static void run_resources(struct engine *g, struct job *j)
 {
-	int code = RPC_INTERNAL_ERROR;
+	int code = 0; /* an internal error */
 	char msg[600] = "Internal error";
 	json_t *r;
 	if (j->kind == JOB_RESOURCES_LIST) {
@@ -119,26 +109,26 @@ static void run_resources(struct engine *g, struct job *j)
 	bool cancelled = j->cancelled;
 	pthread_mutex_unlock(&g->mu);
 	if (cancelled) {
-		rpc_batch_drop(j->batch);
+		j->reply->drop(j);
 		json_decref(r);
 	} else if (r) {
-		rpc_respond(j->batch, rpc_result(j->id, era_result(&j->era, r)));
+		j->reply->result(j, r);
+		j->reply->after(j, false);
 	} else {
-		rpc_respond(j->batch, rpc_error(j->id, code, msg, NULL));
+		j->reply->error(j, code, msg);
 	}
 }
 
-/* After a call, in a session whose client listed the resources: the notification that the
- * tree changed, or NULL. */
-static json_t *tree_check(struct engine *g, const struct job *j)
+/* After a call, for a client that listed the resources: did the listed tree change? */
+static bool tree_changed(struct engine *g, const struct job *j)
 {
-	if (!g->watch_tree || j->era.modern)
-		return NULL;
+	if (!g->watch_tree || !j->notes)
+		return false;
 	uint64_t d = resources_digest(&g->sb);
 	if (d == g->tree_digest)
-		return NULL;
+		return false;
 	g->tree_digest = d;
-	return rpc_notification("notifications/resources/list_changed", json_object());
+	return true;
 }
 
 static void run_job(struct engine *g, struct job *j)
@@ -148,8 +138,8 @@ static void run_job(struct engine *g, struct job *j)
 		return;
 	}
 	struct tool_call tc = {.tool = j->tool, .args = j->args, .cancel_fd = g->cancel_fd, .seq = ++g->seq,
-			       .links = j->era.links, .on_output = on_output, .ctx = g};
-	log_route_request(job_log, g, j->era.modern ? j->era.log_level : LOG_AS_CLIENT);
+			       .links = j->links, .on_output = on_output, .ctx = g};
+	log_route_request(job_log, g, j->log_level);
 	json_t *result = tools_run(&g->sb, &tc);
 	/* The call is over. Progress is sent under mu only while `running` is this job, so once
 	 * it is cleared nothing about the request can follow its response. */
@@ -160,19 +150,18 @@ static void run_job(struct engine *g, struct job *j)
 	log_route_request(NULL, NULL, LOG_OFF);
 	if (cancelled) {
 		log_local(LOG_INFO, "call %lu cancelled", tc.seq);
-		rpc_batch_drop(j->batch);
+		j->reply->drop(j);
 		json_decref(result);
 		return;
 	}
 	if (!result) {
 		log_msg(LOG_ERROR, "call %lu: the result could not be built", tc.seq);
-		rpc_respond(j->batch, rpc_error(j->id, RPC_INTERNAL_ERROR, "Internal error: the result could not be built", NULL));
+		j->reply->error(j, 0, "Internal error: the result could not be built");
 		return;
 	}
-	/* What the call changed is told after its response, and after its batch's. */
-	rpc_batch_hold(j->batch);
-	rpc_respond(j->batch, rpc_result(j->id, era_result(&j->era, result)));
-	rpc_batch_release(j->batch, tree_check(g, j));
+	/* What the call changed is told after its response. */
+	j->reply->result(j, result);
+	j->reply->after(j, tree_changed(g, j));
 }
 
 /* Waits, with mu released, until a job or a stop may be there, the sandbox turns idle, or its
@@ -203,14 +192,12 @@ static void *worker_main(void *arg)
 	for (;;) {
 		if (g->stop)
 			break;
-		if (!g->head) {
+		struct job *j = STAILQ_FIRST(&g->queue);
+		if (!j) {
 			idle_wait(g);
 			continue;
 		}
-		struct job *j = g->head;
-		g->head = j->next;
-		if (!g->head)
-			g->tail = NULL;
+		STAILQ_REMOVE_HEAD(&g->queue, queue);
 		g->queued--;
 		g->running = j;
 		g->last_len = 0;
@@ -220,7 +207,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&g->mu);
 
 		run_job(g, j);
-		job_free(j);
+		j->reply->free(j);
 		pthread_mutex_lock(&g->mu);
 	}
 	pthread_mutex_unlock(&g->mu);
@@ -239,6 +226,7 @@ int engine_start(struct engine **out, const struct config *cfg, struct err *e)
 		return err_set(e, "out of memory");
 	g->cfg = cfg;
 	g->cancel_fd = g->wake_fd = -1;
+	STAILQ_INIT(&g->queue);
 	sandbox_init(&g->sb, cfg);
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_condattr_t ca;
@@ -270,12 +258,7 @@ int engine_submit(struct engine *g, struct job *j)
 		pthread_mutex_unlock(&g->mu);
 		return -1;
 	}
-	j->next = NULL;
-	if (g->tail)
-		g->tail->next = j;
-	else
-		g->head = j;
-	g->tail = j;
+	STAILQ_INSERT_TAIL(&g->queue, j, queue);
 	g->queued++;
 	kick(g->wake_fd);
 	pthread_mutex_unlock(&g->mu);
@@ -293,25 +276,19 @@ void engine_cancel(struct engine *g, const json_t *request_id)
 		g->running->cancelled = true;
 		kick(g->cancel_fd);
 	} else {
-		for (struct job **pp = &g->head; *pp; pp = &(*pp)->next) {
-			if (!json_equal((*pp)->id, request_id))
-				continue;
-			dropped = *pp;
-			*pp = dropped->next;
-			if (g->tail == dropped) {
-				g->tail = NULL;
-				for (struct job *k = g->head; k; k = k->next)
-					g->tail = k;
-			}
+		STAILQ_FOREACH(dropped, &g->queue, queue)
+			if (json_equal(dropped->id, request_id))
+				break;
+		if (dropped) {
+			STAILQ_REMOVE(&g->queue, dropped, job, queue);
 			g->queued--;
-			break;
 		}
 	}
 	pthread_mutex_unlock(&g->mu);
 	if (dropped) {
 		log_local(LOG_INFO, "a queued call was cancelled before it ran");
-		rpc_batch_drop(dropped->batch);
-		job_free(dropped);
+		dropped->reply->drop(dropped);
+		dropped->reply->free(dropped);
 	}
 }
 
@@ -336,14 +313,12 @@ void engine_tick(struct engine *g)
 {
 	pthread_mutex_lock(&g->mu);
 	struct job *j = g->running;
-	if (j && !j->cancelled && j->progress_token && clock_ms() >= g->next_progress_ms) {
+	if (j && !j->cancelled && j->progress && clock_ms() >= g->next_progress_ms) {
 		g->next_progress_ms += 1000;
 		char msg[400];
 		last_line(g->last, g->last_len, msg, sizeof msg);
-		/* Queued under mu: see run_job. */
-		rpc_notify("notifications/progress",
-			   json_pack("{s:O, s:I, s:s}", "progressToken", j->progress_token, "progress",
-				     (json_int_t)++g->progress_n, "message", *msg ? msg : "running"));
+		/* Handed over under mu: see run_job. */
+		j->reply->progress(j, ++g->progress_n, *msg ? msg : "running");
 	}
 	pthread_mutex_unlock(&g->mu);
 }
@@ -352,17 +327,17 @@ int engine_stop(struct engine *g, int64_t deadline_ms)
 {
 	pthread_mutex_lock(&g->mu);
 	g->stop = true;
-	struct job *q = g->head;
-	g->head = g->tail = NULL;
+	struct job *q = STAILQ_FIRST(&g->queue);
+	STAILQ_INIT(&g->queue);
 	g->queued = 0;
 	if (g->running)
 		kick(g->cancel_fd);
 	kick(g->wake_fd);
 	pthread_mutex_unlock(&g->mu);
 	while (q) {
-		struct job *n = q->next;
-		rpc_batch_drop(q->batch);
-		job_free(q);
+		struct job *n = STAILQ_NEXT(q, queue);
+		q->reply->drop(q);
+		q->reply->free(q);
 		q = n;
 	}
 	int rc = 0;

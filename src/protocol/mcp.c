@@ -7,6 +7,7 @@
 #include "era.h"
 #include "../base/log.h"
 #include "rpc.h"
+#include "writer.h"
 #include "../tools/tools.h"
 
 /* The string value of j when it is a JSON string without NUL characters, else NULL: such a
@@ -75,25 +76,98 @@ static json_t *discover(void)
 			 "cacheScope", "private");
 }
 
+/* A job as the protocol keeps it: where its answer goes and how it is written. */
+struct mcp_job {
+	struct job job;
+	struct rpc_batch *batch;   /* NULL: straight out */
+	struct era era;
+	json_t *progress_token;    /* NULL when the client asked for no progress */
+};
+
+#define MJ(j) ((struct mcp_job *)(void *)(j))
+
+static void job_result(struct job *j, json_t *result)
+{
+	/* What the job changed is told after its response, and after its batch's. */
+	rpc_batch_hold(MJ(j)->batch);
+	rpc_respond(MJ(j)->batch, rpc_result(j->id, era_result(&MJ(j)->era, result)));
+}
+
+static void job_after(struct job *j, bool changed)
+{
+	rpc_batch_release(MJ(j)->batch,
+			  changed ? rpc_notification("notifications/resources/list_changed", json_object()) : NULL);
+}
+
+static void job_error(struct job *j, int code, const char *msg)
+{
+	rpc_respond(MJ(j)->batch, rpc_error(j->id, code ? code : RPC_INTERNAL_ERROR, msg, NULL));
+}
+
+static void job_drop(struct job *j)
+{
+	rpc_batch_drop(MJ(j)->batch);
+}
+
+static void job_progress(struct job *j, long n, const char *msg)
+{
+	rpc_notify("notifications/progress", json_pack("{s:O, s:I, s:s}", "progressToken", MJ(j)->progress_token,
+							  "progress", (json_int_t)n, "message", msg));
+}
+
+static void job_log(struct job *j, int level, const char *msg)
+{
+	(void)j;
+	era_send_log(level, msg);
+}
+
+static void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	json_decref(j->id);
+	json_decref(j->args);
+	json_decref(MJ(j)->progress_token);
+	free(MJ(j));
+}
+
+static const struct job_reply mcp_reply = {
+	.result = job_result,
+	.after = job_after,
+	.error = job_error,
+	.drop = job_drop,
+	.progress = job_progress,
+	.log = job_log,
+	.free = job_free,
+};
+
 /* Queues a job for the engine (taking args) and answers when the queue is full. */
 static void submit(struct mcp *m, enum job_kind kind, int tool, json_t *id, json_t *args, json_t *params,
 		   const struct era *era, struct rpc_batch *batch)
 {
-	struct job *j = calloc(1, sizeof *j);
-	if (!j) {
+	struct mcp_job *mj = calloc(1, sizeof *mj);
+	if (!mj) {
 		json_decref(args);
 		rpc_respond(batch, rpc_error(id, RPC_INTERNAL_ERROR, "out of memory", NULL));
 		return;
 	}
+	struct job *j = &mj->job;
+	j->reply = &mcp_reply;
 	j->kind = kind;
 	j->id = json_incref(id);
-	j->batch = batch;
 	j->tool = tool;
 	j->args = args;
-	j->era = *era;
+	j->links = era->links;
+	/* The 2026-07-28 revision has no session to send a notification in. */
+	j->notes = !era->modern;
+	j->log_level = era->modern ? era->log_level : LOG_AS_CLIENT;
+	mj->batch = batch;
+	mj->era = *era;
 	json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
-	if (kind == JOB_TOOL && (json_is_string(tok) || json_is_integer(tok)))
-		j->progress_token = json_incref(tok);
+	if (kind == JOB_TOOL && (json_is_string(tok) || json_is_integer(tok))) {
+		mj->progress_token = json_incref(tok);
+		j->progress = true;
+	}
 	if (engine_submit(m->eng, j) < 0) {
 		job_free(j);
 		char msg[256];
@@ -286,7 +360,7 @@ void mcp_handle_line(struct mcp *m, const char *line, size_t len)
 	if (!msg) {
 		char text[300];
 		snprintf(text, sizeof text, "Parse error: %s (at character %d)", je.text, je.position);
-		rpc_write(rpc_error(NULL, RPC_PARSE_ERROR, text, NULL));
+		writer_send(rpc_error(NULL, RPC_PARSE_ERROR, text, NULL));
 		return;
 	}
 	if (!json_is_array(msg)) {
@@ -298,12 +372,12 @@ void mcp_handle_line(struct mcp *m, const char *line, size_t len)
 		char text[200];
 		snprintf(text, sizeof text, "Invalid Request: batches are not accepted in protocol revision %s",
 			 m->version[0] ? m->version : "(none negotiated yet)");
-		rpc_write(rpc_error(NULL, RPC_INVALID_REQUEST, text, NULL));
+		writer_send(rpc_error(NULL, RPC_INVALID_REQUEST, text, NULL));
 		json_decref(msg);
 		return;
 	}
 	if (!json_array_size(msg)) {
-		rpc_write(rpc_error(NULL, RPC_INVALID_REQUEST, "Invalid Request: empty batch", NULL));
+		writer_send(rpc_error(NULL, RPC_INVALID_REQUEST, "Invalid Request: empty batch", NULL));
 		json_decref(msg);
 		return;
 	}
@@ -313,7 +387,7 @@ void mcp_handle_line(struct mcp *m, const char *line, size_t len)
 	json_t *el;
 	struct rpc_batch *b = rpc_batch_new(json_array_size(msg) + 1);
 	if (!b) {
-		rpc_write(rpc_error(NULL, RPC_INTERNAL_ERROR, "out of memory", NULL));
+		writer_send(rpc_error(NULL, RPC_INTERNAL_ERROR, "out of memory", NULL));
 		json_decref(msg);
 		return;
 	}
@@ -328,16 +402,16 @@ void mcp_line_too_long(struct mcp *m)
 	char text[200];
 	snprintf(text, sizeof text, "Invalid Request: message longer than %llu bytes (--max-message)",
 		 (unsigned long long)m->cfg->max_message);
-	rpc_write(rpc_error(NULL, RPC_INVALID_REQUEST, text, NULL));
+	writer_send(rpc_error(NULL, RPC_INVALID_REQUEST, text, NULL));
 }
 
-enum rpc_read mcp_handle_input(struct mcp *m, struct rpc_reader *rd)
+enum reader_got mcp_handle_input(struct mcp *m, struct reader *rd)
 {
 	const char *line;
 	size_t len;
-	enum rpc_read k;
-	while ((k = rpc_reader_next(rd, &line, &len)) == RPC_LINE || k == RPC_TOO_LONG) {
-		if (k == RPC_TOO_LONG)
+	enum reader_got k;
+	while ((k = reader_next(rd, &line, &len)) == READER_LINE || k == READER_TOO_LONG) {
+		if (k == READER_TOO_LONG)
 			mcp_line_too_long(m);
 		else
 			mcp_handle_line(m, line, len);

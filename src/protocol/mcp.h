@@ -9,6 +9,7 @@
 
 #include "../base/config.h"
 #include "../engine/engine.h"
+#include "reader.h"
 #include "rpc.h"
 
 struct mcp;
@@ -23,8 +24,8 @@ void mcp_handle_line(struct mcp *m, const char *line, size_t len);
 /* Answers a line that was longer than --max-message. */
 void mcp_line_too_long(struct mcp *m);
 
-/* Handles every whole line the reader holds (after rpc_reader_fill): RPC_EOF once the input
- * ended, else RPC_NEED_MORE. */
-enum rpc_read mcp_handle_input(struct mcp *m, struct rpc_reader *rd);
+/* Handles every whole line the reader holds (after reader_fill): READER_EOF once the input
+ * ended, else READER_NEED_MORE. */
+enum reader_got mcp_handle_input(struct mcp *m, struct reader *rd);
 
 #endif

@@ -23,7 +23,8 @@
 #include "../../src/engine/engine.h"
 #include "../../src/base/log.h"
 #include "../../src/protocol/mcp.h"
-#include "../../src/protocol/rpc.h"
+#include "../../src/protocol/reader.h"
+#include "../../src/protocol/writer.h"
 #include "../../src/tools/tools.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -86,7 +87,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	static int out[2];
 	pthread_t t;
 	if (pipe2(out, O_CLOEXEC) < 0 || pthread_create(&t, NULL, check_output, &out[0]) != 0 ||
-	    rpc_writer_start(out[1]) < 0 || engine_start(&E, &C, &e) < 0) {
+	    writer_start(out[1]) < 0 || engine_start(&E, &C, &e) < 0) {
 		fprintf(stderr, "fuzz-message: cannot start: %s\n", e.msg);
 		exit(1);
 	}
@@ -104,13 +105,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	close(in[1]);
 	struct mcp *m = mcp_new(&C, E);
-	struct rpc_reader rd;
-	if (!m || rpc_reader_init(&rd, in[0], C.max_message) < 0)
+	struct reader rd;
+	if (!m || reader_init(&rd, in[0], C.max_message) < 0)
 		abort();
-	while (rpc_reader_fill(&rd) == 0 && mcp_handle_input(m, &rd) != RPC_EOF)
+	while (reader_fill(&rd) == 0 && mcp_handle_input(m, &rd) != READER_EOF)
 		;
 	engine_tick(E);
-	rpc_reader_free(&rd);
+	reader_free(&rd);
 	close(in[0]);
 	mcp_free(m);
 	return 0;

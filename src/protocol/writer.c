@@ -1,0 +1,190 @@
+#include "writer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../base/clock.h"
+
+/* One line waiting for the client. */
+struct out_msg {
+	struct out_msg *next;
+	size_t len;
+	char *line; /* ends with its newline; owned */
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;         /* something queued, or the queue emptied */
+	struct out_msg *head, *tail;
+	size_t bytes;              /* queued, not yet written */
+	bool writing;              /* the writer holds a message it took off the queue */
+	bool closed;               /* a write failed: the client is gone */
+	int fd;
+} out = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1}; /* cv: made by writer_start */
+
+bool writer_closed(void)
+{
+	pthread_mutex_lock(&out.lock);
+	bool c = out.closed;
+	pthread_mutex_unlock(&out.lock);
+	return c;
+}
+
+bool writer_backlog(void)
+{
+	pthread_mutex_lock(&out.lock);
+	bool b = out.bytes > WRITER_BACKLOG_MAX;
+	pthread_mutex_unlock(&out.lock);
+	return b;
+}
+
+static void free_queue(struct out_msg *m)
+{
+	while (m) {
+		struct out_msg *n = m->next;
+		free(m->line);
+		free(m);
+		m = n;
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&out.lock);
+	for (;;) {
+		while (!out.head)
+			pthread_cond_wait(&out.cv, &out.lock);
+		struct out_msg *m = out.head;
+		out.head = m->next;
+		if (!out.head)
+			out.tail = NULL;
+		out.writing = true;
+		pthread_mutex_unlock(&out.lock);
+		const char *p = m->line;
+		size_t left = m->len;
+		bool failed = false;
+		while (left) {
+			ssize_t w = write(out.fd, p, left);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				failed = true;
+				break;
+			}
+			p += w;
+			left -= (size_t)w;
+		}
+		pthread_mutex_lock(&out.lock);
+		out.bytes -= m->len;
+		out.writing = false;
+		free(m->line);
+		free(m);
+		if (failed && !out.closed) {
+			/* Nobody reads any more: what waits is dropped, and later messages with it. */
+			out.closed = true;
+			free_queue(out.head);
+			out.head = out.tail = NULL;
+			out.bytes = 0;
+		}
+		pthread_cond_broadcast(&out.cv);
+	}
+	return NULL;
+}
+
+int writer_start(int fd)
+{
+	pthread_t t;
+	pthread_attr_t a;
+	pthread_condattr_t ca;
+	out.fd = fd;
+	if (pthread_condattr_init(&ca) != 0 || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
+	    pthread_cond_init(&out.cv, &ca) != 0)
+		return -1;
+	pthread_condattr_destroy(&ca);
+	if (pthread_attr_init(&a) != 0)
+		return -1;
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&t, &a, writer_main, NULL);
+	pthread_attr_destroy(&a);
+	return rc == 0 ? 0 : -1;
+}
+
+int writer_flush(int64_t deadline_ms)
+{
+	pthread_mutex_lock(&out.lock);
+	while ((out.head || out.writing) && !out.closed) {
+		int64_t left = deadline_ms - clock_ms();
+		if (left <= 0)
+			break;
+		struct timespec ts = clock_at(deadline_ms);
+		pthread_cond_timedwait(&out.cv, &out.lock, &ts);
+	}
+	int rc = (out.head || out.writing) && !out.closed ? -1 : 0;
+	pthread_mutex_unlock(&out.lock);
+	return rc;
+}
+
+/* Queues msg (stolen); optional messages only while the client keeps up. */
+static int enqueue(json_t *msg, bool optional)
+{
+	if (!msg) {
+		/* Only out of memory gets here: the client would wait forever, so say so. */
+		fprintf(stderr, "sandbox-mcp: error: a message could not be built and was not sent\n");
+		return -1;
+	}
+	if (optional) {
+		pthread_mutex_lock(&out.lock);
+		bool busy = out.bytes > WRITER_OPTIONAL_MAX || out.closed;
+		pthread_mutex_unlock(&out.lock);
+		if (busy) {
+			json_decref(msg);
+			return -1;
+		}
+	}
+	/* Compact JSON never contains a raw newline: strings escape theirs. */
+	char *s = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+	json_decref(msg);
+	struct out_msg *m = s ? malloc(sizeof *m) : NULL;
+	if (!m) {
+		free(s);
+		fprintf(stderr, "sandbox-mcp: error: out of memory: a message was not sent\n");
+		return -1;
+	}
+	m->len = strlen(s);
+	s[m->len++] = '\n'; /* json_dumps allocates len + 1: reuse the terminator's byte */
+	m->line = s;
+	m->next = NULL;
+	pthread_mutex_lock(&out.lock);
+	int rc = 0;
+	if (out.closed) {
+		free(s);
+		free(m);
+		rc = -1;
+	} else {
+		if (out.tail)
+			out.tail->next = m;
+		else
+			out.head = m;
+		out.tail = m;
+		out.bytes += m->len;
+		pthread_cond_broadcast(&out.cv);
+	}
+	pthread_mutex_unlock(&out.lock);
+	return rc;
+}
+
+int writer_send(json_t *msg)
+{
+	return enqueue(msg, false);
+}
+
+int writer_send_optional(json_t *msg)
+{
+	return enqueue(msg, true);
+}

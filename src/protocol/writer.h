@@ -1,0 +1,38 @@
+/*
+ * The one writer of stdout. Messages are queued in the order they are handed over and written
+ * by a thread of its own, so no other thread ever waits for a client that stops reading: the
+ * reader keeps answering (its answers queue up) and shutdown is never held up.
+ */
+#ifndef SANDBOX_WRITER_H
+#define SANDBOX_WRITER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Starts the writer on fd; call it before anything is queued. 0 or -1. */
+int writer_start(int fd);
+
+/* Waits until everything queued was written, the client is gone, or deadline_ms (monotonic)
+ * passes; -1 when something was left unwritten. The writer may stay blocked in a write: the
+ * process is about to exit. */
+int writer_flush(int64_t deadline_ms);
+
+/* Queues one message as one line on stdout. Stolen. Thread-safe, never blocks on the client.
+ * -1 once stdout is gone. */
+int writer_send(json_t *msg);
+
+/* Like writer_send, for messages a client can do without (progress, logs): dropped rather than
+ * queued while the client is not reading (more than WRITER_OPTIONAL_MAX bytes wait). */
+int writer_send_optional(json_t *msg);
+#define WRITER_OPTIONAL_MAX (1u << 20)
+
+/* True while more than WRITER_BACKLOG_MAX bytes wait for the client: the reader stops taking new
+ * requests until it catches up, so the queue stays bounded. */
+bool writer_backlog(void);
+#define WRITER_BACKLOG_MAX (64u << 20)
+
+/* True once a write to stdout failed (the client is gone). */
+bool writer_closed(void);
+
+#endif
