@@ -27,13 +27,13 @@ copy_tree() {
 	[ "$status" -eq 0 ]
 	# base includes the protocol; the local backend includes Docker's engine client; a new folder.
 	printf '#include "../protocol/mcp.h"\n' >>"$t/src/base/err.c"
-	printf '#include "../docker/engine.h"\n' >>"$t/backends/local/local.c"
+	printf '#include "../docker/dkapi.h"\n' >>"$t/backends/local/local.c"
 	mkdir "$t/src/extra" && printf 'int x;\n' >"$t/src/extra/x.c"
 	run python3 "$LAYERS" "$t"
 	echo "$output"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"src/base/err.c:"*"includes src/protocol/mcp.h: up from base to protocol"* ]]
-	[[ "$output" == *"backends/local/local.c:"*"includes backends/docker/engine.h: sideways, from backends/local to backends/docker"* ]]
+	[[ "$output" == *"backends/local/local.c:"*"includes backends/docker/dkapi.h: sideways, from backends/local to backends/docker"* ]]
 	[[ "$output" == *"src/extra/x.c: in no layer"* ]]
 	[ "${lines[-1]}" = "3 found" ]
 }

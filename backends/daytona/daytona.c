@@ -1,6 +1,6 @@
 /*
  * The Daytona backend: the sandbox is a Daytona cloud sandbox, driven through its REST API
- * (http.h) and its toolbox (the in-sandbox daemon behind the toolbox proxy).
+ * (rest.h) and its toolbox (the in-sandbox daemon behind the toolbox proxy).
  *
  * Life of a sandbox:
  *  - start: POST /sandbox with our labels (so a later server can find and delete what a dead
@@ -70,7 +70,7 @@ struct daytona_opts {
 };
 
 struct daytona {
-	struct dt_http http;
+	struct rest rest;
 	bool open;             /* http is usable */
 	char id[64];           /* the sandbox's id; "" when none */
 	char tb[2048];         /* toolbox base URL: toolboxProxyUrl/id */
@@ -150,9 +150,9 @@ static void sb_word(struct sbuf *s, const char *w)
 /* Waits ms, or less when the making is cancelled: true then. */
 static bool pause_ms(struct daytona *D, int64_t ms)
 {
-	struct pollfd p = {D->http.cancel_fd, POLLIN, 0};
-	if (poll(&p, D->http.cancel_fd >= 0 ? 1 : 0, ms > 0 ? (int)ms : 0) > 0) {
-		D->http.cancelled = true;
+	struct pollfd p = {D->rest.http.cancel_fd, POLLIN, 0};
+	if (poll(&p, D->rest.http.cancel_fd >= 0 ? 1 : 0, ms > 0 ? (int)ms : 0) > 0) {
+		D->rest.http.cancelled = true;
 		return true;
 	}
 	return false;
@@ -198,29 +198,29 @@ static const char *json_str(const json_t *o, const char *key)
 /* ---------------------------------------------------------------- requests */
 
 static int api(struct daytona *D, const char *method, const char *path, json_t *body, long timeout_ms,
-	       struct dt_resp *rs, struct err *e)
+	       struct http_resp *rs, struct err *e)
 {
-	char *url = dt_http_url(&D->http, path);
+	char *url = rest_url(&D->rest, path);
 	if (!url)
 		return err_set(e, "out of memory");
-	struct dt_req rq = {.method = method, .url = url, .json = body, .timeout_ms = timeout_ms,
+	struct rest_req rq = {.method = method, .url = url, .json = body, .timeout_ms = timeout_ms,
 			    .max_body = SMALL_BODY};
-	int rc = dt_http_call(&D->http, &rq, rs, e);
+	int rc = rest_call(&D->rest, &rq, rs, e);
 	free(url);
 	return rc;
 }
 
-static int tbx(struct daytona *D, const char *method, const char *path, json_t *body, const struct dt_part *parts,
-	       size_t nparts, long timeout_ms, size_t max_body, struct dt_resp *rs, struct err *e)
+static int tbx(struct daytona *D, const char *method, const char *path, json_t *body, const struct rest_file *parts,
+	       size_t nparts, long timeout_ms, size_t max_body, struct http_resp *rs, struct err *e)
 {
 	size_t n = strlen(D->tb) + strlen(path) + 1;
 	char *url = malloc(n);
 	if (!url)
 		return err_set(e, "out of memory");
 	snprintf(url, n, "%s%s", D->tb, path);
-	struct dt_req rq = {.method = method, .url = url, .json = body, .parts = parts, .nparts = nparts,
+	struct rest_req rq = {.method = method, .url = url, .json = body, .files = parts, .nfiles = nparts,
 			    .timeout_ms = timeout_ms, .max_body = max_body};
-	int rc = dt_http_call(&D->http, &rq, rs, e);
+	int rc = rest_call(&D->rest, &rq, rs, e);
 	free(url);
 	return rc;
 }
@@ -230,7 +230,7 @@ static int tbx(struct daytona *D, const char *method, const char *path, json_t *
 static int lost_or_failed(struct daytona *D, struct err *e)
 {
 	char path[128];
-	struct dt_resp rs;
+	struct http_resp rs;
 	struct err ce = {""};
 	snprintf(path, sizeof path, "/sandbox/%s", D->id);
 	if (api(D, "GET", path, NULL, 10000, &rs, &ce) < 0)
@@ -248,7 +248,7 @@ static int lost_or_failed(struct daytona *D, struct err *e)
 			rc = BACKEND_LOST;
 		}
 	}
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 	return rc;
 }
 
@@ -260,14 +260,14 @@ static int tb_exec(struct daytona *D, const char *cmd, int timeout_s, size_t max
 	json_t *body = json_pack("{s:s, s:i}", "command", cmd, "timeout", timeout_s);
 	if (!body)
 		return err_set(e, "out of memory");
-	struct dt_resp rs;
+	struct http_resp rs;
 	int rc = tbx(D, "POST", "/process/execute", body, NULL, 0, (timeout_s + 5) * 1000L, max_body, &rs, e);
 	json_decref(body);
 	if (rc < 0)
 		return lost_or_failed(D, e);
 	if (rs.status != 200) {
-		dt_http_fail(&rs, "running a command in the Daytona sandbox", e);
-		dt_resp_free(&rs);
+		rest_fail(&rs, "running a command in the Daytona sandbox", e);
+		http_resp_free(&rs);
 		return lost_or_failed(D, e);
 	}
 	const char *res = json_str(rs.json, "result");
@@ -276,7 +276,7 @@ static int tb_exec(struct daytona *D, const char *cmd, int timeout_s, size_t max
 		ec = json_object_get(rs.json, "code");
 	*code = json_is_integer(ec) ? (int)json_integer_value(ec) : -1;
 	*out = strdup(res ? res : "");
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 	return *out ? 0 : err_set(e, "out of memory");
 }
 
@@ -286,7 +286,7 @@ static int dt_open(struct daytona *D, struct err *e)
 {
 	if (D->open)
 		return 0;
-	if (dt_http_open(&D->http, e) < 0)
+	if (rest_open(&D->rest, e) < 0)
 		return -1;
 	D->open = true;
 	return 0;
@@ -309,17 +309,17 @@ static int daytona_probe(struct backend *b, struct err *e)
 	if (dt_open(D, e) < 0)
 		return -1;
 	/* The cheapest authenticated call: one list item. */
-	struct dt_resp rs;
+	struct http_resp rs;
 	struct err he = {""};
 	if (api(D, "GET", "/sandbox?limit=1", NULL, PROBE_TIMEOUT_MS, &rs, &he) < 0)
-		return err_set(e, "the Daytona API at %s does not answer: %s", D->http.api, he.msg);
+		return err_set(e, "the Daytona API at %s does not answer: %s", D->rest.api, he.msg);
 	int rc = 0;
 	if (rs.status != 200) {
 		char what[1200];
-		snprintf(what, sizeof what, "the Daytona API at %s", D->http.api);
-		rc = dt_http_fail(&rs, what, e);
+		snprintf(what, sizeof what, "the Daytona API at %s", D->rest.api);
+		rc = rest_fail(&rs, what, e);
 	}
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 	return rc;
 }
 
@@ -352,8 +352,8 @@ static json_t *create_body(struct backend *b, struct daytona *D)
 				 "autoDeleteInterval", 0, "networkBlockAll", cfg->network != NET_ALL, "env");
 	if (!body)
 		return NULL;
-	if (D->http.target[0])
-		json_object_set_new(body, "target", json_string(D->http.target));
+	if (D->rest.target[0])
+		json_object_set_new(body, "target", json_string(D->rest.target));
 	if (D->snapshot[0]) {
 		json_object_set_new(body, "snapshot", json_string(D->snapshot));
 	} else if (D->image[0]) {
@@ -397,32 +397,32 @@ static int wait_started(struct daytona *D, json_t **dto, int64_t deadline, struc
 			return err_set(e, "cancelled");
 		if (clock_ms() - t0 > 5000)
 			interval = interval * 11 / 10 > 1000 ? 1000 : interval * 11 / 10;
-		struct dt_resp rs;
+		struct http_resp rs;
 		if (api(D, "GET", path, NULL, API_TIMEOUT_MS, &rs, e) < 0)
 			return err_set(e, "asking for the state of the Daytona sandbox");
 		if (rs.status != 200 || !json_is_object(rs.json)) {
-			dt_http_fail(&rs, "asking for the state of the Daytona sandbox", e);
-			dt_resp_free(&rs);
+			rest_fail(&rs, "asking for the state of the Daytona sandbox", e);
+			http_resp_free(&rs);
 			return -1;
 		}
 		json_decref(*dto);
 		*dto = json_incref(rs.json);
-		dt_resp_free(&rs);
+		http_resp_free(&rs);
 	}
 }
 
 static int toolbox_url(struct daytona *D, const json_t *dto, struct err *e)
 {
 	const char *u = json_str(dto, "toolboxProxyUrl");
-	struct dt_resp rs = {0};
+	struct http_resp rs = {0};
 	if (!u || !*u) {
 		char path[128];
 		snprintf(path, sizeof path, "/sandbox/%s/toolbox-proxy-url", D->id);
 		if (api(D, "GET", path, NULL, API_TIMEOUT_MS, &rs, e) < 0)
 			return -1;
 		if (rs.status != 200 || !(u = json_str(rs.json, "url"))) {
-			dt_http_fail(&rs, "asking for the toolbox URL", e);
-			dt_resp_free(&rs);
+			rest_fail(&rs, "asking for the toolbox URL", e);
+			http_resp_free(&rs);
 			return -1;
 		}
 	}
@@ -430,7 +430,7 @@ static int toolbox_url(struct daytona *D, const json_t *dto, struct err *e)
 	while (n && u[n - 1] == '/')
 		n--;
 	int w = snprintf(D->tb, sizeof D->tb, "%.*s/%s", (int)n, u, D->id);
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 	if (w < 0 || (size_t)w >= sizeof D->tb)
 		return err_set(e, "the toolbox URL is too long");
 	return 0;
@@ -530,15 +530,15 @@ static bool name_portable(const char *s)
 }
 
 /* Uploads parts in one bulk request. 0, or -1 / BACKEND_LOST. */
-static int put_parts(struct daytona *D, const struct dt_part *parts, size_t n, struct err *e)
+static int put_parts(struct daytona *D, const struct rest_file *parts, size_t n, struct err *e)
 {
-	struct dt_resp rs;
+	struct http_resp rs;
 	if (tbx(D, "POST", "/files/bulk-upload", NULL, parts, n, 120000, SMALL_BODY, &rs, e) < 0)
 		return lost_or_failed(D, e);
 	int rc = 0;
 	if (rs.status != 200)
-		rc = dt_http_fail(&rs, "copying a --mount folder into the Daytona sandbox", e);
-	dt_resp_free(&rs);
+		rc = rest_fail(&rs, "copying a --mount folder into the Daytona sandbox", e);
+	http_resp_free(&rs);
 	return rc;
 }
 
@@ -550,7 +550,7 @@ static int upload_mount(struct daytona *D, const struct mountspec *m, size_t i, 
 	if (hosttree_read(m->host, MOUNT_FILES_MAX - *files, MOUNT_BYTES_MAX - *bytes, &t, &te) < 0)
 		return err_set(e, "--mount %s: %s (Daytona copies mounts in when it makes the sandbox, at most %d files "
 				  "and %llu MiB in all)", m->inside, te.msg, MOUNT_FILES_MAX, MOUNT_BYTES_MAX >> 20);
-	struct dt_part *parts = calloc(t.n ? t.n : 1, sizeof *parts);
+	struct rest_file *parts = calloc(t.n ? t.n : 1, sizeof *parts);
 	char **paths = calloc(t.n ? t.n : 1, sizeof *paths);
 	int rc = parts && paths ? 0 : err_set(e, "out of memory");
 	size_t n = 0, skipped = t.skipped, from = 0;
@@ -565,7 +565,7 @@ static int upload_mount(struct daytona *D, const struct mountspec *m, size_t i, 
 			rc = err_set(e, "out of memory");
 			break;
 		}
-		parts[n] = (struct dt_part){paths[n], t.v[k].data, t.v[k].len};
+		parts[n] = (struct rest_file){paths[n], t.v[k].data, t.v[k].len};
 		batch += t.v[k].len;
 		if (++n - from >= MOUNT_BATCH_FILES || batch >= MOUNT_BATCH_BYTES) {
 			rc = put_parts(D, parts + from, n - from, e);
@@ -623,7 +623,7 @@ static int make_sandbox(struct backend *b, struct err *e)
 	json_t *body = create_body(b, D);
 	if (!body)
 		return err_set(e, "out of memory");
-	struct dt_resp rs;
+	struct http_resp rs;
 	struct err he = {""};
 	int rc = api(D, "POST", "/sandbox", body, CREATE_TIMEOUT_MS, &rs, &he);
 	json_decref(body);
@@ -635,14 +635,14 @@ static int make_sandbox(struct backend *b, struct err *e)
 		if (rs.status == 200 || rs.status == 201)
 			err_set(e, "creating a Daytona sandbox: the answer has no usable id");
 		else
-			dt_http_fail(&rs, "creating a Daytona sandbox", e);
-		dt_resp_free(&rs);
+			rest_fail(&rs, "creating a Daytona sandbox", e);
+		http_resp_free(&rs);
 		return -1;
 	}
 	snprintf(D->id, sizeof D->id, "%s", id);
 	snprintf(b->sandbox_id, sizeof b->sandbox_id, "%s", id);
 	json_t *dto = json_incref(rs.json);
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 	json_t *disk = json_object_get(dto, "disk");
 	D->disk_gib = json_is_integer(disk) ? (long)json_integer_value(disk) : 0;
 	log_msg(LOG_INFO, "Daytona sandbox %s created; waiting for it to start", D->id);
@@ -691,7 +691,7 @@ static int make_sandbox(struct backend *b, struct err *e)
 	return 0;
 }
 
-static int delete_sandbox(struct dt_http *h, const char *id, long timeout_ms, int tries, struct err *e);
+static int delete_sandbox(struct rest *h, const char *id, long timeout_ms, int tries, struct err *e);
 
 /* Deletes what a cut-short making may have left: the sandbox by its id when the create was
  * answered, else whatever carries this attempt's label. Bounded: a shutdown must end in 2 s. */
@@ -699,16 +699,16 @@ static void forget_attempt(struct daytona *D)
 {
 	struct err e = {""};
 	if (D->id[0]) {
-		delete_sandbox(&D->http, D->id, 1000, 1, &e);
+		delete_sandbox(&D->rest, D->id, 1000, 1, &e);
 		D->id[0] = '\0';
 		return;
 	}
 	char *lab = NULL, path[256], filter[128];
 	snprintf(filter, sizeof filter, "{\"" ATTEMPT_LABEL "\":\"%s\"}", D->attempt);
-	lab = dt_http_escape(filter);
+	lab = http_escape(filter);
 	snprintf(path, sizeof path, "/sandbox?limit=10&labels=%s", lab ? lab : "");
 	free(lab);
-	struct dt_resp rs;
+	struct http_resp rs;
 	if (api(D, "GET", path, NULL, 700, &rs, &e) == 0 && rs.status == 200) {
 		json_t *items = json_is_array(rs.json) ? rs.json : json_object_get(rs.json, "items");
 		size_t i;
@@ -716,10 +716,10 @@ static void forget_attempt(struct daytona *D)
 		json_array_foreach(items, i, it) {
 			const char *id = json_str(it, "id");
 			if (id && strlen(id) < 100)
-				delete_sandbox(&D->http, id, 700, 1, &e);
+				delete_sandbox(&D->rest, id, 700, 1, &e);
 		}
 	}
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 }
 
 /* Deletes the sandboxes this very server made and no longer has: a create cut short before
@@ -729,10 +729,10 @@ static void forget_own_leftovers(struct daytona *D)
 	char owner[256], filter[400], path[600];
 	owner_of(getpid(), owner, sizeof owner);
 	snprintf(filter, sizeof filter, "{\"" OWNER_LABEL "\":\"%s\"}", owner);
-	char *lab = dt_http_escape(filter);
+	char *lab = http_escape(filter);
 	snprintf(path, sizeof path, "/sandbox?limit=20&labels=%s", lab ? lab : "");
 	free(lab);
-	struct dt_resp rs;
+	struct http_resp rs;
 	struct err e = {""};
 	if (api(D, "GET", path, NULL, 2000, &rs, &e) == 0 && rs.status == 200) {
 		json_t *items = json_is_array(rs.json) ? rs.json : json_object_get(rs.json, "items");
@@ -740,11 +740,11 @@ static void forget_own_leftovers(struct daytona *D)
 		json_t *it;
 		json_array_foreach(items, i, it) {
 			const char *id = json_str(it, "id");
-			if (id && strlen(id) < 100 && delete_sandbox(&D->http, id, 2000, 1, &e) == 0)
+			if (id && strlen(id) < 100 && delete_sandbox(&D->rest, id, 2000, 1, &e) == 0)
 				log_msg(LOG_INFO, "deleted Daytona sandbox %s, made by a create of this server that was cut short", id);
 		}
 	}
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 }
 
 /* Creating and starting a sandbox can take a minute: every request and wait of it watches
@@ -760,12 +760,12 @@ static int daytona_start(struct backend *b, int cancel_fd, struct err *e)
 		return err_sys(e, "getrandom");
 	snprintf(D->attempt, sizeof D->attempt, "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4],
 		 r[5], r[6], r[7]);
-	D->http.cancel_fd = cancel_fd;
+	D->rest.http.cancel_fd = cancel_fd;
 	forget_own_leftovers(D);
 	int rc = make_sandbox(b, e);
-	bool cancelled = rc < 0 && (D->http.cancelled ||
+	bool cancelled = rc < 0 && (D->rest.http.cancelled ||
 				    (cancel_fd >= 0 && poll(&(struct pollfd){cancel_fd, POLLIN, 0}, 1, 0) > 0));
-	D->http.cancel_fd = -1;
+	D->rest.http.cancel_fd = -1;
 	if (cancelled) {
 		forget_attempt(D);
 		return BACKEND_CANCELLED;
@@ -822,15 +822,15 @@ static int set_network(struct daytona *D, bool block, const char *allow, struct 
 	snprintf(path, sizeof path, "/sandbox/%s/network-settings", D->id);
 	json_t *body = block ? json_pack("{s:b}", "networkBlockAll", 1)
 			     : json_pack("{s:b, s:s}", "networkBlockAll", 0, "networkAllowList", allow);
-	struct dt_resp rs;
+	struct http_resp rs;
 	int rc = body ? api(D, "POST", path, body, API_TIMEOUT_MS, &rs, e) : err_set(e, "out of memory");
 	json_decref(body);
 	if (rc < 0)
 		return -1;
 	if (rs.status != 200 && rs.status != 201)
-		rc = dt_http_fail(&rs, block ? "blocking the sandbox's network again" : "opening the network for the install",
+		rc = rest_fail(&rs, block ? "blocking the sandbox's network again" : "opening the network for the install",
 				  e);
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 	return rc;
 }
 
@@ -929,7 +929,7 @@ static int ask_kill(struct daytona *D, const char *dir, struct err *e)
 static void session_failure(struct daytona *D, const char *sid, const char *cid, struct err *e)
 {
 	char path[512];
-	struct dt_resp rs;
+	struct http_resp rs;
 	struct err ie = {""};
 	snprintf(path, sizeof path, "/process/session/%s/command/%s/logs", sid, cid);
 	if (tbx(D, "GET", path, NULL, NULL, 0, 10000, SMALL_BODY, &rs, &ie) == 0 && rs.status == 200) {
@@ -940,19 +940,19 @@ static void session_failure(struct daytona *D, const char *sid, const char *cid,
 			t = rs.body;
 		err_set(e, "the call runner did not start in the sandbox: %.400s", t && *t ? t : "no output");
 	}
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 	err_set(e, "the call runner did not start in the sandbox");
 }
 
 static bool runner_exited(struct daytona *D, const char *sid, const char *cid)
 {
 	char path[512];
-	struct dt_resp rs;
+	struct http_resp rs;
 	struct err ie = {""};
 	snprintf(path, sizeof path, "/process/session/%s/command/%s", sid, cid);
 	bool exited = tbx(D, "GET", path, NULL, NULL, 0, 10000, SMALL_BODY, &rs, &ie) == 0 && rs.status == 200 &&
 		      json_is_integer(json_object_get(rs.json, "exitCode"));
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 	return exited;
 }
 
@@ -1013,7 +1013,7 @@ static int fresh_dir(char *dir, size_t n, struct err *e)
 /* Uploads the runner and the files into dir (as put-N, for the runner to put in place). */
 static int upload(struct daytona *D, const struct run_file *files, size_t nfiles, const char *dir, struct err *e)
 {
-	struct dt_part *parts = calloc(nfiles + 1, sizeof *parts);
+	struct rest_file *parts = calloc(nfiles + 1, sizeof *parts);
 	char(*names)[160] = calloc(nfiles + 1, sizeof *names);
 	const char *runner = daytona_runner_py();
 	if (!parts || !names || !runner) {
@@ -1022,23 +1022,23 @@ static int upload(struct daytona *D, const struct run_file *files, size_t nfiles
 		return err_set(e, "out of memory");
 	}
 	snprintf(names[0], sizeof names[0], "%s/runner.py", dir);
-	parts[0] = (struct dt_part){names[0], runner, strlen(runner)};
+	parts[0] = (struct rest_file){names[0], runner, strlen(runner)};
 	for (size_t i = 0; i < nfiles; i++) {
 		snprintf(names[i + 1], sizeof names[i + 1], "%s/put-%zu", dir, i);
-		parts[i + 1] = (struct dt_part){names[i + 1], files[i].data, files[i].len};
+		parts[i + 1] = (struct rest_file){names[i + 1], files[i].data, files[i].len};
 	}
-	struct dt_resp rs;
+	struct http_resp rs;
 	int rc = tbx(D, "POST", "/files/bulk-upload", NULL, parts, nfiles + 1, 120000, SMALL_BODY, &rs, e);
 	free(parts);
 	free(names);
 	if (rc < 0)
 		return lost_or_failed(D, e);
 	if (rs.status != 200) {
-		dt_http_fail(&rs, "uploading files into the Daytona sandbox", e);
-		dt_resp_free(&rs);
+		rest_fail(&rs, "uploading files into the Daytona sandbox", e);
+		http_resp_free(&rs);
 		return lost_or_failed(D, e);
 	}
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 	return 0;
 }
 
@@ -1047,18 +1047,18 @@ static int launch(struct daytona *D, const char *sid, const char *cmd, char *cid
 		  struct err *e)
 {
 	json_t *body = json_pack("{s:s}", "sessionId", sid);
-	struct dt_resp rs;
+	struct http_resp rs;
 	int rc = body ? tbx(D, "POST", "/process/session", body, NULL, 0, API_TIMEOUT_MS, SMALL_BODY, &rs, e)
 		      : err_set(e, "out of memory");
 	json_decref(body);
 	if (rc < 0)
 		return lost_or_failed(D, e);
 	if (rs.status != 201 && rs.status != 200) {
-		dt_http_fail(&rs, "opening a toolbox session", e);
-		dt_resp_free(&rs);
+		rest_fail(&rs, "opening a toolbox session", e);
+		http_resp_free(&rs);
 		return lost_or_failed(D, e);
 	}
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 	*session = true;
 	char path[256];
 	snprintf(path, sizeof path, "/process/session/%s/exec", sid);
@@ -1070,12 +1070,12 @@ static int launch(struct daytona *D, const char *sid, const char *cmd, char *cid
 	const char *c = json_str(rs.json, "cmdId");
 	if ((rs.status != 202 && rs.status != 200) || !c || strlen(c) >= cn ||
 	    strspn(c, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(c)) {
-		dt_http_fail(&rs, "starting the call in a toolbox session", e);
-		dt_resp_free(&rs);
+		rest_fail(&rs, "starting the call in a toolbox session", e);
+		http_resp_free(&rs);
 		return lost_or_failed(D, e);
 	}
 	snprintf(cid, cn, "%s", c);
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 	return 0;
 }
 
@@ -1226,7 +1226,7 @@ static int daytona_get(struct backend *b, const char *path, size_t max, struct w
 static void close_session(struct daytona *D, const char *sid)
 {
 	char path[256];
-	struct dt_resp rs;
+	struct http_resp rs;
 	struct err ie = {""};
 	snprintf(path, sizeof path, "/process/session/%s", sid);
 	/* Kills the session's process group; the runner has already ended the call's processes. */
@@ -1234,7 +1234,7 @@ static void close_session(struct daytona *D, const char *sid)
 		log_msg(LOG_DEBUG, "deleting toolbox session %s: %s", sid, ie.msg);
 	else if (rs.status != 204 && rs.status != 200 && rs.status != 404)
 		log_msg(LOG_DEBUG, "deleting toolbox session %s: HTTP %ld", sid, rs.status);
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 }
 
 /* Waits for the runner, feeding output, until it has ended and all its output is in. */
@@ -1395,28 +1395,28 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 
 /* ---------------------------------------------------------------- destroy, report, reap */
 
-static int delete_sandbox(struct dt_http *h, const char *id, long timeout_ms, int tries, struct err *e)
+static int delete_sandbox(struct rest *h, const char *id, long timeout_ms, int tries, struct err *e)
 {
 	char path[128];
 	snprintf(path, sizeof path, "/sandbox/%s", id);
-	char *url = dt_http_url(h, path);
+	char *url = rest_url(h, path);
 	if (!url)
 		return err_set(e, "out of memory");
 	int rc = -1;
 	for (int i = 0; i < tries; i++) {
-		struct dt_req rq = {.method = "DELETE", .url = url, .timeout_ms = timeout_ms, .max_body = SMALL_BODY};
-		struct dt_resp rs;
+		struct rest_req rq = {.method = "DELETE", .url = url, .timeout_ms = timeout_ms, .max_body = SMALL_BODY};
+		struct http_resp rs;
 		err_clear(e);
-		if (dt_http_call(h, &rq, &rs, e) < 0)
+		if (rest_call(h, &rq, &rs, e) < 0)
 			break;
 		long st = rs.status;
 		if (st == 200 || st == 202 || st == 204 || st == 404) {
-			dt_resp_free(&rs);
+			http_resp_free(&rs);
 			rc = 0;
 			break;
 		}
-		dt_http_fail(&rs, "deleting the Daytona sandbox", e);
-		dt_resp_free(&rs);
+		rest_fail(&rs, "deleting the Daytona sandbox", e);
+		http_resp_free(&rs);
 		/* 409: a state change is in progress; it ends soon. */
 		if (st != 409 || i + 1 == tries)
 			break;
@@ -1435,7 +1435,7 @@ static int daytona_destroy(struct backend *b, enum backend_end how, struct err *
 		struct err de = {""};
 		if (shutdown && b->cfg->keep) {
 			log_msg(LOG_NOTICE, "kept Daytona sandbox %s; Daytona stops and deletes it once it is idle", D->id);
-		} else if (delete_sandbox(&D->http, D->id, shutdown ? SHUTDOWN_DELETE_MS : 10000, shutdown ? 1 : 3, &de) < 0) {
+		} else if (delete_sandbox(&D->rest, D->id, shutdown ? SHUTDOWN_DELETE_MS : 10000, shutdown ? 1 : 3, &de) < 0) {
 			rc = err_set(e, "could not delete Daytona sandbox %s: %s (Daytona deletes it once it is idle)", D->id,
 				     de.msg);
 			log_msg(LOG_WARNING, "%s", e->msg);
@@ -1447,7 +1447,7 @@ static int daytona_destroy(struct backend *b, enum backend_end how, struct err *
 	free(D->baseline);
 	D->baseline = NULL;
 	if (D->open)
-		dt_http_close(&D->http);
+		rest_close(&D->rest);
 	D->open = false;
 	return rc;
 }
@@ -1456,7 +1456,7 @@ static void daytona_report(struct backend *b, FILE *f)
 {
 	struct daytona *D = b->priv;
 	const struct config *cfg = b->cfg;
-	fprintf(f, "    api         %s%s%s\n", D->http.api, D->http.target[0] ? ", target " : "", D->http.target);
+	fprintf(f, "    api         %s%s%s\n", D->rest.api, D->rest.target[0] ? ", target " : "", D->rest.target);
 	fprintf(f, "    sandbox     %s (%s)\n", D->id,
 		D->snapshot[0] ? D->snapshot : D->image[0] ? D->image : "the organization's default snapshot");
 	fprintf(f, "    network     %s\n", cfg->network == NET_NONE ? "blocked (networkBlockAll)"
@@ -1515,20 +1515,20 @@ static void daytona_reap(const struct config *cfg)
 	const char *key = getenv("DAYTONA_API_KEY");
 	if (!key || !*key)
 		return;
-	struct dt_http h;
+	struct rest h;
 	struct err e = {""};
-	if (dt_http_open(&h, &e) < 0)
+	if (rest_open(&h, &e) < 0)
 		return;
-	char *lab = dt_http_escape("{\"" LABEL "\":\"1\"}"), path[256], host[128] = "?";
+	char *lab = http_escape("{\"" LABEL "\":\"1\"}"), path[256], host[128] = "?";
 	gethostname(host, sizeof host - 1);
 	host[sizeof host - 1] = '\0';
 	snprintf(path, sizeof path, "/sandbox?limit=100&labels=%s", lab ? lab : "");
 	free(lab);
-	char *url = dt_http_url(&h, path);
+	char *url = rest_url(&h, path);
 	/* At start-up, before the first call: short, whatever the API does. */
-	struct dt_req rq = {.method = "GET", .url = url, .timeout_ms = 2000, .max_body = 8u << 20};
-	struct dt_resp rs = {0};
-	if (!url || dt_http_call(&h, &rq, &rs, &e) < 0 || rs.status != 200) {
+	struct rest_req rq = {.method = "GET", .url = url, .timeout_ms = 2000, .max_body = 8u << 20};
+	struct http_resp rs = {0};
+	if (!url || rest_call(&h, &rq, &rs, &e) < 0 || rs.status != 200) {
 		log_msg(LOG_DEBUG, "daytona: not looking for leftovers: %s", e.msg[0] ? e.msg : "the API said no");
 		goto out;
 	}
@@ -1549,9 +1549,9 @@ static void daytona_reap(const struct config *cfg)
 			log_msg(LOG_WARNING, "could not delete Daytona sandbox %s left by %s: %s", id, owner, de.msg);
 	}
 out:
-	dt_resp_free(&rs);
+	http_resp_free(&rs);
 	free(url);
-	dt_http_close(&h);
+	rest_close(&h);
 }
 
 static int daytona_opts_check(const void *opts, const struct config *cfg, struct err *e)

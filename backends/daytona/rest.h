@@ -1,28 +1,23 @@
 /*
- * A small REST client for Daytona's control-plane API and its toolbox proxy, with libcurl and
- * jansson. It reads the variables the official SDKs read (DAYTONA_API_KEY, DAYTONA_API_URL,
- * DAYTONA_TARGET) and sends the headers they send (see dt_http_open).
+ * Daytona's REST API and its toolbox proxy, on the backends' HTTP client (http.h): the
+ * variables the official SDKs read (DAYTONA_API_KEY, DAYTONA_API_URL, DAYTONA_TARGET), the
+ * headers they send, the toolbox's bulk upload, and Daytona's error texts.
  *
- * The API key lives only in this struct's header list: it is never logged, never put into an
- * error text, never passed to a process. Every answer body is bounded (max_body); every call
- * has a timeout.
+ * The API key lives only in the client's header list: it is never logged, never put into an
+ * error text, never passed to a process, and it is wiped when the client closes.
  *
- * Retries are limited to what cannot run a request twice: a failure to connect (nothing was
- * sent) for any method; a connection reset or an empty answer for idempotent methods only;
- * and 429, after Retry-After, for any method (the request was refused, not run). Everything
- * else, whatever the status, is handed to the caller.
- *
- * Not thread-safe: one struct dt_http per thread (the backend's calls all run on one thread).
+ * Every request retries what cannot run twice (HTTP_RETRY_SAFE); everything else, whatever the
+ * status, is handed to the caller. Not thread-safe: one struct rest per thread.
  */
-#ifndef SANDBOX_DAYTONA_HTTP_H
-#define SANDBOX_DAYTONA_HTTP_H
+#ifndef SANDBOX_DAYTONA_REST_H
+#define SANDBOX_DAYTONA_REST_H
 
 #include <jansson.h>
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "../../src/base/err.h"
+#include "../http/http.h"
 
 #define DT_DEFAULT_API_URL "https://app.daytona.io/api"
 /* The API revision this client follows. Sent as X-Daytona-SDK-Version: the toolbox daemon
@@ -30,63 +25,43 @@
  * apart instead of merged (API_NOTES.md §3.3). */
 #define DT_API_REVISION "0.218.0"
 
-struct dt_http {
+struct rest {
 	char api[1024];          /* API base URL, no trailing slash */
 	char target[64];         /* DAYTONA_TARGET, "" for the organization's default */
-	void *curl;              /* CURL *, reused for keep-alive; NULL when closed */
-	void *headers;           /* struct curl_slist *: Authorization and the SDK headers */
-	int cancel_fd;           /* while >= 0: a call ends at once when it turns readable */
-	bool cancelled;          /* the last call ended so */
+	struct http http;        /* its cancel_fd: while >= 0, a request ends when it turns readable */
 };
 
-/* One file of a multipart bulk upload. */
-struct dt_part {
+/* One file of a toolbox bulk upload (multipart files[i].path and files[i].file). */
+struct rest_file {
 	const char *path;        /* destination inside the sandbox */
 	const void *data;        /* borrowed */
 	size_t len;
 };
 
-struct dt_req {
+struct rest_req {
 	const char *method;      /* GET, POST, DELETE, PUT */
-	const char *url;         /* absolute URL (dt_http_url builds API ones) */
+	const char *url;         /* absolute URL (rest_url builds API ones) */
 	json_t *json;            /* JSON body, borrowed; NULL for none */
-	const struct dt_part *parts; /* multipart files[i].path/files[i].file parts, or NULL */
-	size_t nparts;
+	const struct rest_file *files; /* a bulk upload's files instead, or NULL */
+	size_t nfiles;
 	long timeout_ms;         /* whole request, each attempt */
 	size_t max_body;         /* largest answer accepted */
 	int64_t deadline_ms;     /* monotonic; no retry wait goes past it; 0: timeout_ms from now */
 };
 
-struct dt_resp {
-	long status;
-	char *body;              /* NUL-terminated; owned, free with dt_resp_free */
-	size_t len;
-	json_t *json;            /* the body parsed, or NULL (not JSON, empty); owned */
-};
-
 /* Reads the environment and prepares the headers. -1 with e set when DAYTONA_API_KEY is
  * unset or empty, or the URL is not http(s). */
-int dt_http_open(struct dt_http *h, struct err *e);
-void dt_http_close(struct dt_http *h);
+int rest_open(struct rest *r, struct err *e);
+void rest_close(struct rest *r);
 
 /* An API URL: base + path (path starts with '/', already escaped). Caller frees. */
-char *dt_http_url(const struct dt_http *h, const char *path);
+char *rest_url(const struct rest *r, const char *path);
 
-/* Escapes s for a query value or a path segment. Caller frees. NULL when out of memory. */
-char *dt_http_escape(const char *s);
-
-/*
- * One request, with the retries above. 0 when an answer came (any status; rs filled), -1 with
- * e set when none did (cannot connect, timed out, answer too large, or h->cancel_fd turned
- * readable: then h->cancelled is set, at once, with no retry). rs is always safe to
- * dt_resp_free afterwards.
- */
-int dt_http_call(struct dt_http *h, const struct dt_req *rq, struct dt_resp *rs, struct err *e);
+/* One request (see http_call). */
+int rest_call(struct rest *r, const struct rest_req *rq, struct http_resp *rs, struct err *e);
 
 /* Sets e to "WHAT: HTTP <status>: <message of the answer>" with a hint for 401/403/404/429/5xx.
  * Returns -1. */
-int dt_http_fail(const struct dt_resp *rs, const char *what, struct err *e);
-
-void dt_resp_free(struct dt_resp *rs);
+int rest_fail(const struct http_resp *rs, const char *what, struct err *e);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * The Docker backend: the sandbox is one container per workspace, made through the Docker
- * Engine API (engine.h; Podman's compatible socket works too), with the same in-sandbox agent
+ * Engine API (dkapi.h; Podman's compatible socket works too), with the same in-sandbox agent
  * and the same wire protocol as the local backend, so calls give the same results.
  *
  * The container runs the server's own static sandbox-agent as its PID 1 (no --init): the
@@ -54,7 +54,7 @@
 #include "../agenthost/installnet.h"
 #include "../../src/base/log.h"
 #include "../agenthost/tree.h"
-#include "engine.h"
+#include "dkapi.h"
 
 #define DEFAULT_IMAGE "python:3.12-slim"
 #define AGENT_IN "/.sandbox-agent"
@@ -190,7 +190,7 @@ static void remove_container(struct dkapi *eng, const char *id)
 	/* A loaded engine may take longer than a quick request: once more, with the time a
 	 * create gets, rather than leave the container behind. */
 	int rc = dkapi_call(eng, "DELETE", path, NULL, T_QUICK, &status, &ans, &e);
-	if (rc < 0 && !eng->cancelled) {
+	if (rc < 0 && !eng->http.cancelled) {
 		err_clear(&e);
 		rc = dkapi_call(eng, "DELETE", path, NULL, T_CREATE, &status, &ans, &e);
 	}
@@ -205,10 +205,10 @@ static void remove_container(struct dkapi *eng, const char *id)
 /* Removes a container by name, whatever the caller's cancellation says (quick, bounded). */
 static void remove_by_name(struct docker *D, const char *name)
 {
-	int fd = D->eng.cancel_fd;
-	D->eng.cancel_fd = -1;
+	int fd = D->eng.http.cancel_fd;
+	D->eng.http.cancel_fd = -1;
 	remove_container(&D->eng, name);
-	D->eng.cancel_fd = fd;
+	D->eng.http.cancel_fd = fd;
 }
 
 static void inst_kill(struct docker *D, struct docker_inst *in)
@@ -347,9 +347,9 @@ static int wait_agent(struct docker *D, struct docker_inst *in, struct err *e)
 				AGENT_WAIT_MS / 1000);
 			break;
 		}
-		struct pollfd cp = {D->eng.cancel_fd, POLLIN, 0};
-		if (poll(&cp, D->eng.cancel_fd >= 0 ? 1 : 0, 5) > 0) {
-			D->eng.cancelled = true;
+		struct pollfd cp = {D->eng.http.cancel_fd, POLLIN, 0};
+		if (poll(&cp, D->eng.http.cancel_fd >= 0 ? 1 : 0, 5) > 0) {
+			D->eng.http.cancelled = true;
 			err_set(e, "cancelled");
 			break;
 		}
@@ -387,7 +387,7 @@ static int inst_spawn(struct backend *b, struct docker_inst *in, bool net, const
 	if (rc < 0) {
 		/* The request may have reached the engine before it was cut short: the container
 		 * may exist. Its name is ours alone. */
-		if (D->eng.cancelled)
+		if (D->eng.http.cancelled)
 			remove_by_name(D, name);
 		goto fail;
 	}
@@ -498,13 +498,15 @@ static bool owner_dead(const struct docker *D, json_t *labels, bool self_too)
  * earlier containers too (they outlived an engine restart). */
 static void reap_containers(struct docker *D, bool self_too)
 {
-	char path[256], filt[128];
+	char path[256];
 	long status = 0;
 	json_t *ans = NULL;
 	struct err e = {""};
-	if (dkapi_escape(&D->eng, "{\"label\":[\"" LABEL "=1\"]}", filt, sizeof filt) < 0)
+	char *filt = http_escape("{\"label\":[\"" LABEL "=1\"]}");
+	if (!filt)
 		return;
 	snprintf(path, sizeof path, "/containers/json?all=1&filters=%s", filt);
+	free(filt);
 	if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &ans, &e) < 0 || status != 200) {
 		log_msg(LOG_DEBUG, "docker: listing leftover containers failed: %s", e.msg[0] ? e.msg : "HTTP error");
 		json_decref(ans);
@@ -585,11 +587,11 @@ static int make_sandbox(struct backend *b, struct err *e)
 static int docker_start(struct backend *b, int cancel_fd, struct err *e)
 {
 	struct docker *D = b->priv;
-	D->eng.cancel_fd = cancel_fd;
+	D->eng.http.cancel_fd = cancel_fd;
 	int rc = make_sandbox(b, e);
-	bool cancelled = D->eng.cancelled || (rc < 0 && cancel_fd >= 0 && poll(&(struct pollfd){cancel_fd, POLLIN, 0}, 1, 0) > 0);
-	D->eng.cancel_fd = -1;
-	D->eng.cancelled = false;
+	bool cancelled = D->eng.http.cancelled || (rc < 0 && cancel_fd >= 0 && poll(&(struct pollfd){cancel_fd, POLLIN, 0}, 1, 0) > 0);
+	D->eng.http.cancel_fd = -1;
+	D->eng.http.cancelled = false;
 	return rc < 0 && cancelled ? BACKEND_CANCELLED : rc;
 }
 

@@ -1,6 +1,6 @@
 /*
- * A small client of the Docker Engine API over the engine's unix socket, with libcurl. Podman's
- * Docker-compatible socket speaks the same API. Only unix sockets are supported: the Docker
+ * A small client of the Docker Engine API over the engine's unix socket, on the backends' HTTP
+ * client (http.h). Podman's Docker-compatible socket speaks the same API. Only unix sockets are supported: the Docker
  * backend talks to its agents through host folders, so the engine must run on this machine.
  *
  * The socket comes from DOCKER_HOST (unix://PATH only); without it the usual places are tried:
@@ -19,6 +19,7 @@
 #include <sys/un.h>
 
 #include "../../src/base/err.h"
+#include "../http/http.h"
 
 #define DKAPI_BODY_MAX (8u << 20)
 
@@ -27,9 +28,8 @@ struct dkapi {
 	char api[24];       /* "/v1.41" once negotiated */
 	char version[64];   /* the engine's version, for --check */
 	char name[32];      /* "Docker Engine" or "Podman Engine", for messages */
-	void *curl;         /* CURL *, NULL when closed */
-	int cancel_fd;      /* while >= 0: a call ends at once when it turns readable; -1 none */
-	bool cancelled;     /* the last call ended so */
+	struct http http;   /* its cancel_fd: while >= 0, a call ends at once when it turns readable */
+	bool open;          /* http is usable */
 };
 
 /* A closed client: no socket chosen, no cancel fd. */
@@ -43,7 +43,7 @@ int dkapi_locate(struct dkapi *d, struct err *e);
 int dkapi_open(struct dkapi *d, long timeout_ms, struct err *e);
 
 /*
- * Calls give up at once when d->cancel_fd turns readable: -1 with d->cancelled set.
+ * Calls give up at once when d->http.cancel_fd turns readable: -1 with d->http.cancelled set.
  *
  * One API call: METHOD /v<api>PATH (path starts with '/', query included, already escaped),
  * with body as JSON when not NULL. *status gets the HTTP status; *out (may be NULL) the answer
@@ -59,9 +59,6 @@ const char *dkapi_message(const json_t *answer, const char *fallback);
 /* Pulls image (name[:tag] or name@digest), waiting up to timeout_ms. 0, or -1 with the
  * engine's reason in e. */
 int dkapi_pull(struct dkapi *d, const char *image, long timeout_ms, struct err *e);
-
-/* URL-escapes s into buf (n bytes). 0, or -1 when it does not fit. */
-int dkapi_escape(struct dkapi *d, const char *s, char *buf, size_t n);
 
 void dkapi_close(struct dkapi *d);
 

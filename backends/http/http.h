@@ -1,0 +1,92 @@
+/*
+ * The one HTTP client of the backends that speak HTTP (Docker's Engine API on its unix socket,
+ * Daytona's REST API over TCP), on libcurl, initialised once for the process:
+ *
+ *  - every answer is bounded (max_body), or streamed to the caller (on_data);
+ *  - every request has a timeout, and ends at once when the cancel fd turns readable;
+ *  - a failure says what libcurl saw ("Failed to connect to 127.0.0.1 port 9 after 0 ms:
+ *    Couldn't connect to server (Connection refused)"), never just a code;
+ *  - retries are the request's choice (enum http_retry), and never repeat what may have run.
+ *
+ * Headers given with http_header go with every request and are wiped from memory when the
+ * client closes (they may hold a key). Not thread-safe: one struct http per thread.
+ */
+#ifndef SANDBOX_HTTP_H
+#define SANDBOX_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../src/base/err.h"
+
+struct http {
+	void *curl;              /* CURL *, reused (keep-alive); NULL when closed */
+	void *headers;           /* struct curl_slist *: sent with every request */
+	char unix_socket[108];   /* the server's socket; "" for TCP */
+	int cancel_fd;           /* while >= 0: a request ends at once when it turns readable */
+	bool cancelled;          /* the last request ended so */
+};
+
+enum http_retry {
+	HTTP_ONCE,               /* one attempt, whatever happens */
+	/* Again only what cannot run twice: a failure to connect (nothing was sent; any method, 2
+	 * more tries, 250 ms x try + jitter apart), a reset or empty answer (GET, HEAD, PUT,
+	 * DELETE, OPTIONS only), and 429 after its Retry-After (3 more, each wait at most 10 s). */
+	HTTP_RETRY_SAFE,
+};
+
+/* One part of a multipart/form-data body. */
+struct http_part {
+	const char *name;
+	const char *filename;    /* NULL: a plain field */
+	const void *data;        /* borrowed */
+	size_t len;
+};
+
+struct http_req {
+	const char *method;      /* GET, POST, PUT, DELETE ... */
+	const char *url;         /* absolute; for a unix socket, http://localhost/PATH */
+	json_t *json;            /* JSON body, borrowed; NULL for none */
+	const struct http_part *parts; /* a multipart body instead, or NULL */
+	size_t nparts;
+	long timeout_ms;         /* each attempt, whole */
+	size_t max_body;         /* largest answer kept */
+	int64_t deadline_ms;     /* monotonic: no retry wait goes past it; 0: timeout_ms from now */
+	enum http_retry retry;
+	/* The answer's body in chunks instead of kept (rs->body stays empty). Returns n to go on. */
+	size_t (*on_data)(const char *p, size_t n, void *ctx);
+	void *ctx;
+};
+
+struct http_resp {
+	long status;
+	char *body;              /* NUL-terminated; owned, free with http_resp_free */
+	size_t len;
+	json_t *json;            /* the body parsed (any JSON value), or NULL; owned */
+};
+
+/* A client of the server at unix_socket (NULL or "": TCP, by each request's URL). 0, or -1. */
+int http_open(struct http *h, const char *unix_socket, struct err *e);
+
+/* Adds a header line ("Name: value") sent with every request. 0, or -1 when out of memory. */
+int http_header(struct http *h, const char *line, struct err *e);
+
+/*
+ * One request, with the retries rq->retry allows. 0 when an answer came (any status; rs
+ * filled), -1 with e set when none did (no connection, timed out, too large an answer, or the
+ * cancel fd turned readable: then h->cancelled is set, at once, with no retry). rs is always
+ * safe to http_resp_free afterwards.
+ */
+int http_call(struct http *h, const struct http_req *rq, struct http_resp *rs, struct err *e);
+
+/* s escaped for a URL's query value or path segment. Caller frees; NULL when out of memory. */
+char *http_escape(const char *s);
+
+void http_resp_free(struct http_resp *rs);
+
+/* Closes the connection and wipes the headers. Idempotent. */
+void http_close(struct http *h);
+
+#endif
