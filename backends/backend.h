@@ -21,13 +21,6 @@
 
 struct backend;
 
-/* Why a sandbox ends: what becomes of its workspace depends on it. */
-enum backend_end {
-	BACKEND_END_DROP,      /* idle, died, failed to start: removed (a --workspace folder stays) */
-	BACKEND_END_CLEANUP,   /* cleanup_sandbox: removed, a --workspace folder emptied */
-	BACKEND_END_SHUTDOWN,  /* the server stops: as DROP, or kept with --keep */
-};
-
 struct backend_ops {
 	const char *name;
 	size_t priv_size;

@@ -45,15 +45,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../backend.h"
 #include "../../src/base/clock.h"
-#include "../agenthost/agentlink.h"
+#include "../../src/base/log.h"
+#include "../agenthost/agenthost.h"
 #include "../agenthost/cgroup.h"
-#include "../agenthost/filter.h"
 #include "../agenthost/hostdir.h"
 #include "../agenthost/installnet.h"
-#include "../../src/base/log.h"
 #include "../agenthost/tree.h"
+#include "../backend.h"
 #include "dkapi.h"
 
 #define DEFAULT_IMAGE "python:3.12-slim"
@@ -69,35 +68,30 @@
 /* How long a started container's agent may take to listen. */
 #define AGENT_WAIT_MS 20000
 
-/* The agent, embedded at build time (see embed.S). */
-extern const unsigned char agent_blob_start[], agent_blob_end[];
-
 /* The backend's own options (--image). */
 struct docker_opts {
 	char image[256];
 };
 
+/* One instance: a container. */
 struct docker_inst {
+	struct agent_inst in;  /* its pid: its init (the agent) as this host sees it */
 	char id[80];           /* the container's id; "" when none */
 	char run[PATH_MAX];    /* host folder bound at RUN_IN; "" when none */
-	struct agentlink link;
-	pid_t pid;             /* its init (the agent) as this host sees it; 0 unknown */
 };
 
 struct docker {
+	struct agenthost host;
 	struct dkapi eng;
 	char image[256];
-	char state[PATH_MAX];  /* the state folder */
-	struct hostdir h;      /* this sandbox's folder and workspace */
 	char agent[PATH_MAX];  /* the agent binary, bound into every container */
-	struct filter filter;
-	struct docker_inst main;
 	unsigned seq;
-	unsigned uid, gid;     /* the container's user */
 	bool rl_memory, rl_pids; /* the engine could not limit these: fall back to rlimits */
-	char host[256];        /* labels: this server */
+	char hostname[256];    /* labels: this server */
 	char start_time[32];
 };
+
+#define DI(in) ((struct docker_inst *)(void *)(in))
 
 /* ---------------------------------------------------------------- small helpers */
 
@@ -134,9 +128,9 @@ static int proc_start(long pid, char *buf, size_t n)
 
 static void self_labels(struct docker *D)
 {
-	if (gethostname(D->host, sizeof D->host) < 0)
-		snprintf(D->host, sizeof D->host, "?");
-	D->host[sizeof D->host - 1] = '\0';
+	if (gethostname(D->hostname, sizeof D->hostname) < 0)
+		snprintf(D->hostname, sizeof D->hostname, "?");
+	D->hostname[sizeof D->hostname - 1] = '\0';
 	if (proc_start(getpid(), D->start_time, sizeof D->start_time) < 0)
 		snprintf(D->start_time, sizeof D->start_time, "?");
 }
@@ -154,28 +148,12 @@ static int write_agent(const char *path, struct err *e)
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0700);
 	if (fd < 0)
 		return err_sys(e, "creating %s", path);
-	const unsigned char *p = agent_blob_start;
-	size_t len = (size_t)(agent_blob_end - agent_blob_start);
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err_sys(e, "writing %s", path);
-			close(fd);
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	if (fchmod(fd, 0555) < 0) {
-		err_sys(e, "chmod %s", path);
-		close(fd);
-		return -1;
-	}
-	if (close(fd) < 0)
-		return err_sys(e, "writing %s", path);
-	return 0;
+	int rc = agenthost_write_agent(fd, path, e);
+	if (rc == 0 && fchmod(fd, 0555) < 0)
+		rc = err_sys(e, "chmod %s", path);
+	if (close(fd) < 0 && rc == 0)
+		rc = err_sys(e, "writing %s", path);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- containers */
@@ -211,18 +189,18 @@ static void remove_by_name(struct docker *D, const char *name)
 	D->eng.http.cancel_fd = fd;
 }
 
-static void inst_kill(struct docker *D, struct docker_inst *in)
+static void inst_kill(void *ctx, struct agent_inst *ai)
 {
-	agentlink_close(&in->link);
-	if (in->id[0]) {
+	struct docker *D = ctx;
+	struct docker_inst *in = DI(ai);
+	if (!in)
+		return;
+	agentlink_close(&in->in.link);
+	if (in->id[0])
 		remove_container(&D->eng, in->id);
-		in->id[0] = '\0';
-	}
-	if (in->run[0]) {
-		if (tree_remove(in->run) < 0)
-			log_msg(LOG_WARNING, "could not remove %s: %s", in->run, strerror(errno));
-		in->run[0] = '\0';
-	}
+	if (in->run[0] && tree_remove(in->run) < 0)
+		log_msg(LOG_WARNING, "could not remove %s: %s", in->run, strerror(errno));
+	free(in);
 }
 
 static json_t *mount_spec(const char *src, const char *dst, bool ro)
@@ -231,16 +209,15 @@ static json_t *mount_spec(const char *src, const char *dst, bool ro)
 }
 
 /* The create request of a container on D's workspace; `net`: the engine's default network. */
-static json_t *container_spec(struct backend *b, const struct docker_inst *in, bool net, const char *role,
+static json_t *container_spec(struct docker *D, const struct docker_inst *in, bool net, const char *role,
 			      const char *proxy_dir)
 {
-	struct docker *D = b->priv;
-	const struct config *cfg = b->cfg;
+	const struct config *cfg = D->host.cfg;
 	char user[32], pid[24], tmpfs[96];
-	snprintf(user, sizeof user, "%u:%u", D->uid, D->gid);
+	snprintf(user, sizeof user, "%u:%u", (unsigned)D->host.uid, (unsigned)D->host.gid);
 	snprintf(pid, sizeof pid, "%ld", (long)getpid());
 	snprintf(tmpfs, sizeof tmpfs, "rw,nosuid,nodev,size=%llu,mode=1777", (unsigned long long)cfg->tmp_size);
-	json_t *mounts = json_pack("[o, o, o]", mount_spec(D->h.ws, WORKSPACE, false), mount_spec(in->run, RUN_IN, false),
+	json_t *mounts = json_pack("[o, o, o]", mount_spec(D->host.h.ws, WORKSPACE, false), mount_spec(in->run, RUN_IN, false),
 				   mount_spec(D->agent, AGENT_IN, true));
 	if (mounts && cfg->wheelhouse[0])
 		json_array_append_new(mounts, mount_spec(cfg->wheelhouse, "/wheelhouse", true));
@@ -259,8 +236,8 @@ static json_t *container_spec(struct backend *b, const struct docker_inst *in, b
 	return json_pack("{s:s, s:[s], s:[s, s], s:s, s:s, s:s, s:[], s:I, s:{s:s, s:s, s:s, s:s, s:s, s:s}, s:o}",
 			 "Image", D->image, "Entrypoint", AGENT_IN, "Cmd", "--listen", RUN_IN "/" SOCK_NAME, "User", user,
 			 "WorkingDir", WORKSPACE, "Hostname", "sandbox", "Env", "StopTimeout", (json_int_t)1, "Labels",
-			 LABEL, "1", LABEL ".pid", pid, LABEL ".start", D->start_time, LABEL ".host", D->host,
-			 LABEL ".sandbox", b->sandbox_id, LABEL ".role", role, "HostConfig", host);
+			 LABEL, "1", LABEL ".pid", pid, LABEL ".start", D->start_time, LABEL ".host", D->hostname,
+			 LABEL ".sandbox", D->host.id, LABEL ".role", role, "HostConfig", host);
 }
 
 /* Reads what the engine says about a container that should be running. */
@@ -358,87 +335,98 @@ static int wait_agent(struct docker *D, struct docker_inst *in, struct err *e)
 	return fd;
 }
 
-/* Starts a container on D's workspace and connects to its agent. */
-static int inst_spawn(struct backend *b, struct docker_inst *in, bool net, const char *role, const char *proxy_dir,
-		      struct err *e)
+/* Creates the container of in (named after the sandbox and n); notes what the engine cannot
+ * limit here. 0, or -1 with e set. */
+static int create_container(struct docker *D, struct docker_inst *in, unsigned n, bool net, const char *proxy_dir,
+			    struct err *e)
 {
-	struct docker *D = b->priv;
-	char name[128], path[256], why[512];
+	char name[128], path[256];
 	long status = 0;
-	json_t *ans = NULL;
-	memset(in, 0, sizeof *in);
-	in->link.fd = -1;
-	unsigned n = D->seq++;
-	if (hostdir_path(in->run, sizeof in->run, "%s/run-%u", D->h.host, n) < 0)
-		return err_set(e, "the state folder's path is too long");
-	if (mkdir(in->run, 0700) < 0 || chown(in->run, D->uid, D->gid) < 0) {
-		err_sys(e, "creating %s", in->run);
-		goto fail;
-	}
-	json_t *spec = container_spec(b, in, net, role, proxy_dir);
-	if (!spec) {
-		err_set(e, "out of memory");
-		goto fail;
-	}
-	snprintf(name, sizeof name, "sandbox-mcp-%s-%u", b->sandbox_id, n);
+	json_t *ans = NULL, *spec = container_spec(D, in, net, proxy_dir ? "install" : "main", proxy_dir);
+	if (!spec)
+		return err_set(e, "out of memory");
+	snprintf(name, sizeof name, "sandbox-mcp-%s-%u", D->host.id, n);
 	snprintf(path, sizeof path, "/containers/create?name=%s", name);
 	int rc = dkapi_call(&D->eng, "POST", path, spec, T_CREATE, &status, &ans, e);
 	json_decref(spec);
-	if (rc < 0) {
-		/* The request may have reached the engine before it was cut short: the container
-		 * may exist. Its name is ours alone. */
-		if (D->eng.http.cancelled)
-			remove_by_name(D, name);
-		goto fail;
-	}
+	/* A request cut short may have reached the engine: the container may exist. Its name is
+	 * ours alone. */
+	if (rc < 0 && D->eng.http.cancelled)
+		remove_by_name(D, name);
 	const char *id = json_string_value(json_object_get(ans, "Id"));
-	if (status != 201 || !id || strlen(id) >= sizeof in->id) {
-		err_set(e, "the engine refused to create the sandbox container: %s (HTTP %ld)",
-			dkapi_message(ans, "no container id"), status);
-		goto fail;
-	}
-	snprintf(in->id, sizeof in->id, "%s", id);
+	if (rc == 0 && (status != 201 || !id || strlen(id) >= sizeof in->id))
+		rc = err_set(e, "the engine refused to create the sandbox container: %s (HTTP %ld)",
+			     dkapi_message(ans, "no container id"), status);
+	if (rc == 0)
+		snprintf(in->id, sizeof in->id, "%s", id);
 	size_t i;
 	json_t *w;
-	json_array_foreach(json_object_get(ans, "Warnings"), i, w) {
+	json_array_foreach(rc == 0 ? json_object_get(ans, "Warnings") : NULL, i, w) {
 		const char *s = json_string_value(w);
-		if (!s)
-			continue;
-		log_msg(LOG_WARNING, "docker: %s", s);
-		if (strstr(s, "emory"))
-			D->rl_memory = true;
-		if (strstr(s, "PID") || strstr(s, "pids"))
-			D->rl_pids = true;
+		if (s)
+			log_msg(LOG_WARNING, "docker: %s", s);
+		D->rl_memory = D->rl_memory || (s && strstr(s, "emory"));
+		D->rl_pids = D->rl_pids || (s && (strstr(s, "PID") || strstr(s, "pids")));
 	}
 	json_decref(ans);
-	ans = NULL;
+	return rc;
+}
+
+/* Starts the container of in and connects to its agent. 0, or -1 with e set. */
+static int start_container(struct docker *D, struct docker_inst *in, struct err *e)
+{
+	char path[256], why[512];
+	long status = 0;
+	json_t *ans = NULL;
 	snprintf(path, sizeof path, "/containers/%s/start", in->id);
-	if (dkapi_call(&D->eng, "POST", path, NULL, T_CREATE, &status, &ans, e) < 0)
-		goto fail;
-	if (status != 204 && status != 304) {
-		err_set(e, "the engine could not start the sandbox container: %s (HTTP %ld)",
-			dkapi_message(ans, "no reason given"), status);
-		goto fail;
-	}
+	int rc = dkapi_call(&D->eng, "POST", path, NULL, T_CREATE, &status, &ans, e);
+	if (rc == 0 && status != 204 && status != 304)
+		rc = err_set(e, "the engine could not start the sandbox container: %s (HTTP %ld)",
+			     dkapi_message(ans, "no reason given"), status);
 	json_decref(ans);
-	ans = NULL;
-	int fd = wait_agent(D, in, e);
+	int fd = rc == 0 ? wait_agent(D, in, e) : -1;
 	if (fd < 0)
-		goto fail;
-	if (agentlink_open(&in->link, fd, 10000, e) != 0) {
+		return -1;
+	if (agentlink_open(&in->in.link, fd, 10000, e) != 0) {
 		container_state(D, in->id, why, sizeof why, &(bool){true});
-		err_set(e, "(%s)", why);
-		goto fail;
+		return err_set(e, "(%s)", why);
 	}
-	if (agentlink_filter(&in->link, D->filter.bpf, D->filter.len, e) != 0)
-		goto fail;
-	/* For telling out-of-memory kills: the engine's OOMKilled flags only a dead init. */
-	in->pid = container_pid(D, in->id);
 	return 0;
-fail:
-	json_decref(ans);
-	inst_kill(D, in);
-	return -1;
+}
+
+/* Starts a container on the workspace and connects to its agent. */
+static int inst_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
+{
+	struct docker *D = ctx;
+	struct docker_inst *in = calloc(1, sizeof *in);
+	if (!in)
+		return err_set(e, "out of memory");
+	in->in.link.fd = -1;
+	unsigned n = D->seq++;
+	int rc = 0;
+	if (hostdir_path(in->run, sizeof in->run, "%s/run-%u", D->host.h.host, n) < 0) {
+		in->run[0] = '\0';
+		rc = err_set(e, "the state folder's path is too long");
+	} else if (mkdir(in->run, 0700) < 0 || chown(in->run, D->host.uid, D->host.gid) < 0) {
+		rc = err_sys(e, "creating %s", in->run);
+	}
+	if (rc == 0)
+		rc = create_container(D, in, n, net, proxy_dir, e);
+	if (rc == 0)
+		rc = start_container(D, in, e);
+	if (rc < 0) {
+		inst_kill(D, &in->in);
+		return -1;
+	}
+	/* For telling out-of-memory kills: the engine's OOMKilled flags only a dead init. */
+	in->in.pid = container_pid(D, in->id);
+	in->in.rl_memory = D->rl_memory;
+	in->in.rl_pids = D->rl_pids;
+	if (proxy_dir)
+		log_msg(LOG_INFO, "docker: the install step runs in its own container %.12s (no network but the proxy)",
+			in->id);
+	*out = &in->in;
+	return 0;
 }
 
 /* ---------------------------------------------------------------- images */
@@ -480,7 +468,7 @@ static bool owner_dead(const struct docker *D, json_t *labels, bool self_too)
 	const char *host = json_string_value(json_object_get(labels, LABEL ".host"));
 	const char *pid = json_string_value(json_object_get(labels, LABEL ".pid"));
 	const char *start = json_string_value(json_object_get(labels, LABEL ".start"));
-	if (!host || strcmp(host, D->host) || !pid || !start)
+	if (!host || strcmp(host, D->hostname) || !pid || !start)
 		return false;
 	char *end;
 	long p = strtol(pid, &end, 10);
@@ -524,7 +512,100 @@ static void reap_containers(struct docker *D, bool self_too)
 	json_decref(ans);
 }
 
-/* Removes docker-* sandbox folders whose lock is free (their server is gone). */
+/* ---------------------------------------------------------------- the home */
+
+/* What every container needs: the agent's copy, and the image. */
+static int docker_prepare(void *ctx, struct err *e)
+{
+	struct docker *D = ctx;
+	if (hostdir_path(D->agent, sizeof D->agent, "%s/sandbox-agent", D->host.h.host) < 0)
+		return err_set(e, "the state folder's path is too long");
+	if (write_agent(D->agent, e) < 0)
+		return -1;
+	return ensure_image(D, e);
+}
+
+/* Between calls the agent says nothing: readable means it closed or died. */
+static int inst_check(void *ctx, struct agent_inst *in, struct err *e)
+{
+	struct docker *D = ctx;
+	struct pollfd p = {in->link.fd, POLLIN, 0};
+	if (poll(&p, 1, 0) <= 0)
+		return 0;
+	char why[512];
+	bool running;
+	container_state(D, DI(in)->id, why, sizeof why, &running);
+	agentlink_close(&in->link);
+	return err_set(e, "its agent went away (%s)", why), BACKEND_LOST;
+}
+
+static void inst_lost(void *ctx, struct agent_inst *in)
+{
+	struct docker *D = ctx;
+	char why[512];
+	bool running;
+	container_state(D, DI(in)->id, why, sizeof why, &running);
+	log_msg(LOG_WARNING, "docker: lost the agent of %s: %s", D->host.id, why);
+}
+
+static int inst_oom_kills(void *ctx, const struct agent_inst *in, uint64_t *n)
+{
+	(void)ctx;
+	if (!in->pid || in->rl_memory)
+		return -1;
+	return cgroup_oom_kills_of(in->pid, n);
+}
+
+static void docker_end(void *ctx, bool keep)
+{
+	struct docker *D = ctx;
+	if (keep && D->agent[0])
+		unlink(D->agent);
+	dkapi_close(&D->eng);
+	D->eng.api[0] = '\0';
+}
+
+static void report_isolation(void *ctx, FILE *f)
+{
+	struct docker *D = ctx;
+	const struct config *cfg = D->host.cfg;
+	fprintf(f, "    engine      %s %s at unix://%s (API version %s)\n", D->eng.name, D->eng.version, D->eng.sock,
+		D->eng.api + 2);
+	fprintf(f, "    image       %s\n", D->image);
+	fprintf(f, "    isolation   container (own pid, mount, ipc, uts%s namespaces); read-only root; engine's default "
+		   "seccomp profile plus the server's filter (%u rules); no-new-privileges; no capabilities\n",
+		cfg->network == NET_ALL ? "" : ", network", D->host.filter.rules);
+	fprintf(f, "    user        uid %u, gid %u\n", (unsigned)D->host.uid, (unsigned)D->host.gid);
+}
+
+static void report_limits(void *ctx, FILE *f)
+{
+	struct docker *D = ctx;
+	const struct config *cfg = D->host.cfg;
+	char sz[32];
+	fprintf(f, "    memory      %-10s %s\n", config_fmt_size(cfg->memory, sz, sizeof sz),
+		D->rl_memory ? "per process only (RLIMIT_AS): the engine cannot limit memory here"
+			     : "container memory limit (cgroup), no swap");
+	fprintf(f, "    processes   %-10llu %s\n", (unsigned long long)cfg->pids,
+		D->rl_pids ? "per user (RLIMIT_NPROC): the engine cannot limit processes here" : "container pids limit (cgroup)");
+	fprintf(f, "    cpus        %-10g container CPU quota (NanoCpus)\n", cfg->cpus);
+}
+
+static const struct agenthost_home docker_home = {
+	.prefix = "docker",
+	.prepare = docker_prepare,
+	.spawn = inst_spawn,
+	.kill = inst_kill,
+	.check = inst_check,
+	.lost = inst_lost,
+	.oom_kills = inst_oom_kills,
+	.report_isolation = report_isolation,
+	.report_limits = report_limits,
+	.end = docker_end,
+	.shared_net = "the engine's default bridge",
+	.ws_how = "bind-mounted at /workspace",
+};
+
 /* ---------------------------------------------------------------- ops */
 
 static int docker_probe(struct backend *b, struct err *e)
@@ -542,18 +623,14 @@ static int docker_probe(struct backend *b, struct err *e)
 static void docker_init(struct backend *b)
 {
 	struct docker *D = b->priv;
+	agenthost_init(&D->host, &docker_home, D, b->cfg);
 	dkapi_init(&D->eng);
-	hostdir_init(&D->h);
-	D->main.link.fd = -1;
 }
 
 /* Makes the sandbox (see docker_start). */
 static int make_sandbox(struct backend *b, struct err *e)
 {
 	struct docker *D = b->priv;
-	const struct config *cfg = b->cfg;
-	D->uid = geteuid() == 0 ? (unsigned)cfg->sandbox_uid : (unsigned)geteuid();
-	D->gid = geteuid() == 0 ? (unsigned)cfg->sandbox_uid : (unsigned)getegid();
 	const struct docker_opts *o = b->opts;
 	snprintf(D->image, sizeof D->image, "%s", o->image[0] ? o->image : DEFAULT_IMAGE);
 	if (!image_ok(D->image))
@@ -561,25 +638,10 @@ static int make_sandbox(struct backend *b, struct err *e)
 	self_labels(D);
 	if (!D->eng.api[0] && dkapi_open(&D->eng, 5000, e) < 0)
 		return -1;
-	if (hostdir_state(cfg, D->state, sizeof D->state, e) < 0)
-		return -1;
 	reap_containers(D, true);
-
-	unsigned char rnd[4];
-	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
-		return err_sys(e, "getrandom");
-	snprintf(b->sandbox_id, sizeof b->sandbox_id, "docker-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
-	if (hostdir_open(&D->h, cfg, D->state, b->sandbox_id, D->uid, D->gid, e) < 0)
-		return -1;
-	if (hostdir_path(D->agent, sizeof D->agent, "%s/sandbox-agent", D->h.host) < 0)
-		return err_set(e, "the state folder's path is too long");
-	if (write_agent(D->agent, e) < 0)
-		return -1;
-	if (cfg->wheelhouse[0] && access(cfg->wheelhouse, R_OK | X_OK) < 0)
-		return err_sys(e, "wheelhouse %s", cfg->wheelhouse);
-	if (ensure_image(D, e) < 0 || filter_build(&D->filter, e) < 0)
-		return -1;
-	return inst_spawn(b, &D->main, cfg->network == NET_ALL, "main", NULL, e);
+	int rc = agenthost_start(&D->host, e);
+	snprintf(b->sandbox_id, sizeof b->sandbox_id, "%s", D->host.id);
+	return rc;
 }
 
 /* An image pull can take minutes: every engine call and wait of the making watches cancel_fd,
@@ -595,156 +657,44 @@ static int docker_start(struct backend *b, int cancel_fd, struct err *e)
 	return rc < 0 && cancelled ? BACKEND_CANCELLED : rc;
 }
 
-static void call_limits(const struct backend *b, const struct run_req *rq, struct agentlink_limits *lim)
-{
-	const struct docker *D = b->priv;
-	const struct config *cfg = b->cfg;
-	int64_t left = rq->deadline_ms - clock_ms();
-	memset(lim, 0, sizeof *lim);
-	lim->open_files = cfg->open_files;
-	lim->file_size = cfg->file_size;
-	lim->cpu_s = (uint64_t)(left > 0 ? left : 0) / 1000 + 2;
-	lim->nproc = D->rl_pids ? cfg->pids : 0;
-	lim->as = D->rl_memory ? cfg->memory : 0;
-	lim->spill_max = cfg->spill_max;
-}
-
 static int docker_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e)
 {
-	struct docker *D = b->priv;
-	struct agentlink_limits lim;
-	if (!D->main.id[0] || D->main.link.fd < 0)
-		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
-	call_limits(b, rq, &lim);
-	/* The install step alone reaches the package index: in a container of its own on the same
-	 * workspace, with no network ("none": loopback only) but the server's proxy. */
-	if (rq->network && b->cfg->network == NET_INSTALL) {
-		struct installnet inet;
-		struct docker_inst net;
-		if (installnet_open(&inet, b->cfg, D->h.host, D->uid, rq->env, e) < 0)
-			return -1;
-		int rc = inst_spawn(b, &net, false, "install", inet.dir, e);
-		if (rc == 0) {
-			struct run_req step = *rq;
-			step.env = installnet_env(&inet);
-			installnet_limits(&inet, &lim);
-			log_msg(LOG_INFO, "docker: the install step runs in its own container %.12s (no network but the proxy)",
-				net.id);
-			rc = agentlink_run(&net.link, &step, &lim, rs, e);
-			inst_kill(D, &net);
-		}
-		installnet_close(&inet);
-		return rc == BACKEND_LOST ? -1 : rc;
-	}
-	uint64_t oom_before = 0, oom_after = 0;
-	bool counted = D->main.pid && !D->rl_memory && cgroup_oom_kills_of(D->main.pid, &oom_before) == 0;
-	int rc = agentlink_run(&D->main.link, rq, &lim, rs, e);
-	if (rc == 0 && counted && cgroup_oom_kills_of(D->main.pid, &oom_after) == 0 && oom_after > oom_before) {
-		rs->oom_killed = true;
-		rs->memory_limit = b->cfg->memory;
-	}
-	if (rc == BACKEND_LOST) {
-		char why[512];
-		bool running;
-		container_state(D, D->main.id, why, sizeof why, &running);
-		log_msg(LOG_WARNING, "docker: lost the agent of %s: %s", b->sandbox_id, why);
-		agentlink_close(&D->main.link);
-	}
-	return rc;
+	return agenthost_run(&((struct docker *)b->priv)->host, rq, rs, e);
 }
 
 static int docker_put(struct backend *b, const struct run_file *f, struct err *e)
 {
-	struct docker *D = b->priv;
-	if (!D->main.id[0] || D->main.link.fd < 0)
-		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
-	return agentlink_put(&D->main.link, f, e);
+	return agenthost_put(&((struct docker *)b->priv)->host, f, e);
 }
 
 static int docker_list(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
 {
-	struct docker *D = b->priv;
-	if (!D->main.id[0] || D->main.link.fd < 0)
-		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
-	return agentlink_list(&D->main.link, dir, skip, max, out, e);
+	return agenthost_list(&((struct docker *)b->priv)->host, dir, skip, max, out, e);
 }
 
 static int docker_get(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e)
 {
-	struct docker *D = b->priv;
-	if (!D->main.id[0] || D->main.link.fd < 0)
-		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
-	return agentlink_get(&D->main.link, path, max, out, e);
+	return agenthost_get(&((struct docker *)b->priv)->host, path, max, out, e);
 }
 
 static int docker_watch_fd(const struct backend *b)
 {
-	const struct docker *D = b->priv;
-	return D->main.link.fd;
+	return agenthost_watch_fd(&((const struct docker *)b->priv)->host);
 }
 
 static int docker_check(struct backend *b, struct err *e)
 {
-	struct docker *D = b->priv;
-	if (!D->main.id[0] || D->main.link.fd < 0)
-		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
-	/* Between calls the agent says nothing: readable means it closed or died. */
-	struct pollfd p = {D->main.link.fd, POLLIN, 0};
-	if (poll(&p, 1, 0) > 0) {
-		char why[512];
-		bool running;
-		container_state(D, D->main.id, why, sizeof why, &running);
-		agentlink_close(&D->main.link);
-		return err_set(e, "its agent went away (%s)", why), BACKEND_LOST;
-	}
-	if (hostdir_removed(&D->h))
-		return err_set(e, "its workspace %s was removed on the host", D->h.ws), BACKEND_LOST;
-	return 0;
+	return agenthost_check(&((struct docker *)b->priv)->host, e);
 }
 
 static int docker_destroy(struct backend *b, enum backend_end how, struct err *e)
 {
-	struct docker *D = b->priv;
-	int rc = 0;
-	inst_kill(D, &D->main);
-	filter_free(&D->filter);
-	bool keep = how == BACKEND_END_SHUTDOWN && b->cfg->keep && D->h.dir[0];
-	if (keep) {
-		unlink(D->agent);
-		log_msg(LOG_NOTICE, "kept the workspace of %s at %s", b->sandbox_id, D->h.ws);
-	}
-	if (hostdir_close(&D->h, keep ? HOSTDIR_KEEP : how == BACKEND_END_CLEANUP ? HOSTDIR_CLEAR : HOSTDIR_REMOVE, e) < 0) {
-		log_msg(LOG_WARNING, "%s", e->msg);
-		rc = -1;
-	}
-	dkapi_close(&D->eng);
-	D->eng.api[0] = '\0';
-	return rc;
+	return agenthost_destroy(&((struct docker *)b->priv)->host, how, e);
 }
 
 static void docker_report(struct backend *b, FILE *f)
 {
-	struct docker *D = b->priv;
-	const struct config *cfg = b->cfg;
-	char sz[32];
-	fprintf(f, "    engine      %s %s at unix://%s (API version %s)\n", D->eng.name, D->eng.version, D->eng.sock,
-		D->eng.api + 2);
-	fprintf(f, "    image       %s\n", D->image);
-	fprintf(f, "    isolation   container (own pid, mount, ipc, uts%s namespaces); read-only root; engine's default "
-		   "seccomp profile plus the server's filter (%u rules); no-new-privileges; no capabilities\n",
-		cfg->network == NET_ALL ? "" : ", network", D->filter.rules);
-	fprintf(f, "    user        uid %u, gid %u\n", D->uid, D->gid);
-	char net[PATH_MAX + 256];
-	fprintf(f, "    network     %s\n", installnet_describe(cfg, "the engine's default bridge", net, sizeof net));
-	fprintf(f, "    memory      %-10s %s\n", config_fmt_size(cfg->memory, sz, sizeof sz),
-		D->rl_memory ? "per process only (RLIMIT_AS): the engine cannot limit memory here"
-			     : "container memory limit (cgroup), no swap");
-	fprintf(f, "    processes   %-10llu %s\n", (unsigned long long)cfg->pids,
-		D->rl_pids ? "per user (RLIMIT_NPROC): the engine cannot limit processes here" : "container pids limit (cgroup)");
-	fprintf(f, "    cpus        %-10g container CPU quota (NanoCpus)\n", cfg->cpus);
-	agentlink_report_limits(cfg, f);
-	hostdir_report_workspace(&D->h, cfg, "bind-mounted at /workspace", f);
-	hostdir_report_quota(&D->h, cfg, f);
+	agenthost_report(&((struct docker *)b->priv)->host, f);
 }
 
 static void docker_reap(const struct config *cfg)
@@ -760,9 +710,7 @@ static void docker_reap(const struct config *cfg)
 		self_labels(D);
 		reap_containers(D, false);
 	}
-	char state[PATH_MAX];
-	if (hostdir_state(cfg, state, sizeof state, &e) == 0)
-		hostdir_reap(state, "docker-");
+	agenthost_reap(cfg, "docker");
 	dkapi_close(&D->eng);
 	free(D);
 }

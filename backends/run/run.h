@@ -93,4 +93,11 @@ struct ws_file {
 void ws_list_free(struct ws_list *l);
 void ws_file_free(struct ws_file *f);
 
+/* Why a sandbox ends: what becomes of its workspace depends on it. */
+enum backend_end {
+	BACKEND_END_DROP,      /* idle, died, failed to start: removed (a --workspace folder stays) */
+	BACKEND_END_CLEANUP,   /* cleanup_sandbox: removed, a --workspace folder emptied */
+	BACKEND_END_SHUTDOWN,  /* the server stops: as DROP, or kept with --keep */
+};
+
 #endif

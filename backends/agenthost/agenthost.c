@@ -1,0 +1,214 @@
+#include "agenthost.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "../../src/base/clock.h"
+#include "../../src/base/log.h"
+#include "installnet.h"
+
+/* The agent, embedded at build time (the Makefile's embed.S). */
+extern const unsigned char agent_blob_start[], agent_blob_end[];
+
+void agenthost_init(struct agenthost *h, const struct agenthost_home *home, void *ctx, const struct config *cfg)
+{
+	memset(h, 0, sizeof *h);
+	h->home = home;
+	h->ctx = ctx;
+	h->cfg = cfg;
+	hostdir_init(&h->h);
+}
+
+int agenthost_write_agent(int fd, const char *what, struct err *e)
+{
+	const unsigned char *p = agent_blob_start;
+	size_t len = (size_t)(agent_blob_end - agent_blob_start);
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return err_sys(e, "writing %s", what);
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Makes an instance and installs the filter in its agent, so that every process it starts
+ * inherits it. */
+static int spawn(struct agenthost *h, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
+{
+	if (h->home->spawn(h->ctx, net, proxy_dir, out, e) < 0)
+		return -1;
+	if (agentlink_filter(&(*out)->link, h->filter.bpf, h->filter.len, e) != 0) {
+		h->home->kill(h->ctx, *out);
+		*out = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int agenthost_start(struct agenthost *h, struct err *e)
+{
+	const struct config *cfg = h->cfg;
+	h->as_root = geteuid() == 0;
+	h->uid = h->as_root ? (uid_t)cfg->sandbox_uid : geteuid();
+	h->gid = h->as_root ? (gid_t)cfg->sandbox_uid : getegid();
+	if (hostdir_state(cfg, h->state, sizeof h->state, e) < 0)
+		return -1;
+	unsigned char rnd[4];
+	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
+		return err_sys(e, "getrandom");
+	snprintf(h->id, sizeof h->id, "%s-%02x%02x%02x%02x", h->home->prefix, rnd[0], rnd[1], rnd[2], rnd[3]);
+	if (hostdir_open(&h->h, cfg, h->state, h->id, h->uid, h->gid, e) < 0)
+		return -1;
+	if (cfg->wheelhouse[0] && access(cfg->wheelhouse, R_OK | X_OK) < 0)
+		return err_sys(e, "wheelhouse %s", cfg->wheelhouse);
+	if (filter_build(&h->filter, e) < 0)
+		return -1;
+	if (h->home->prepare && h->home->prepare(h->ctx, e) < 0)
+		return -1;
+	return spawn(h, cfg->network == NET_ALL, NULL, &h->main, e);
+}
+
+/* The rlimits of one call's processes in instance in. */
+static void call_limits(const struct agenthost *h, const struct agent_inst *in, const struct run_req *rq,
+			struct agentlink_limits *lim)
+{
+	const struct config *cfg = h->cfg;
+	int64_t left = rq->deadline_ms - clock_ms();
+	memset(lim, 0, sizeof *lim);
+	lim->open_files = cfg->open_files;
+	lim->file_size = cfg->file_size;
+	lim->cpu_s = (uint64_t)(left > 0 ? left : 0) / 1000 + 2;
+	lim->nproc = in->rl_pids ? cfg->pids : 0;
+	lim->as = in->rl_memory ? cfg->memory : 0;
+	lim->spill_max = cfg->spill_max;
+}
+
+/* The install step alone reaches the package index: in an instance of its own on the same
+ * workspace, with a network of its own (no host loopback, no abstract sockets) whose only way
+ * out is the server's proxy. A failure there is the step's, not the sandbox's. */
+static int run_install(struct agenthost *h, const struct run_req *rq, struct run_res *rs, struct err *e)
+{
+	struct installnet inet;
+	struct agent_inst *in = NULL;
+	if (installnet_open(&inet, h->cfg, h->h.host, h->uid, rq->env, e) < 0)
+		return -1;
+	int rc = spawn(h, false, inet.dir, &in, e);
+	if (rc == 0) {
+		struct agentlink_limits lim;
+		struct run_req step = *rq;
+		step.env = installnet_env(&inet);
+		call_limits(h, in, rq, &lim);
+		installnet_limits(&inet, &lim);
+		rc = agentlink_run(&in->link, &step, &lim, rs, e);
+		h->home->kill(h->ctx, in);
+	}
+	installnet_close(&inet);
+	return rc == BACKEND_LOST ? -1 : rc;
+}
+
+int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res *rs, struct err *e)
+{
+	if (!h->main || h->main->link.fd < 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	if (rq->network && h->cfg->network == NET_INSTALL)
+		return run_install(h, rq, rs, e);
+	struct agentlink_limits lim;
+	call_limits(h, h->main, rq, &lim);
+	uint64_t oom_before = 0, oom_after = 0;
+	bool counted = h->home->oom_kills(h->ctx, h->main, &oom_before) == 0;
+	int rc = agentlink_run(&h->main->link, rq, &lim, rs, e);
+	if (rc == 0 && counted && h->home->oom_kills(h->ctx, h->main, &oom_after) == 0 && oom_after > oom_before) {
+		rs->oom_killed = true;
+		rs->memory_limit = h->cfg->memory;
+	}
+	if (rc == BACKEND_LOST) {
+		if (h->home->lost)
+			h->home->lost(h->ctx, h->main);
+		agentlink_close(&h->main->link);
+	}
+	return rc;
+}
+
+int agenthost_put(struct agenthost *h, const struct run_file *f, struct err *e)
+{
+	if (!h->main || h->main->link.fd < 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	return agentlink_put(&h->main->link, f, e);
+}
+
+int agenthost_list(struct agenthost *h, const char *dir, const char *skip, size_t max, struct ws_list *out,
+		   struct err *e)
+{
+	if (!h->main || h->main->link.fd < 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	return agentlink_list(&h->main->link, dir, skip, max, out, e);
+}
+
+int agenthost_get(struct agenthost *h, const char *path, size_t max, struct ws_file *out, struct err *e)
+{
+	if (!h->main || h->main->link.fd < 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	return agentlink_get(&h->main->link, path, max, out, e);
+}
+
+int agenthost_watch_fd(const struct agenthost *h)
+{
+	return h->main ? h->main->link.fd : -1;
+}
+
+int agenthost_check(struct agenthost *h, struct err *e)
+{
+	if (!h->main || h->main->link.fd < 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	if (h->home->check(h->ctx, h->main, e) != 0)
+		return BACKEND_LOST;
+	if (hostdir_removed(&h->h))
+		return err_set(e, "its workspace %s was removed on the host", h->h.ws), BACKEND_LOST;
+	return 0;
+}
+
+int agenthost_destroy(struct agenthost *h, enum backend_end how, struct err *e)
+{
+	bool keep = how == BACKEND_END_SHUTDOWN && h->cfg->keep && h->h.dir[0];
+	int rc = 0;
+	if (h->home->kill)
+		h->home->kill(h->ctx, h->main);
+	h->main = NULL;
+	filter_free(&h->filter);
+	if (h->home->end)
+		h->home->end(h->ctx, keep);
+	if (keep)
+		log_msg(LOG_NOTICE, "kept the workspace of %s at %s", h->id, h->h.ws);
+	if (hostdir_close(&h->h, keep ? HOSTDIR_KEEP : how == BACKEND_END_CLEANUP ? HOSTDIR_CLEAR : HOSTDIR_REMOVE, e) < 0) {
+		log_msg(LOG_WARNING, "%s", e->msg);
+		rc = -1;
+	}
+	return rc;
+}
+
+void agenthost_report(struct agenthost *h, FILE *f)
+{
+	char net[PATH_MAX + 256];
+	h->home->report_isolation(h->ctx, f);
+	fprintf(f, "    network     %s\n", installnet_describe(h->cfg, h->home->shared_net, net, sizeof net));
+	h->home->report_limits(h->ctx, f);
+	agentlink_report_limits(h->cfg, f);
+	hostdir_report_workspace(&h->h, h->cfg, h->home->ws_how, f);
+	hostdir_report_quota(&h->h, h->cfg, f);
+}
+
+void agenthost_reap(const struct config *cfg, const char *prefix)
+{
+	char state[PATH_MAX], p[64];
+	struct err e = {""};
+	snprintf(p, sizeof p, "%s-", prefix);
+	if (hostdir_state(cfg, state, sizeof state, &e) == 0)
+		hostdir_reap(state, p);
+}

@@ -1,0 +1,109 @@
+/*
+ * The agent host: what the backends that run sandbox-agent on this machine's kernel (local,
+ * Docker) share, written once. A sandbox here is a folder of the state folder (hostdir.h)
+ * holding its workspace, the seccomp filter (filter.h), and a main instance: a process tree
+ * whose init is the agent, to which the server holds a connection (agentlink.h). The install
+ * step of --network install runs in an instance of its own on the same workspace, with no
+ * network but the server's filtering proxy (installnet.h).
+ *
+ * The backends differ only in how an instance -- the agent's home -- is made and ended: Linux
+ * namespaces the server makes itself, or a container the engine makes. That is their struct
+ * agenthost_home; everything else (the start, the call limits, the install step, the
+ * out-of-memory check, keep or remove, the --check lines) is here.
+ */
+#ifndef SANDBOX_AGENTHOST_H
+#define SANDBOX_AGENTHOST_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "../../src/base/config.h"
+#include "../../src/base/err.h"
+#include "../run/run.h"
+#include "agentlink.h"
+#include "filter.h"
+#include "hostdir.h"
+
+/* One instance, connected to its agent. A home's own instance struct begins with it. */
+struct agent_inst {
+	struct agentlink link;
+	pid_t pid;                 /* its init, as this host sees it; 0 when not known */
+	bool rl_memory, rl_pids;   /* the home cannot bound these: rlimits for each call instead */
+};
+
+struct agenthost;
+
+/* How a backend makes and ends the agent's home. ctx is the backend's, given to agenthost_init. */
+struct agenthost_home {
+	const char *prefix;        /* of sandbox ids and folders: "local" -> local-1a2b3c4d */
+	/* Once, before the first instance, with the sandbox's folder made: what every instance
+	 * needs (the agent's copy, an image). 0, or -1 with e set. May be NULL. */
+	int (*prepare)(void *ctx, struct err *e);
+	/* Makes an instance on the workspace and connects to its agent (agentlink_open); net:
+	 * the host's network; proxy_dir: the install step's folder of the proxy, or NULL. 0 with
+	 * *out set (the home's struct), or -1 with e set and nothing left. */
+	int (*spawn)(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e);
+	/* Ends an instance, reaps it and frees it. NULL is fine. */
+	void (*kill)(void *ctx, struct agent_inst *in);
+	/* Between calls: has the instance's init died? 0, or BACKEND_LOST with e saying how (what
+	 * died reaped). */
+	int (*check)(void *ctx, struct agent_inst *in, struct err *e);
+	/* The connection to the instance broke during a call: what the home knows about why. May
+	 * be NULL. */
+	void (*lost)(void *ctx, struct agent_inst *in);
+	/* How many times the out-of-memory killer ended a process of the instance so far; -1 when
+	 * that cannot be told. */
+	int (*oom_kills)(void *ctx, const struct agent_inst *in, uint64_t *n);
+	/* --check: the lines before the network's (isolation, user) and after it (memory,
+	 * processes, cpus). */
+	void (*report_isolation)(void *ctx, FILE *f);
+	void (*report_limits)(void *ctx, FILE *f);
+	/* The sandbox ends: what prepare made goes (keep: the workspace is kept with --keep). May
+	 * be NULL. */
+	void (*end)(void *ctx, bool keep);
+	const char *shared_net;    /* what --network all gives, for --check */
+	const char *ws_how;        /* how the sandbox sees the workspace, for --check; NULL: nothing */
+};
+
+struct agenthost {
+	const struct agenthost_home *home;
+	void *ctx;
+	const struct config *cfg;
+	char id[64];               /* the sandbox's id; "" before agenthost_start */
+	char state[PATH_MAX];      /* the state folder */
+	struct hostdir h;          /* the sandbox's folder and workspace */
+	struct filter filter;
+	struct agent_inst *main;   /* NULL when there is none */
+	uid_t uid;                 /* the sandbox user on the host: --sandbox-uid as root, else ours */
+	gid_t gid;
+	bool as_root;
+};
+
+/* Sets h up, with nothing made yet (destroy is safe from here on). */
+void agenthost_init(struct agenthost *h, const struct agenthost_home *home, void *ctx, const struct config *cfg);
+
+/* Makes the sandbox: its folder and workspace, the filter, the home's preparation, the main
+ * instance. 0 with h->id set, or -1 with e set (then agenthost_destroy removes what was made). */
+int agenthost_start(struct agenthost *h, struct err *e);
+
+/* The backend ops (backend.h), for the backends built on the agent host. */
+int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res *rs, struct err *e);
+int agenthost_put(struct agenthost *h, const struct run_file *f, struct err *e);
+int agenthost_list(struct agenthost *h, const char *dir, const char *skip, size_t max, struct ws_list *out,
+		   struct err *e);
+int agenthost_get(struct agenthost *h, const char *path, size_t max, struct ws_file *out, struct err *e);
+int agenthost_watch_fd(const struct agenthost *h);
+int agenthost_check(struct agenthost *h, struct err *e);
+int agenthost_destroy(struct agenthost *h, enum backend_end how, struct err *e);
+void agenthost_report(struct agenthost *h, FILE *f);
+
+/* At start-up: removes the folders <prefix>-* of the state folder whose server is gone. */
+void agenthost_reap(const struct config *cfg, const char *prefix);
+
+/* Writes the embedded sandbox-agent binary to fd (from its start). 0, or -1 with e set. */
+int agenthost_write_agent(int fd, const char *what, struct err *e);
+
+#endif
