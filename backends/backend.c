@@ -32,6 +32,12 @@ const struct backend_ops *backend_find(const char *name)
 	return NULL;
 }
 
+/* The agent host of a backend built on it: the start of its private struct. */
+static struct agenthost *host_of(const struct backend *b)
+{
+	return b->ops->home ? (struct agenthost *)b->priv : NULL;
+}
+
 int backend_new(struct backend **out, const struct backend_ops *ops, const struct config *cfg, struct err *e)
 {
 	struct backend *b = calloc(1, sizeof *b);
@@ -46,6 +52,8 @@ int backend_new(struct backend **out, const struct backend_ops *ops, const struc
 	b->cfg = cfg;
 	int i = backend_index(ops);
 	b->opts = i >= 0 && i < CONFIG_BACKENDS_MAX ? cfg->backend_opts[i] : NULL;
+	if (ops->home)
+		agenthost_init(host_of(b), ops->home, b->priv, cfg);
 	if (ops->init)
 		ops->init(b);
 	*out = b;
@@ -61,11 +69,13 @@ int backend_start(struct backend *b, int cancel_fd, struct err *e)
 {
 	if (b->started)
 		return 0;
-	int rc = b->ops->start(b, cancel_fd, e);
+	int rc = b->ops->start ? b->ops->start(b, cancel_fd, e) : agenthost_start(host_of(b), e);
+	if (host_of(b))
+		snprintf(b->sandbox_id, sizeof b->sandbox_id, "%s", host_of(b)->id);
 	if (rc == 0)
 		b->started = true;
 	else
-		b->ops->destroy(b, BACKEND_END_DROP, &(struct err){""});
+		backend_destroy(b, BACKEND_END_DROP, &(struct err){""});
 	return rc;
 }
 
@@ -75,14 +85,14 @@ int backend_run(struct backend *b, const struct run_req *rq, struct run_res *rs,
 	rs->changed = -1;
 	if (!b->started)
 		return err_set(e, "the sandbox is not started");
-	return b->ops->run(b, rq, rs, e);
+	return b->ops->run ? b->ops->run(b, rq, rs, e) : agenthost_run(host_of(b), rq, rs, e);
 }
 
 int backend_put(struct backend *b, const struct run_file *f, struct err *e)
 {
 	if (!b->started)
 		return err_set(e, "the sandbox is not started");
-	return b->ops->put(b, f, e);
+	return b->ops->put ? b->ops->put(b, f, e) : agenthost_put(host_of(b), f, e);
 }
 
 int backend_list(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out,
@@ -91,7 +101,7 @@ int backend_list(struct backend *b, const char *dir, const char *skip, size_t ma
 	*out = (struct ws_list){0};
 	if (!b->started)
 		return err_set(e, "the sandbox is not started");
-	return b->ops->list(b, dir, skip, max, out, e);
+	return b->ops->list ? b->ops->list(b, dir, skip, max, out, e) : agenthost_list(host_of(b), dir, skip, max, out, e);
 }
 
 int backend_get(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e)
@@ -99,24 +109,32 @@ int backend_get(struct backend *b, const char *path, size_t max, struct ws_file 
 	*out = (struct ws_file){0};
 	if (!b->started)
 		return err_set(e, "the sandbox is not started");
-	return b->ops->get(b, path, max, out, e);
+	return b->ops->get ? b->ops->get(b, path, max, out, e) : agenthost_get(host_of(b), path, max, out, e);
 }
 
 int backend_watch_fd(const struct backend *b)
 {
-	return b->started && b->ops->watch_fd ? b->ops->watch_fd(b) : -1;
+	if (!b->started)
+		return -1;
+	if (b->ops->watch_fd)
+		return b->ops->watch_fd(b);
+	return host_of(b) ? agenthost_watch_fd(host_of(b)) : -1;
 }
 
 int backend_check(struct backend *b, struct err *e)
 {
-	return b->started && b->ops->check ? b->ops->check(b, e) : 0;
+	if (!b->started)
+		return 0;
+	if (b->ops->check)
+		return b->ops->check(b, e);
+	return host_of(b) ? agenthost_check(host_of(b), e) : 0;
 }
 
 int backend_destroy(struct backend *b, enum backend_end how, struct err *e)
 {
 	if (!b)
 		return 0;
-	int rc = b->ops->destroy(b, how, e);
+	int rc = b->ops->destroy ? b->ops->destroy(b, how, e) : agenthost_destroy(host_of(b), how, e);
 	b->started = false;
 	b->sandbox_id[0] = '\0';
 	return rc;
@@ -124,7 +142,10 @@ int backend_destroy(struct backend *b, enum backend_end how, struct err *e)
 
 void backend_report(struct backend *b, FILE *f)
 {
-	b->ops->report(b, f);
+	if (b->ops->report)
+		b->ops->report(b, f);
+	else
+		agenthost_report(host_of(b), f);
 }
 
 void backend_reap_all(const struct config *cfg)

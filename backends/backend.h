@@ -17,6 +17,7 @@
 #include "../src/base/config.h"
 #include "../src/base/err.h"
 #include "../src/base/opt.h"
+#include "agenthost/agenthost.h"
 #include "run/run.h"
 
 struct backend;
@@ -24,6 +25,11 @@ struct backend;
 struct backend_ops {
 	const char *name;
 	size_t priv_size;
+	/* A backend built on the agent host (agenthost.h) names its home here: its private struct
+	 * then begins with a struct agenthost, which backend_new sets up, and every op of start,
+	 * run, put, list, get, watch_fd, check, destroy and report it leaves NULL is the agent
+	 * host's. NULL for the others. */
+	const struct agenthost_home *home;
 	bool workspace_dir;          /* --workspace is the workspace (else: said in its report) */
 	/* The backend's own options (opt.h): fields of its options struct, opts_size bytes, read
 	 * with the server's options and given to each instance as b->opts. None: NULL, 0, 0. */

@@ -81,7 +81,7 @@ struct docker_inst {
 };
 
 struct docker {
-	struct agenthost host;
+	struct agenthost host;  /* first: the agent host's (backend.h) */
 	struct dkapi eng;
 	char image[256];
 	char agent[PATH_MAX];  /* the agent binary, bound into every container */
@@ -189,7 +189,7 @@ static void remove_by_name(struct docker *D, const char *name)
 	D->eng.http.cancel_fd = fd;
 }
 
-static void inst_kill(void *ctx, struct agent_inst *ai)
+static void docker_kill(void *ctx, struct agent_inst *ai)
 {
 	struct docker *D = ctx;
 	struct docker_inst *in = DI(ai);
@@ -395,7 +395,7 @@ static int start_container(struct docker *D, struct docker_inst *in, struct err 
 }
 
 /* Starts a container on the workspace and connects to its agent. */
-static int inst_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
+static int docker_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
 {
 	struct docker *D = ctx;
 	struct docker_inst *in = calloc(1, sizeof *in);
@@ -415,7 +415,7 @@ static int inst_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_i
 	if (rc == 0)
 		rc = start_container(D, in, e);
 	if (rc < 0) {
-		inst_kill(D, &in->in);
+		docker_kill(D, &in->in);
 		return -1;
 	}
 	/* For telling out-of-memory kills: the engine's OOMKilled flags only a dead init. */
@@ -526,7 +526,7 @@ static int docker_prepare(void *ctx, struct err *e)
 }
 
 /* Between calls the agent says nothing: readable means it closed or died. */
-static int inst_check(void *ctx, struct agent_inst *in, struct err *e)
+static int docker_alive(void *ctx, struct agent_inst *in, struct err *e)
 {
 	struct docker *D = ctx;
 	struct pollfd p = {in->link.fd, POLLIN, 0};
@@ -539,7 +539,7 @@ static int inst_check(void *ctx, struct agent_inst *in, struct err *e)
 	return err_set(e, "its agent went away (%s)", why), BACKEND_LOST;
 }
 
-static void inst_lost(void *ctx, struct agent_inst *in)
+static void docker_lost(void *ctx, struct agent_inst *in)
 {
 	struct docker *D = ctx;
 	char why[512];
@@ -548,7 +548,7 @@ static void inst_lost(void *ctx, struct agent_inst *in)
 	log_msg(LOG_WARNING, "docker: lost the agent of %s: %s", D->host.id, why);
 }
 
-static int inst_oom_kills(void *ctx, const struct agent_inst *in, uint64_t *n)
+static int docker_oom_kills(void *ctx, const struct agent_inst *in, uint64_t *n)
 {
 	(void)ctx;
 	if (!in->pid || in->rl_memory)
@@ -565,7 +565,7 @@ static void docker_end(void *ctx, bool keep)
 	D->eng.api[0] = '\0';
 }
 
-static void report_isolation(void *ctx, FILE *f)
+static void docker_report_isolation(void *ctx, FILE *f)
 {
 	struct docker *D = ctx;
 	const struct config *cfg = D->host.cfg;
@@ -578,7 +578,7 @@ static void report_isolation(void *ctx, FILE *f)
 	fprintf(f, "    user        uid %u, gid %u\n", (unsigned)D->host.uid, (unsigned)D->host.gid);
 }
 
-static void report_limits(void *ctx, FILE *f)
+static void docker_report_limits(void *ctx, FILE *f)
 {
 	struct docker *D = ctx;
 	const struct config *cfg = D->host.cfg;
@@ -594,13 +594,13 @@ static void report_limits(void *ctx, FILE *f)
 static const struct agenthost_home docker_home = {
 	.prefix = "docker",
 	.prepare = docker_prepare,
-	.spawn = inst_spawn,
-	.kill = inst_kill,
-	.check = inst_check,
-	.lost = inst_lost,
-	.oom_kills = inst_oom_kills,
-	.report_isolation = report_isolation,
-	.report_limits = report_limits,
+	.spawn = docker_spawn,
+	.kill = docker_kill,
+	.check = docker_alive,
+	.lost = docker_lost,
+	.oom_kills = docker_oom_kills,
+	.report_isolation = docker_report_isolation,
+	.report_limits = docker_report_limits,
 	.end = docker_end,
 	.shared_net = "the engine's default bridge",
 	.ws_how = "bind-mounted at /workspace",
@@ -623,7 +623,6 @@ static int docker_probe(struct backend *b, struct err *e)
 static void docker_init(struct backend *b)
 {
 	struct docker *D = b->priv;
-	agenthost_init(&D->host, &docker_home, D, b->cfg);
 	dkapi_init(&D->eng);
 }
 
@@ -639,9 +638,7 @@ static int make_sandbox(struct backend *b, struct err *e)
 	if (!D->eng.api[0] && dkapi_open(&D->eng, 5000, e) < 0)
 		return -1;
 	reap_containers(D, true);
-	int rc = agenthost_start(&D->host, e);
-	snprintf(b->sandbox_id, sizeof b->sandbox_id, "%s", D->host.id);
-	return rc;
+	return agenthost_start(&D->host, e);
 }
 
 /* An image pull can take minutes: every engine call and wait of the making watches cancel_fd,
@@ -655,46 +652,6 @@ static int docker_start(struct backend *b, int cancel_fd, struct err *e)
 	D->eng.http.cancel_fd = -1;
 	D->eng.http.cancelled = false;
 	return rc < 0 && cancelled ? BACKEND_CANCELLED : rc;
-}
-
-static int docker_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e)
-{
-	return agenthost_run(&((struct docker *)b->priv)->host, rq, rs, e);
-}
-
-static int docker_put(struct backend *b, const struct run_file *f, struct err *e)
-{
-	return agenthost_put(&((struct docker *)b->priv)->host, f, e);
-}
-
-static int docker_list(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
-{
-	return agenthost_list(&((struct docker *)b->priv)->host, dir, skip, max, out, e);
-}
-
-static int docker_get(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e)
-{
-	return agenthost_get(&((struct docker *)b->priv)->host, path, max, out, e);
-}
-
-static int docker_watch_fd(const struct backend *b)
-{
-	return agenthost_watch_fd(&((const struct docker *)b->priv)->host);
-}
-
-static int docker_check(struct backend *b, struct err *e)
-{
-	return agenthost_check(&((struct docker *)b->priv)->host, e);
-}
-
-static int docker_destroy(struct backend *b, enum backend_end how, struct err *e)
-{
-	return agenthost_destroy(&((struct docker *)b->priv)->host, how, e);
-}
-
-static void docker_report(struct backend *b, FILE *f)
-{
-	agenthost_report(&((struct docker *)b->priv)->host, f);
 }
 
 static void docker_reap(const struct config *cfg)
@@ -740,16 +697,9 @@ const struct backend_ops docker_backend_ops = {
 		    "                       $XDG_RUNTIME_DIR/podman/podman.sock, /run/podman/podman.sock)\n",
 	.workspace_dir = true,
 	.priv_size = sizeof(struct docker),
+	.home = &docker_home,
 	.init = docker_init,
 	.probe = docker_probe,
 	.start = docker_start,
-	.run = docker_run,
-	.put = docker_put,
-	.list = docker_list,
-	.get = docker_get,
-	.watch_fd = docker_watch_fd,
-	.check = docker_check,
-	.destroy = docker_destroy,
-	.report = docker_report,
 	.reap = docker_reap,
 };

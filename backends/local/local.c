@@ -52,7 +52,7 @@ struct local_inst {
 };
 
 struct local {
-	struct agenthost host;
+	struct agenthost host;  /* first: the agent host's (backend.h) */
 	int agent_fd;          /* sealed memfd with the agent; -1 when none */
 	unsigned seq;          /* instances made, for cgroup names */
 	bool userns;           /* a user namespace (else: root making the other namespaces alone) */
@@ -95,7 +95,7 @@ static int agent_memfd(struct err *e)
 	return fd;
 }
 
-static void inst_kill(void *ctx, struct agent_inst *in)
+static void local_kill(void *ctx, struct agent_inst *in)
 {
 	(void)ctx;
 	if (!in)
@@ -233,7 +233,7 @@ static int start_child(struct local *L, struct local_inst *li, struct plan *p, s
 }
 
 /* Starts an instance on the workspace; `net` shares the host's network. */
-static int inst_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
+static int local_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
 {
 	struct local *L = ctx;
 	struct child_fds c = {{-1, -1}, {-1, -1}, {-1, -1}};
@@ -267,7 +267,7 @@ out:
 	if (li && !p)
 		free(li);
 	else if (li)
-		inst_kill(L, &li->in);
+		local_kill(L, &li->in);
 	if (p)
 		close_plan_fds(p);
 	close_child_fds(&c);
@@ -276,13 +276,13 @@ out:
 }
 
 /* Between calls the agent says nothing: its init has either exited or not. */
-static int inst_check(void *ctx, struct agent_inst *in, struct err *e)
+static int local_alive(void *ctx, struct agent_inst *in, struct err *e)
 {
 	(void)ctx;
 	int st;
 	pid_t p = in->pid > 0 ? waitpid(in->pid, &st, WNOHANG | __WALL) : -1;
 	if (p == in->pid) {
-		in->pid = 0; /* reaped: inst_kill must not wait for it */
+		in->pid = 0; /* reaped: local_kill must not wait for it */
 		agentlink_close(&in->link);
 		cgroup_destroy(&LI(in)->cg);
 		if (WIFSIGNALED(st))
@@ -295,7 +295,7 @@ static int inst_check(void *ctx, struct agent_inst *in, struct err *e)
 }
 
 /* A call lost its agent: tell a dead sandbox from a broken call by ending it for good. */
-static void inst_lost(void *ctx, struct agent_inst *in)
+static void local_lost(void *ctx, struct agent_inst *in)
 {
 	(void)ctx;
 	if (in->pid > 0) {
@@ -306,7 +306,7 @@ static void inst_lost(void *ctx, struct agent_inst *in)
 	}
 }
 
-static int inst_oom_kills(void *ctx, const struct agent_inst *in, uint64_t *n)
+static int local_oom_kills(void *ctx, const struct agent_inst *in, uint64_t *n)
 {
 	(void)ctx;
 	return cgroup_oom_kills(&LI(in)->cg, n);
@@ -332,7 +332,7 @@ static void local_end(void *ctx, bool keep)
 	L->agent_fd = -1;
 }
 
-static void report_isolation(void *ctx, FILE *f)
+static void local_report_isolation(void *ctx, FILE *f)
 {
 	struct local *L = ctx;
 	const struct config *cfg = L->host.cfg;
@@ -346,7 +346,7 @@ static void report_isolation(void *ctx, FILE *f)
 		(unsigned)L->host.uid);
 }
 
-static void report_limits(void *ctx, FILE *f)
+static void local_report_limits(void *ctx, FILE *f)
 {
 	struct local *L = ctx;
 	const struct config *cfg = L->host.cfg;
@@ -367,13 +367,13 @@ static void report_limits(void *ctx, FILE *f)
 static const struct agenthost_home local_home = {
 	.prefix = "local",
 	.prepare = local_prepare,
-	.spawn = inst_spawn,
-	.kill = inst_kill,
-	.check = inst_check,
-	.lost = inst_lost,
-	.oom_kills = inst_oom_kills,
-	.report_isolation = report_isolation,
-	.report_limits = report_limits,
+	.spawn = local_spawn,
+	.kill = local_kill,
+	.check = local_alive,
+	.lost = local_lost,
+	.oom_kills = local_oom_kills,
+	.report_isolation = local_report_isolation,
+	.report_limits = local_report_limits,
 	.end = local_end,
 	.shared_net = "the host's network",
 };
@@ -484,57 +484,7 @@ static int local_probe(struct backend *b, struct err *e)
 static void local_init(struct backend *b)
 {
 	struct local *L = b->priv;
-	agenthost_init(&L->host, &local_home, L, b->cfg);
 	L->agent_fd = -1;
-}
-
-static int local_start(struct backend *b, int cancel_fd, struct err *e)
-{
-	struct local *L = b->priv;
-	(void)cancel_fd; /* nothing here waits long enough to need it */
-	int rc = agenthost_start(&L->host, e);
-	snprintf(b->sandbox_id, sizeof b->sandbox_id, "%s", L->host.id);
-	return rc;
-}
-
-static int local_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e)
-{
-	return agenthost_run(&((struct local *)b->priv)->host, rq, rs, e);
-}
-
-static int local_put(struct backend *b, const struct run_file *f, struct err *e)
-{
-	return agenthost_put(&((struct local *)b->priv)->host, f, e);
-}
-
-static int local_list(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
-{
-	return agenthost_list(&((struct local *)b->priv)->host, dir, skip, max, out, e);
-}
-
-static int local_get(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e)
-{
-	return agenthost_get(&((struct local *)b->priv)->host, path, max, out, e);
-}
-
-static int local_watch_fd(const struct backend *b)
-{
-	return agenthost_watch_fd(&((const struct local *)b->priv)->host);
-}
-
-static int local_check(struct backend *b, struct err *e)
-{
-	return agenthost_check(&((struct local *)b->priv)->host, e);
-}
-
-static int local_destroy(struct backend *b, enum backend_end how, struct err *e)
-{
-	return agenthost_destroy(&((struct local *)b->priv)->host, how, e);
-}
-
-static void local_report(struct backend *b, FILE *f)
-{
-	agenthost_report(&((struct local *)b->priv)->host, f);
 }
 
 static void local_reap(const struct config *cfg)
@@ -547,16 +497,8 @@ const struct backend_ops local_backend_ops = {
 	.name = "local",
 	.workspace_dir = true,
 	.priv_size = sizeof(struct local),
+	.home = &local_home,
 	.init = local_init,
 	.probe = local_probe,
-	.start = local_start,
-	.run = local_run,
-	.put = local_put,
-	.list = local_list,
-	.get = local_get,
-	.watch_fd = local_watch_fd,
-	.check = local_check,
-	.destroy = local_destroy,
-	.report = local_report,
 	.reap = local_reap,
 };
