@@ -319,7 +319,7 @@ man_section() {
 	# it, when the compiler keeps it a function of its own.
 	command -v objdump >/dev/null || skip_or_fail "needs objdump (binutils)"
 	calls() { objdump -d --disassemble="$1" "$SANDBOX_MCP" | grep -cE "call.*<($2)" || true; }
-	for f in dt_http_open dt_http_close dt_http_call; do
+	for f in rest_open http_close http_call; do
 		[ "$(calls "$f" 'explicit_bzero|__explicit_bzero_chk|wipe_free|attempt')" -ge 1 ] || { echo "$f: no wipe"; false; }
 	done
 	if objdump -d --disassemble=wipe_free "$SANDBOX_MCP" | grep -q "<wipe_free>:"; then

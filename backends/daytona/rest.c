@@ -45,7 +45,7 @@ int rest_open(struct rest *r, struct err *e)
 	 * memory about to be freed is dead to the compiler, which may drop a memset. */
 	explicit_bzero(auth, alen);
 	free(auth);
-	static const char *const fixed[] = {"X-Daytona-Source: sandbox-mcp", "X-Daytona-SDK-Version: " DT_API_REVISION,
+	static const char *const fixed[] = {"X-Daytona-Source: sandbox-mcp", ("X-Daytona-SDK-Version: " DT_API_REVISION),
 					    "Expect:"};
 	for (size_t i = 0; rc == 0 && i < sizeof fixed / sizeof fixed[0]; i++)
 		rc = http_header(&r->http, fixed[i], e);

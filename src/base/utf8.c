@@ -1,5 +1,7 @@
 #include "utf8.h"
 
+#include <jansson.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,4 +64,13 @@ char *utf8_sanitize(const char *s, size_t n, size_t *outlen)
 	out[o] = '\0';
 	*outlen = o;
 	return out;
+}
+
+json_t *utf8_json_string(const char *s, size_t n)
+{
+	size_t cl;
+	char *clean = utf8_sanitize(s, n, &cl);
+	json_t *j = clean ? json_stringn(clean, cl) : NULL;
+	free(clean);
+	return j;
 }

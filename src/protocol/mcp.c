@@ -48,34 +48,6 @@ void mcp_free(struct mcp *m)
 	free(m);
 }
 
-static json_t *initialize(struct mcp *m, json_t *params, int *code, const char **err)
-{
-	json_t *asked_j = json_object_get(params, "protocolVersion");
-	const char *asked = plain_string(asked_j);
-	if (!json_is_object(params) || !json_is_string(asked_j)) {
-		*code = RPC_INVALID_PARAMS;
-		*err = "initialize needs params.protocolVersion";
-		return NULL;
-	}
-	const char *v = ERA_LEGACY_NEWEST;
-	for (size_t i = 0; asked && era_legacy_versions[i]; i++)
-		if (!strcmp(asked, era_legacy_versions[i]))
-			v = era_legacy_versions[i];
-	snprintf(m->version, sizeof m->version, "%s", v);
-	/* Revisions before 2025-06-18 have no title here. */
-	return json_pack("{s:s, s:{s:{s:b}, s:{s:b}, s:{}}, s:o, s:s}", "protocolVersion", v, "capabilities", "tools",
-			 "listChanged", 0, "resources", "listChanged", 1, "logging", "serverInfo",
-			 era_server_info(strcmp(v, "2025-06-18") >= 0), "instructions", instructions);
-}
-
-/* server/discover (2026-07-28): what a client needs before its first request. */
-static json_t *discover(void)
-{
-	return json_pack("{s:o, s:{s:{}, s:{}, s:{}}, s:s, s:i, s:s}", "supportedVersions", era_supported(),
-			 "capabilities", "tools", "resources", "logging", "instructions", instructions, "ttlMs", CACHE_TTL_MS,
-			 "cacheScope", "private");
-}
-
 /* A job as the protocol keeps it: where its answer goes and how it is written. */
 struct mcp_job {
 	struct job job;
@@ -183,168 +155,257 @@ static void submit(struct mcp *m, enum job_kind kind, int tool, json_t *id, json
 	}
 }
 
-static void tools_call(struct mcp *m, json_t *id, json_t *params, const struct era *era, struct rpc_batch *batch)
+/* One request being handled: what it asked, how it is served, where its answer goes. */
+struct request {
+	json_t *id;                /* borrowed from the message */
+	json_t *params;            /* borrowed; may be NULL */
+	struct era era;
+	struct rpc_batch *batch;   /* NULL: straight out */
+};
+
+static void answer(const struct request *rq, json_t *result)
 {
-	json_t *name_j = json_object_get(params, "name");
-	const char *name = json_string_value(name_j);
-	if (!json_is_object(params) || !name) {
-		rpc_respond(batch, rpc_error(id, RPC_INVALID_PARAMS, "tools/call needs params.name", NULL));
+	if (result)
+		rpc_respond(rq->batch, rpc_result(rq->id, era_result(&rq->era, result)));
+	else
+		rpc_respond(rq->batch, rpc_error(rq->id, RPC_INTERNAL_ERROR, "Internal error", NULL));
+}
+
+static void refuse(const struct request *rq, int code, const char *msg)
+{
+	rpc_respond(rq->batch, rpc_error(rq->id, code, msg, NULL));
+}
+
+static void m_initialize(struct mcp *m, struct request *rq)
+{
+	json_t *asked_j = json_object_get(rq->params, "protocolVersion");
+	const char *asked = plain_string(asked_j);
+	if (rq->batch) {
+		refuse(rq, RPC_INVALID_REQUEST, "Invalid Request: initialize must not be part of a batch");
 		return;
 	}
-	int tool = plain_string(name_j) ? tools_find(name) : -1;
+	if (!json_is_object(rq->params) || !json_is_string(asked_j)) {
+		refuse(rq, RPC_INVALID_PARAMS, "initialize needs params.protocolVersion");
+		return;
+	}
+	const char *v = ERA_LEGACY_NEWEST;
+	for (size_t i = 0; asked && era_legacy_versions[i]; i++)
+		if (!strcmp(asked, era_legacy_versions[i]))
+			v = era_legacy_versions[i];
+	snprintf(m->version, sizeof m->version, "%s", v);
+	/* Revisions before 2025-06-18 have no title here. */
+	answer(rq, json_pack("{s:s, s:{s:{s:b}, s:{s:b}, s:{}}, s:o, s:s}", "protocolVersion", v, "capabilities",
+			     "tools", "listChanged", 0, "resources", "listChanged", 1, "logging", "serverInfo",
+			     era_server_info(strcmp(v, "2025-06-18") >= 0), "instructions", instructions));
+}
+
+/* server/discover (2026-07-28): what a client needs before its first request. */
+static void m_discover(struct mcp *m, struct request *rq)
+{
+	(void)m;
+	/* A client that speaks only the legacy revisions never sends this; a dual-era client's
+	 * probe always names its revision. This error is not a modern one, so such a client falls
+	 * back to initialize. */
+	if (!rq->era.modern) {
+		refuse(rq, RPC_INVALID_PARAMS,
+			      "Invalid params: server/discover needs _meta[\"io.modelcontextprotocol/protocolVersion\"] "
+			      "(" ERA_MODERN_VERSION "); clients of earlier revisions start with initialize");
+		return;
+	}
+	answer(rq, json_pack("{s:o, s:{s:{}, s:{}, s:{}}, s:s, s:i, s:s}", "supportedVersions", era_supported(),
+			     "capabilities", "tools", "resources", "logging", "instructions", instructions, "ttlMs",
+			     CACHE_TTL_MS, "cacheScope", "private"));
+}
+
+static void m_ping(struct mcp *m, struct request *rq)
+{
+	(void)m;
+	answer(rq, json_object());
+}
+
+static void m_tools_list(struct mcp *m, struct request *rq)
+{
+	(void)m;
+	json_t *cursor = json_object_get(rq->params, "cursor");
+	if (cursor && !json_is_null(cursor)) {
+		refuse(rq, RPC_INVALID_PARAMS, "Invalid params: unknown cursor (the tool list has one page)");
+		return;
+	}
+	json_t *result = json_pack("{s:o}", "tools", tools_list());
+	if (result && rq->era.modern) {
+		json_object_set_new(result, "ttlMs", json_integer(CACHE_TTL_MS));
+		json_object_set_new(result, "cacheScope", json_string("private"));
+	}
+	answer(rq, result);
+}
+
+static void m_tools_call(struct mcp *m, struct request *rq)
+{
+	const char *name = NULL;
+	json_t *args = NULL;
+	json_error_t je;
+	if (json_unpack_ex(rq->params, &je, 0, "{s:s, s?o}", "name", &name, "arguments", &args) < 0) {
+		refuse(rq, RPC_INVALID_PARAMS, "tools/call needs params.name");
+		return;
+	}
+	int tool = plain_string(json_object_get(rq->params, "name")) ? tools_find(name) : -1;
 	if (tool < 0) {
 		char msg[400];
 		snprintf(msg, sizeof msg, "Unknown tool: %.200s (the tools are %s)", name, tools_names());
-		rpc_respond(batch, rpc_error(id, RPC_INVALID_PARAMS, msg, NULL));
+		refuse(rq, RPC_INVALID_PARAMS, msg);
 		return;
 	}
-	json_t *args = json_object_get(params, "arguments");
 	if (args && !json_is_object(args) && !json_is_null(args)) {
-		rpc_respond(batch, rpc_error(id, RPC_INVALID_PARAMS, "tools/call params.arguments must be an object", NULL));
+		refuse(rq, RPC_INVALID_PARAMS, "tools/call params.arguments must be an object");
 		return;
 	}
 	args = json_is_object(args) ? json_incref(args) : json_object();
 	json_t *why;
 	if (tools_check(tool, args, &why) < 0) {
 		json_decref(args);
-		if (why)
-			rpc_respond(batch, rpc_result(id, era_result(era, why)));
-		else
-			rpc_respond(batch, rpc_error(id, RPC_INTERNAL_ERROR, "out of memory", NULL));
+		if (!why) {
+			refuse(rq, RPC_INTERNAL_ERROR, "out of memory");
+			return;
+		}
+		answer(rq, why);
 		return;
 	}
-	submit(m, JOB_TOOL, tool, id, args, params, era, batch);
+	submit(m, JOB_TOOL, tool, rq->id, args, rq->params, &rq->era, rq->batch);
+}
+
+/* resources/list and resources/read wait their turn in the engine: they read the sandbox. */
+static void m_resources(struct mcp *m, struct request *rq, bool read)
+{
+	if (read && !json_is_string(json_object_get(rq->params, "uri"))) {
+		refuse(rq, RPC_INVALID_PARAMS, "Invalid params: resources/read needs params.uri");
+		return;
+	}
+	json_t *params = json_is_object(rq->params) ? json_incref(rq->params) : json_object();
+	submit(m, read ? JOB_RESOURCES_READ : JOB_RESOURCES_LIST, -1, rq->id, params, rq->params, &rq->era, rq->batch);
+}
+
+static void m_resources_list(struct mcp *m, struct request *rq)
+{
+	m_resources(m, rq, false);
+}
+
+static void m_resources_read(struct mcp *m, struct request *rq)
+{
+	m_resources(m, rq, true);
+}
+
+static void m_templates_list(struct mcp *m, struct request *rq)
+{
+	(void)m;
+	answer(rq, json_pack("{s:[]}", "resourceTemplates"));
+}
+
+static void m_set_level(struct mcp *m, struct request *rq)
+{
+	(void)m;
+	if (rq->era.modern) {
+		refuse(rq, RPC_METHOD_NOT_FOUND,
+			      "Method not found: logging/setLevel (in " ERA_MODERN_VERSION " each request sets its own "
+			      "level in _meta[\"io.modelcontextprotocol/logLevel\"])");
+		return;
+	}
+	const char *lv = plain_string(json_object_get(rq->params, "level"));
+	int level = lv ? log_level_parse(lv) : -1;
+	if (level < 0) {
+		refuse(rq, RPC_INVALID_PARAMS, "Invalid params: level must be one of debug, info, notice, warning, "
+						      "error, critical, alert, emergency");
+		return;
+	}
+	log_set_client(era_send_log, level);
+	answer(rq, json_object());
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(struct mcp *m, struct request *rq);
+} methods[] = {
+	{"initialize", m_initialize},
+	{"server/discover", m_discover},
+	{"ping", m_ping},
+	{"tools/list", m_tools_list},
+	{"tools/call", m_tools_call},
+	{"resources/list", m_resources_list},
+	{"resources/read", m_resources_read},
+	{"resources/templates/list", m_templates_list},
+	{"logging/setLevel", m_set_level},
+};
+
+/* A notification (no id): never answered. */
+static void notification(struct mcp *m, const char *meth, const json_t *params, struct rpc_batch *batch)
+{
+	if (!strcmp(meth, "notifications/cancelled"))
+		engine_cancel(m->eng, json_object_get(params, "requestId"));
+	else if (!strcmp(meth, "notifications/initialized"))
+		log_msg(LOG_DEBUG, "client initialized (protocol %s)", m->version);
+	rpc_batch_drop(batch);
+}
+
+/* Checks a message's envelope. 0 with *meth set ("" for a name holding a NUL: it matches no
+ * method), or -1 when it was answered (or dropped) already. */
+static int envelope(json_t *msg, struct rpc_batch *batch, const char **meth)
+{
+	json_t *id = json_object_get(msg, "id"), *method = json_object_get(msg, "method");
+	json_t *params = json_object_get(msg, "params");
+	bool id_ok = json_is_string(id) || json_is_integer(id);
+	bool params_ok = !params || json_is_object(params) || json_is_array(params);
+	const char *ver = plain_string(json_object_get(msg, "jsonrpc")), *bad = NULL;
+	bool response = !json_is_string(method) && (json_object_get(msg, "result") || json_object_get(msg, "error"));
+	/* A response to us (we send no requests), or a notification with bad params: dropped. */
+	if (json_is_object(msg) && (response || (!params_ok && !id && json_is_string(method) && ver &&
+						 !strcmp(ver, "2.0")))) {
+		rpc_batch_drop(batch);
+		return -1;
+	}
+	if (!json_is_object(msg))
+		bad = "Invalid Request: not a JSON-RPC object";
+	else if (!json_is_string(method))
+		bad = "Invalid Request: no method";
+	else if (!ver || strcmp(ver, "2.0"))
+		bad = "Invalid Request: jsonrpc must be \"2.0\"";
+	else if (id && !id_ok)
+		bad = "Invalid Request: id must be a string or an integer";
+	else if (!params_ok)
+		bad = "Invalid Request: params must be an object";
+	if (bad) {
+		rpc_respond(batch, rpc_error(id_ok ? id : NULL, RPC_INVALID_REQUEST, bad, NULL));
+		return -1;
+	}
+	*meth = plain_string(method) ? json_string_value(method) : "";
+	return 0;
 }
 
 /* Handles one message; `batch` is where its response goes. */
 static void handle_message(struct mcp *m, json_t *msg, struct rpc_batch *batch)
 {
-	if (!json_is_object(msg)) {
-		rpc_respond(batch, rpc_error(NULL, RPC_INVALID_REQUEST, "Invalid Request: not a JSON-RPC object", NULL));
+	const char *meth;
+	if (envelope(msg, batch, &meth) < 0)
 		return;
-	}
-	json_t *id = json_object_get(msg, "id");
-	json_t *method = json_object_get(msg, "method");
-	bool has_id = id != NULL;
-	bool id_ok = json_is_string(id) || json_is_integer(id);
-	if (!json_is_string(method)) {
-		if (json_object_get(msg, "result") || json_object_get(msg, "error")) {
-			rpc_batch_drop(batch); /* a response to us: we send no requests, so nothing to do */
-			return;
-		}
-		rpc_respond(batch, rpc_error(id_ok ? id : NULL, RPC_INVALID_REQUEST, "Invalid Request: no method", NULL));
-		return;
-	}
-	const char *ver = plain_string(json_object_get(msg, "jsonrpc"));
-	if (!ver || strcmp(ver, "2.0")) {
-		rpc_respond(batch, rpc_error(id_ok ? id : NULL, RPC_INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"", NULL));
-		return;
-	}
-	if (has_id && !id_ok) {
-		rpc_respond(batch, rpc_error(NULL, RPC_INVALID_REQUEST, "Invalid Request: id must be a string or an integer", NULL));
-		return;
-	}
-	/* A method with a NUL in it matches nothing: "" makes it unknown. */
-	const char *meth = plain_string(method) ? json_string_value(method) : "";
-	json_t *params = json_object_get(msg, "params");
-	if (params && !json_is_object(params) && !json_is_array(params)) {
-		if (has_id)
-			rpc_respond(batch, rpc_error(id, RPC_INVALID_REQUEST, "Invalid Request: params must be an object", NULL));
-		else
-			rpc_batch_drop(batch);
-		return;
-	}
-	if (!has_id) {
-		/* Notifications are never answered. */
-		if (!strcmp(meth, "notifications/cancelled"))
-			engine_cancel(m->eng, json_object_get(params, "requestId"));
-		else if (!strcmp(meth, "notifications/initialized"))
-			log_msg(LOG_DEBUG, "client initialized (protocol %s)", m->version);
-		rpc_batch_drop(batch);
+	struct request rq = {.id = json_object_get(msg, "id"), .params = json_object_get(msg, "params"),
+			     .era = {.modern = false, .log_level = LOG_OFF}, .batch = batch};
+	if (!rq.id) {
+		notification(m, meth, rq.params, batch);
 		return;
 	}
 	/* initialize is the legacy revisions' own: whatever its _meta says, it is served as one. */
-	struct era era = {.modern = false, .log_level = LOG_OFF};
 	json_t *bad;
-	if (strcmp(meth, "initialize") && era_read(id, params, &era, &bad) < 0) {
+	if (strcmp(meth, "initialize") && era_read(rq.id, rq.params, &rq.era, &bad) < 0) {
 		rpc_respond(batch, bad);
 		return;
 	}
-	era.links = era.modern || strcmp(m->version, "2025-06-18") >= 0;
-	int code = 0;
-	const char *err = NULL;
-	json_t *result = NULL;
-	if (!strcmp(meth, "server/discover")) {
-		if (era.modern) {
-			result = discover();
-		} else {
-			/* A client that speaks only the legacy revisions never sends this; a dual-era
-			 * client's probe always names its revision. This error is not a modern one,
-			 * so such a client falls back to initialize. */
-			code = RPC_INVALID_PARAMS;
-			err = "Invalid params: server/discover needs _meta[\"io.modelcontextprotocol/protocolVersion\"] "
-			      "(" ERA_MODERN_VERSION "); clients of earlier revisions start with initialize";
-		}
-	} else if (!strcmp(meth, "initialize")) {
-		if (batch) {
-			code = RPC_INVALID_REQUEST;
-			err = "Invalid Request: initialize must not be part of a batch";
-		} else {
-			result = initialize(m, params, &code, &err);
-		}
-	} else if (!strcmp(meth, "ping")) {
-		result = json_object();
-	} else if (!strcmp(meth, "tools/list")) {
-		if (json_object_get(params, "cursor") && !json_is_null(json_object_get(params, "cursor"))) {
-			code = RPC_INVALID_PARAMS;
-			err = "Invalid params: unknown cursor (the tool list has one page)";
-		} else {
-			result = json_pack("{s:o}", "tools", tools_list());
-			if (era.modern) {
-				json_object_set_new(result, "ttlMs", json_integer(CACHE_TTL_MS));
-				json_object_set_new(result, "cacheScope", json_string("private"));
-			}
-		}
-	} else if (!strcmp(meth, "tools/call")) {
-		tools_call(m, id, params, &era, batch);
-		return;
-	} else if (!strcmp(meth, "resources/list") || !strcmp(meth, "resources/read")) {
-		bool read = !strcmp(meth, "resources/read");
-		if (read && !json_is_string(json_object_get(params, "uri"))) {
-			code = RPC_INVALID_PARAMS;
-			err = "Invalid params: resources/read needs params.uri";
-		} else {
-			submit(m, read ? JOB_RESOURCES_READ : JOB_RESOURCES_LIST, -1, id,
-			       json_is_object(params) ? json_incref(params) : json_object(), params, &era, batch);
+	rq.era.links = rq.era.modern || strcmp(m->version, "2025-06-18") >= 0;
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+		if (!strcmp(meth, methods[i].name)) {
+			methods[i].fn(m, &rq);
 			return;
 		}
-	} else if (!strcmp(meth, "resources/templates/list")) {
-		result = json_pack("{s:[]}", "resourceTemplates");
-	} else if (!strcmp(meth, "logging/setLevel") && era.modern) {
-		rpc_respond(batch, rpc_error(id, RPC_METHOD_NOT_FOUND,
-					     "Method not found: logging/setLevel (in " ERA_MODERN_VERSION " each request "
-					     "sets its own level in _meta[\"io.modelcontextprotocol/logLevel\"])", NULL));
-		return;
-	} else if (!strcmp(meth, "logging/setLevel")) {
-		const char *lv = plain_string(json_object_get(params, "level"));
-		int level = lv ? log_level_parse(lv) : -1;
-		if (level < 0) {
-			code = RPC_INVALID_PARAMS;
-			err = "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency";
-		} else {
-			log_set_client(era_send_log, level);
-			result = json_object();
-		}
-	} else {
-		char text[300];
-		snprintf(text, sizeof text, "Method not found: %.200s", json_string_value(method));
-		rpc_respond(batch, rpc_error(id, RPC_METHOD_NOT_FOUND, text, NULL));
-		return;
-	}
-	if (result)
-		rpc_respond(batch, rpc_result(id, era_result(&era, result)));
-	else
-		rpc_respond(batch, rpc_error(id, code ? code : RPC_INTERNAL_ERROR, err ? err : "Internal error", NULL));
+	char text[300];
+	snprintf(text, sizeof text, "Method not found: %.200s", json_string_value(json_object_get(msg, "method")));
+	refuse(&rq, RPC_METHOD_NOT_FOUND, text);
 }
 
 /* Batches are JSON-RPC 2.0 but MCP allowed them only up to revision 2025-03-26. */

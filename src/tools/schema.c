@@ -65,15 +65,16 @@ static const char *name_or(const char *at, const char *dflt)
 	return *at ? at : dflt;
 }
 
-int schema_validate(const json_t *schema, const json_t *inst, const char *at, struct err *e)
+/* type and enum. */
+static int check_type(const json_t *schema, const json_t *inst, const char *at, struct err *e)
 {
 	const json_t *t = json_object_get(schema, "type");
 	if (json_is_string(t) && !type_matches(json_string_value(t), inst))
 		return err_set(e, "%s: must be %s %s", name_or(at, "arguments"),
 			       strchr("aeiou", json_string_value(t)[0]) ? "an" : "a", json_string_value(t));
+	size_t i;
+	const json_t *v;
 	if (json_is_array(t)) {
-		size_t i;
-		const json_t *v;
 		int ok = 0;
 		char types[128] = "";
 		json_array_foreach(t, i, v) {
@@ -86,103 +87,127 @@ int schema_validate(const json_t *schema, const json_t *inst, const char *at, st
 	}
 	const json_t *en = json_object_get(schema, "enum");
 	if (json_is_array(en)) {
-		size_t i;
-		const json_t *v;
 		int ok = 0;
 		json_array_foreach(en, i, v) ok |= json_equal(v, inst);
 		if (!ok)
 			return err_set(e, "%s: is not one of the allowed values", name_or(at, "value"));
 	}
-	if (json_is_string(inst)) {
-		size_t n = utf8_chars(json_string_value(inst), json_string_length(inst));
-		const json_t *mn = json_object_get(schema, "minLength"), *mx = json_object_get(schema, "maxLength");
-		if (json_is_integer(mn) && n < (size_t)json_integer_value(mn))
-			return err_set(e, "%s: must not be empty", name_or(at, "value"));
-		if (json_is_integer(mx) && n > (size_t)json_integer_value(mx))
-			return err_set(e, "%s: is longer than %lld characters", name_or(at, "value"),
-				       (long long)json_integer_value(mx));
-		const json_t *pat = json_object_get(schema, "pattern");
-		if (json_is_string(pat)) {
-			regex_t re;
-			if (regcomp(&re, json_string_value(pat), REG_EXTENDED | REG_NOSUB) != 0)
-				return err_set(e, "%s: the schema's pattern does not compile", name_or(at, "value"));
-			int m = regexec(&re, json_string_value(inst), 0, NULL, 0);
-			regfree(&re);
-			if (m != 0) {
-				const json_t *msg = json_object_get(schema, "x-pattern-message");
-				return err_set(e, "%s: %s", name_or(at, "value"),
-					       json_is_string(msg) ? json_string_value(msg) : "has the wrong form");
-			}
-		}
+	return 0;
+}
+
+static int check_string(const json_t *schema, const json_t *inst, const char *at, struct err *e)
+{
+	size_t n = utf8_chars(json_string_value(inst), json_string_length(inst));
+	const json_t *mn = json_object_get(schema, "minLength"), *mx = json_object_get(schema, "maxLength");
+	if (json_is_integer(mn) && n < (size_t)json_integer_value(mn))
+		return err_set(e, "%s: must not be empty", name_or(at, "value"));
+	if (json_is_integer(mx) && n > (size_t)json_integer_value(mx))
+		return err_set(e, "%s: is longer than %lld characters", name_or(at, "value"), (long long)json_integer_value(mx));
+	const json_t *pat = json_object_get(schema, "pattern");
+	if (!json_is_string(pat))
+		return 0;
+	regex_t re;
+	if (regcomp(&re, json_string_value(pat), REG_EXTENDED | REG_NOSUB) != 0)
+		return err_set(e, "%s: the schema's pattern does not compile", name_or(at, "value"));
+	int m = regexec(&re, json_string_value(inst), 0, NULL, 0);
+	regfree(&re);
+	if (m == 0)
+		return 0;
+	const json_t *msg = json_object_get(schema, "x-pattern-message");
+	return err_set(e, "%s: %s", name_or(at, "value"), json_is_string(msg) ? json_string_value(msg) : "has the wrong form");
+}
+
+static int check_number(const json_t *schema, const json_t *inst, const char *at, struct err *e)
+{
+	double v = json_number_value(inst);
+	const json_t *b;
+	if ((b = json_object_get(schema, "minimum")) && json_is_number(b) && v < json_number_value(b))
+		return err_set(e, "%s: must be at least %g", name_or(at, "value"), json_number_value(b));
+	if ((b = json_object_get(schema, "exclusiveMinimum")) && json_is_number(b) && v <= json_number_value(b))
+		return err_set(e, "%s: must be above %g", name_or(at, "value"), json_number_value(b));
+	if ((b = json_object_get(schema, "maximum")) && json_is_number(b) && v > json_number_value(b))
+		return err_set(e, "%s: must be at most %g", name_or(at, "value"), json_number_value(b));
+	return 0;
+}
+
+static int check_array(const json_t *schema, const json_t *inst, const char *at, struct err *e)
+{
+	const json_t *mn = json_object_get(schema, "minItems"), *mx = json_object_get(schema, "maxItems");
+	size_t n = json_array_size(inst);
+	if (json_is_integer(mn) && n < (size_t)json_integer_value(mn))
+		return err_set(e, "%s: needs at least %lld items", name_or(at, "value"), (long long)json_integer_value(mn));
+	if (json_is_integer(mx) && n > (size_t)json_integer_value(mx))
+		return err_set(e, "%s: has more than %lld items", name_or(at, "value"), (long long)json_integer_value(mx));
+	const json_t *items = json_object_get(schema, "items");
+	size_t i;
+	const json_t *v;
+	json_array_foreach(json_is_object(items) ? inst : NULL, i, v) {
+		char sub[256];
+		snprintf(sub, sizeof sub, "%s[%zu]", name_or(at, "value"), i);
+		if (schema_validate(items, v, sub, e) < 0)
+			return -1;
 	}
-	if (json_is_number(inst)) {
-		double v = json_number_value(inst);
-		const json_t *b;
-		if ((b = json_object_get(schema, "minimum")) && json_is_number(b) && v < json_number_value(b))
-			return err_set(e, "%s: must be at least %g", name_or(at, "value"), json_number_value(b));
-		if ((b = json_object_get(schema, "exclusiveMinimum")) && json_is_number(b) && v <= json_number_value(b))
-			return err_set(e, "%s: must be above %g", name_or(at, "value"), json_number_value(b));
-		if ((b = json_object_get(schema, "maximum")) && json_is_number(b) && v > json_number_value(b))
-			return err_set(e, "%s: must be at most %g", name_or(at, "value"), json_number_value(b));
+	return 0;
+}
+
+/* One entry k: val of an object: its name (propertyNames), then its value (its property's
+ * schema, or additionalProperties). */
+static int check_entry(const json_t *schema, const char *k, const json_t *val, const char *at, struct err *e)
+{
+	const json_t *names = json_object_get(schema, "propertyNames");
+	const json_t *extra = json_object_get(schema, "additionalProperties");
+	char sub[256];
+	snprintf(sub, sizeof sub, "%s%s%.200s", at, *at ? "." : "", k);
+	if (json_is_object(names)) {
+		json_t *key = json_string(k);
+		int rc = key ? schema_validate(names, key, sub, e) : err_set(e, "out of memory");
+		json_decref(key);
+		if (rc < 0)
+			return -1;
 	}
-	if (json_is_array(inst)) {
-		const json_t *mn = json_object_get(schema, "minItems"), *mx = json_object_get(schema, "maxItems");
-		size_t n = json_array_size(inst);
-		if (json_is_integer(mn) && n < (size_t)json_integer_value(mn))
-			return err_set(e, "%s: needs at least %lld items", name_or(at, "value"), (long long)json_integer_value(mn));
-		if (json_is_integer(mx) && n > (size_t)json_integer_value(mx))
-			return err_set(e, "%s: has more than %lld items", name_or(at, "value"), (long long)json_integer_value(mx));
-		const json_t *items = json_object_get(schema, "items");
-		if (json_is_object(items)) {
-			size_t i;
-			const json_t *v;
-			json_array_foreach(inst, i, v) {
-				char sub[256];
-				snprintf(sub, sizeof sub, "%s[%zu]", name_or(at, "value"), i);
-				if (schema_validate(items, v, sub, e) < 0)
-					return -1;
-			}
-		}
+	const json_t *ps = json_object_get(json_object_get(schema, "properties"), k);
+	if (!ps && json_is_object(extra))
+		ps = extra;
+	if (ps)
+		return schema_validate(ps, val, sub, e);
+	if (json_is_false(extra))
+		return err_set(e, "%s: is not a known argument", sub);
+	return 0;
+}
+
+static int check_object(const json_t *schema, const json_t *inst, const char *at, struct err *e)
+{
+	size_t i;
+	const json_t *v;
+	json_array_foreach(json_object_get(schema, "required"), i, v) {
+		if (!json_is_string(v) || json_object_get(inst, json_string_value(v)))
+			continue;
+		if (*at)
+			return err_set(e, "%s.%s: is required", at, json_string_value(v));
+		return err_set(e, "%s: is required", json_string_value(v));
 	}
-	if (json_is_object(inst)) {
-		const json_t *props = json_object_get(schema, "properties");
-		const json_t *req = json_object_get(schema, "required");
-		size_t i;
-		const json_t *v;
-		json_array_foreach(req, i, v) {
-			if (json_is_string(v) && !json_object_get(inst, json_string_value(v))) {
-				if (*at)
-					return err_set(e, "%s.%s: is required", at, json_string_value(v));
-				return err_set(e, "%s: is required", json_string_value(v));
-			}
-		}
-		const json_t *mx = json_object_get(schema, "maxProperties");
-		if (json_is_integer(mx) && json_object_size(inst) > (size_t)json_integer_value(mx))
-			return err_set(e, "%s: has more than %lld entries", name_or(at, "value"), (long long)json_integer_value(mx));
-		const json_t *names = json_object_get(schema, "propertyNames");
-		const json_t *extra = json_object_get(schema, "additionalProperties");
-		const char *k;
-		json_t *val;
-		json_object_foreach((json_t *)inst, k, val) {
-			char sub[256];
-			snprintf(sub, sizeof sub, "%s%s%.200s", at, *at ? "." : "", k);
-			if (json_is_object(names)) {
-				json_t *key = json_string(k);
-				int rc = key ? schema_validate(names, key, sub, e) : err_set(e, "out of memory");
-				json_decref(key);
-				if (rc < 0)
-					return -1;
-			}
-			const json_t *ps = json_object_get(props, k);
-			if (!ps && json_is_object(extra))
-				ps = extra;
-			if (ps) {
-				if (schema_validate(ps, val, sub, e) < 0)
-					return -1;
-			} else if (json_is_false(extra)) {
-				return err_set(e, "%s: is not a known argument", sub);
-			}
-		}
-	}
+	const json_t *mx = json_object_get(schema, "maxProperties");
+	if (json_is_integer(mx) && json_object_size(inst) > (size_t)json_integer_value(mx))
+		return err_set(e, "%s: has more than %lld entries", name_or(at, "value"), (long long)json_integer_value(mx));
+	const char *k;
+	json_t *val;
+	json_object_foreach((json_t *)inst, k, val)
+		if (check_entry(schema, k, val, at, e) < 0)
+			return -1;
+	return 0;
+}
+
+int schema_validate(const json_t *schema, const json_t *inst, const char *at, struct err *e)
+{
+	if (check_type(schema, inst, at, e) < 0)
+		return -1;
+	if (json_is_string(inst))
+		return check_string(schema, inst, at, e);
+	if (json_is_number(inst))
+		return check_number(schema, inst, at, e);
+	if (json_is_array(inst))
+		return check_array(schema, inst, at, e);
+	if (json_is_object(inst))
+		return check_object(schema, inst, at, e);
 	return 0;
 }
