@@ -270,6 +270,18 @@ static int64_t ts_ns(struct timespec t)
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+/* Copies a str field into buf (n bytes, terminated). 0, or -1 when it does not fit. */
+static int get_str(struct ag_cur *c, char *buf, size_t n)
+{
+	size_t len;
+	const char *s = ag_get_str(c, &len);
+	if (c->bad || len >= n || memchr(s, 0, len))
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	return 0;
+}
+
 /*
  * AG_LIST: walks dir depth first with one open folder per level, following no symlink (a
  * symlink is listed as what it is), and lists every name that is not a folder. Between calls
@@ -277,27 +289,117 @@ static int64_t ts_ns(struct timespec t)
  * thousands of folders deep, a FIFO), so depth, count and size are bounded and nothing is
  * opened but folders.
  */
+struct walk {
+	DIR *stack[AG_LIST_DEPTH];
+	size_t plen[AG_LIST_DEPTH]; /* length of rel while in that folder */
+	char rel[4096];             /* the current name, relative to the listed folder */
+	int depth;
+	uint32_t max, count, visited, flags;
+	char skip[256];             /* a name at the top left out, "" for none */
+};
+
+static void walk_close(struct walk *w)
+{
+	while (w->depth >= 0)
+		closedir(w->stack[w->depth--]);
+}
+
+/* Into the folder name (of the current one): 0, or -1 when it is not walked (too deep, or it
+ * cannot be opened; the list says so). */
+static int walk_enter(struct walk *w, const char *name, size_t rel_len)
+{
+	if (w->depth + 1 >= AG_LIST_DEPTH) {
+		w->flags |= AG_LIST_SKIPPED;
+		return -1;
+	}
+	int cfd = openat(dirfd(w->stack[w->depth]), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *cd = cfd < 0 ? NULL : fdopendir(cfd);
+	if (!cd) {
+		if (cfd >= 0)
+			close(cfd);
+		w->flags |= AG_LIST_SKIPPED;
+		return -1;
+	}
+	w->stack[++w->depth] = cd;
+	w->plen[w->depth] = rel_len;
+	return 0;
+}
+
+/* One name of the current folder: walked into, listed, or the end of the walk (1). */
+static int walk_name(struct walk *w, const char *name)
+{
+	if (++w->visited > AG_LIST_VISIT) {
+		/* A tree of many folders and few files: stop in good time, not at the server's
+		 * patience, which would take the sandbox for dead. */
+		w->flags |= AG_LIST_TRUNCATED;
+		return 1;
+	}
+	size_t nl = strlen(name), at = w->plen[w->depth];
+	if (at + nl + 2 >= sizeof w->rel) {
+		w->flags |= AG_LIST_SKIPPED;
+		return 0;
+	}
+	if (at)
+		w->rel[at++] = '/';
+	memcpy(w->rel + at, name, nl + 1);
+	struct stat st;
+	if (fstatat(dirfd(w->stack[w->depth]), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0; /* gone since readdir */
+	if (S_ISDIR(st.st_mode)) {
+		walk_enter(w, name, at + nl);
+		return 0;
+	}
+	if (w->count >= w->max || out.len + at + nl + 64 > AG_LIST_BYTES) {
+		w->flags |= AG_LIST_TRUNCATED;
+		return 1;
+	}
+	ag_put_str(&out, w->rel, at + nl);
+	ag_put_u64(&out, (uint64_t)st.st_size);
+	ag_put_u64(&out, (uint64_t)ts_ns(st.st_mtim));
+	ag_put_u64(&out, (uint64_t)ts_ns(st.st_ctim));
+	ag_put_u32(&out, (uint32_t)st.st_mode);
+	w->count++;
+	return 0;
+}
+
+/* Walks the open folder fd (taken) into the answer. */
+static void walk_all(struct walk *w, int fd)
+{
+	w->depth = 0;
+	w->plen[0] = 0;
+	if (!(w->stack[0] = fdopendir(fd))) {
+		close(fd);
+		w->flags |= AG_LIST_SKIPPED;
+		return;
+	}
+	while (w->depth >= 0) {
+		errno = 0;
+		struct dirent *d = readdir(w->stack[w->depth]);
+		if (!d) {
+			if (errno)
+				w->flags |= AG_LIST_SKIPPED;
+			closedir(w->stack[w->depth--]);
+		} else if (strcmp(d->d_name, ".") && strcmp(d->d_name, "..") &&
+			   (w->depth || strcmp(d->d_name, w->skip)) && walk_name(w, d->d_name)) {
+			walk_close(w);
+		}
+	}
+}
+
 static void do_list(struct ag_cur *c)
 {
-	uint32_t max = ag_get_u32(c);
-	size_t n;
-	const char *p = ag_get_str(c, &n);
-	char path[4096], skip[256];
-	size_t sn;
-	const char *sk = ag_get_str(c, &sn);
-	if (c->bad || n == 0 || n >= sizeof path || memchr(p, 0, n) || sn >= sizeof skip || memchr(sk, 0, sn)) {
+	static struct walk w;
+	char path[4096];
+	memset(&w, 0, sizeof w);
+	w.max = ag_get_u32(c);
+	if (get_str(c, path, sizeof path) < 0 || !path[0] || get_str(c, w.skip, sizeof w.skip) < 0) {
 		send_simple(AG_ERR, "bad LIST");
 		return;
 	}
-	memcpy(skip, sk, sn);
-	skip[sn] = '\0';
 	if (call.pid) {
 		send_simple(AG_ERR, "a call is running");
 		return;
 	}
-	memcpy(path, p, n);
-	path[n] = '\0';
-	uint32_t flags = 0, count = 0, visited = 0;
 	ag_frame_begin(&out, AG_ENTRIES);
 	ag_put_u32(&out, 0); /* flags, filled in below */
 	ag_put_u32(&out, 0); /* count */
@@ -306,92 +408,18 @@ static void do_list(struct ag_cur *c)
 	int fd = pfd < 0 ? -1 : openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (pfd >= 0)
 		close(pfd);
-	if (fd < 0) {
-		/* Nothing there (or not a folder): an empty list, as for an empty folder. */
-		if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
-			flags |= AG_LIST_SKIPPED;
-		goto done;
-	}
-	DIR *stack[AG_LIST_DEPTH];
-	size_t plen[AG_LIST_DEPTH]; /* length of rel while in that folder */
-	char rel[4096] = "";
-	int depth = 0;
-	stack[0] = fdopendir(fd);
-	plen[0] = 0;
-	if (!stack[0]) {
-		close(fd);
-		flags |= AG_LIST_SKIPPED;
-		goto done;
-	}
-	while (depth >= 0) {
-		errno = 0;
-		struct dirent *d = readdir(stack[depth]);
-		if (!d) {
-			if (errno)
-				flags |= AG_LIST_SKIPPED;
-			closedir(stack[depth]);
-			depth--;
-			continue;
-		}
-		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..") || (depth == 0 && !strcmp(d->d_name, skip)))
-			continue;
-		if (++visited > AG_LIST_VISIT) {
-			/* A tree of many folders and few files: stop in good time, not at the server's
-			 * patience, which would take the sandbox for dead. */
-			flags |= AG_LIST_TRUNCATED;
-			while (depth >= 0)
-				closedir(stack[depth--]);
-			break;
-		}
-		size_t nl = strlen(d->d_name), at = plen[depth];
-		if (at + nl + 2 >= sizeof rel) {
-			flags |= AG_LIST_SKIPPED;
-			continue;
-		}
-		if (at)
-			rel[at++] = '/';
-		memcpy(rel + at, d->d_name, nl + 1);
-		struct stat st;
-		if (fstatat(dirfd(stack[depth]), d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue; /* gone since readdir */
-		if (S_ISDIR(st.st_mode)) {
-			if (depth + 1 >= AG_LIST_DEPTH) {
-				flags |= AG_LIST_SKIPPED;
-				continue;
-			}
-			int cfd = openat(dirfd(stack[depth]), d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			DIR *cd = cfd < 0 ? NULL : fdopendir(cfd);
-			if (!cd) {
-				if (cfd >= 0)
-					close(cfd);
-				flags |= AG_LIST_SKIPPED;
-				continue;
-			}
-			stack[++depth] = cd;
-			plen[depth] = at + nl;
-			continue;
-		}
-		if (count >= max || out.len + at + nl + 64 > AG_LIST_BYTES) {
-			flags |= AG_LIST_TRUNCATED;
-			while (depth >= 0)
-				closedir(stack[depth--]);
-			break;
-		}
-		ag_put_str(&out, rel, at + nl);
-		ag_put_u64(&out, (uint64_t)st.st_size);
-		ag_put_u64(&out, (uint64_t)ts_ns(st.st_mtim));
-		ag_put_u64(&out, (uint64_t)ts_ns(st.st_ctim));
-		ag_put_u32(&out, (uint32_t)st.st_mode);
-		count++;
-	}
-done:
+	/* Nothing there (or not a folder): an empty list, as for an empty folder. */
+	if (fd < 0 && errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+		w.flags |= AG_LIST_SKIPPED;
+	if (fd >= 0)
+		walk_all(&w, fd);
 	if (out.oom) {
 		send_errno("listing", ENOMEM);
 		return;
 	}
 	for (int i = 0; i < 4; i++) {
-		out.p[5 + i] = (unsigned char)(flags >> (8 * i));
-		out.p[9 + i] = (unsigned char)(count >> (8 * i));
+		out.p[5 + i] = (unsigned char)(w.flags >> (8 * i));
+		out.p[9 + i] = (unsigned char)(w.count >> (8 * i));
 	}
 	send_frame();
 }
@@ -801,166 +829,202 @@ static void finish_call(void)
 	call.pid = 0;
 }
 
-static void do_run(struct ag_cur *c)
-{
-	static char *argv[MAX_ARGS + 2], *envp[MAX_ARGS + 1];
-	static char cwd[4096];
-	struct rlimit_req { uint32_t res; uint64_t lim; } rl[MAX_RLIMITS];
-	size_t n;
+/* A run request as it came (proto.h's run spec): strings copied out of the frame. */
+struct run_spec {
+	uint32_t flags;
+	char cwd[4096];
+	uint32_t relay_port;
+	char relay_sock[108];
+	uint32_t nrl;
+	struct { uint32_t res; uint64_t lim; } rl[MAX_RLIMITS];
+	char *argv[MAX_ARGS + 2], *envp[MAX_ARGS + 1];
+	char *block;             /* the strings of argv and envp, each with its terminator */
+};
 
-	if (call.pid) {
-		send_simple(AG_ERR, "a call is already running");
-		return;
+/* Reads the count and the strings of one list (argv or envp) into the spec's block. */
+static int get_list(struct ag_cur *c, char **list, char **bp, int need_one)
+{
+	uint32_t cnt = ag_get_u32(c);
+	if (c->bad || cnt > MAX_ARGS || (need_one && cnt == 0))
+		return -1;
+	for (uint32_t i = 0; i < cnt; i++) {
+		size_t n;
+		const char *s = ag_get_str(c, &n);
+		if (c->bad || memchr(s, 0, n))
+			return -1;
+		memcpy(*bp, s, n);
+		(*bp)[n] = '\0';
+		list[i] = *bp;
+		*bp += n + 1;
 	}
-	uint32_t flags = ag_get_u32(c);
+	list[cnt] = NULL;
+	return 0;
+}
+
+/* Parses AG_RUN into sp (and the call's cap and spill settings). 0, or -1 (bad, or ENOMEM in
+ * errno). */
+static int parse_run(struct ag_cur *c, struct run_spec *sp)
+{
+	sp->flags = ag_get_u32(c);
 	call.cap = ag_get_u64(c);
 	call.spill_max = ag_get_u64(c);
-	const char *s = ag_get_str(c, &n);
-	if (c->bad || n >= sizeof cwd)
-		goto bad;
-	memcpy(cwd, s, n);
-	cwd[n] = '\0';
-	s = ag_get_str(c, &n);
-	if (c->bad || n >= sizeof call.spill_prefix)
-		goto bad;
-	memcpy(call.spill_prefix, s, n);
-	call.spill_prefix[n] = '\0';
-	uint32_t relay_port = ag_get_u32(c);
-	static char relay_sock[108];
-	s = ag_get_str(c, &n);
-	if (c->bad || n >= sizeof relay_sock || relay_port > 65535)
-		goto bad;
-	memcpy(relay_sock, s, n);
-	relay_sock[n] = '\0';
-	uint32_t nrl = ag_get_u32(c);
-	if (nrl > MAX_RLIMITS)
-		goto bad;
-	for (uint32_t i = 0; i < nrl; i++) {
-		rl[i].res = ag_get_u32(c);
-		rl[i].lim = ag_get_u64(c);
+	if (get_str(c, sp->cwd, sizeof sp->cwd) < 0 || get_str(c, call.spill_prefix, sizeof call.spill_prefix) < 0)
+		return errno = 0, -1;
+	sp->relay_port = ag_get_u32(c);
+	if (get_str(c, sp->relay_sock, sizeof sp->relay_sock) < 0 || sp->relay_port > 65535)
+		return errno = 0, -1;
+	sp->nrl = ag_get_u32(c);
+	if (sp->nrl > MAX_RLIMITS)
+		return errno = 0, -1;
+	for (uint32_t i = 0; i < sp->nrl; i++) {
+		sp->rl[i].res = ag_get_u32(c);
+		sp->rl[i].lim = ag_get_u64(c);
 	}
-	/* Strings are copied into one block so each gets its terminator. */
-	static char *block;
-	free(block);
-	block = malloc(c->left + 2 * MAX_ARGS + 16);
-	if (!block) {
-		send_errno("run", ENOMEM);
-		return;
-	}
-	char *bp = block;
-	char **lists[2] = {argv, envp};
-	for (int l = 0; l < 2; l++) {
-		uint32_t cnt = ag_get_u32(c);
-		if (c->bad || cnt > MAX_ARGS || (l == 0 && cnt == 0))
-			goto bad;
-		for (uint32_t i = 0; i < cnt; i++) {
-			s = ag_get_str(c, &n);
-			if (c->bad || memchr(s, 0, n))
-				goto bad;
-			memcpy(bp, s, n);
-			bp[n] = '\0';
-			lists[l][i] = bp;
-			bp += n + 1;
-		}
-		lists[l][cnt] = NULL;
-	}
+	/* Every string's terminator fits in the room of its length field. */
+	if (!(sp->block = malloc(c->left + 2 * MAX_ARGS + 16)))
+		return errno = ENOMEM, -1;
+	char *bp = sp->block;
+	errno = 0;
+	return get_list(c, sp->argv, &bp, 1) < 0 || get_list(c, sp->envp, &bp, 0) < 0 ? -1 : 0;
+}
 
-	if (relay_port && start_relay((uint16_t)relay_port, relay_sock) < 0) {
-		send_errno("the install step's relay", errno);
-		return;
+/* The call's program, in the forked child: signals reset, a session of its own, /dev/null,
+ * the two pipes, no other fd, the call's rlimits and folder. Reports a failure to start
+ * through px (close-on-exec) and exits 127. Async-signal-safe. */
+static void child_exec(struct run_spec *sp, int devnull, int outw, int errw, int px)
+{
+	reset_signals();
+	setsid();
+	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(outw, 1) < 0 || dup2(errw, 2) < 0)
+		goto fail;
+	/* Only 0-2 cross exec; px stays open until exec succeeds, then closes itself. */
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+		for (int fd = 3; fd < 65536; fd++)
+			if (fd != px)
+				close(fd);
 	}
-	int po[2], pe[2], px[2];
-	if (pipe2(po, O_CLOEXEC) < 0)
-		goto fail;
-	if (pipe2(pe, O_CLOEXEC) < 0) {
-		close(po[0]);
-		close(po[1]);
-		goto fail;
+	for (uint32_t i = 0; i < sp->nrl; i++) {
+		struct rlimit r = {sp->rl[i].lim, sp->rl[i].lim};
+		if (setrlimit((int)sp->rl[i].res, &r) < 0)
+			goto fail;
 	}
-	if (pipe2(px, O_CLOEXEC) < 0) {
-		close(po[0]);
-		close(po[1]);
-		close(pe[0]);
-		close(pe[1]);
+	if (chdir(sp->cwd) < 0)
 		goto fail;
+	exec_path(sp->argv[0], sp->argv, sp->envp);
+	if (errno == ENOENT && (sp->flags & AG_RUN_SH_FALLBACK)) {
+		sp->argv[0] = "/bin/sh";
+		execve("/bin/sh", sp->argv, sp->envp);
+	}
+fail:;
+	int err = errno;
+	(void)!write(px, &err, sizeof err);
+	_exit(127);
+}
+
+/* A program that could not be started: its reason on stderr, as a shell would say it. */
+static void say_exec_failed(const char *prog, int err)
+{
+	char msg[512];
+	int len = snprintf(msg, sizeof msg, "sandbox: cannot run %s: %s\n", prog, strerror(err));
+	ag_frame_begin(&out, AG_OUT);
+	ag_put_u8(&out, 2);
+	ag_put(&out, msg, (size_t)len);
+	send_frame();
+	call.s[1].bytes += (uint64_t)len;
+}
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
+}
+
+/* Forks the program of sp with stdout, stderr and its exec report on pipes. The child's pid,
+ * or -1 with errno set and *what naming the step (nothing left open). */
+static pid_t spawn_call(struct run_spec *sp, int po[2], int pe[2], int *exec_err, const char **what)
+{
+	int px[2] = {-1, -1};
+	po[0] = po[1] = pe[0] = pe[1] = -1;
+	*what = "pipe";
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 || pipe2(px, O_CLOEXEC) < 0) {
+		int err = errno;
+		close_pair(po);
+		close_pair(pe);
+		close_pair(px);
+		errno = err;
+		return -1;
 	}
 	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	/* Coarse, as file times are: whatever the program changes has a ctime at or after it. */
 	struct timespec t0;
 	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
 	call.started_ns = (uint64_t)ts_ns(t0);
+	*what = "fork";
 	pid_t pid = fork();
-	if (pid < 0) {
-		int err = errno;
-		close(po[0]); close(po[1]); close(pe[0]); close(pe[1]); close(px[0]); close(px[1]);
-		if (devnull >= 0)
-			close(devnull);
-		send_errno("fork", err);
-		return;
-	}
-	if (pid == 0) {
-		reset_signals();
-		setsid();
-		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
-			goto child_fail;
-		/* Only 0-2 cross exec; px stays open until exec succeeds, then closes itself. */
-		if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
-			for (int fd = 3; fd < 65536; fd++)
-				if (fd != px[1])
-					close(fd);
-		}
-		for (uint32_t i = 0; i < nrl; i++) {
-			struct rlimit r = {rl[i].lim, rl[i].lim};
-			if (setrlimit((int)rl[i].res, &r) < 0)
-				goto child_fail;
-		}
-		if (chdir(cwd) < 0)
-			goto child_fail;
-		exec_path(argv[0], argv, envp);
-		if (errno == ENOENT && (flags & AG_RUN_SH_FALLBACK)) {
-			argv[0] = "/bin/sh";
-			execve("/bin/sh", argv, envp);
-		}
-	child_fail:;
-		int err = errno;
-		(void)!write(px[1], &err, sizeof err);
-		_exit(127);
-	}
+	if (pid == 0)
+		child_exec(sp, devnull, po[1], pe[1], px[1]);
+	int err = errno;
 	if (devnull >= 0)
 		close(devnull);
 	close(po[1]);
 	close(pe[1]);
 	close(px[1]);
-	int err = 0;
+	po[1] = pe[1] = -1;
+	if (pid < 0) {
+		close(po[0]);
+		close(pe[0]);
+		close(px[0]);
+		errno = err;
+		return -1;
+	}
 	ssize_t r;
 	do
-		r = read(px[0], &err, sizeof err);
+		r = read(px[0], exec_err, sizeof *exec_err);
 	while (r < 0 && errno == EINTR);
 	close(px[0]);
+	if (r != (ssize_t)sizeof *exec_err)
+		*exec_err = 0;
+	return pid;
+}
 
+static void do_run(struct ag_cur *c)
+{
+	static struct run_spec sp;
+	free(sp.block);
+	memset(&sp, 0, sizeof sp);
+	if (call.pid) {
+		send_simple(AG_ERR, "a call is already running");
+		return;
+	}
+	if (parse_run(c, &sp) < 0) {
+		if (errno)
+			send_errno("run", errno);
+		else
+			send_simple(AG_ERR, "bad RUN");
+		return;
+	}
+	if (sp.relay_port && start_relay((uint16_t)sp.relay_port, sp.relay_sock) < 0) {
+		send_errno("the install step's relay", errno);
+		return;
+	}
+	int po[2], pe[2], exec_err = 0;
+	const char *what;
+	pid_t pid = spawn_call(&sp, po, pe, &exec_err, &what);
+	if (pid < 0) {
+		send_errno(what, errno);
+		return;
+	}
 	call.pid = pid;
 	call.status = 0;
 	call.reaped = call.killed = 0;
-	call.exec_fail = r == (ssize_t)sizeof err;
+	call.exec_fail = exec_err != 0;
 	stream_reset(&call.s[0], po[0]);
 	stream_reset(&call.s[1], pe[0]);
 	fcntl(po[0], F_SETFL, O_NONBLOCK);
 	fcntl(pe[0], F_SETFL, O_NONBLOCK);
-	if (call.exec_fail) {
-		char msg[512];
-		int len = snprintf(msg, sizeof msg, "sandbox: cannot run %s: %s\n", argv[0], strerror(err));
-		ag_frame_begin(&out, AG_OUT);
-		ag_put_u8(&out, 2);
-		ag_put(&out, msg, (size_t)len);
-		send_frame();
-		call.s[1].bytes += (uint64_t)len;
-	}
-	return;
-bad:
-	send_simple(AG_ERR, "bad RUN");
-	return;
-fail:
-	send_errno("pipe", errno);
+	if (call.exec_fail)
+		say_exec_failed(sp.argv[0], exec_err);
 }
 
 /* Reads and handles one frame; returns -1 when the server is gone. */

@@ -359,11 +359,10 @@ static int run_op(const struct op *o)
 }
 
 /* Runs in the cloned child. Only system calls on prepared data. Never returns. */
-void plan_child(const struct plan *p)
+/* Builds the root: cgroup namespace, hostname, the root's tmpfs filled and mounted on, and
+ * loopback up where the sandbox has a network of its own. */
+static void build_root(const struct plan *p)
 {
-	char c;
-	if (read(p->sync_fd, &c, 1) != 1)
-		child_fail(p, STEP_SYNC);
 	/* Now, not at clone: the server has moved us into the sandbox's cgroups, which thereby
 	 * become the root of what the sandbox sees. */
 	if (syscall(SYS_unshare, CLONE_NEWCGROUP) < 0)
@@ -389,6 +388,11 @@ void plan_child(const struct plan *p)
 			child_fail(p, STEP_LO);
 		close(s);
 	}
+}
+
+/* Makes the built root the root. */
+static void enter_root(const struct plan *p)
+{
 	if (chdir(p->root) < 0)
 		child_fail(p, STEP_PIVOT);
 	if (syscall(SYS_pivot_root, ".", ".") == 0) {
@@ -403,7 +407,11 @@ void plan_child(const struct plan *p)
 	} else {
 		child_fail(p, STEP_PIVOT);
 	}
-	/* Drop every capability for good, then become the sandbox user. */
+}
+
+/* Drops every capability for good and becomes the sandbox user, with no_new_privs. */
+static void become_user(const struct plan *p)
+{
 	for (int cap = 0; cap <= 63; cap++)
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
 			child_fail(p, STEP_IDS);
@@ -424,11 +432,17 @@ void plan_child(const struct plan *p)
 	/* After the credential change: commit_creds clears the parent-death signal. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		child_fail(p, STEP_PRCTL);
-	/* The agent gets /dev/null, /dev/null, /dev/null and its socket: nothing of the server's,
-	 * not even an fd the server inherited without close-on-exec. */
+}
+
+/* Executes the agent with /dev/null, /dev/null, /dev/null and its socket: nothing of the
+ * server's, not even an fd the server inherited without close-on-exec. */
+static void exec_agent(const struct plan *p) __attribute__((noreturn));
+
+static void exec_agent(const struct plan *p)
+{
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(p->ctl_fd, 3) < 0 ||
-	    syscall(SYS_close_range, 4, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+	    close_range(4, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		child_fail(p, STEP_FDS);
 	/* stderr last: a failure above is still reported through err_fd. */
 	if (dup2(null, 2) < 0)
@@ -446,6 +460,17 @@ void plan_child(const struct plan *p)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	syscall(SYS_execveat, p->agent_fd, "", p->argv, (char *const[]){NULL}, AT_EMPTY_PATH);
 	child_fail(p, STEP_EXEC);
+}
+
+void plan_child(const struct plan *p)
+{
+	char c;
+	if (read(p->sync_fd, &c, 1) != 1)
+		child_fail(p, STEP_SYNC);
+	build_root(p);
+	enter_root(p);
+	become_user(p);
+	exec_agent(p);
 }
 
 const char *plan_step_name(const struct plan *p, int step, char *buf, size_t n)

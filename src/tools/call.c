@@ -12,7 +12,7 @@
 #include "inputs.h"
 #include "../base/log.h"
 #include "output.h"
-#include "requirements.h"
+#include "install.h"
 #include "result.h"
 
 /* Bash code longer than this goes through a file: one exec argument holds at most 128 KiB. */
@@ -38,73 +38,7 @@ static const char *const call_env[] = {
 	NULL,
 };
 
-/*
- * The install step's environment: no PYTHONPATH and no pip configuration, so that nothing the
- * workspace holds (a planted sitecustomize.py, a pip.conf under $HOME) runs or steers pip while
- * the step may have the network. Its temporary files go to the workspace, not the sandbox's
- * small /tmp: pip unpacks a whole package there before moving it into place.
- */
-static const char *const install_env[] = {
-	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-	"HOME=/tmp",
-	"USER=sandbox",
-	"LOGNAME=sandbox",
-	"LANG=C.UTF-8",
-	"TMPDIR=" TOOLS_TMP,
-	"PIP_CONFIG_FILE=/dev/null",
-	"PIP_DISABLE_PIP_VERSION_CHECK=1",
-	"PIP_NO_INPUT=1",
-	"PIP_ROOT_USER_ACTION=ignore",
-	NULL,
-};
-
-/* ------------------------------------------------------------ output capture */
-
-struct collect {
-	struct output out[2];
-	struct tool_call *tc;
-};
-
-static void collect_output(void *ctx, int stream, const char *buf, size_t len)
-{
-	struct collect *c = ctx;
-	if ((stream == 1 || stream == 2) && buf)
-		output_add(&c->out[stream - 1], buf, len);
-	else if (stream == 1 || stream == 2)
-		output_skip(&c->out[stream - 1], len);
-	if (c->tc->on_output)
-		c->tc->on_output(c->tc->ctx, stream, buf, len);
-}
-
-static int collect_init(struct collect *c, struct tool_call *tc, size_t cap)
-{
-	c->tc = tc;
-	if (output_init(&c->out[0], cap) < 0)
-		return -1;
-	if (output_init(&c->out[1], cap) < 0) {
-		output_free(&c->out[0]);
-		return -1;
-	}
-	return 0;
-}
-
-static void collect_free(struct collect *c)
-{
-	output_free(&c->out[0]);
-	output_free(&c->out[1]);
-}
-
 /* ------------------------------------------------------------ results */
-
-/* What every result of one call shares. */
-struct call_ctx {
-	struct sandbox *sb;
-	struct tool_call *tc;
-	const struct config *cfg;
-	int64_t t0, deadline;
-	double timeout;
-	char notice[SANDBOX_NOTICE_MAX];
-};
 
 static void facts_init(struct result_facts *f, const struct call_ctx *c)
 {
@@ -116,10 +50,8 @@ static void facts_init(struct result_facts *f, const struct call_ctx *c)
 	f->notice = c->notice[0] ? c->notice : NULL;
 }
 
-/* A result for a call that never reached the program (no sandbox, install failure, ...):
- * stderr_text is its stderr; error (may be NULL) why the sandbox could not run the code. */
-static json_t *early_result(const struct call_ctx *c, int exit_code, const char *stderr_text, const char *error,
-			    bool timed_out)
+json_t *call_early_result(const struct call_ctx *c, int exit_code, const char *stderr_text, const char *error,
+			  bool timed_out)
 {
 	struct result_facts f;
 	facts_init(&f, c);
@@ -171,7 +103,7 @@ static json_t *add_artifacts(json_t *r, struct artifacts *a)
  * in the workspace: the sandbox saved it when it passed the capture cap; one that is cut only
  * for the result's size is saved here, through the sandbox.
  */
-static json_t *run_result(struct call_ctx *c, const struct run_res *rs, struct collect *col, const char *spill)
+static json_t *run_result(struct call_ctx *c, const struct run_res *rs, struct capture *col, const char *spill)
 {
 	char files[2][160], why[2][sizeof(struct err)];
 	/* The call's files first: what they take of the result's size is not the streams'. */
@@ -223,127 +155,73 @@ static json_t *run_result(struct call_ctx *c, const struct run_res *rs, struct c
 	return r;
 }
 
-/* ------------------------------------------------------------ the install step */
-
-/* True when every requirement asked for was installed in this sandbox before. */
-static bool all_installed(struct sandbox *sb, const json_t *reqs)
-{
-	size_t i;
-	const json_t *r;
-	json_array_foreach(reqs, i, r) if (!json_object_get(sb->installed, json_string_value(r))) return false;
-	return true;
-}
-
-/* The install step failed: its result, with pip's own words. */
-static json_t *install_failed(struct call_ctx *c, const struct run_res *rs, struct collect *col)
-{
-	size_t ol = 0, el = 0;
-	char *out = output_text(&col->out[0], NULL, &ol), *err = output_text(&col->out[1], NULL, &el);
-	const char *pip = err && el ? err : out ? out : "";
-	size_t n = strlen(pip) + 128;
-	char *msg = malloc(n);
-	json_t *r = NULL;
-	if (msg) {
-		if (rs->timed_out)
-			snprintf(msg, n, "Failed to install requirements: timed out after %g s\n%s", c->timeout, pip);
-		else
-			snprintf(msg, n, "Failed to install requirements: %s", pip);
-		r = early_result(c, rs->timed_out ? 124 : 1, msg, NULL, rs->timed_out);
-	}
-	free(msg);
-	free(out);
-	free(err);
-	return r;
-}
-
-/* Installs requirements. NULL when done (or nothing to do); else the result to return (new
- * ref), or NULL with tc->cancelled set. */
-static json_t *install(struct call_ctx *c, const json_t *reqs)
-{
-	const struct config *cfg = c->cfg;
-	if (!json_array_size(reqs) || all_installed(c->sb, reqs))
-		return NULL;
-	bool offline = cfg->wheelhouse[0] || cfg->network == NET_NONE;
-	size_t i;
-	const json_t *r;
-	json_array_foreach(reqs, i, r) {
-		char why[300], msg[800];
-		if (req_check(json_string_value(r), json_string_length(r), !offline, why, sizeof why) < 0) {
-			snprintf(msg, sizeof msg, "Failed to install requirements: '%.300s' is not allowed: %s",
-				 json_string_value(r), why);
-			return early_result(c, 1, msg, NULL, false);
-		}
-	}
-	const char **argv = calloc(json_array_size(reqs) + 24, sizeof *argv);
-	if (!argv)
-		return early_result(c, 1, "Failed to install requirements: out of memory", "out of memory", false);
-	size_t a = 0;
-	static const char *const fixed[] = {"-I", "-m", "pip", "install", "--no-warn-script-location", "--upgrade",
-					    "--no-cache-dir", "--target", TOOLS_PACKAGES};
-	argv[a++] = cfg->python;
-	for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
-		argv[a++] = fixed[k];
-	char trusted[300];
-	if (offline) {
-		argv[a++] = "--no-index";
-	} else {
-		argv[a++] = "--only-binary";
-		argv[a++] = ":all:";
-		argv[a++] = "--index-url";
-		argv[a++] = cfg->index_url;
-		/* pip ignores a plain-HTTP index unless told to trust its host. */
-		if (!strncasecmp(cfg->index_url, "http://", 7)) {
-			snprintf(trusted, sizeof trusted, "%.*s", (int)strcspn(cfg->index_url + 7, "/?#"), cfg->index_url + 7);
-			argv[a++] = "--trusted-host";
-			argv[a++] = trusted;
-		}
-	}
-	if (cfg->wheelhouse[0]) {
-		argv[a++] = "--find-links";
-		argv[a++] = "/wheelhouse";
-	}
-	/* Each requirement one argument, after "--": nothing can re-split it or make it an option. */
-	argv[a++] = "--";
-	json_array_foreach(reqs, i, r) argv[a++] = json_string_value(r);
-	argv[a] = NULL;
-
-	struct collect col;
-	if (collect_init(&col, c->tc, cfg->output_cap) < 0) {
-		free(argv);
-		return early_result(c, 1, "Failed to install requirements: out of memory", "out of memory", false);
-	}
-	/* Makes the folder of pip's temporary files; its contents say what it is. */
-	static const char keep[] = "Temporary files of package installs; removed with the sandbox.\n";
-	struct run_file f = {TOOLS_TMP "/README", keep, sizeof keep - 1, 0644};
-	/* Not in the workspace: a name must never resolve to a folder the code made there. */
-	struct run_req rq = {.argv = argv, .env = install_env, .cwd = "/tmp", .files = &f, .nfiles = 1,
-			     .network = !offline, .deadline_ms = c->deadline, .cancel_fd = c->tc->cancel_fd,
-			     .cap = cfg->output_cap, .on_output = collect_output, .ctx = &col};
-	struct run_res rs;
-	struct err e = {""};
-	int rc = sandbox_run(c->sb, &rq, &rs, c->notice, &e);
-	free(argv);
-	json_t *res = NULL;
-	if (rc < 0) {
-		char msg[sizeof e.msg + 64];
-		snprintf(msg, sizeof msg, "Failed to install requirements: %s", e.msg);
-		res = early_result(c, 1, msg, e.msg, false);
-	} else if (rs.cancelled) {
-		c->tc->cancelled = true;
-	} else if (rs.exit_code != 0 || rs.timed_out) {
-		res = install_failed(c, &rs, &col);
-	} else {
-		json_array_foreach(reqs, i, r) json_object_set_new(c->sb->installed, json_string_value(r), json_true());
-	}
-	collect_free(&col);
-	return res;
-}
-
 /* ------------------------------------------------------------ execute */
 
 int call_check(const json_t *args, struct err *e)
 {
 	return inputs_check(args, call_env, e);
+}
+
+/* The program a call runs: its argv (*argv, caller frees) and, as in's last file, the script
+ * (or bash code too long for one argument). in->nfiles counts it. 0, or -1 when out of memory. */
+static int program(const struct tool_call *tc, const struct config *cfg, struct inputs *in, const char ***argv)
+{
+	bool py = tc->tool == TOOL_PYTHON;
+	const json_t *src = json_object_get(tc->args, py ? "script" : "code");
+	const char *code = json_string_value(src);
+	size_t len = json_string_length(src);
+	const char **v = *argv = calloc(in->nargs + 4, sizeof *v);
+	if (!v)
+		return -1;
+	if (py) {
+		in->files[in->nfiles++] = (struct run_file){TOOLS_SCRIPT, code, len, 0644};
+		v[0] = cfg->python;
+		v[1] = TOOLS_SCRIPT;
+		memcpy(v + 2, in->args, in->nargs * sizeof *v);
+		return 0;
+	}
+	v[0] = "/bin/bash";
+	v[1] = "-c";
+	v[2] = code;
+	if (len > CODE_ARG_MAX) {
+		/* Too long for one argument: the shell reads it from a file instead. */
+		in->files[in->nfiles++] = (struct run_file){TOOLS_SHELL_SCRIPT, code, len, 0644};
+		v[2] = ". " TOOLS_SHELL_SCRIPT;
+	}
+	return 0;
+}
+
+/* Runs the program on the sandbox and makes its result (NULL: cancelled, or out of memory). */
+static json_t *run_program(struct call_ctx *c, struct inputs *in, const char *const *argv)
+{
+	const struct config *cfg = c->cfg;
+	struct tool_call *tc = c->tc;
+	char spill[128];
+	snprintf(spill, sizeof spill, TOOLS_OUTPUT "/call-%lu", tc->seq);
+	struct capture col;
+	if (capture_init(&col, cfg->output_cap, tc->on_output, tc->ctx) < 0)
+		return call_early_result(c, 1, "out of memory", "out of memory", false);
+	struct run_req rq = {.argv = argv, .env = in->env, .cwd = WORKSPACE, .files = in->nfiles ? in->files : NULL,
+			     .nfiles = in->nfiles, .sh_fallback = tc->tool != TOOL_PYTHON, .deadline_ms = c->deadline,
+			     .cancel_fd = tc->cancel_fd, .cap = cfg->output_cap, .spill_prefix = spill,
+			     .changes_in = WORKSPACE "/" ARTIFACTS_DIR, .on_output = capture_add, .ctx = &col};
+	struct run_res rs;
+	struct err e = {""};
+	json_t *res = NULL;
+	if (sandbox_run(c->sb, &rq, &rs, c->notice, &e) < 0) {
+		/* A full workspace refuses the script file: say how to get out of it. */
+		size_t l = strlen(e.msg);
+		if (in->nfiles && strstr(e.msg, strerror(ENOSPC)))
+			snprintf(e.msg + l, sizeof e.msg - l, " (the workspace is full: remove files with "
+				 "execute_bash_commands, which needs no room for short code, or call cleanup_sandbox)");
+		res = call_early_result(c, 1, e.msg, e.msg, false);
+	} else if (rs.cancelled) {
+		tc->cancelled = true;
+	} else {
+		res = run_result(c, &rs, &col, spill);
+	}
+	capture_free(&col);
+	return res;
 }
 
 json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct config *cfg)
@@ -360,73 +238,21 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 		return NULL;
 	}
 	if (rc < 0)
-		return early_result(&c, 1, e.msg, e.msg, false);
-
-	bool py = tc->tool == TOOL_PYTHON;
-	if (py) {
-		json_t *res = install(&c, json_object_get(tc->args, "requirements"));
+		return call_early_result(&c, 1, e.msg, e.msg, false);
+	if (tc->tool == TOOL_PYTHON) {
+		json_t *res = install_requirements(&c, json_object_get(tc->args, "requirements"));
 		if (res || tc->cancelled)
 			return res;
 	}
 	struct inputs in = {0};
-	if (inputs_build(tc->args, call_env, &in, &e) < 0) {
-		inputs_free(&in);
-		return early_result(&c, 1, e.msg, e.msg, false);
-	}
-	/* The program: the script (or long bash code) goes last among the files. */
-	struct run_file *file = &in.files[in.nfiles];
-	const char **argv = calloc(in.nargs + 4, sizeof *argv);
-	const json_t *src = json_object_get(tc->args, py ? "script" : "code");
-	if (!argv) {
-		inputs_free(&in);
-		return early_result(&c, 1, "out of memory", "out of memory", false);
-	}
-	if (py) {
-		*file = (struct run_file){TOOLS_SCRIPT, json_string_value(src), json_string_length(src), 0644};
-		argv[0] = cfg->python;
-		argv[1] = TOOLS_SCRIPT;
-		memcpy(argv + 2, in.args, in.nargs * sizeof *argv);
-	} else if (json_string_length(src) > CODE_ARG_MAX) {
-		/* Too long for one argument: the shell reads it from a file instead. */
-		*file = (struct run_file){TOOLS_SHELL_SCRIPT, json_string_value(src), json_string_length(src), 0644};
-		argv[0] = "/bin/bash";
-		argv[1] = "-c";
-		argv[2] = ". " TOOLS_SHELL_SCRIPT;
-	} else {
-		argv[0] = "/bin/bash";
-		argv[1] = "-c";
-		argv[2] = json_string_value(src);
-	}
-	size_t nfiles = in.nfiles + (file->path != NULL);
-	char spill[128];
-	snprintf(spill, sizeof spill, TOOLS_OUTPUT "/call-%lu", tc->seq);
-	struct collect col;
-	if (collect_init(&col, tc, cfg->output_cap) < 0) {
-		free(argv);
-		inputs_free(&in);
-		return early_result(&c, 1, "out of memory", "out of memory", false);
-	}
-	struct run_req rq = {.argv = argv, .env = in.env, .cwd = WORKSPACE, .files = nfiles ? in.files : NULL,
-			     .nfiles = nfiles, .sh_fallback = !py, .deadline_ms = c.deadline,
-			     .cancel_fd = tc->cancel_fd, .cap = cfg->output_cap, .spill_prefix = spill,
-			     .changes_in = WORKSPACE "/" ARTIFACTS_DIR,
-			     .on_output = collect_output, .ctx = &col};
-	struct run_res rs;
-	rc = sandbox_run(sb, &rq, &rs, c.notice, &e);
-	json_t *res = NULL;
-	if (rc < 0) {
-		/* A full workspace refuses the script file: say how to get out of it. */
-		size_t l = strlen(e.msg);
-		if (nfiles && strstr(e.msg, strerror(ENOSPC)))
-			snprintf(e.msg + l, sizeof e.msg - l, " (the workspace is full: remove files with "
-				 "execute_bash_commands, which needs no room for short code, or call cleanup_sandbox)");
-		res = early_result(&c, 1, e.msg, e.msg, false);
-	} else if (rs.cancelled) {
-		tc->cancelled = true;
-	} else {
-		res = run_result(&c, &rs, &col, spill);
-	}
-	collect_free(&col);
+	const char **argv = NULL;
+	json_t *res;
+	if (inputs_build(tc->args, call_env, &in, &e) < 0)
+		res = call_early_result(&c, 1, e.msg, e.msg, false);
+	else if (program(tc, cfg, &in, &argv) < 0)
+		res = call_early_result(&c, 1, "out of memory", "out of memory", false);
+	else
+		res = run_program(&c, &in, argv);
 	free(argv);
 	inputs_free(&in);
 	return res;

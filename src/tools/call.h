@@ -6,10 +6,28 @@
 #define SANDBOX_CALL_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "../base/config.h"
 #include "../sandbox/sandbox.h"
 #include "tools.h"
+
+/* What every result of one call shares (install.c's too). */
+struct call_ctx {
+	struct sandbox *sb;
+	struct tool_call *tc;
+	const struct config *cfg;
+	int64_t t0, deadline;      /* monotonic ms: when the call started, when it must end */
+	double timeout;            /* seconds */
+	char notice[SANDBOX_NOTICE_MAX];
+};
+
+/* A result for a call that never reached the program (no sandbox, install failure, ...):
+ * stderr_text is its stderr; error (may be NULL) why the sandbox could not run the code. New
+ * reference; NULL when out of memory. */
+json_t *call_early_result(const struct call_ctx *c, int exit_code, const char *stderr_text, const char *error,
+			  bool timed_out);
 
 /* What the schema cannot say about an execute call's files, env and args (inputs.h): 0, or -1
  * with e saying what is wrong. */

@@ -111,3 +111,33 @@ char *output_text(const struct output *o, const char *full_path, size_t *len)
 	free(raw);
 	return res;
 }
+
+int capture_init(struct capture *c, size_t cap, void (*on_output)(void *, int, const char *, size_t), void *ctx)
+{
+	c->on_output = on_output;
+	c->ctx = ctx;
+	if (output_init(&c->out[0], cap) < 0)
+		return -1;
+	if (output_init(&c->out[1], cap) < 0) {
+		output_free(&c->out[0]);
+		return -1;
+	}
+	return 0;
+}
+
+void capture_add(void *ctx, int stream, const char *buf, size_t len)
+{
+	struct capture *c = ctx;
+	if ((stream == 1 || stream == 2) && buf)
+		output_add(&c->out[stream - 1], buf, len);
+	else if (stream == 1 || stream == 2)
+		output_skip(&c->out[stream - 1], len);
+	if (c->on_output)
+		c->on_output(c->ctx, stream, buf, len);
+}
+
+void capture_free(struct capture *c)
+{
+	output_free(&c->out[0]);
+	output_free(&c->out[1]);
+}

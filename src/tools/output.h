@@ -45,4 +45,18 @@ void output_view(const struct output *o, struct output_view *v);
 
 void output_free(struct output *o);
 
+/* A call's two streams as they come (stdout, stderr), each kept within the cap, and shown to a
+ * hook (progress) as they pass. */
+struct capture {
+	struct output out[2];
+	void (*on_output)(void *ctx, int stream, const char *buf, size_t len); /* may be NULL */
+	void *ctx;
+};
+
+/* 0, or -1 when out of memory (nothing to free then). */
+int capture_init(struct capture *c, size_t cap, void (*on_output)(void *, int, const char *, size_t), void *ctx);
+/* A run_req's on_output (backends/run/run.h), ctx being the capture. */
+void capture_add(void *ctx, int stream, const char *buf, size_t len);
+void capture_free(struct capture *c);
+
 #endif

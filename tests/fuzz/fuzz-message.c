@@ -31,7 +31,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The largest input fed at once: what one pipe holds without a reader. */
-#define MAX_INPUT 60000
+#define FUZZ_INPUT_MAX 60000
 
 static struct config C;
 static struct engine *E;
@@ -96,8 +96,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (size > MAX_INPUT)
-		size = MAX_INPUT;
+	if (size > FUZZ_INPUT_MAX)
+		size = FUZZ_INPUT_MAX;
 	int in[2];
 	if (pipe2(in, O_CLOEXEC) < 0)
 		abort();
