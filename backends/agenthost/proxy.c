@@ -279,90 +279,123 @@ static char *origin_request(const char *head, size_t head_len, const char *metho
 	return out;
 }
 
+/* A request's head, as far as the proxy needs it. */
+struct head {
+	char method[16], target[2048], version[16];
+	char host[256];
+	unsigned port;
+	const char *path;        /* in target; "/" for CONNECT */
+	bool ok;                 /* an HTTP/1 request line */
+	bool tunnel;             /* CONNECT */
+};
+
+/* Parses the request line of buf and checks it against the policy. NULL when the request may
+ * go on, else why not. */
+static const char *parse_head(const struct proxy *px, const char *buf, size_t head_len, struct head *h)
+{
+	const char *sp1 = memchr(buf, ' ', head_len);
+	const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', head_len - (size_t)(sp1 + 1 - buf)) : NULL;
+	const char *eol = memchr(buf, '\r', head_len);
+	h->path = "/";
+	h->ok = sp1 && sp2 && eol && sp2 < eol && (size_t)(sp1 - buf) < sizeof h->method &&
+		(size_t)(sp2 - sp1 - 1) < sizeof h->target && (size_t)(eol - sp2 - 1) < sizeof h->version;
+	if (h->ok) {
+		snprintf(h->method, sizeof h->method, "%.*s", (int)(sp1 - buf), buf);
+		snprintf(h->target, sizeof h->target, "%.*s", (int)(sp2 - sp1 - 1), sp1 + 1);
+		snprintf(h->version, sizeof h->version, "%.*s", (int)(eol - sp2 - 1), sp2 + 1);
+		h->ok = !strncmp(h->version, "HTTP/1.", 7);
+	}
+	h->tunnel = h->ok && !strcmp(h->method, "CONNECT");
+	if (!h->ok)
+		return "not an HTTP/1 proxy request";
+	if (h->tunnel && split_hostport(h->target, strlen(h->target), h->host, sizeof h->host, &h->port, 443) < 0)
+		return "a CONNECT needs host:port";
+	if (!h->tunnel && strncasecmp(h->target, "http://", 7))
+		return "only CONNECT and absolute http:// requests go through this proxy";
+	if (!h->tunnel) {
+		const char *hp = h->target + 7;
+		size_t n = strcspn(hp, "/?#");
+		h->path = hp[n] ? hp + n : "/";
+		if (memchr(hp, '@', n) || split_hostport(hp, n, h->host, sizeof h->host, &h->port, 80) < 0)
+			return "a request needs a plain http://host/ URL";
+	}
+	if (!netpolicy_host_allowed(&px->pol, h->host))
+		return "not a package index host: the install step reaches the package index only";
+	if (!netpolicy_port_allowed(&px->pol, h->port))
+		return "not a port of the package index";
+	return NULL;
+}
+
+/* Counts a connection let through or refused. */
+static void count(struct proxy *px, bool allowed)
+{
+	pthread_mutex_lock(&px->mu);
+	if (allowed)
+		px->allowed++;
+	else
+		px->refused++;
+	pthread_mutex_unlock(&px->mu);
+}
+
+/* Opens the way to the index on up: the tunnel's answer, or the request in origin form; then
+ * what the client sent after the head. 0, or -1 when a write failed. */
+static int forward(struct proxy *px, struct conn *c, int up, const struct head *h, const char *buf, size_t head_len,
+		   size_t got)
+{
+	int rc;
+	if (h->tunnel) {
+		static const char est[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		rc = write_all(px, c->client, est, sizeof est - 1);
+	} else {
+		size_t rl;
+		char *rq = origin_request(buf, head_len, h->method, h->path, h->version, &rl);
+		rc = rq ? write_all(px, up, rq, rl) : -1;
+		free(rq);
+	}
+	/* Bytes the client sent after the head (a TLS hello, a request body) go on first. */
+	if (rc == 0 && got > head_len)
+		rc = write_all(px, up, buf + head_len, got - head_len);
+	return rc;
+}
+
+/* A request the policy allows: connected to the index (at an address the policy allows too)
+ * and relayed both ways. */
+static void relay(struct proxy *px, struct conn *c, const struct head *h, const char *buf, size_t head_len,
+		  size_t got)
+{
+	const char *why = NULL;
+	int up = open_upstream(px, h->host, h->port, &why);
+	pthread_mutex_lock(&px->mu);
+	c->upstream = up;
+	pthread_mutex_unlock(&px->mu);
+	count(px, up >= 0);
+	if (up < 0) {
+		px_log(px, LOG_NOTICE, "install step: refused %s:%u: %s", h->host, h->port, why);
+		reply(c->client, strstr(why, "local") ? "403 Forbidden" : "502 Bad Gateway", why);
+		return;
+	}
+	px_log(px, LOG_DEBUG, "install step: %s %s:%u", h->method, h->host, h->port);
+	if (forward(px, c, up, h, buf, head_len, got) == 0)
+		splice_both(px, c->client, up);
+}
+
 static void serve(struct conn *c)
 {
 	struct proxy *px = c->px;
 	char *buf = malloc(PROXY_HEAD_MAX);
 	size_t head_len = 0;
 	ssize_t got = buf ? read_head(px, c->client, buf, PROXY_HEAD_MAX, &head_len) : -1;
-	if (got < 0) {
-		free(buf);
-		return;
+	struct head h;
+	const char *why = got < 0 ? NULL : parse_head(px, buf, head_len, &h);
+	if (got >= 0 && why) {
+		px_log(px, LOG_NOTICE, "install step: refused %s %.300s: %s", h.ok ? h.method : "?", h.ok ? h.target : "",
+		       why);
+		count(px, false);
+		reply(c->client, h.ok ? "403 Forbidden" : "400 Bad Request", why);
+	} else if (got >= 0) {
+		relay(px, c, &h, buf, head_len, (size_t)got);
 	}
-	char method[16], target[2048], version[16];
-	const char *sp1 = memchr(buf, ' ', head_len);
-	const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', head_len - (size_t)(sp1 + 1 - buf)) : NULL;
-	const char *eol = memchr(buf, '\r', head_len);
-	bool ok = sp1 && sp2 && eol && sp2 < eol && (size_t)(sp1 - buf) < sizeof method &&
-		  (size_t)(sp2 - sp1 - 1) < sizeof target && (size_t)(eol - sp2 - 1) < sizeof version;
-	if (ok) {
-		snprintf(method, sizeof method, "%.*s", (int)(sp1 - buf), buf);
-		snprintf(target, sizeof target, "%.*s", (int)(sp2 - sp1 - 1), sp1 + 1);
-		snprintf(version, sizeof version, "%.*s", (int)(eol - sp2 - 1), sp2 + 1);
-		ok = !strncmp(version, "HTTP/1.", 7);
-	}
-	char host[256];
-	unsigned port = 0;
-	const char *path = "/", *why = NULL;
-	bool tunnel = ok && !strcmp(method, "CONNECT");
-	if (!ok) {
-		why = "not an HTTP/1 proxy request";
-	} else if (tunnel) {
-		if (split_hostport(target, strlen(target), host, sizeof host, &port, 443) < 0)
-			why = "a CONNECT needs host:port";
-	} else if (!strncasecmp(target, "http://", 7)) {
-		const char *hp = target + 7;
-		size_t n = strcspn(hp, "/?#");
-		path = hp[n] ? hp + n : "/";
-		if (memchr(hp, '@', n) || split_hostport(hp, n, host, sizeof host, &port, 80) < 0)
-			why = "a request needs a plain http://host/ URL";
-	} else {
-		why = "only CONNECT and absolute http:// requests go through this proxy";
-	}
-	if (!why && !netpolicy_host_allowed(&px->pol, host))
-		why = "not a package index host: the install step reaches the package index only";
-	else if (!why && !netpolicy_port_allowed(&px->pol, port))
-		why = "not a port of the package index";
-	if (why) {
-		px_log(px, LOG_NOTICE, "install step: refused %s %.300s: %s", ok ? method : "?", ok ? target : "", why);
-		pthread_mutex_lock(&px->mu);
-		px->refused++;
-		pthread_mutex_unlock(&px->mu);
-		reply(c->client, ok ? "403 Forbidden" : "400 Bad Request", why);
-		free(buf);
-		return;
-	}
-	int up = open_upstream(px, host, port, &why);
-	pthread_mutex_lock(&px->mu);
-	c->upstream = up;
-	if (up >= 0)
-		px->allowed++;
-	else
-		px->refused++;
-	pthread_mutex_unlock(&px->mu);
-	if (up < 0) {
-		px_log(px, LOG_NOTICE, "install step: refused %s:%u: %s", host, port, why);
-		reply(c->client, strstr(why, "local") ? "403 Forbidden" : "502 Bad Gateway", why);
-		free(buf);
-		return;
-	}
-	px_log(px, LOG_DEBUG, "install step: %s %s:%u", method, host, port);
-	int rc = 0;
-	if (tunnel) {
-		static const char est[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		rc = write_all(px, c->client, est, sizeof est - 1);
-	} else {
-		size_t rl;
-		char *rq = origin_request(buf, head_len, method, path, version, &rl);
-		rc = rq ? write_all(px, up, rq, rl) : -1;
-		free(rq);
-	}
-	/* Bytes the client sent after the head (a TLS hello, a request body) go on first. */
-	if (rc == 0 && (size_t)got > head_len)
-		rc = write_all(px, up, buf + head_len, (size_t)got - head_len);
 	free(buf);
-	if (rc == 0)
-		splice_both(px, c->client, up);
 }
 
 static void *conn_main(void *arg)

@@ -1310,6 +1310,33 @@ static int follow(struct daytona *D, const struct run_req *rq, const char *dir, 
 	}
 }
 
+/* The run's result, from the runner's status (done). */
+static void read_status(const struct run_req *rq, const json_t *done, struct run_res *rs)
+{
+	json_t *bytes = json_object_get(done, "bytes"), *sp = json_object_get(done, "spilled");
+	json_t *se = json_object_get(done, "spill_errno");
+	for (int i = 0; i < 2; i++) {
+		json_int_t n = json_integer_value(json_array_get(bytes, (size_t)i));
+		rs->bytes[i] = n > 0 ? (uint64_t)n : 0;
+		rs->spilled[i] = rq->spill_prefix && json_is_true(json_array_get(sp, (size_t)i));
+		rs->spill_errno[i] = (int)json_integer_value(json_array_get(se, (size_t)i));
+	}
+	rs->spill_cut = json_is_true(json_object_get(done, "spill_cut"));
+	if (json_is_true(json_object_get(done, "oom_killed"))) {
+		rs->oom_killed = true;
+		json_int_t lim = json_integer_value(json_object_get(done, "memory_limit"));
+		rs->memory_limit = lim > 0 ? (uint64_t)lim : 0;
+	}
+	rs->started_ns = json_integer_value(json_object_get(done, "started_ns"));
+	json_t *ch = json_object_get(done, "changed");
+	if (json_is_boolean(ch))
+		rs->changed = json_is_true(ch);
+	json_t *ec = json_object_get(done, "exit_code");
+	if (json_is_true(json_object_get(done, "timed_out")))
+		rs->timed_out = true;
+	rs->exit_code = rs->timed_out ? 124 : json_is_integer(ec) ? (int)json_integer_value(ec) : 1;
+}
+
 static int daytona_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e)
 {
 	struct daytona *D = b->priv;
@@ -1363,31 +1390,8 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 			rc = BACKEND_LOST;
 		}
 	}
-	if (rc == 0) {
-		json_t *bytes = json_object_get(pg.done, "bytes"), *sp = json_object_get(pg.done, "spilled");
-		for (int i = 0; i < 2; i++) {
-			json_int_t n = json_integer_value(json_array_get(bytes, (size_t)i));
-			rs->bytes[i] = n > 0 ? (uint64_t)n : 0;
-			rs->spilled[i] = rq->spill_prefix && json_is_true(json_array_get(sp, (size_t)i));
-		}
-		rs->spill_cut = json_is_true(json_object_get(pg.done, "spill_cut"));
-		json_t *se = json_object_get(pg.done, "spill_errno");
-		for (int i = 0; i < 2; i++)
-			rs->spill_errno[i] = (int)json_integer_value(json_array_get(se, (size_t)i));
-		if (json_is_true(json_object_get(pg.done, "oom_killed"))) {
-			rs->oom_killed = true;
-			json_int_t lim = json_integer_value(json_object_get(pg.done, "memory_limit"));
-			rs->memory_limit = lim > 0 ? (uint64_t)lim : 0;
-		}
-		rs->started_ns = json_integer_value(json_object_get(pg.done, "started_ns"));
-		json_t *ch = json_object_get(pg.done, "changed");
-		if (json_is_boolean(ch))
-			rs->changed = json_is_true(ch);
-		json_t *ec = json_object_get(pg.done, "exit_code");
-		if (json_is_true(json_object_get(pg.done, "timed_out")))
-			rs->timed_out = true;
-		rs->exit_code = rs->timed_out ? 124 : json_is_integer(ec) ? (int)json_integer_value(ec) : 1;
-	}
+	if (rc == 0)
+		read_status(rq, pg.done, rs);
 	json_decref(pg.done);
 	free(cmd);
 	return rc;

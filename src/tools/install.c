@@ -64,6 +64,45 @@ static json_t *install_failed(struct call_ctx *c, const struct run_res *rs, stru
 	return r;
 }
 
+/* pip's command line: its options, then each requirement an argument of its own after "--",
+ * where nothing can re-split it or make it an option. trusted: room for a plain-HTTP index's
+ * host. Caller frees; NULL when out of memory. */
+static const char **pip_argv(const struct config *cfg, const json_t *reqs, bool offline, char *trusted, size_t tn)
+{
+	static const char *const fixed[] = {"-I", "-m", "pip", "install", "--no-warn-script-location", "--upgrade",
+					    "--no-cache-dir", "--target", TOOLS_PACKAGES};
+	const char **argv = calloc(json_array_size(reqs) + 24, sizeof *argv);
+	size_t a = 0, i;
+	const json_t *r;
+	if (!argv)
+		return NULL;
+	argv[a++] = cfg->python;
+	for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
+		argv[a++] = fixed[k];
+	if (offline) {
+		argv[a++] = "--no-index";
+	} else {
+		argv[a++] = "--only-binary";
+		argv[a++] = ":all:";
+		argv[a++] = "--index-url";
+		argv[a++] = cfg->index_url;
+		/* pip ignores a plain-HTTP index unless told to trust its host. */
+		if (!strncasecmp(cfg->index_url, "http://", 7)) {
+			snprintf(trusted, tn, "%.*s", (int)strcspn(cfg->index_url + 7, "/?#"), cfg->index_url + 7);
+			argv[a++] = "--trusted-host";
+			argv[a++] = trusted;
+		}
+	}
+	if (cfg->wheelhouse[0]) {
+		argv[a++] = "--find-links";
+		argv[a++] = "/wheelhouse";
+	}
+	argv[a++] = "--";
+	json_array_foreach(reqs, i, r) argv[a++] = json_string_value(r);
+	argv[a] = NULL;
+	return argv;
+}
+
 json_t *install_requirements(struct call_ctx *c, const json_t *reqs)
 {
 	const struct config *cfg = c->cfg;
@@ -80,38 +119,10 @@ json_t *install_requirements(struct call_ctx *c, const json_t *reqs)
 			return call_early_result(c, 1, msg, NULL, false);
 		}
 	}
-	const char **argv = calloc(json_array_size(reqs) + 24, sizeof *argv);
+	char trusted[300];
+	const char **argv = pip_argv(cfg, reqs, offline, trusted, sizeof trusted);
 	if (!argv)
 		return call_early_result(c, 1, "Failed to install requirements: out of memory", "out of memory", false);
-	size_t a = 0;
-	static const char *const fixed[] = {"-I", "-m", "pip", "install", "--no-warn-script-location", "--upgrade",
-					    "--no-cache-dir", "--target", TOOLS_PACKAGES};
-	argv[a++] = cfg->python;
-	for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
-		argv[a++] = fixed[k];
-	char trusted[300];
-	if (offline) {
-		argv[a++] = "--no-index";
-	} else {
-		argv[a++] = "--only-binary";
-		argv[a++] = ":all:";
-		argv[a++] = "--index-url";
-		argv[a++] = cfg->index_url;
-		/* pip ignores a plain-HTTP index unless told to trust its host. */
-		if (!strncasecmp(cfg->index_url, "http://", 7)) {
-			snprintf(trusted, sizeof trusted, "%.*s", (int)strcspn(cfg->index_url + 7, "/?#"), cfg->index_url + 7);
-			argv[a++] = "--trusted-host";
-			argv[a++] = trusted;
-		}
-	}
-	if (cfg->wheelhouse[0]) {
-		argv[a++] = "--find-links";
-		argv[a++] = "/wheelhouse";
-	}
-	/* Each requirement one argument, after "--": nothing can re-split it or make it an option. */
-	argv[a++] = "--";
-	json_array_foreach(reqs, i, r) argv[a++] = json_string_value(r);
-	argv[a] = NULL;
 
 	struct capture col;
 	if (capture_init(&col, cfg->output_cap, c->tc->on_output, c->tc->ctx) < 0) {
