@@ -22,6 +22,7 @@
 #include "base/config.h"
 #include "engine/engine.h"
 #include "base/log.h"
+#include "base/title.h"
 #include "protocol/mcp.h"
 #include "protocol/reader.h"
 #include "protocol/writer.h"
@@ -116,7 +117,7 @@ static int serve(const struct config *cfg)
 }
 
 /* What the server does once its options are read: the exit status. */
-static int run(const struct config *cfg, int mode)
+static int run(const struct config *cfg, int mode, int argc, char **argv)
 {
 	struct err e = {""};
 	if (mode == MODE_HELP) {
@@ -143,6 +144,7 @@ static int run(const struct config *cfg, int mode)
 		printf("sandbox-mcp %s on %s\n", SANDBOX_MCP_VERSION, geteuid() == 0 ? "root" : "an unprivileged user");
 		rc = sandbox_check_all(cfg, stdout) == 0 ? 0 : 1;
 	} else {
+		title_init(argc, argv);
 		rc = serve(cfg);
 	}
 	tools_free();
@@ -158,7 +160,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);
 		rc = 2;
 	} else {
-		rc = run(&cfg, mode);
+		rc = run(&cfg, mode, argc, argv);
 	}
 	config_free(&cfg);
 	return rc;

@@ -212,43 +212,6 @@ static void splice_both(struct proxy *px, int a, int b)
 	}
 }
 
-/* Parses "host:port" (or "[v6]:port") into host (n bytes) and *port. */
-static int split_hostport(const char *s, size_t len, char *host, size_t n, unsigned *port, unsigned dflt)
-{
-	char tmp[300];
-	if (!len || len >= sizeof tmp)
-		return -1;
-	memcpy(tmp, s, len);
-	tmp[len] = '\0';
-	char *h = tmp, *colon;
-	if (h[0] == '[') {
-		char *close = strchr(h, ']');
-		if (!close)
-			return -1;
-		*close = '\0';
-		colon = close[1] == ':' ? close + 1 : NULL;
-		h++;
-	} else {
-		colon = strrchr(h, ':');
-		if (colon)
-			*colon = '\0';
-	}
-	*port = dflt;
-	if (colon) {
-		char *end;
-		unsigned long v = strtoul(colon + 1, &end, 10);
-		if (*end || !v || v > 65535)
-			return -1;
-		*port = (unsigned)v;
-	}
-	if (strlen(h) >= n || !*h)
-		return -1;
-	for (size_t i = 0; h[i]; i++)
-		host[i] = (char)tolower((unsigned char)h[i]);
-	host[strlen(h)] = '\0';
-	return 0;
-}
-
 /*
  * The plain-HTTP request to send upstream: the request line in origin form, the client's
  * headers but Proxy-* and Connection ones, and "Connection: close" -- the client must open a
@@ -308,7 +271,7 @@ static const char *parse_head(const struct proxy *px, const char *buf, size_t he
 	h->tunnel = h->ok && !strcmp(h->method, "CONNECT");
 	if (!h->ok)
 		return "not an HTTP/1 proxy request";
-	if (h->tunnel && split_hostport(h->target, strlen(h->target), h->host, sizeof h->host, &h->port, 443) < 0)
+	if (h->tunnel && netpolicy_split_hostport(h->target, strlen(h->target), h->host, sizeof h->host, &h->port, 443) < 0)
 		return "a CONNECT needs host:port";
 	if (!h->tunnel && strncasecmp(h->target, "http://", 7))
 		return "only CONNECT and absolute http:// requests go through this proxy";
@@ -316,7 +279,7 @@ static const char *parse_head(const struct proxy *px, const char *buf, size_t he
 		const char *hp = h->target + 7;
 		size_t n = strcspn(hp, "/?#");
 		h->path = hp[n] ? hp + n : "/";
-		if (memchr(hp, '@', n) || split_hostport(hp, n, h->host, sizeof h->host, &h->port, 80) < 0)
+		if (memchr(hp, '@', n) || netpolicy_split_hostport(hp, n, h->host, sizeof h->host, &h->port, 80) < 0)
 			return "a request needs a plain http://host/ URL";
 	}
 	if (!netpolicy_host_allowed(&px->pol, h->host))

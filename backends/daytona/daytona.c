@@ -35,6 +35,7 @@
 #include "../backend.h"
 #include "../../src/base/clock.h"
 #include "../../src/base/base64.h"
+#include "../../src/base/buf.h"
 #include "hosttree.h"
 #include "../../src/base/utf8.h"
 #include "../../src/base/log.h"
@@ -89,62 +90,20 @@ struct daytona {
 
 /* ---------------------------------------------------------------- small helpers */
 
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void sb_add(struct sbuf *s, const char *d, size_t n)
-{
-	if (s->oom)
-		return;
-	if (s->len + n + 1 > s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 1024;
-		while (nc < s->len + n + 1)
-			nc *= 2;
-		char *np = realloc(s->p, nc);
-		if (!np) {
-			s->oom = true;
-			return;
-		}
-		s->p = np;
-		s->cap = nc;
-	}
-	memcpy(s->p + s->len, d, n);
-	s->len += n;
-	s->p[s->len] = '\0';
-}
-
-static void sb_fmt(struct sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void sb_fmt(struct sbuf *s, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof tmp)
-		s->oom = true;
-	else
-		sb_add(s, tmp, (size_t)n);
-}
-
 /* One word for a POSIX shell: single-quoted, ' written as '\''. */
-static void sb_word(struct sbuf *s, const char *w)
+static void sb_word(struct buf *s, const char *w)
 {
-	sb_add(s, " '", 2);
+	buf_add(s, " '", 2);
 	for (const char *p = w; *p; p++) {
 		const char *q = strchr(p, '\'');
 		size_t n = q ? (size_t)(q - p) : strlen(p);
-		sb_add(s, p, n);
+		buf_add(s, p, n);
 		if (!q)
 			break;
-		sb_add(s, "'\\''", 4);
+		buf_add(s, "'\\''", 4);
 		p = q;
 	}
-	sb_add(s, "'", 1);
+	buf_add(s, "'", 1);
 }
 
 /* Waits ms, or less when the making is cancelled: true then. */
@@ -439,16 +398,16 @@ static int toolbox_url(struct daytona *D, const json_t *dto, struct err *e)
 /* `python3 -c SWEEP WORDS`: the sweep (runner.h) run inline. Caller frees. */
 static char *sweep_command(const struct daytona *D, const char *words)
 {
-	struct sbuf c = {0};
+	struct buf c = {0};
 	sb_word(&c, D->python);
-	sb_add(&c, " -c", 3);
+	buf_add(&c, " -c", 3);
 	if (!daytona_sweep_py()) {
 		free(c.p);
 		return NULL;
 	}
 	sb_word(&c, daytona_sweep_py());
-	sb_add(&c, " ", 1);
-	sb_add(&c, words, strlen(words));
+	buf_add(&c, " ", 1);
+	buf_add(&c, words, strlen(words));
 	if (c.oom) {
 		free(c.p);
 		return NULL;
@@ -486,9 +445,9 @@ static int take_baseline(struct daytona *D, struct err *e)
  * call can kill it, it runs as the same user), and with it what kept its processes in hand. */
 static int sweep(struct daytona *D, struct err *e)
 {
-	struct sbuf w = {0};
-	sb_add(&w, "sweep ", 6);
-	sb_add(&w, D->baseline ? D->baseline : "", D->baseline ? strlen(D->baseline) : 0);
+	struct buf w = {0};
+	buf_add(&w, "sweep ", 6);
+	buf_add(&w, D->baseline ? D->baseline : "", D->baseline ? strlen(D->baseline) : 0);
 	char *cmd = w.oom ? NULL : sweep_command(D, w.p), *out = NULL;
 	free(w.p);
 	if (!cmd)
@@ -595,13 +554,15 @@ static int upload_mounts(struct backend *b, struct err *e)
 	const struct config *cfg = b->cfg;
 	size_t files = 0;
 	uint64_t bytes = 0;
-	struct sbuf c = {0};
+	struct buf c = {0};
 	for (size_t i = 0; i < cfg->mounts.n; i++) {
 		int rc = upload_mount(D, &cfg->mounts.v[i], i, &files, &bytes, e);
-		if (rc)
-			return free(c.p), rc;
+		if (rc) {
+			buf_free(&c);
+			return rc;
+		}
 		if (!cfg->mounts.v[i].rw)
-			sb_fmt(&c, "%schmod -R a-w %s", c.len ? " && " : "", cfg->mounts.v[i].inside);
+			buf_fmt(&c, "%schmod -R a-w %s", c.len ? " && " : "", cfg->mounts.v[i].inside);
 	}
 	if (!c.len)
 		return 0;
@@ -654,18 +615,18 @@ static int make_sandbox(struct backend *b, struct err *e)
 		return -1;
 	/* The workspace is /workspace on every backend; images run as an unprivileged user that
 	 * usually has sudo (Daytona's own do), which is needed once to make the folder. */
-	struct sbuf cmd = {0};
+	struct buf cmd = {0};
 	/* So are the --mount folders' places (plain names under /mnt: see mountspec.h). */
 	for (size_t i = 0; i <= b->cfg->mounts.n; i++) {
 		const char *d = i == 0 ? WORKSPACE : b->cfg->mounts.v[i - 1].inside;
-		sb_fmt(&cmd, "mkdir -p %s 2>/dev/null || sudo -n sh -c 'mkdir -p %s && chown \"$1\" %s' sh \"$(id -u):$(id -g)\";"
+		buf_fmt(&cmd, "mkdir -p %s 2>/dev/null || sudo -n sh -c 'mkdir -p %s && chown \"$1\" %s' sh \"$(id -u):$(id -g)\";"
 			     " [ -w %s ] || sudo -n chown \"$(id -u):$(id -g)\" %s 2>/dev/null;"
 			     " [ -w %s ] || { echo \"no writable %s for user $(id -un) (and no sudo)\"; exit 1; }; ",
 		       d, d, d, d, d, d, d);
 	}
-	sb_add(&cmd, "command -v", 10);
+	buf_add(&cmd, "command -v", 10);
 	sb_word(&cmd, b->cfg->python);
-	sb_fmt(&cmd, " >/dev/null || { echo \"the image has no %s, which the backend needs\"; exit 1; }",
+	buf_fmt(&cmd, " >/dev/null || { echo \"the image has no %s, which the backend needs\"; exit 1; }",
 	       strchr(b->cfg->python, '\'') ? "python" : b->cfg->python);
 	if (cmd.oom) {
 		free(cmd.p);
@@ -785,7 +746,7 @@ static char *index_allow_list(const struct config *cfg, struct err *e)
 	struct netpolicy pol;
 	if (netpolicy_for_index(&pol, cfg->index_url, cfg->index_hosts, e) < 0)
 		return NULL;
-	struct sbuf out = {0};
+	struct buf out = {0};
 	for (size_t h = 0; h < pol.nhosts; h++) {
 		struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
 		if (getaddrinfo(pol.hosts[h], NULL, &hints, &res) != 0)
@@ -801,8 +762,8 @@ static char *index_allow_list(const struct config *cfg, struct err *e)
 			if (out.p && strstr(out.p, cidr))
 				continue;
 			if (out.len)
-				sb_add(&out, ",", 1);
-			sb_add(&out, cidr, strlen(cidr));
+				buf_add(&out, ",", 1);
+			buf_add(&out, cidr, strlen(cidr));
 		}
 		freeaddrinfo(res);
 	}
@@ -854,9 +815,9 @@ struct progress {
 static int poll_runner(struct daytona *D, const struct run_req *rq, const char *dir, struct progress *pg,
 		       struct err *e)
 {
-	struct sbuf c = {0};
+	struct buf c = {0};
 	sb_word(&c, D->python);
-	sb_fmt(&c, " %s/runner.py poll %s %llu %llu %u", dir, dir, (unsigned long long)pg->fed[0],
+	buf_fmt(&c, " %s/runner.py poll %s %llu %llu %u", dir, dir, (unsigned long long)pg->fed[0],
 	       (unsigned long long)pg->fed[1], POLL_CHUNK);
 	if (c.oom) {
 		free(c.p);
@@ -914,11 +875,11 @@ static int poll_runner(struct daytona *D, const struct run_req *rq, const char *
 
 static int ask_kill(struct daytona *D, const char *dir, struct err *e)
 {
-	struct sbuf c = {0};
+	struct buf c = {0};
 	char *out = NULL;
 	int code;
 	sb_word(&c, D->python);
-	sb_fmt(&c, " %s/runner.py kill %s", dir, dir);
+	buf_fmt(&c, " %s/runner.py kill %s", dir, dir);
 	int rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p + 1, 10, SMALL_BODY, &out, &code, e);
 	free(c.p);
 	free(out);
@@ -967,28 +928,28 @@ static size_t count(const char *const *v)
 /* The runner's command line. Caller frees. */
 static char *runner_command(const struct backend *b, const struct run_req *rq, const char *dir)
 {
-	struct sbuf c = {0};
+	struct buf c = {0};
 	int64_t left = rq->deadline_ms - clock_ms();
 	/* The runner's own timer is a backstop: the client kills at the deadline itself. */
 	sb_word(&c, b->cfg->python);
-	sb_fmt(&c, " %s/runner.py run", dir);
+	buf_fmt(&c, " %s/runner.py run", dir);
 	sb_word(&c, dir);
-	sb_fmt(&c, " %llu %llu %lld", (unsigned long long)rq->cap, (unsigned long long)b->cfg->spill_max,
+	buf_fmt(&c, " %llu %llu %lld", (unsigned long long)rq->cap, (unsigned long long)b->cfg->spill_max,
 	       (long long)(left > 1 ? left : 1));
 	sb_word(&c, rq->spill_prefix ? rq->spill_prefix : "");
-	sb_fmt(&c, " %d", rq->sh_fallback ? 1 : 0);
+	buf_fmt(&c, " %d", rq->sh_fallback ? 1 : 0);
 	sb_word(&c, rq->cwd ? rq->cwd : WORKSPACE);
 	sb_word(&c, rq->changes_in ? rq->changes_in : "");
-	sb_fmt(&c, " %zu", rq->nfiles);
+	buf_fmt(&c, " %zu", rq->nfiles);
 	for (size_t i = 0; i < rq->nfiles; i++) {
-		sb_fmt(&c, " %s/put-%zu", dir, i);
+		buf_fmt(&c, " %s/put-%zu", dir, i);
 		sb_word(&c, rq->files[i].path);
-		sb_fmt(&c, " %o", rq->files[i].mode & 07777);
+		buf_fmt(&c, " %o", rq->files[i].mode & 07777);
 	}
-	sb_fmt(&c, " %zu", count(rq->env));
+	buf_fmt(&c, " %zu", count(rq->env));
 	for (size_t i = 0; rq->env && rq->env[i]; i++)
 		sb_word(&c, rq->env[i]);
-	sb_add(&c, " --", 3);
+	buf_add(&c, " --", 3);
 	for (size_t i = 0; rq->argv[i]; i++)
 		sb_word(&c, rq->argv[i]);
 	if (c.oom) {
@@ -1091,11 +1052,11 @@ static int daytona_put(struct backend *b, const struct run_file *f, struct err *
 	if (rc)
 		return rc;
 	/* The runner puts it in place (see RUN_DIR), then the folder goes. */
-	struct sbuf c = {0};
+	struct buf c = {0};
 	sb_word(&c, D->python);
-	sb_fmt(&c, " %s/runner.py put %s/put-0", dir, dir);
+	buf_fmt(&c, " %s/runner.py put %s/put-0", dir, dir);
 	sb_word(&c, f->path);
-	sb_fmt(&c, " %o; rm -rf %s", f->mode & 07777, dir);
+	buf_fmt(&c, " %o; rm -rf %s", f->mode & 07777, dir);
 	char *out = NULL;
 	int code = -1;
 	rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p + 1, 60, SMALL_BODY, &out, &code, e);
@@ -1120,14 +1081,14 @@ static int runner_query(struct daytona *D, const char *verb, const char *path, u
 		rc = upload(D, NULL, 0, dir, e);
 	if (rc)
 		return rc;
-	struct sbuf c = {0};
+	struct buf c = {0};
 	sb_word(&c, D->python);
-	sb_fmt(&c, " %s/runner.py %s", dir, verb);
+	buf_fmt(&c, " %s/runner.py %s", dir, verb);
 	sb_word(&c, path);
-	sb_fmt(&c, " %llu", (unsigned long long)max);
+	buf_fmt(&c, " %llu", (unsigned long long)max);
 	if (skip)
 		sb_word(&c, skip);
-	sb_fmt(&c, "; rm -rf %s", dir);
+	buf_fmt(&c, "; rm -rf %s", dir);
 	char *res = NULL;
 	int code = -1;
 	rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p + 1, 60, max_body, &res, &code, e);

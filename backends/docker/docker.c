@@ -240,45 +240,45 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 			 LABEL ".sandbox", D->host.id, LABEL ".role", role, "HostConfig", host);
 }
 
+/* The engine's State of a container (new reference), NULL with *status 404 when it is gone,
+ * or NULL with e set when the engine did not answer. */
+static json_t *inspect(struct docker *D, const char *id, long *status, struct err *e)
+{
+	char path[128];
+	json_auto_t *ans = NULL;
+	snprintf(path, sizeof path, "/containers/%s/json", id);
+	*status = 0;
+	if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, status, &ans, e) < 0 || *status != 200)
+		return NULL;
+	return json_incref(json_object_get(ans, "State"));
+}
+
 /* Reads what the engine says about a container that should be running. */
 static void container_state(struct docker *D, const char *id, char *buf, size_t n, bool *running)
 {
-	char path[128];
-	long status = 0;
-	json_t *ans = NULL;
+	long status;
 	struct err e = {""};
-	*running = true;
-	snprintf(buf, n, "state unknown");
-	snprintf(path, sizeof path, "/containers/%s/json", id);
-	if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &ans, &e) < 0) {
-		snprintf(buf, n, "%s", e.msg);
-	} else if (status == 404) {
-		*running = false;
-		snprintf(buf, n, "the container is gone");
-	} else if (status == 200) {
-		json_t *st = json_object_get(ans, "State");
+	json_auto_t *st = inspect(D, id, &status, &e);
+	*running = status != 404;
+	if (st) {
 		*running = json_is_true(json_object_get(st, "Running"));
 		const char *err = json_string_value(json_object_get(st, "Error"));
 		snprintf(buf, n, "the container %s (exit code %lld%s%s%s)", *running ? "runs" : "stopped",
 			 (long long)json_integer_value(json_object_get(st, "ExitCode")), err && *err ? ": " : "",
 			 err ? err : "", json_is_true(json_object_get(st, "OOMKilled")) ? ", out of memory" : "");
+	} else {
+		snprintf(buf, n, "%s", status == 404 ? "the container is gone" : e.msg[0] ? e.msg : "state unknown");
 	}
-	json_decref(ans);
 }
 
 /* The host pid of a running container's init, or 0. */
 static pid_t container_pid(struct docker *D, const char *id)
 {
-	char path[128];
-	long status = 0;
-	json_t *ans = NULL;
+	long status;
 	struct err e = {""};
-	snprintf(path, sizeof path, "/containers/%s/json", id);
-	pid_t pid = 0;
-	if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &ans, &e) == 0 && status == 200)
-		pid = (pid_t)json_integer_value(json_object_get(json_object_get(ans, "State"), "Pid"));
-	json_decref(ans);
-	return pid > 0 ? pid : 0;
+	json_auto_t *st = inspect(D, id, &status, &e);
+	json_int_t pid = json_integer_value(json_object_get(st, "Pid"));
+	return pid > 0 ? (pid_t)pid : 0;
 }
 
 /* Connects to the agent's socket once it listens; the fd, or -1 with e set. */

@@ -37,7 +37,6 @@ int netpolicy_add_host(struct netpolicy *p, const char *host, struct err *e)
 int netpolicy_add_url(struct netpolicy *p, const char *url, struct err *e)
 {
 	const char *rest;
-	unsigned port = 0;
 	if (!strncasecmp(url, "https://", 8))
 		rest = url + 8;
 	else if (!strncasecmp(url, "http://", 7))
@@ -45,31 +44,10 @@ int netpolicy_add_url(struct netpolicy *p, const char *url, struct err *e)
 	else
 		return err_set(e, "'%s' is not an http:// or https:// URL", url);
 	size_t n = strcspn(rest, "/?#");
-	char hostport[300];
-	if (!n || n >= sizeof hostport || memchr(rest, '@', n))
-		return err_set(e, "'%s' has no plain host", url);
-	memcpy(hostport, rest, n);
-	hostport[n] = '\0';
-	char *host = hostport, *colon;
-	if (host[0] == '[') {
-		char *close = strchr(host, ']');
-		if (!close)
-			return err_set(e, "'%s' has a bad host", url);
-		*close = '\0';
-		colon = close[1] == ':' ? close + 1 : NULL;
-		host++;
-	} else {
-		colon = strrchr(host, ':');
-		if (colon)
-			*colon = '\0';
-	}
-	if (colon) {
-		char *end;
-		unsigned long v = strtoul(colon + 1, &end, 10);
-		if (*end || !v || v > 65535)
-			return err_set(e, "'%s' has a bad port", url);
-		port = (unsigned)v;
-	}
+	char host[256];
+	unsigned port;
+	if (!n || memchr(rest, '@', n) || netpolicy_split_hostport(rest, n, host, sizeof host, &port, 0) < 0)
+		return err_set(e, "'%s' has no plain host and port", url);
 	if (netpolicy_add_host(p, host, e) < 0)
 		return -1;
 	if (port && port != 80 && port != 443) {
@@ -80,6 +58,42 @@ int netpolicy_add_url(struct netpolicy *p, const char *url, struct err *e)
 			return err_set(e, "too many index ports");
 		p->ports[p->nports++] = (uint16_t)port;
 	}
+	return 0;
+}
+
+int netpolicy_split_hostport(const char *s, size_t len, char *host, size_t n, unsigned *port, unsigned dflt)
+{
+	char tmp[300];
+	if (!len || len >= sizeof tmp)
+		return -1;
+	memcpy(tmp, s, len);
+	tmp[len] = '\0';
+	char *h = tmp, *colon;
+	if (h[0] == '[') {
+		char *close = strchr(h, ']');
+		if (!close)
+			return -1;
+		*close = '\0';
+		colon = close[1] == ':' ? close + 1 : NULL;
+		h++;
+	} else {
+		colon = strrchr(h, ':');
+		if (colon)
+			*colon = '\0';
+	}
+	*port = dflt;
+	if (colon) {
+		char *end;
+		unsigned long v = strtoul(colon + 1, &end, 10);
+		if (*end || !v || v > 65535)
+			return -1;
+		*port = (unsigned)v;
+	}
+	if (strlen(h) >= n || !*h)
+		return -1;
+	for (size_t i = 0; h[i]; i++)
+		host[i] = (char)tolower((unsigned char)h[i]);
+	host[strlen(h)] = '\0';
 	return 0;
 }
 

@@ -50,4 +50,8 @@ bool netpolicy_addr_allowed(const struct netpolicy *p, const char *host, const s
 bool netpolicy_host_allowed(const struct netpolicy *p, const char *host);
 bool netpolicy_port_allowed(const struct netpolicy *p, unsigned port);
 
+/* Splits "host[:port]" or "[v6addr][:port]" (len bytes of s) into host (lowercase, n bytes)
+ * and *port (dflt when none). 0, or -1 when it is not one. */
+int netpolicy_split_hostport(const char *s, size_t len, char *host, size_t n, unsigned *port, unsigned dflt);
+
 #endif

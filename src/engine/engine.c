@@ -13,6 +13,7 @@
 #include "../base/clock.h"
 #include "../tools/resources.h"
 #include "../base/log.h"
+#include "../base/title.h"
 #include "../base/utf8.h"
 #include "../sandbox/sandbox.h"
 #include "../tools/tools.h"
@@ -131,12 +132,22 @@ static bool tree_changed(struct engine *g, const struct job *j)
 	return true;
 }
 
+/* What `ps` shows between jobs. */
+static void title_idle(const struct engine *g)
+{
+	const char *id = sandbox_id(&g->sb);
+	title_set("idle, %s%s", id ? "sandbox " : "no sandbox", id ? id : "");
+}
+
 static void run_job(struct engine *g, struct job *j)
 {
 	if (j->kind != JOB_TOOL) {
+		title_set("reading the workspace (%s)", j->kind == JOB_RESOURCES_LIST ? "resources/list" : "resources/read");
 		run_resources(g, j);
 		return;
 	}
+	const char *id = sandbox_id(&g->sb);
+	title_set("running call %lu (%s)%s%s", g->seq + 1, tools_name(j->tool), id ? " in " : "", id ? id : "");
 	struct tool_call tc = {.tool = j->tool, .args = j->args, .cancel_fd = g->cancel_fd, .seq = ++g->seq,
 			       .links = j->links, .on_output = on_output, .ctx = g};
 	log_route_request(job_log, g, j->log_level);
@@ -180,6 +191,7 @@ static void idle_wait(struct engine *g)
 		sandbox_check(&g->sb); /* a sandbox that died is reaped now, not at the next call */
 	if (idle >= 0 && clock_ms() >= idle)
 		sandbox_idle_expire(&g->sb);
+	title_idle(g);
 	pthread_mutex_lock(&g->mu);
 }
 
@@ -188,6 +200,7 @@ static void *worker_main(void *arg)
 	struct engine *g = arg;
 	/* Before anything else, what servers that died left behind goes. */
 	sandbox_reap_leftovers(g->cfg);
+	title_idle(g);
 	pthread_mutex_lock(&g->mu);
 	for (;;) {
 		if (g->stop)
@@ -208,9 +221,11 @@ static void *worker_main(void *arg)
 
 		run_job(g, j);
 		j->reply->free(j);
+		title_idle(g);
 		pthread_mutex_lock(&g->mu);
 	}
 	pthread_mutex_unlock(&g->mu);
+	title_set("shutting down");
 	sandbox_shutdown(&g->sb);
 	pthread_mutex_lock(&g->mu);
 	g->done = true;

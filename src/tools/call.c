@@ -260,29 +260,6 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 
 /* ------------------------------------------------------------ cleanup */
 
-/* A JSON string of s, repaired to valid UTF-8 (paths may hold anything). */
-static json_t *clean_string(const char *s)
-{
-	size_t n;
-	char *clean = utf8_sanitize(s, strlen(s), &n);
-	json_t *j = clean ? json_stringn(clean, n) : NULL;
-	free(clean);
-	return j;
-}
-
-static json_t *text_result(const char *text, bool is_error)
-{
-	/* Texts may quote anything, cut inside a character: repair them so the result exists. */
-	size_t n;
-	char *clean = utf8_sanitize(text, strlen(text), &n);
-	json_t *r = json_pack("{s:[{s:s, s:s%}]}", "content", "type", "text", "text", clean ? clean : "error",
-			      clean ? n : 5);
-	free(clean);
-	if (r && is_error)
-		json_object_set_new(r, "isError", json_true());
-	return r;
-}
-
 json_t *call_cleanup(struct sandbox *sb)
 {
 	char backend[32], id[64], text[sizeof(struct err) + 256];
@@ -298,11 +275,11 @@ json_t *call_cleanup(struct sandbox *sb)
 			 "empty sandbox.", id, backend, e.msg);
 	else
 		snprintf(text, sizeof text, "There was no sandbox to remove. The next call starts a new, empty sandbox.");
-	json_t *r = text_result(text, rc < 0);
+	json_t *r = result_text(text, rc < 0);
 	json_t *sc = json_pack("{s:b, s:o, s:o, s:o}", "removed", removed, "backend",
 			       removed ? json_string(backend) : json_null(), "sandbox_id",
 			       removed ? json_string(id) : json_null(), "error",
-			       rc < 0 ? clean_string(e.msg) : json_null());
+			       rc < 0 ? utf8_json_string(e.msg, strlen(e.msg)) : json_null());
 	if (!r || !sc) {
 		json_decref(r);
 		json_decref(sc);

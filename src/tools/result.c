@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/buf.h"
 #include "../base/config.h"
 
 /* Serialized size left for what the JSON-RPC envelope adds around the result. */
@@ -168,40 +169,10 @@ static char *stream_text(const struct pieces *p, const struct result_stream *st,
 
 /* ---------------------------------------------------------------- the result */
 
-struct textbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void tb_add(struct textbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t nc = (b->len + n + 1) * 2;
-		char *np = realloc(b->p, nc);
-		if (!np) {
-			b->oom = true;
-			return;
-		}
-		b->p = np;
-		b->cap = nc;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void tb_str(struct textbuf *b, const char *s)
-{
-	tb_add(b, s, strlen(s));
-}
-
 /* Appends a formatted line, made valid UTF-8: it may quote paths and messages holding anything. */
-static void tb_fmt(struct textbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tb_fmt(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static void tb_fmt(struct textbuf *b, const char *fmt, ...)
+static void tb_fmt(struct buf *b, const char *fmt, ...)
 {
 	char line[1200];
 	va_list ap;
@@ -216,7 +187,7 @@ static void tb_fmt(struct textbuf *b, const char *fmt, ...)
 		b->oom = true;
 		return;
 	}
-	tb_add(b, clean, cl);
+	buf_add(b, clean, cl);
 	free(clean);
 }
 
@@ -225,10 +196,7 @@ static json_t *str_or_null(const char *s)
 {
 	if (!s)
 		return json_null();
-	size_t n;
-	char *clean = utf8_sanitize(s, strlen(s), &n);
-	json_t *j = clean ? json_stringn(clean, n) : NULL;
-	free(clean);
+	json_t *j = utf8_json_string(s, strlen(s));
 	return j ? j : json_string("(text lost: out of memory)");
 }
 
@@ -236,7 +204,7 @@ static json_t *str_or_null(const char *s)
 static char *text_block(const struct result_facts *f, char *const text[2], const size_t len[2],
 			const bool cut[2], size_t *out_len)
 {
-	struct textbuf b = {0};
+	struct buf b = {0};
 	char sz[32];
 	if (!f->backend)
 		tb_fmt(&b, "exit_code: %d (no sandbox)\n", f->exit_code);
@@ -251,7 +219,7 @@ static char *text_block(const struct result_facts *f, char *const text[2], const
 				   "and the out-of-memory killer ended it\n",
 			       config_fmt_size(f->memory_limit, sz, sizeof sz));
 		else
-			tb_str(&b, "killed: out of memory: the code used all the memory the sandbox has and the "
+			buf_str(&b, "killed: out of memory: the code used all the memory the sandbox has and the "
 				   "out-of-memory killer ended it\n");
 	}
 	if (f->notice)
@@ -264,9 +232,9 @@ static char *text_block(const struct result_facts *f, char *const text[2], const
 			continue;
 		}
 		tb_fmt(&b, "--- %s ---\n", names[i]);
-		tb_add(&b, text[i], len[i]);
+		buf_add(&b, text[i], len[i]);
 		if (text[i][len[i] - 1] != '\n')
-			tb_str(&b, "\n");
+			buf_str(&b, "\n");
 		if (!cut[i])
 			continue;
 		const struct result_stream *st = &f->s[i];
@@ -286,12 +254,7 @@ static char *text_block(const struct result_facts *f, char *const text[2], const
 		else
 			tb_fmt(&b, "(%s was cut: %llu bytes in all)\n", names[i], total);
 	}
-	if (b.oom) {
-		free(b.p);
-		return NULL;
-	}
-	*out_len = b.len;
-	return b.p;
+	return buf_take(&b, out_len);
 }
 
 static json_t *build(const struct result_facts *f, const struct pieces p[2], char *const text[2],
@@ -386,5 +349,15 @@ out:
 		free(text[i]);
 		free(p[i].owned);
 	}
+	return r;
+}
+
+json_t *result_text(const char *text, bool is_error)
+{
+	/* Texts may quote anything, cut inside a character: repair them so the result exists. */
+	json_t *t = utf8_json_string(text, strlen(text));
+	json_t *r = t ? json_pack("{s:[{s:s, s:o}]}", "content", "type", "text", "text", t) : NULL;
+	if (r && is_error)
+		json_object_set_new(r, "isError", json_true());
 	return r;
 }

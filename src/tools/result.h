@@ -51,4 +51,8 @@ json_t *result_execution(const struct result_facts *f, size_t max, bool cut[2]);
 /* The size of s (n bytes) once made valid UTF-8 and written as a JSON string's contents. */
 size_t result_json_cost(const char *s, size_t n);
 
+/* A result of one text block (refused arguments, cleanup_sandbox), isError when is_error; the
+ * text made valid UTF-8. New reference; NULL when out of memory. */
+json_t *result_text(const char *text, bool is_error);
+
 #endif

@@ -8,6 +8,7 @@
 #include "call.h"
 #include "../base/log.h"
 #include "../base/utf8.h"
+#include "result.h"
 #include "schema.h"
 #include "wheelhouse.h"
 
@@ -136,20 +137,6 @@ int tools_find(const char *name)
 	return -1;
 }
 
-static json_t *text_result(const char *text, bool is_error)
-{
-	/* Texts may quote arguments cut inside a character: repair them so the result exists. */
-	size_t n;
-	char *clean = utf8_sanitize(text, strlen(text), &n);
-	json_t *r = json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", clean ? clean : "error");
-	free(clean);
-	if (!r)
-		return NULL;
-	if (is_error)
-		json_object_set_new(r, "isError", json_true());
-	return r;
-}
-
 /* The name of the first string in v (keys included) holding a NUL character, or NULL. Text
  * with NUL cannot reach a program intact: a C string would end early. */
 static const char *find_nul(const json_t *v, const char *name)
@@ -168,6 +155,11 @@ static const char *find_nul(const json_t *v, const char *name)
 				return k;
 		}
 	return NULL;
+}
+
+const char *tools_name(int tool)
+{
+	return tool >= 0 && tool < TOOL_COUNT ? tool_names[tool] : "?";
 }
 
 const char *tools_names(void)
@@ -217,7 +209,7 @@ int tools_check(int tool, const json_t *args, json_t **why)
 	}
 	if (!msg[0])
 		return 0;
-	*why = text_result(msg, true);
+	*why = result_text(msg, true);
 	return -1;
 }
 

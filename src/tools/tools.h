@@ -35,6 +35,9 @@ json_t *tools_list(void);
 /* The tool's id, or -1 for an unknown name. */
 int tools_find(const char *name);
 
+/* The tool's name ("?" for no tool). */
+const char *tools_name(int tool);
+
 /* "execute_python, execute_bash_commands, cleanup_sandbox", for error texts. */
 const char *tools_names(void);
 
