@@ -11,6 +11,20 @@
  *   test-helper addr-allowed HOST ADDR [URL|HOST...]
  *                                        would the proxy connect to ADDR, which HOST resolved to?
  *                                        prints "yes" or "no"
+ *   test-helper utf8                     stdin made valid UTF-8, on stdout
+ *   test-helper capture CAP CHUNK        stdin through one stream's capture (CAP bytes kept),
+ *                                        fed CHUNK bytes at a time; prints {"total", "cut",
+ *                                        "text"} (the kept text, a marker where bytes are left out)
+ *   test-helper result MAX OUT ERR       the result of a call that printed the files OUT and ERR
+ *                                        (a 64 KiB capture each), within MAX bytes: its JSON, then
+ *                                        a line "size N" (its serialized size)
+ *   test-helper schema FILE              validates stdin (JSON) against schemas/FILE: "ok" or
+ *                                        the reason
+ *   test-helper requirement [--online] R may R go to pip? "ok" or "refused: why"
+ *   test-helper frame-encode STR...      a frame of type 3 holding each STR as a str, in hex
+ *   test-helper frame-decode HEX N       reads a frame (hex) and N strs from it: each on a line
+ *                                        after "str:", or "bad" where the frame or its payload
+ *                                        is malformed
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,8 +33,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../agent/proto.h"
 #include "../../backends/agenthost/proxy.h"
 #include "../../backends/agenthost/tree.h"
+#include "../../src/base/utf8.h"
+#include "../../src/tools/output.h"
+#include "../../src/tools/requirements.h"
+#include "../../src/tools/result.h"
+#include "../../src/tools/schema.h"
 
 static int policy_of(struct netpolicy *p, int n, char **items)
 {
@@ -92,6 +112,167 @@ static int cmd_tree_remove(int argc, char **argv)
 	return 0;
 }
 
+/* All of stdin (or a file); caller frees. */
+static char *slurp(FILE *f, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *b = malloc(cap);
+	size_t r;
+	while (b && (r = fread(b + n, 1, cap - n, f)) > 0) {
+		n += r;
+		if (n == cap && !(b = realloc(b, cap *= 2)))
+			return NULL;
+	}
+	*len = n;
+	return b;
+}
+
+static int cmd_utf8(int argc, char **argv)
+{
+	(void)argv;
+	size_t n, cl;
+	char *in = argc == 0 ? slurp(stdin, &n) : NULL;
+	char *out = in ? utf8_sanitize(in, n, &cl) : NULL;
+	if (!out)
+		return 1;
+	fwrite(out, 1, cl, stdout);
+	free(in);
+	free(out);
+	return 0;
+}
+
+static int cmd_capture(int argc, char **argv)
+{
+	size_t n, tl;
+	if (argc != 2)
+		return 1;
+	size_t cap = strtoul(argv[0], NULL, 10), chunk = strtoul(argv[1], NULL, 10);
+	char *in = slurp(stdin, &n);
+	struct output o;
+	if (!in || !chunk || output_init(&o, cap) < 0)
+		return 1;
+	for (size_t i = 0; i < n; i += chunk)
+		output_add(&o, in + i, n - i < chunk ? n - i : chunk);
+	char *text = output_text(&o, "/workspace/full", &tl);
+	json_t *j = json_pack("{s:I, s:b, s:s%}", "total", (json_int_t)o.total, "cut", output_cut(&o), "text", text, tl);
+	char *s = json_dumps(j, JSON_COMPACT);
+	printf("%s\n", s);
+	free(s);
+	json_decref(j);
+	free(text);
+	output_free(&o);
+	free(in);
+	return 0;
+}
+
+static int cmd_result(int argc, char **argv)
+{
+	if (argc != 3)
+		return 1;
+	struct output o[2];
+	struct result_facts f = {.exit_code = 0, .backend = "local", .sandbox_id = "local-00000000"};
+	for (int i = 0; i < 2; i++) {
+		FILE *fp = fopen(argv[1 + i], "rb");
+		size_t n;
+		char *d = fp ? slurp(fp, &n) : NULL;
+		if (fp)
+			fclose(fp);
+		if (!d || output_init(&o[i], 64 << 10) < 0)
+			return 1;
+		output_add(&o[i], d, n);
+		free(d);
+		f.s[i].out = &o[i];
+		f.s[i].file = i ? "/workspace/.sandbox/output/call-1.stderr" : "/workspace/.sandbox/output/call-1.stdout";
+	}
+	json_t *r = result_execution(&f, strtoul(argv[0], NULL, 10), NULL);
+	char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
+	if (!s)
+		return 1;
+	printf("%s\nsize %zu\n", s, strlen(s));
+	free(s);
+	json_decref(r);
+	output_free(&o[0]);
+	output_free(&o[1]);
+	return 0;
+}
+
+static int cmd_schema(int argc, char **argv)
+{
+	struct err e = {""};
+	char name[256];
+	json_error_t je;
+	if (argc != 1)
+		return 1;
+	snprintf(name, sizeof name, "schemas/%s", argv[0]);
+	json_t *schema = schema_load(name, &e), *inst = json_loadf(stdin, JSON_DECODE_ANY, &je);
+	if (!schema || !inst) {
+		fprintf(stderr, "test-helper: %s\n", schema ? je.text : e.msg);
+		return 1;
+	}
+	printf("%s\n", schema_validate(schema, inst, "", &e) == 0 ? "ok" : e.msg);
+	json_decref(schema);
+	json_decref(inst);
+	return 0;
+}
+
+static int cmd_requirement(int argc, char **argv)
+{
+	bool online = argc == 2 && !strcmp(argv[0], "--online");
+	char why[400];
+	if (argc != 1 && !online)
+		return 1;
+	const char *r = argv[argc - 1];
+	if (req_check(r, strlen(r), online, why, sizeof why) == 0)
+		printf("ok\n");
+	else
+		printf("refused: %s\n", why);
+	return 0;
+}
+
+static int cmd_frame_encode(int argc, char **argv)
+{
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_PUT);
+	for (int i = 0; i < argc; i++)
+		ag_put_str(&b, argv[i], strlen(argv[i]));
+	if (ag_frame_end(&b) < 0)
+		return 1;
+	for (size_t i = 0; i < b.len; i++)
+		printf("%02x", b.p[i]);
+	printf("\n");
+	free(b.p);
+	return 0;
+}
+
+static int cmd_frame_decode(int argc, char **argv)
+{
+	if (argc != 2)
+		return 1;
+	size_t hl = strlen(argv[0]), n = hl / 2;
+	unsigned char *d = malloc(n + 1);
+	for (size_t i = 0; d && i < n; i++)
+		sscanf(argv[0] + 2 * i, "%2hhx", &d[i]);
+	/* As the agent and the server read one: the length, then that many bytes. */
+	uint32_t len = n >= 4 ? ag_le32(d) : 0;
+	if (!d || n < 5 || len == 0 || len > AG_MAX_FRAME || len != n - 4) {
+		printf("bad\n");
+		free(d);
+		return 0;
+	}
+	struct ag_cur c = {d + 5, len - 1, 0};
+	for (long i = 0; i < strtol(argv[1], NULL, 10); i++) {
+		size_t sl;
+		const char *s = ag_get_str(&c, &sl);
+		if (c.bad) {
+			printf("bad\n");
+			break;
+		}
+		printf("str:%.*s\n", (int)sl, s);
+	}
+	free(d);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
@@ -99,6 +280,13 @@ static const struct {
 	{"proxy", cmd_proxy},
 	{"addr-allowed", cmd_addr_allowed},
 	{"tree-remove", cmd_tree_remove},
+	{"utf8", cmd_utf8},
+	{"capture", cmd_capture},
+	{"result", cmd_result},
+	{"schema", cmd_schema},
+	{"requirement", cmd_requirement},
+	{"frame-encode", cmd_frame_encode},
+	{"frame-decode", cmd_frame_decode},
 };
 
 int main(int argc, char **argv)
@@ -106,6 +294,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; argc > 1 && i < sizeof cmds / sizeof cmds[0]; i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].run(argc - 2, argv + 2);
-	fprintf(stderr, "usage: test-helper COMMAND ARGS... (commands: proxy, addr-allowed, tree-remove)\n");
+	fprintf(stderr, "usage: test-helper COMMAND ARGS... (see tests/helper/test-helper.c)\n");
 	return 2;
 }

@@ -1,0 +1,128 @@
+# Unit tests below the binary: the server's pure parts, one at a time, through build/test-helper
+# (tests/helper/test-helper.c): UTF-8 repair, one stream's capture, fitting a result into its
+# budget, the schema validator, the requirement policy and the agent's frames.
+load lib/helpers
+bats_require_minimum_version 1.5.0
+
+HELPER="$REPO_DIR/build/test-helper"
+
+setup() {
+	common_setup
+	[ -x "$HELPER" ] || skip_or_fail "build/test-helper is missing (make)"
+}
+
+hex() { od -An -tx1 -v | tr -d ' \n'; }
+
+@test "utf8: valid text stays as it is, every invalid sequence becomes one U+FFFD per bad byte" {
+	[ "$(printf 'h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80' | "$HELPER" utf8 | hex)" = "$(printf 'h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80' | hex)" ]
+	local fffd=efbfbd
+	# A stray byte, an overlong NUL (C0 80), a surrogate (ED A0 80), past U+10FFFF (F4 90 80 80),
+	# and a sequence cut off at the end.
+	[ "$(printf 'a\xffb' | "$HELPER" utf8 | hex)" = "61${fffd}62" ]
+	[ "$(printf '\xc0\x80' | "$HELPER" utf8 | hex)" = "${fffd}${fffd}" ]
+	[ "$(printf '\xed\xa0\x80' | "$HELPER" utf8 | hex)" = "${fffd}${fffd}${fffd}" ]
+	[ "$(printf '\xf4\x90\x80\x80' | "$HELPER" utf8 | hex)" = "${fffd}${fffd}${fffd}${fffd}" ]
+	[ "$(printf 'x\xe2\x82' | "$HELPER" utf8 | hex)" = "78${fffd}${fffd}" ]
+	# NUL is valid UTF-8 and stays.
+	[ "$(printf 'a\0b' | "$HELPER" utf8 | hex)" = "610062" ]
+}
+
+@test "capture: a stream within the cap is kept whole, in chunks of any size" {
+	for chunk in 1 7 4096; do
+		run "$HELPER" capture 1024 "$chunk" < <(seq 1 200)
+		[ "$status" -eq 0 ]
+		jqe "$output" '.total == 692 and (.cut | not) and .text == ([range(1; 201) | tostring] | join("\n") + "\n")'
+	done
+}
+
+@test "capture: past the cap, the first and the last half cap are kept, with a marker counting the rest" {
+	for chunk in 1 100 65536; do
+		run "$HELPER" capture 1000 "$chunk" < <(seq 1 10000)
+		[ "$status" -eq 0 ]
+		jqe "$output" '.total == 48894 and .cut'
+		jqe "$output" '.text | startswith("1\n2\n3\n") and endswith("9998\n9999\n10000\n")'
+		jqe "$output" '.text | test("\\[\\.\\.\\. 47894 bytes left out here; the full output is in /workspace/full \\.\\.\\.\\]")'
+	done
+}
+
+@test "capture: a cut falls between characters: no U+FFFD appears where a character was split" {
+	# 3-byte characters through a cap that splits them at both ends of the gap.
+	run "$HELPER" capture 1001 13 < <(for _ in $(seq 2000); do printf '\xe2\x82\xac'; done)
+	[ "$status" -eq 0 ]
+	jqe "$output" '.cut and (.text | contains("\ufffd") | not)'
+	jqe "$output" '.text | startswith("€€€") and endswith("€€€")'
+}
+
+@test "result: two big streams fit the budget, each keeps its head and tail, the split is fair" {
+	# (At the smallest budget, 4 KiB, the fixed part leaves no room for either stream's text.)
+	seq 1 200000 >"$BATS_TEST_TMPDIR/out"
+	seq 1 100000 | sed 's/^/e/' >"$BATS_TEST_TMPDIR/err"
+	for max in 8192 32768 131072; do
+		run "$HELPER" result "$max" "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/err"
+		[ "$status" -eq 0 ]
+		[ "${lines[1]#size }" -le "$max" ]
+		r=${lines[0]}
+		jqe "$r" '.structuredContent | (.stdout | startswith("1\n2\n")) and (.stdout | endswith("199999\n200000\n"))'
+		jqe "$r" '.structuredContent | (.stderr | startswith("e1\ne2\n")) and (.stderr | endswith("e100000\n"))'
+		jqe "$r" '.structuredContent.truncated | .stdout and .stderr and .stdout_bytes == 1288895 and .stderr_bytes == 688895'
+		# Fair: neither stream gets much less than the other.
+		jqe "$r" '.structuredContent | (.stdout | length) as $o | (.stderr | length) as $e | $o < 2 * $e + 512 and $e < 2 * $o + 512'
+		# The text block says the same as structuredContent.
+		jqe "$r" '.content[0].text | contains("--- stdout ---") and contains("(stdout was cut: 1288895 bytes in all; full text in /workspace/.sandbox/output/call-1.stdout)")'
+	done
+}
+
+@test "result: control bytes count as what they cost in JSON (six each), not as one byte" {
+	head -c 20000 /dev/zero >"$BATS_TEST_TMPDIR/out"
+	: >"$BATS_TEST_TMPDIR/err"
+	run "$HELPER" result 8192 "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/err"
+	[ "$status" -eq 0 ]
+	[ "${lines[1]#size }" -le 8192 ]
+	jqe "${lines[0]}" '.structuredContent.truncated.stdout and (.structuredContent.stdout | length) > 100'
+}
+
+@test "schema: the tools' input schemas take what they document and say what is wrong" {
+	[ "$("$HELPER" schema execute_python.input.json <<<'{"script":"print(1)","timeout_s":5}')" = ok ]
+	[ "$("$HELPER" schema execute_python.input.json <<<'{"timeout_s":5}')" = "script: is required" ]
+	[ "$("$HELPER" schema execute_python.input.json <<<'{"script":7}')" = "script: must be a string" ]
+	[ "$("$HELPER" schema execute_python.input.json <<<'{"script":"x","timeout_s":0}')" = "timeout_s: must be above 0" ]
+	[ "$("$HELPER" schema execute_python.input.json <<<'{"script":"x","code":"y"}')" = "code: is not a known argument" ]
+	[ "$("$HELPER" schema execute_python.input.json <<<'{"script":""}')" = "script: must not be empty" ]
+	[[ "$("$HELPER" schema execute_python.input.json <<<'{"script":"x","requirements":[1]}')" == "requirements[0]: must be a string" ]]
+	[ "$("$HELPER" schema execute_bash_commands.input.json <<<'{"code":"true","env":{"A":"1"}}')" = ok ]
+	[[ "$("$HELPER" schema execute_bash_commands.input.json <<<'{"code":"true","env":{"1A":"1"}}')" == env.1A:* ]]
+	[ "$("$HELPER" schema cleanup_sandbox.input.json <<<'{}')" = ok ]
+}
+
+@test "requirement: plain PEP 508 requirements pass; options, separators, URLs and paths do not" {
+	for r in numpy 'requests==2.32.3' 'requests[socks]>=2.31' 'pkg; python_version < "3.9"' 'a-b.c_d~=1.0'; do
+		[ "$("$HELPER" requirement --online "$r")" = ok ] || { echo "refused: $r" >&2; false; }
+	done
+	for r in '-r x' '--index-url=http://x' 'pkg @ https://example.com/x.whl' './local' 'x.whl' 'x.tar.gz' \
+		"$(printf 'pkg\v-r x')" "$(printf 'pkg\x1c')" "$(printf 'p\xc2\x85kg')" ''; do
+		[[ "$("$HELPER" requirement --online "$r")" == refused:* ]] || { echo "passed: $r" >&2; false; }
+	done
+	# Without a network (a wheelhouse, --network none) a path or a URL may name a local wheel,
+	# but never an option or a line separator.
+	[ "$("$HELPER" requirement ./local)" = ok ]
+	[[ "$("$HELPER" requirement '-r x')" == refused:* ]]
+	[[ "$("$HELPER" requirement "$(printf 'pkg\f-r x')")" == refused:* ]]
+}
+
+@test "frames: what one side encodes the other decodes; a short or overlong frame is refused" {
+	f=$("$HELPER" frame-encode ab "" "$(printf 'x%.0s' $(seq 300))")
+	run "$HELPER" frame-decode "$f" 3
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = str:ab ]
+	[ "${lines[1]}" = str: ]
+	[ "${lines[2]}" = "str:$(printf 'x%.0s' $(seq 300))" ]
+	# Reading past the payload: bad.
+	run "$HELPER" frame-decode "$f" 4
+	[ "${lines[3]}" = bad ]
+	# A length that does not match what came, a zero length, one past AG_MAX_FRAME: bad.
+	[ "$("$HELPER" frame-decode "${f%??}" 1)" = bad ]
+	[ "$("$HELPER" frame-decode 0000000003 1)" = bad ]
+	[ "$("$HELPER" frame-decode 0100000403 1)" = bad ]
+	# A str whose length runs past the frame: bad.
+	[ "$("$HELPER" frame-decode 090000000310000000616263 1)" = bad ]
+}
