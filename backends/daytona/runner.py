@@ -366,12 +366,16 @@ def run(a):
     signal.signal(signal.SIGTERM, lambda *_: killed.append(1))
     envd = dict(x.split('=', 1) for x in env if '=' in x)
     prog = argv[0]
+    found = '/' in prog and os.path.lexists(prog)
     if '/' not in prog:
         for p in envd.get('PATH', '/usr/bin:/bin').split(':'):
-            if p and os.access(os.path.join(p, prog), os.X_OK):
-                prog = os.path.join(p, prog)
-                break
-    if fb and not os.access(prog, os.X_OK):
+            if p and os.path.lexists(os.path.join(p, prog)):
+                found, prog = True, os.path.join(p, prog)
+                if os.access(prog, os.X_OK):
+                    break
+    # As the agent: /bin/sh when the program is not there at all (ENOENT), not when it is there
+    # but cannot run.
+    if fb and not found:
         prog, argv = '/bin/sh', ['/bin/sh'] + argv[1:]
     r1, w1 = os.pipe()
     r2, w2 = os.pipe()

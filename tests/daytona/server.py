@@ -11,6 +11,8 @@ Usage: server.py [--port N] [--port-file FILE]   (port 0, the default: a free on
   DAYTONA_TEST_KEY      the API key it accepts (default "test-key"); anything else is 401
   DAYTONA_TEST_FAIL     a failure mode from the start, as JSON (see /_control)
   DAYTONA_TEST_START_S  seconds a sandbox spends in "creating" (default 0.2)
+  DAYTONA_TEST_LATENCY_MS  milliseconds every API and toolbox request waits before it is
+                        handled, as a network round trip would (default 0; see "latency_ms")
   DAYTONA_TEST_NO_PIDNS=1  run commands in this host's PID namespace (by default each sandbox
                         gets one of its own with unshare, where allowed, shared by all its
                         commands and with a reaping pid 1, like a real sandbox's container).
@@ -24,6 +26,10 @@ Control: POST /_control {"fail": MODE, "count": N, "on": "api"|"toolbox"|"all", 
   sandbox's container has (when this server runs as root on cgroup v1; 0: none, the default).
   count: how many matching requests fail (default: all). GET /_control returns the state and
   the log of requests (method, path, status, the X-Daytona-* headers and the User-Agent).
+  "latency_ms": MS sets the added latency of every API and toolbox request (not /_control);
+  a POST without it restores DAYTONA_TEST_LATENCY_MS.
+  "no_bash": true makes sandboxes created from then on look like an image without bash: the
+  word '/bin/bash' in their commands names a file that does not exist.
 """
 import argparse, base64, email.parser, email.policy, json, os, re, shutil, signal, socket, subprocess
 import sys, tempfile, threading, time, uuid
@@ -35,7 +41,9 @@ START_S = float(os.environ.get('DAYTONA_TEST_START_S', '0.2'))
 ROOT = tempfile.mkdtemp(prefix='daytona-test-')
 LOCK = threading.Lock()
 SANDBOXES = {}
-CONTROL = {'fail': '', 'count': -1, 'on': 'all', 'seconds': 1, 'memory': 0}
+LATENCY_MS = float(os.environ.get('DAYTONA_TEST_LATENCY_MS', '0'))
+CONTROL = {'fail': '', 'count': -1, 'on': 'all', 'seconds': 1, 'memory': 0, 'latency_ms': LATENCY_MS,
+           'no_bash': False}
 CGROUP_V1 = '/sys/fs/cgroup/memory'
 
 
@@ -128,6 +136,7 @@ class Sandbox:
         self.never_start = CONTROL['fail'] == 'never_start'
         self.sessions = {}
         self.cgroup = make_cgroup(self.id, CONTROL.get('memory') or 0)
+        self.no_bash = bool(CONTROL.get('no_bash'))
         self.holder, self.ns = start_namespace()
         labels = dict(body.get('labels') or {})
         labels.setdefault('code-toolbox-language', 'python')
@@ -157,6 +166,8 @@ class Sandbox:
         return self.root + p
 
     def command(self, text):
+        if self.no_bash:
+            text = text.replace("'/bin/bash'", "'/nonexistent/bin/bash'")
         return MAPPED.sub(lambda m: self.root + m.group(0), text)
 
     def enter(self):
@@ -237,6 +248,12 @@ class Session:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'
     server_version = 'daytona-test/1'
+
+    def setup(self):
+        super().setup()
+        # Headers and body go out in two writes: without this, Nagle's algorithm holds the
+        # second until the client's delayed ACK (~40 ms per answer), which real servers avoid.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, fmt, *args):
         pass
@@ -333,6 +350,10 @@ class Handler(BaseHTTPRequestHandler):
             if parts[:1] == ['_control']:
                 return self.control(method)
             area = 'toolbox' if parts[:1] == ['toolbox'] else 'api'
+            with LOCK:
+                latency = float(CONTROL.get('latency_ms') or 0)
+            if latency > 0:
+                time.sleep(latency / 1000)
             if self.headers.get('Authorization') != 'Bearer ' + KEY:
                 self.body()
                 msg = 'authentication failed: invalid API key' if area == 'toolbox' else 'Unauthorized'
@@ -373,7 +394,7 @@ class Handler(BaseHTTPRequestHandler):
             b = self.json_body() or {}
             with LOCK:
                 CONTROL.update({'fail': '', 'count': -1, 'on': 'all', 'seconds': 1, 'method': '', 'path': '',
-                                'memory': 0})
+                                'memory': 0, 'latency_ms': LATENCY_MS, 'no_bash': False})
                 CONTROL.update(b)
                 if b.get('clear_log'):
                     REQUESTS.clear()
