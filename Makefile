@@ -94,7 +94,7 @@ FLAGS_TEXT := CC=$(CC) | $(ALL_CFLAGS) | $(ALL_LDFLAGS) $(LDLIBS) | agent: $(AGE
 FLAGS_SUM := $(firstword $(shell printf '%s' $(call shq,$(FLAGS_TEXT)) | cksum))
 STAMP := $(BUILD)/.flags-$(FLAGS_SUM)
 
-.PHONY: all test check install install-apparmor uninstall clean demo fuzz soak valgrind proof-build
+.PHONY: all test check install install-apparmor uninstall clean demo fuzz soak valgrind proof-build bench
 all: $(BIN) $(HELPER)
 
 $(BIN): $(OBJS)
@@ -191,6 +191,11 @@ test check: $(BIN) $(HELPER)
 
 demo: $(BIN)
 	python3 examples/demo.py $(BIN)
+
+# The benchmark (bench/README.md): floors, bwrap, docker exec, this server on each backend here and
+# its peers, interleaved, through the official MCP client; medians, p99, ratios, JSON and a chart.
+bench: $(BIN)
+	SANDBOX_MCP=$(abspath $(BIN)) sh bench/run
 
 install: $(BIN)
 	install -d -m 755 "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)/man1"
