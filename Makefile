@@ -67,10 +67,10 @@ AGENT_LDFLAGS := $(AGENT_LINK) -s
 
 SRCS := $(wildcard src/*.c src/*/*.c backends/*.c backends/*/*.c)
 OBJS := $(patsubst %.c,$(BUILD)/%.o,$(SRCS)) $(BUILD)/embed.o $(BUILD)/embed_table.o
-# Files compiled into the binary, found by name at run time (src/base/embed.h): the tools' schemas
-# and the Daytona backend's in-sandbox programs.
-EMBEDDED := $(sort $(wildcard schemas/*.json) $(wildcard backends/daytona/*.py))
-AGENT_OBJ := $(BUILD)/agent/sandbox-agent.o
+# Files compiled into the binary, found by name at run time (src/base/embed.h): the tools' schemas,
+# and the in-sandbox programs in Python (the agent's prestarted interpreter, the Daytona runner).
+EMBEDDED := $(sort $(wildcard schemas/*.json) $(wildcard backends/*/*.py) $(wildcard agent/*.py))
+AGENT_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard agent/*.c))
 AGENT := $(BUILD)/sandbox-agent
 BIN := $(BUILD)/sandbox-mcp
 # The unit tests' helper: the server's objects but its main, and tests/helper's commands.
@@ -114,12 +114,12 @@ $(STAMP):
 
 # Compiled apart from its link so that the object's calls (__stack_chk_fail, __*_chk) show
 # what the hardening did: the linked agent is stripped.
-$(AGENT_OBJ): agent/sandbox-agent.c $(STAMP)
+$(AGENT_OBJS): $(BUILD)/agent/%.o: agent/%.c $(STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
 
-$(AGENT): $(AGENT_OBJ)
-	$(CC) $(AGENT_LDFLAGS) -o $@ $<
+$(AGENT): $(AGENT_OBJS)
+	$(CC) $(AGENT_LDFLAGS) -o $@ $(AGENT_OBJS)
 
 $(BUILD)/embed.S: $(EMBEDDED) Makefile
 	@mkdir -p $(BUILD)
@@ -232,4 +232,4 @@ uninstall:
 clean:
 	rm -rf $(BUILD)
 
--include $(OBJS:.o=.d) $(AGENT_OBJ:.o=.d) $(HELPER_OBJS:.o=.d) $(FUZZER_OBJS:.o=.d)
+-include $(OBJS:.o=.d) $(AGENT_OBJS:.o=.d) $(HELPER_OBJS:.o=.d) $(FUZZER_OBJS:.o=.d)

@@ -29,6 +29,14 @@
  *                                answered by AG_DATA u32 errno (0, or why path cannot be read:
  *                                ENOENT, ELOOP for a symlink on the way or at path), u32 st_mode,
  *                                u64 size, bytes (none unless a regular file)
+ *   server -> agent   AG_PRESTART str python, u32 n, n x str env, str source, str script,
+ *                                str modules: the prestarted Python interpreter (prestart.py,
+ *                                run with env, preloading the comma-separated modules), started
+ *                                after each call from then on, for calls whose argv is as long as
+ *                                `python script`; answered by AG_OK / AG_ERR
+ *   server -> agent   AG_PREINFO empty: answered by AG_PREINFO u32 phase (AG_PY_*), u32 ms the
+ *                                last one took to be ready (0: none was), str text (the modules
+ *                                it could not import, or why none runs)
  *   agent  -> server  AG_OUT     u8 stream (1 stdout, 2 stderr), bytes
  *   agent  -> server  AG_EXIT    i32 wait status, u32 flags, u64 bytes[2], u32 spill_errno[2]
  *                                (why a stream past the cap could not be saved; 0 when it was),
@@ -51,7 +59,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define AG_VERSION 4u
+#define AG_VERSION 5u
 #define AG_MAX_FRAME (64u << 20)
 
 enum ag_type {
@@ -68,6 +76,8 @@ enum ag_type {
 	AG_ENTRIES = 11,
 	AG_GET = 12,
 	AG_DATA = 13,
+	AG_PRESTART = 14,
+	AG_PREINFO = 15,
 };
 
 /* AG_LIST */
@@ -79,6 +89,9 @@ enum ag_type {
 
 /* AG_RUN flags */
 #define AG_RUN_SH_FALLBACK 0x1u /* argv[0] missing: run /bin/sh with the same arguments */
+#define AG_RUN_PRESTART 0x2u    /* argv is PYTHON SCRIPT ARGS... in the prestarted interpreter's
+				 * environment (but for variables that do not change how Python
+				 * starts): it may run in that interpreter */
 
 /* AG_EXIT flags */
 #define AG_EXIT_KILLED 0x1u     /* the call was killed by AG_KILL */
@@ -86,6 +99,13 @@ enum ag_type {
 #define AG_EXIT_SPILL_ERR 0x4u  /* same for stderr */
 #define AG_EXIT_SPILL_CUT 0x8u  /* a spill file stopped at spill_max bytes */
 #define AG_EXIT_EXEC_FAIL 0x10u /* the program could not be started (status is 127) */
+#define AG_EXIT_PRESTARTED 0x20u /* the program ran in the prestarted interpreter */
+
+/* AG_PREINFO phases */
+#define AG_PY_NONE 0u           /* none (not configured, or it ended: the text says why) */
+#define AG_PY_STARTING 1u
+#define AG_PY_NODUMP 2u         /* started, not ready yet */
+#define AG_PY_READY 3u
 
 /* A growable output buffer for building frames. */
 struct ag_buf {

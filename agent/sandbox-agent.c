@@ -41,14 +41,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto.h"
+#include "agent.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-#define MAX_ARGS 4096
-#define MAX_RLIMITS 16
 #define CHUNK 65536
 
 struct stream {
@@ -64,7 +62,7 @@ struct stream {
 
 struct call {
 	pid_t pid;              /* 0 when no call runs */
-	int status, reaped, killed, exec_fail;
+	int status, reaped, killed, exec_fail, prestarted;
 	uint64_t started_ns;    /* CLOCK_REALTIME_COARSE just before the fork */
 	uint64_t cap, spill_max;
 	char spill_prefix[4096];
@@ -76,7 +74,7 @@ static int sigfd = -1;
 static int filter_installed;
 /* No call yet: every fd "none" (-1), never 0. */
 static struct call call = {.s = {{.fd = -1, .spill_fd = -1}, {.fd = -1, .spill_fd = -1}}};
-static struct ag_buf out;
+struct ag_buf out;
 static unsigned tmp_seq;
 
 static void die(const char *what)
@@ -116,13 +114,13 @@ static int write_full(int fd, const void *buf, size_t n)
 }
 
 /* Sending fails only when the server is gone; the caller's loop notices on its next read. */
-static void send_frame(void)
+void send_frame(void)
 {
 	if (ag_frame_end(&out) == 0)
 		(void)write_full(ctl, out.p, out.len);
 }
 
-static void send_simple(uint8_t type, const char *text)
+void send_simple(uint8_t type, const char *text)
 {
 	ag_frame_begin(&out, type);
 	if (text)
@@ -130,7 +128,7 @@ static void send_simple(uint8_t type, const char *text)
 	send_frame();
 }
 
-static void send_errno(const char *what, int err)
+void send_errno(const char *what, int err)
 {
 	char msg[512];
 	snprintf(msg, sizeof msg, "%s: %s", what, strerror(err));
@@ -271,7 +269,7 @@ static int64_t ts_ns(struct timespec t)
 }
 
 /* Copies a str field into buf (n bytes, terminated). 0, or -1 when it does not fit. */
-static int get_str(struct ag_cur *c, char *buf, size_t n)
+int get_str(struct ag_cur *c, char *buf, size_t n)
 {
 	size_t len;
 	const char *s = ag_get_str(c, &len);
@@ -523,7 +521,7 @@ static void do_filter(struct ag_cur *c)
 /* Every signal back to its default action, none blocked: the code starts as if from a fresh
  * login, whatever the processes before it ignored (an ignored SIGPIPE would turn `yes | head -1`
  * into "Broken pipe" errors) or blocked. Async-signal-safe. */
-static void reset_signals(void)
+void reset_signals(void)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -625,8 +623,7 @@ static int start_relay(uint16_t port, const char *path)
 	}
 }
 
-/* PATH search in the call's own environment (execvpe would use the agent's). */
-static void exec_path(const char *file, char *const argv[], char *const envp[])
+void exec_path(const char *file, char *const argv[], char *const envp[])
 {
 	if (strchr(file, '/')) {
 		execve(file, argv, envp);
@@ -744,9 +741,22 @@ static int stream_pump(int idx)
 	return 0;
 }
 
-/* Kills every process of the namespace but us and reaps them all. */
+/* A child of ours was reaped: the call's program, or the prestarted interpreter. */
+static void note_reaped(pid_t p, int st)
+{
+	if (p == call.pid && !call.reaped) {
+		call.status = st;
+		call.reaped = 1;
+	}
+	prestart_reaped(p, st);
+}
+
+/* Kills every process of the namespace but us (and a prestarted interpreter that can be trusted
+ * to have stayed apart from the code: it does the killing then) and reaps them all. */
 static void kill_all(void)
 {
+	if (prestart_kill_others(note_reaped) == 0)
+		return;
 	for (;;) {
 		kill(-1, SIGKILL);
 		int st;
@@ -756,10 +766,7 @@ static void kill_all(void)
 				continue;
 			break; /* ECHILD: nothing is left */
 		}
-		if (p == call.pid && !call.reaped) {
-			call.status = st;
-			call.reaped = 1;
-		}
+		note_reaped(p, st);
 	}
 }
 
@@ -771,10 +778,7 @@ static void reap(void)
 	int st;
 	pid_t p;
 	while ((p = waitpid(-1, &st, WNOHANG | __WALL)) > 0)
-		if (p == call.pid) {
-			call.status = st;
-			call.reaped = 1;
-		}
+		note_reaped(p, st);
 }
 
 static void finish_call(void)
@@ -803,6 +807,8 @@ static void finish_call(void)
 		flags |= AG_EXIT_KILLED;
 	if (call.exec_fail)
 		flags |= AG_EXIT_EXEC_FAIL;
+	if (call.prestarted)
+		flags |= AG_EXIT_PRESTARTED;
 	for (int i = 0; i < 2; i++) {
 		struct stream *s = &call.s[i];
 		if (s->spill_fd >= 0) {
@@ -827,19 +833,9 @@ static void finish_call(void)
 	ag_put_u64(&out, call.started_ns);
 	send_frame();
 	call.pid = 0;
+	prestart_between_calls();
 }
 
-/* A run request as it came (proto.h's run spec): strings copied out of the frame. */
-struct run_spec {
-	uint32_t flags;
-	char cwd[4096];
-	uint32_t relay_port;
-	char relay_sock[108];
-	uint32_t nrl;
-	struct { uint32_t res; uint64_t lim; } rl[MAX_RLIMITS];
-	char *argv[MAX_ARGS + 2], *envp[MAX_ARGS + 1];
-	char *block;             /* the strings of argv and envp, each with its terminator */
-};
 
 /* Reads the count and the strings of one list (argv or envp) into the spec's block. */
 static int get_list(struct ag_cur *c, char **list, char **bp, int need_one)
@@ -988,6 +984,31 @@ static pid_t spawn_call(struct run_spec *sp, int po[2], int pe[2], int *exec_err
 	return pid;
 }
 
+/* A call in the prestarted interpreter, with stdout and stderr on pipes: its pid, or -1
+ * (nothing left open) when it cannot (the call is then started plainly). */
+static pid_t spawn_prestarted(struct run_spec *sp, int po[2], int pe[2])
+{
+	po[0] = po[1] = pe[0] = pe[1] = -1;
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
+		close_pair(po);
+		close_pair(pe);
+		return -1;
+	}
+	struct timespec t0;
+	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
+	call.started_ns = (uint64_t)ts_ns(t0);
+	pid_t pid = prestart_run(sp, po[1], pe[1]);
+	close(po[1]);
+	close(pe[1]);
+	po[1] = pe[1] = -1;
+	if (pid < 0) {
+		close(po[0]);
+		close(pe[0]);
+		po[0] = pe[0] = -1;
+	}
+	return pid;
+}
+
 static void do_run(struct ag_cur *c)
 {
 	static struct run_spec sp;
@@ -1010,7 +1031,12 @@ static void do_run(struct ag_cur *c)
 	}
 	int po[2], pe[2], exec_err = 0;
 	const char *what;
-	pid_t pid = spawn_call(&sp, po, pe, &exec_err, &what);
+	/* No code runs beside an interpreter that could still be written into. */
+	prestart_settle();
+	pid_t pid = sp.flags & AG_RUN_PRESTART ? spawn_prestarted(&sp, po, pe) : -1;
+	call.prestarted = pid > 0;
+	if (pid < 0)
+		pid = spawn_call(&sp, po, pe, &exec_err, &what);
 	if (pid < 0) {
 		send_errno(what, errno);
 		return;
@@ -1064,6 +1090,12 @@ static int handle_frame(void)
 			kill_all();
 		}
 		break;
+	case AG_PRESTART:
+		prestart_configure(&c);
+		break;
+	case AG_PREINFO:
+		prestart_info();
+		break;
 	default:
 		send_simple(AG_ERR, "unknown frame");
 	}
@@ -1077,12 +1109,13 @@ static void serve(void)
 	ag_put_u32(&out, AG_VERSION);
 	send_frame();
 	for (;;) {
-		struct pollfd p[4] = {{ctl, POLLIN, 0}, {sigfd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0}};
+		struct pollfd p[5] = {{ctl, POLLIN, 0}, {sigfd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0},
+				      {prestart_fd(), POLLIN, 0}};
 		if (call.pid) {
 			p[2].fd = call.s[0].fd;
 			p[3].fd = call.s[1].fd;
 		}
-		if (poll(p, 4, -1) < 0) {
+		if (poll(p, 5, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			die("poll");
@@ -1096,6 +1129,8 @@ static void serve(void)
 				stream_pump(i);
 		if (p[1].revents)
 			reap();
+		if (p[4].fd >= 0 && p[4].revents)
+			prestart_readable();
 		if (call.pid && call.reaped)
 			finish_call();
 	}

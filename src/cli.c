@@ -53,6 +53,11 @@ static const struct opt opts[] = {
 	{"state-dir", "SANDBOX_STATE_DIR", OPT_STR, F(state_dir), "",
 	 "where sandboxes made on this host keep their folders (default $TMPDIR/sandbox-mcp-UID)"},
 	{"python", "SANDBOX_PYTHON", OPT_STR, F(python), "python3", "Python interpreter inside the sandbox"},
+	{"python-prestart", "SANDBOX_PYTHON_PRESTART", OPT_BOOL, F(python_prestart), "true",
+	 "local and Docker: start each execute_python call's interpreter ahead of it, after the call before "
+	 "(--no-python-prestart: when the call comes)"},
+	{"python-preload", "SANDBOX_PYTHON_PRELOAD", OPT_STR, F(python_preload), "",
+	 "modules the interpreter started ahead imports before the call, comma-separated (e.g. numpy,pandas)"},
 	{"log-level", "SANDBOX_LOG_LEVEL", OPT_LEVEL, F(log_level), "info",
 	 "stderr log level: debug info notice warning error"},
 	{"sandbox-uid", "SANDBOX_UID", OPT_COUNT, F(sandbox_uid), "65534",
@@ -215,6 +220,9 @@ static int check_values(const struct config *c, const struct group *g, int ng, s
 		return -1;
 	if (!c->python[0] || strchr(c->python, ' '))
 		return err_set(e, "--python must name one program");
+	if (strspn(c->python_preload, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,") !=
+	    strlen(c->python_preload))
+		return err_set(e, "--python-preload: module names (letters, digits, '_' and '.') separated by commas");
 	if (netpolicy_for_index(&pol, c->index_url, c->index_hosts, &pe) < 0)
 		return err_set(e, "--index-url / --index-hosts: %s", pe.msg);
 	if (c->workspace_dir[0] && c->workspace_dir[0] != '/')

@@ -8,6 +8,7 @@
 # test is skipped with the reason (a failure under CI / SANDBOX_TEST_NO_SKIP).
 load lib/helpers
 load lib/inputs
+load lib/prestart
 
 IMAGE=sandbox-mcp-test:latest
 
@@ -143,6 +144,10 @@ run_scenario() {
 		diff <(strip "$local_res" | jq .) <(strip "$inputs_res" | jq .) >&2
 		return 1
 	}
+}
+
+@test "prestart: in the container too, a call in an interpreter started ahead sees nothing of the call before" {
+	fresh_case
 }
 
 @test "mcp-check (official SDK client) passes every check on the docker backend" {

@@ -6,6 +6,7 @@ load lib/helpers
 load lib/docker-setup
 load lib/daytona-setup
 load lib/test-index
+load lib/prestart
 
 setup_file() {
 	docker_setup_file
@@ -74,6 +75,36 @@ EOF
 @test "docker: the install step reaches the index, and not what an index page points at on the host" {
 	index_case docker
 	grep -q "install step: refused .*127.0.0.1:$HOST_PORT" "$SERVER_LOG"
+}
+
+# A package installed by one call is imported by the next ones, whether their interpreter was
+# started ahead of the install (then it starts plainly) or after it.
+installed_case() {
+	with_backend "$1"
+	mcp_session --log-level debug --index-url "$INDEX_URL" <<-EOF
+		$INIT
+		$(py_call 1 'print("before")')
+		{"wait": 1}
+		$(py_call 2 'import okpkg; print(okpkg.VALUE)' '{"requirements": ["okpkg==1.0"], "timeout_s": 60}')
+		{"wait": 2}
+		$(py_call 3 'import okpkg; print(okpkg.VALUE)')
+		{"wait": 3}
+		$(py_call 4 'import okpkg; print(okpkg.VALUE)')
+	EOF
+	# 2's script found the package folder changed since its interpreter started (after 1): a plain
+	# start; 3 and 4 ran in interpreters started after the install.
+	[ "$(prestarted | tr '\n' ' ')" = "3 4 " ]
+	for id in 2 3 4; do
+		result=$(response $id | jq -c .result)
+		sc '.exit_code == 0 and .stdout == "okpkg 1.0\n"'
+	done
+}
+
+@test "local: a package a call installs is imported by the next calls, started ahead or not" {
+	installed_case local
+}
+@test "docker: a package a call installs is imported by the next calls, started ahead or not" {
+	installed_case docker
 }
 
 @test "local: the install step has a network namespace of its own (no host loopback, no abstract sockets)" {

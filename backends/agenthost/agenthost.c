@@ -6,7 +6,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "../../agent/proto.h"
 #include "../../src/base/clock.h"
+#include "../../src/base/embed.h"
 #include "../../src/base/log.h"
 #include "installnet.h"
 
@@ -113,6 +115,23 @@ static int run_install(struct agenthost *h, const struct run_req *rq, struct run
 	return rc == BACKEND_LOST ? -1 : rc;
 }
 
+/* Tells the main instance's agent of the prestarted Python interpreter (agent/prestart.py),
+ * which it starts after the call, for calls such as rq's. Once per sandbox: what fails here
+ * leaves calls to plain starts. 0, or BACKEND_LOST. */
+static int prestart(struct agenthost *h, const struct run_req *rq)
+{
+	struct agentlink_prestart ps = {.python = h->cfg->python, .env = rq->prestart_env, .script = rq->argv[1],
+					.modules = h->cfg->python_preload};
+	ps.source = (const char *)embed_find("agent/prestart.py", &ps.source_len);
+	struct err pe = {""};
+	h->prestart = true;
+	int rc = ps.source ? agentlink_prestart(&h->main->link, &ps, &pe)
+			   : err_set(&pe, "agent/prestart.py is not in this build");
+	if (rc < 0)
+		log_msg(LOG_WARNING, "Python calls start a new interpreter each: %s", pe.msg);
+	return rc == BACKEND_LOST ? BACKEND_LOST : 0;
+}
+
 int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res *rs, struct err *e)
 {
 	if (!h->main || h->main->link.fd < 0)
@@ -121,6 +140,8 @@ int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res 
 		return run_install(h, rq, rs, e);
 	struct agentlink_limits lim;
 	call_limits(h, h->main, rq, &lim);
+	if (rq->prestart && h->cfg->python_prestart && !h->prestart && prestart(h, rq) == BACKEND_LOST)
+		return err_set(e, "the sandbox agent went away"), BACKEND_LOST;
 	uint64_t oom_before = 0, oom_after = 0;
 	bool counted = h->home->oom_kills(h->ctx, h->main, &oom_before) == 0;
 	int rc = agentlink_run(&h->main->link, rq, &lim, rs, e);
@@ -193,6 +214,38 @@ int agenthost_destroy(struct agenthost *h, enum backend_end how, struct err *e)
 	return rc;
 }
 
+/* --check: whether execute_python calls run in a prestarted interpreter here, tried for real:
+ * told of it, the agent starts one after a call, and is asked until it is ready or gave up. */
+static void report_python(struct agenthost *h, FILE *f)
+{
+	static const char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", NULL};
+	static const char *const argv[] = {"true", WORKSPACE "/.sandbox/check.py", NULL};
+	char said[1024] = "";
+	unsigned phase = AG_PY_NONE, ready = 0;
+	struct err e = {""};
+	if (!h->cfg->python_prestart) {
+		fprintf(f, "    python      a new interpreter started for each call (--no-python-prestart)\n");
+		return;
+	}
+	struct run_req rq = {.argv = argv, .env = env, .cwd = WORKSPACE, .cancel_fd = -1, .cap = 4096,
+			     .deadline_ms = clock_ms() + 10000, .prestart = true, .prestart_env = env};
+	struct run_res rs;
+	int64_t until = clock_ms() + 10000;
+	int rc = agenthost_run(h, &rq, &rs, &e);
+	while (rc == 0 && clock_ms() < until &&
+	       (rc = agentlink_preinfo(&h->main->link, &phase, &ready, said, sizeof said, &e)) == 0 &&
+	       (phase == AG_PY_STARTING || phase == AG_PY_NODUMP))
+		clock_sleep_ms(20);
+	if (rc == 0 && phase == AG_PY_READY)
+		fprintf(f, "    python      each call in a %s started ahead of it (ready %u ms after the call before)%s%s\n",
+			h->cfg->python, ready, h->cfg->python_preload[0] ? ", preloading " : "", h->cfg->python_preload);
+	else
+		fprintf(f, "    python      a new interpreter started for each call: none can be started ahead here (%s)\n",
+			rc ? e.msg : *said ? said : "it did not become ready");
+	if (rc == 0 && phase == AG_PY_READY && *said)
+		fprintf(f, "                not preloaded: %s\n", said);
+}
+
 void agenthost_report(struct agenthost *h, FILE *f)
 {
 	char net[PATH_MAX + 256];
@@ -200,6 +253,7 @@ void agenthost_report(struct agenthost *h, FILE *f)
 	fprintf(f, "    network     %s\n", installnet_describe(h->cfg, h->home->shared_net, net, sizeof net));
 	h->home->report_limits(h->ctx, f);
 	agentlink_report_limits(h->cfg, f);
+	report_python(h, f);
 	hostdir_report_workspace(&h->h, h->cfg, h->home->ws_how, f);
 	hostdir_report_quota(&h->h, h->cfg, f);
 }

@@ -77,6 +77,7 @@ struct agenthost {
 	struct hostdir h;          /* the sandbox's folder and workspace */
 	struct filter filter;
 	struct agent_inst *main;   /* NULL when there is none */
+	bool prestart;             /* the main instance's agent was told of the prestarted Python */
 	uid_t uid;                 /* the sandbox user on the host: --sandbox-uid as root, else ours */
 	gid_t gid;
 	bool as_root;

@@ -277,7 +277,7 @@ static int send_run(struct agentlink *l, const struct run_req *rq, const struct 
 {
 	struct ag_buf b = {0};
 	ag_frame_begin(&b, AG_RUN);
-	ag_put_u32(&b, rq->sh_fallback ? AG_RUN_SH_FALLBACK : 0);
+	ag_put_u32(&b, (rq->sh_fallback ? AG_RUN_SH_FALLBACK : 0) | (rq->prestart ? AG_RUN_PRESTART : 0));
 	ag_put_u64(&b, rq->cap);
 	ag_put_u64(&b, lim->spill_max);
 	ag_put_str(&b, rq->cwd, strlen(rq->cwd));
@@ -362,6 +362,7 @@ int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct ag
 				rs->spilled[0] = flags & AG_EXIT_SPILL_OUT;
 				rs->spilled[1] = flags & AG_EXIT_SPILL_ERR;
 				rs->spill_cut = flags & AG_EXIT_SPILL_CUT;
+				rs->prestarted = flags & AG_EXIT_PRESTARTED;
 				if (rs->timed_out)
 					rs->exit_code = 124;
 				else if (WIFEXITED(status))
@@ -394,6 +395,48 @@ int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct ag
 			kill_by = clock_ms() + KILL_GRACE_MS;
 		}
 	}
+}
+
+static void put_list(struct ag_buf *b, const char *const *v)
+{
+	size_t n = count(v);
+	ag_put_u32(b, (uint32_t)n);
+	for (size_t i = 0; i < n; i++)
+		ag_put_str(b, v[i], strlen(v[i]));
+}
+
+int agentlink_prestart(struct agentlink *l, const struct agentlink_prestart *ps, struct err *e)
+{
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_PRESTART);
+	ag_put_str(&b, ps->python, strlen(ps->python));
+	put_list(&b, ps->env);
+	ag_put_str(&b, ps->source, ps->source_len);
+	ag_put_str(&b, ps->script, strlen(ps->script));
+	ag_put_str(&b, ps->modules, strlen(ps->modules));
+	int rc = send_frame(l, &b, e);
+	free(b.p);
+	return rc ? rc : expect_ok(l, "configuring the prestarted Python interpreter", e);
+}
+
+int agentlink_preinfo(struct agentlink *l, unsigned *phase, unsigned *ready_ms, char *text, size_t n, struct err *e)
+{
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_PREINFO);
+	int rc = send_frame(l, &b, e);
+	free(b.p);
+	struct frame fr;
+	if (rc || (rc = expect(l, AG_PREINFO, &fr, "asking for the prestarted Python interpreter", e)))
+		return rc;
+	struct ag_cur c = {fr.data, fr.len, 0};
+	size_t tl;
+	*phase = ag_get_u32(&c);
+	*ready_ms = ag_get_u32(&c);
+	const char *t = ag_get_str(&c, &tl);
+	if (c.bad)
+		return err_set(e, "the sandbox agent sent a malformed answer"), BACKEND_LOST;
+	snprintf(text, n, "%.*s", (int)tl, t);
+	return 0;
 }
 
 void agentlink_report_limits(const struct config *cfg, FILE *f)

@@ -47,6 +47,23 @@ int agentlink_get(struct agentlink *l, const char *path, size_t max, struct ws_f
 int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim,
 		  struct run_res *rs, struct err *e);
 
+/* The agent's prestarted Python interpreter (proto.h's AG_PRESTART): started with python, env
+ * and the source of agent/prestart.py, preloading modules (comma-separated), for calls that run
+ * `python script ...`. */
+struct agentlink_prestart {
+	const char *python;
+	const char *const *env;
+	const char *source;
+	size_t source_len;
+	const char *script;
+	const char *modules;
+};
+int agentlink_prestart(struct agentlink *l, const struct agentlink_prestart *ps, struct err *e);
+
+/* Its state (AG_PY_* of proto.h), how long the last one took to be ready (ms, 0: none was) and
+ * what it said (text, n bytes). 0, -1, BACKEND_LOST. */
+int agentlink_preinfo(struct agentlink *l, unsigned *phase, unsigned *ready_ms, char *text, size_t n, struct err *e);
+
 void agentlink_close(struct agentlink *l);
 
 /* For --check: the per-call rlimits the agent applies (see agentlink_run), and /tmp's size,

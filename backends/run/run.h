@@ -34,6 +34,11 @@ struct run_req {
 	size_t nfiles;
 	bool network;                /* this step may use the network (package installs) */
 	bool sh_fallback;            /* argv[0] missing: run /bin/sh with the same arguments */
+	/* argv is PYTHON SCRIPT ARGS..., and env prestart_env plus variables that do not change how
+	 * Python starts: the backend may run it in an interpreter started ahead of the call with
+	 * prestart_env (the agent's prestarted interpreter) rather than start python anew. */
+	bool prestart;
+	const char *const *prestart_env;
 	int64_t deadline_ms;         /* monotonic ms (clock_ms()); past it the tree is killed */
 	int cancel_fd;               /* readable once the call is cancelled; -1 for none */
 	uint64_t cap;                /* per stream: past it, the full text is spilled */
@@ -59,6 +64,7 @@ struct run_res {
 	int64_t started_ns;          /* the sandbox's wall clock when the program started, as file
 	                              * times count (what it changed has a ctime at or after it);
 	                              * 0 when unknown */
+	bool prestarted;             /* the program ran in an interpreter started ahead (prestart) */
 	int changed;                 /* under rq->changes_in: 1 something changed, 0 nothing did,
 	                              * -1 not known (look); a backend that lists cheaply says -1 */
 };

@@ -43,6 +43,8 @@ struct config {
 	struct mountlist mounts; /* --mount */
 	char state_dir[4096];    /* where local workspaces live; "" for the default */
 	char python[256];        /* interpreter inside the sandbox */
+	bool python_prestart;    /* run execute_python calls in interpreters started ahead */
+	char python_preload[1024]; /* modules those interpreters import first, comma-separated */
 	int log_level;           /* enum log_level, for stderr */
 	uint64_t sandbox_uid;    /* host uid the sandbox user maps to when we run as root */
 	/* Each backend's own options (its opts_size bytes; backend.h), by its place in the backend

@@ -191,6 +191,30 @@ static int program(const struct tool_call *tc, const struct config *cfg, struct 
 	return 0;
 }
 
+/* Whether an execute_python call may run in an interpreter started ahead of it (run.h's
+ * prestart) with call_env: not when the call's own env could change how Python or a preloaded
+ * module starts (with preloads, any variable could), or replaces a variable of call_env. */
+static bool prestart_ok(const struct tool_call *tc, const struct config *cfg)
+{
+	static const char *const starts[] = {"PYTHON", "LC_", "LANG", "TZ", "GLIBC_", "MALLOC_", "LD_", NULL};
+	const json_t *env = json_object_get(tc->args, "env");
+	const char *k;
+	json_t *v;
+	if (tc->tool != TOOL_PYTHON || !cfg->python_prestart)
+		return false;
+	if (json_object_size(env) && cfg->python_preload[0])
+		return false;
+	json_object_foreach((json_t *)env, k, v) {
+		for (int i = 0; starts[i]; i++)
+			if (!strncmp(k, starts[i], strlen(starts[i])))
+				return false;
+		for (int i = 0; call_env[i]; i++)
+			if (!strncmp(call_env[i], k, strlen(k)) && call_env[i][strlen(k)] == '=')
+				return false;
+	}
+	return true;
+}
+
 /* Runs the program on the sandbox and makes its result (NULL: cancelled, or out of memory). */
 static json_t *run_program(struct call_ctx *c, struct inputs *in, const char *const *argv)
 {
@@ -204,8 +228,9 @@ static json_t *run_program(struct call_ctx *c, struct inputs *in, const char *co
 	struct run_req rq = {.argv = argv, .env = in->env, .cwd = WORKSPACE, .files = in->nfiles ? in->files : NULL,
 			     .nfiles = in->nfiles, .sh_fallback = tc->tool != TOOL_PYTHON, .deadline_ms = c->deadline,
 			     .cancel_fd = tc->cancel_fd, .cap = cfg->output_cap, .spill_prefix = spill,
-			     .changes_in = WORKSPACE "/" ARTIFACTS_DIR, .on_output = capture_add, .ctx = &col};
-	struct run_res rs;
+			     .changes_in = WORKSPACE "/" ARTIFACTS_DIR, .on_output = capture_add, .ctx = &col,
+			     .prestart = prestart_ok(tc, cfg), .prestart_env = call_env};
+	struct run_res rs = {0};
 	struct err e = {""};
 	json_t *res = NULL;
 	if (sandbox_run(c->sb, &rq, &rs, c->notice, &e) < 0) {
@@ -218,6 +243,8 @@ static json_t *run_program(struct call_ctx *c, struct inputs *in, const char *co
 	} else if (rs.cancelled) {
 		tc->cancelled = true;
 	} else {
+		if (rs.prestarted)
+			log_msg(LOG_DEBUG, "call %lu ran in an interpreter started ahead", tc->seq);
 		res = run_result(c, &rs, &col, spill);
 	}
 	capture_free(&col);

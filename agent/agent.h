@@ -1,0 +1,88 @@
+/*
+ * What the files of sandbox-agent share: the connection to the server, the running call, and
+ * the prestarted Python interpreter (prestart.c). The agent is static and uses nothing but libc.
+ */
+#ifndef SANDBOX_AGENT_H
+#define SANDBOX_AGENT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto.h"
+
+#define MAX_ARGS 4096
+#define MAX_RLIMITS 16
+
+/* A run request as it came (proto.h's run spec): strings copied out of the frame. */
+struct run_spec {
+	uint32_t flags;
+	char cwd[4096];
+	uint32_t relay_port;
+	char relay_sock[108];
+	uint32_t nrl;
+	struct { uint32_t res; uint64_t lim; } rl[MAX_RLIMITS];
+	char *argv[MAX_ARGS + 2], *envp[MAX_ARGS + 1];
+	char *block;             /* the strings of argv and envp, each with its terminator */
+};
+
+/* The frame being built for the server (sandbox-agent.c), and sending it or a short one. */
+extern struct ag_buf out;
+void send_frame(void);
+void send_simple(uint8_t type, const char *text);
+void send_errno(const char *what, int err);
+
+/* Every signal back to its default action, none blocked (async-signal-safe). */
+void reset_signals(void);
+
+/* execve with a PATH search in envp's own PATH (execvpe would use the agent's); returns only
+ * when it failed (errno says why). */
+void exec_path(const char *file, char *const argv[], char *const envp[]);
+
+/* Copies a str field into buf (n bytes, terminated). 0, or -1 when it does not fit or holds a
+ * NUL. */
+int get_str(struct ag_cur *c, char *buf, size_t n);
+
+/*
+ * The prestarted Python interpreter (agent/prestart.py): started by this agent after each call,
+ * it starts up, imports the modules to preload and waits; the next execute_python call that can
+ * runs in it rather than in a new one (proto.h's AG_PRESTART and AG_RUN_PRESTART). It runs as
+ * the sandbox's user like the code, so the agent trusts it no further than the code: every wait
+ * on it is bounded, and anything odd ends it (the call starts plainly, and a new one is started
+ * after it).
+ */
+
+/* AG_PRESTART: how to start it (answered AG_OK / AG_ERR). It is started after the call that
+ * follows, never while code runs: until it has made itself non-dumpable, code running as the
+ * same user could write into its memory. */
+void prestart_configure(struct ag_cur *c);
+
+/* Its control socket while it is starting (its 'D' and 'R' come there), or -1. */
+int prestart_fd(void);
+/* Its control socket turned readable. */
+void prestart_readable(void);
+
+/* Before a call starts: waits (bounded) until a starting interpreter cannot be written into by
+ * the call's code, and, for a while, until it is ready; or ends it. */
+void prestart_settle(void);
+
+/* The call in it, with out and err as its stdout and stderr: the pid of the call's process (a
+ * child of the agent), or -1 when it cannot (the call is then started plainly). */
+pid_t prestart_run(const struct run_spec *sp, int outw, int errw);
+
+/* Kills every process of the sandbox but the agent and a ready interpreter, and reaps the
+ * agent's children; 0 when done so, -1 when there is none to spare or it failed (then nothing
+ * was done). reaped(pid, status) is told of each child reaped. */
+int prestart_kill_others(void (*reaped)(pid_t, int));
+
+/* A child of the agent was reaped, with that wait status: forgets the interpreter when it was
+ * that; after three that ended before they were ready, none is started again. */
+void prestart_reaped(pid_t p, int status);
+
+/* Between calls: starts one when it is wanted and none runs. */
+void prestart_between_calls(void);
+
+/* AG_PREINFO: answers with its phase, how long the last one took to be ready, and what it
+ * said. */
+void prestart_info(void);
+
+#endif

@@ -1,0 +1,455 @@
+/*
+ * The prestarted Python interpreter of this sandbox (agent.h, prestart.py): started by the agent
+ * as a child of its own between calls, talked to over a socketpair, told to become the next
+ * execute_python call or, at the end of another call, to kill every process but the agent and
+ * itself.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define WAIT_DUMP_MS 2000    /* for a starting interpreter to make itself non-dumpable */
+#define WAIT_ANSWER_MS 1000  /* for an answer to a call or a kill */
+#define READY_MIN_MS 50      /* a call waits at least this long for one that is not ready yet, */
+#define READY_MAX_MS 10000   /* at most this, and otherwise twice what the last one took */
+#define REAP_ROUNDS 500      /* of 2 ms, for what the kill left to be gone */
+#define MODULE_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,"
+
+enum phase { NONE = AG_PY_NONE, STARTING = AG_PY_STARTING, NODUMP = AG_PY_NODUMP, READY = AG_PY_READY };
+
+static struct {
+	int wanted;            /* the server configured it */
+	char python[4096];
+	char path[4096];       /* what it runs: /proc/self/fd/./.../4, as long as the call's script path */
+	char **env;            /* its environment */
+	char *args[3];         /* python path */
+	size_t args_len;       /* their bytes, each with its terminator */
+	char *source;          /* _PRELOAD = "MODULE,..." and prestart.py */
+	size_t source_len;
+	char *block;           /* what env and source point into */
+	pid_t pid;             /* 0 when none runs */
+	int ctl;               /* -1 when none */
+	enum phase phase;
+	long started_ms;       /* when it was started */
+	long ready_ms;         /* how long the last one took to be ready; 0 before one was */
+	int failed;            /* ended before it was ready, in a row */
+	char said[1024];       /* its 'R' text (modules that failed), or why none runs */
+} z = {.ctl = -1};
+
+static long now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000L + t.tv_nsec / 1000000;
+}
+
+/* How a wait status ended it. */
+static void describe(int st, char *buf, size_t n)
+{
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+		snprintf(buf, n, "%.200s could not be started", z.python);
+	else if (WIFEXITED(st))
+		snprintf(buf, n, "it exited with %d", WEXITSTATUS(st));
+	else
+		snprintf(buf, n, "it was killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* Ends it (a new one is started after the call); why: what PREINFO says, with how it ended
+ * when it closed its socket (eof). */
+static void stop_eof(const char *why, int eof)
+{
+	char how[256] = "";
+	int st, gone = 0;
+	/* It closed its socket: it is on its way out, and how it ended says why. */
+	for (int i = 0; z.pid > 0 && eof && !gone && i < 100; i++)
+		if (!(gone = waitpid(z.pid, &st, WNOHANG | __WALL) == z.pid))
+			poll(NULL, 0, 1);
+	if (gone) {
+		describe(st, how, sizeof how);
+	} else if (z.pid > 0) {
+		kill(z.pid, SIGKILL);
+		while (waitpid(z.pid, NULL, __WALL) < 0 && errno == EINTR)
+			;
+	}
+	if (z.ctl >= 0)
+		close(z.ctl);
+	z.pid = 0;
+	z.ctl = -1;
+	z.phase = NONE;
+	snprintf(z.said, sizeof z.said, "%s%s%s", why, *how ? ": " : "", how);
+}
+
+static void stop(const char *why)
+{
+	stop_eof(why, 0);
+}
+
+/* Reads one frame of it, waiting until deadline (now_ms()). Its type; -2 when nothing came in
+ * time; -1 when it closed, said something malformed, or stopped mid-frame. The payload goes
+ * to buf, terminated. */
+static int read_msg(long deadline, char *buf, size_t n, size_t *len)
+{
+	unsigned char hdr[5];
+	size_t got = 0, want = sizeof hdr, bl = 0;
+	while (got < want) {
+		struct pollfd p = {z.ctl, POLLIN, 0};
+		long left = deadline - now_ms();
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return got ? -1 : -2;
+		ssize_t r = got < sizeof hdr ? read(z.ctl, hdr + got, sizeof hdr - got) : read(z.ctl, buf + bl, want - got);
+		if (r <= 0)
+			return -1;
+		if (got >= sizeof hdr)
+			bl += (size_t)r;
+		got += (size_t)r;
+		if (got == sizeof hdr) {
+			uint32_t l = ag_le32(hdr);
+			if (l == 0 || l - 1 >= n)
+				return -1;
+			want = sizeof hdr + l - 1;
+		}
+	}
+	buf[bl] = '\0';
+	*len = bl;
+	return hdr[4];
+}
+
+/* In the child: the socket as fd 3, the source's pipe as fd 4, /dev/null as 0-2, nothing else. */
+static void start_child(int sock, int src)
+{
+	reset_signals();
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int s = fcntl(sock, F_DUPFD_CLOEXEC, 10), r = fcntl(src, F_DUPFD_CLOEXEC, 10);
+	if (null < 0 || s < 0 || r < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
+	    dup2(s, 3) < 0 || dup2(r, 4) < 0 || close_range(5, ~0U, CLOSE_RANGE_CLOEXEC) < 0 || chdir("/") < 0)
+		_exit(127);
+	exec_path(z.python, z.args, z.env);
+	_exit(127);
+}
+
+static void start(void)
+{
+	int sv[2], src[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return;
+	if (pipe2(src, O_CLOEXEC | O_NONBLOCK) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return;
+	}
+	/* All of it in the pipe now, or none: a pipe may hold as little as a page. */
+	ssize_t w = write(src[1], z.source, z.source_len);
+	close(src[1]);
+	pid_t pid = w == (ssize_t)z.source_len ? fork() : -1;
+	if (pid == 0)
+		start_child(sv[1], src[0]);
+	close(sv[1]);
+	close(src[0]);
+	if (pid < 0) {
+		close(sv[0]);
+		snprintf(z.said, sizeof z.said, "%s", w == (ssize_t)z.source_len ? "fork failed" : "its source did not fit a pipe");
+		return;
+	}
+	z.pid = pid;
+	z.ctl = sv[0];
+	z.phase = STARTING;
+	z.started_ms = now_ms();
+	z.said[0] = '\0';
+}
+
+/* Takes what it said: 'D' (non-dumpable), 'R' (ready). -1 when it said something else. */
+static int heard(int type, const char *payload)
+{
+	if (type == 'D' && z.phase == STARTING) {
+		z.phase = NODUMP;
+	} else if (type == 'R' && z.phase == NODUMP) {
+		z.phase = READY;
+		z.ready_ms = now_ms() - z.started_ms;
+		z.failed = 0;
+		snprintf(z.said, sizeof z.said, "%s", payload);
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+int prestart_fd(void)
+{
+	return z.phase == STARTING || z.phase == NODUMP ? z.ctl : -1;
+}
+
+void prestart_readable(void)
+{
+	char buf[1024];
+	size_t len;
+	if (prestart_fd() < 0)
+		return; /* it was reaped since the poll */
+	int t = read_msg(now_ms() + WAIT_ANSWER_MS, buf, sizeof buf, &len);
+	if (t < 0 || heard(t, buf) < 0)
+		stop_eof("the prestarted interpreter ended while it started", t == -1);
+}
+
+void prestart_settle(void)
+{
+	char buf[1024];
+	size_t len;
+	long until = now_ms() + WAIT_DUMP_MS;
+	while (z.phase == STARTING) {
+		int t = read_msg(until, buf, sizeof buf, &len);
+		if (t < 0 || heard(t, buf) < 0)
+			stop("the prestarted interpreter did not start in time");
+	}
+	/* Not ready yet (started just after the call before, or importing modules): worth waiting
+	 * for as long as the last one took, twice over, rather than start a plain one beside it. */
+	long wait = z.ready_ms ? 2 * z.ready_ms : READY_MAX_MS;
+	wait = wait < READY_MIN_MS ? READY_MIN_MS : wait > READY_MAX_MS ? READY_MAX_MS : wait;
+	until = z.started_ms + wait;
+	while (z.phase == NODUMP) {
+		int t = read_msg(until, buf, sizeof buf, &len);
+		if (t == -2 && !z.ready_ms) {
+			/* None ever was: its modules hang or take too long. Calls start plainly. */
+			stop("the prestarted interpreter was not ready in 10 s: not used in this sandbox");
+			z.wanted = 0;
+		} else if (t == -2) {
+			stop("the prestarted interpreter was not ready in time");
+		}
+		else if (t < 0 || heard(t, buf) < 0)
+			stop("the prestarted interpreter ended while it started");
+	}
+}
+
+/* Copies the strs of a list into the block at *bp; the count first. */
+static int take_list(struct ag_cur *c, char ***list, char **bp)
+{
+	uint32_t n = ag_get_u32(c);
+	if (c->bad || n > MAX_ARGS || !(*list = calloc(n + 1, sizeof **list)))
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t l;
+		const char *s = ag_get_str(c, &l);
+		if (c->bad || memchr(s, 0, l))
+			return -1;
+		memcpy(*bp, s, l);
+		(*bp)[l] = '\0';
+		(*list)[i] = *bp;
+		*bp += l + 1;
+	}
+	return 0;
+}
+
+/* The path of the source's pipe, padded with "./" (and a "/") to len bytes. */
+static int padded_path(size_t len)
+{
+	static const char head[] = "/proc/self/fd/", odd[] = "/proc/self//fd/";
+	if (len < sizeof odd || len >= sizeof z.path)
+		return -1;
+	const char *h = (len - (sizeof head - 1) - 1) % 2 ? odd : head;
+	size_t hl = strlen(h);
+	memcpy(z.path, h, hl);
+	for (size_t i = hl; i + 1 < len; i += 2)
+		memcpy(z.path + i, "./", 2);
+	z.path[len - 1] = '4';
+	z.path[len] = '\0';
+	return 0;
+}
+
+/* A first line, _PRELOAD = "MODULES", and the source, into the block at bp. */
+static int take_source(char *bp, const char *src, size_t sl, const char *mods, size_t ml)
+{
+	if (memchr(src, 0, sl))
+		return -1;
+	for (size_t i = 0; i < ml; i++)
+		if (!mods[i] || !strchr(MODULE_CHARS, mods[i]))
+			return -1;
+	z.source = bp;
+	int n = sprintf(bp, "_PRELOAD = \"%.*s\"\n", (int)ml, mods);
+	memcpy(bp + n, src, sl);
+	z.source_len = (size_t)n + sl;
+	return 0;
+}
+
+/* AG_PRESTART: str python, u32 envc, strs, str source, str script, str modules. */
+void prestart_configure(struct ag_cur *c)
+{
+	free(z.env);
+	free(z.block);
+	z.env = NULL;
+	z.wanted = 0;
+	size_t sl, scl, ml;
+	char *bp = z.block = malloc(c->left + 64);
+	if (!bp || get_str(c, z.python, sizeof z.python) < 0 || take_list(c, &z.env, &bp) < 0) {
+		send_simple(AG_ERR, "bad PRESTART");
+		return;
+	}
+	const char *src = ag_get_str(c, &sl);
+	(void)ag_get_str(c, &scl);
+	const char *mods = ag_get_str(c, &ml);
+	if (c->bad || take_source(bp, src, sl, mods, ml) < 0 || padded_path(scl) < 0) {
+		send_simple(AG_ERR, "bad PRESTART");
+		return;
+	}
+	z.args[0] = z.python;
+	z.args[1] = z.path;
+	z.args[2] = NULL;
+	z.args_len = strlen(z.python) + 1 + scl + 1;
+	z.wanted = 1;
+	send_simple(AG_OK, NULL);
+}
+
+/* The call request: the run spec's rlimits, cwd, argv and env. */
+static int call_request(const struct run_spec *sp, struct ag_buf *b)
+{
+	ag_frame_begin(b, 'F');
+	ag_put_u32(b, sp->nrl);
+	for (uint32_t i = 0; i < sp->nrl; i++) {
+		ag_put_u32(b, sp->rl[i].res);
+		ag_put_u64(b, sp->rl[i].lim);
+	}
+	ag_put_str(b, sp->cwd, strlen(sp->cwd));
+	char *const *lists[2] = {sp->argv, sp->envp};
+	for (int l = 0; l < 2; l++) {
+		uint32_t n = 0;
+		while (lists[l][n])
+			n++;
+		ag_put_u32(b, n);
+		for (uint32_t i = 0; i < n; i++)
+			ag_put_str(b, lists[l][i], strlen(lists[l][i]));
+	}
+	return ag_frame_end(b);
+}
+
+/* Sends b with the two fds. 0, or -1. */
+static int send_with_fds(const struct ag_buf *b, int fd1, int fd2)
+{
+	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	memset(cbuf, 0, sizeof cbuf);
+	struct iovec iov = {b->p, b->len};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
+	int fds[2] = {fd1, fd2};
+	memcpy(CMSG_DATA(cm), fds, sizeof fds);
+	ssize_t w = sendmsg(z.ctl, &m, MSG_NOSIGNAL);
+	if (w < 0 || (size_t)w != b->len)
+		return -1;
+	return 0;
+}
+
+pid_t prestart_run(const struct run_spec *sp, int outw, int errw)
+{
+	static struct ag_buf b;
+	char buf[1024];
+	size_t len, n = 0;
+	for (char *const *a = sp->argv; *a; a++)
+		n += strlen(*a) + 1;
+	/* The call's command line is written over the interpreter's own: it must be as long. */
+	if (z.phase != READY || n != z.args_len)
+		return -1;
+	if (call_request(sp, &b) < 0 || send_with_fds(&b, outw, errw) < 0) {
+		stop("the prestarted interpreter could not be given a call");
+		return -1;
+	}
+	int t = read_msg(now_ms() + WAIT_ANSWER_MS, buf, sizeof buf, &len);
+	if (t == 'P') {
+		/* It is the call now; the next one starts after it. */
+		pid_t pid = z.pid;
+		close(z.ctl);
+		z.ctl = -1;
+		z.pid = 0;
+		z.phase = NONE;
+		return pid;
+	}
+	/* 'S': what `site` read at its start changed (a package install). Else it is broken. */
+	stop(t == 'S' ? "" : "the prestarted interpreter failed a call");
+	return -1;
+}
+
+/* Kills what is left of the sandbox but us and the interpreter; the number of processes seen. */
+static int kill_rest(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d))) {
+		char *end;
+		long p = strtol(e->d_name, &end, 10);
+		if (*end || p <= 1 || p == z.pid)
+			continue;
+		kill((pid_t)p, SIGKILL);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+int prestart_kill_others(void (*reaped)(pid_t, int))
+{
+	static const unsigned char kill_frame[5] = {1, 0, 0, 0, 'K'};
+	char buf[64];
+	size_t len;
+	if (z.phase != READY)
+		return -1;
+	if (write(z.ctl, kill_frame, sizeof kill_frame) != (ssize_t)sizeof kill_frame ||
+	    read_msg(now_ms() + WAIT_ANSWER_MS, buf, sizeof buf, &len) != 'k') {
+		stop("the prestarted interpreter did not kill the call's processes");
+		return -1;
+	}
+	for (int round = 0; round < REAP_ROUNDS; round++) {
+		int st;
+		pid_t p;
+		while ((p = waitpid(-1, &st, WNOHANG | __WALL)) > 0)
+			if (p != z.pid)
+				reaped(p, st);
+		if (!kill_rest())
+			return 0;
+		poll(NULL, 0, 2);
+	}
+	stop("the call's processes outlived the prestarted interpreter's kill");
+	return -1;
+}
+
+void prestart_reaped(pid_t p, int status)
+{
+	if (p <= 0 || p != z.pid)
+		return;
+	char why[256];
+	describe(status, why, sizeof why);
+	bool starting = z.phase != READY;
+	z.pid = 0;
+	stop(why);
+	/* One that cannot start (no such program, a broken Python) is not tried after every call. */
+	if (starting && ++z.failed >= 3) {
+		z.wanted = 0;
+		snprintf(z.said, sizeof z.said, "%s before it was ready, 3 times: not tried again", why);
+	}
+}
+
+void prestart_between_calls(void)
+{
+	if (z.wanted && z.pid == 0)
+		start();
+}
+
+void prestart_info(void)
+{
+	ag_frame_begin(&out, AG_PREINFO);
+	ag_put_u32(&out, z.wanted ? (uint32_t)z.phase : 0);
+	ag_put_u32(&out, (uint32_t)z.ready_ms);
+	ag_put_str(&out, z.said, strlen(z.said));
+	send_frame();
+}

@@ -1,0 +1,387 @@
+# A prestarted Python interpreter of a sandbox (agent/prestart.py, compiled into the server and
+# handed to sandbox-agent). The agent starts one after each call; it starts up, runs `site`,
+# imports the modules to preload, and waits. The next execute_python call, when it can, runs in
+# it: it becomes the process `python3 /workspace/.sandbox/task.py ARGS` would be (the call's
+# environment, sys.argv, sys.path, signal mask, rlimits, folder, fds and command line), runs the
+# script as __main__, and exits as that interpreter would. One interpreter per call: nothing of a
+# call reaches the next, not even the hash seed.
+#
+# The agent runs it as `python3 /proc/self/fd/./././4` (the path as long as the script path, so
+# that the command line can be rewritten in place), fd 4 a pipe holding a first line
+# `_PRELOAD = "MODULE,..."` and this source, with the environment every call has. A call whose
+# own variables change how Python starts (PYTHON* and the like) is not run here. When what
+# `site` read at start (the package folders' top level, the user site folder) or a file of a
+# module it holds from /workspace changed before the call (a package install), it says so and
+# the call starts plainly.
+#
+# It talks to the agent on fd 3 (a unix stream socket) in frames: u32 length (little endian) of
+# what follows, a type byte, a payload.
+#   interpreter -> agent  'D' nothing: it can no longer be read or written by the code (not
+#                         dumpable); 'R' TEXT: ready (TEXT: the modules that failed to import)
+#   agent -> interpreter  'F' run spec, with the call's stdout and stderr as SCM_RIGHTS: become
+#                         the call -> 'P' (it is the call now), or 'S' (stale), or 'E' TEXT
+#                         'K' nothing: kill every process of the sandbox but the agent and this
+#                         one -> 'k'
+# Run spec: u32 count of rlimits, each u32 resource and u64 value; then strs (u32 length and
+# bytes): cwd, argv (count first), env (count first).
+import os
+import sys
+
+_PR_SET_DUMPABLE = 4
+
+
+def _frame(kind, payload=b''):
+    return len(payload + b'x').to_bytes(4, 'little') + kind + payload
+
+
+def _nodump():
+    """Before anything else: code running as the same user can no longer ptrace this process or
+    write its memory. What ctypes imported for it is forgotten, as if never imported. prctl,
+    memmove and exit, for later."""
+    before = set(sys.modules)
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    prctl = libc.prctl
+    prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    for m in set(sys.modules) - before:
+        del sys.modules[m]
+    os.write(3, _frame(b'D'))
+    return prctl, ctypes.memmove, libc.exit
+
+
+def _site_state():
+    """What `site` looked at when this interpreter started, and the files of modules it holds
+    from /workspace: what code can change between its start and a call."""
+    import site
+    state = []
+    for d in [p for p in sys.path if p.startswith('/workspace/')] + [site.getusersitepackages()]:
+        try:
+            names = sorted(os.listdir(d))
+        except OSError as e:
+            names = e.errno
+        state.append((d, names))
+    files = [getattr(m, '__file__', None) for m in list(sys.modules.values())]
+    for f in sorted(f for f in files if isinstance(f, str) and
+                    (f.startswith('/workspace/') or f.endswith(('sitecustomize.py', 'usercustomize.py')))):
+        try:
+            st = os.stat(f)
+            state.append((f, st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError as e:
+            state.append((f, e.errno))
+    return state
+
+
+def _recv(ctl, socket):
+    """One frame: (kind, payload, fds)."""
+    head, anc = b'', []
+    while len(head) < 5:
+        got, a, _f, _a = ctl.recvmsg(5 - len(head), socket.CMSG_SPACE(4 * 2))
+        if not got:
+            raise EOFError
+        head += got
+        anc += a
+    n = int.from_bytes(head[:4], 'little') - 1
+    body = b''
+    while len(body) < n:
+        chunk = ctl.recv(n - len(body))
+        if not chunk:
+            raise EOFError
+        body += chunk
+    fds = []
+    for level, typ, data in anc:
+        if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+            fds += [int.from_bytes(data[i:i + 4], 'little') for i in range(0, len(data) - 3, 4)]
+    return head[4:5], body, fds
+
+
+def _spec(b):
+    pos = 0
+
+    def u32():
+        nonlocal pos
+        pos += 4
+        return int.from_bytes(b[pos - 4:pos], 'little')
+
+    def u64():
+        nonlocal pos
+        pos += 8
+        return int.from_bytes(b[pos - 8:pos], 'little')
+
+    def s():
+        nonlocal pos
+        n = u32()
+        pos += n
+        return b[pos - n:pos]
+
+    rl = [(u32(), u64()) for _ in range(u32())]
+    cwd = s()
+    argv = [s() for _ in range(u32())]
+    env = [s() for _ in range(u32())]
+    return rl, cwd, argv, env
+
+
+def _cmdline(argv, memmove):
+    """Writes argv over this process's own argument strings, which /proc/PID/cmdline (ps) shows;
+    the agent runs a call here only when they are as long."""
+    with open('/proc/self/stat', 'rb') as f:
+        fields = f.read().rsplit(b')', 1)[1].split()
+    start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end (stat fields 48, 49)
+    new = b''.join(a + b'\0' for a in argv)
+    if len(new) == end - start:
+        memmove(start, new, len(new))
+
+
+def _become(spec, fds, c, resource, signal, keep, dir0):
+    """The process `python3 SCRIPT ARGS` would be. The script's path."""
+    rl, cwd, argv, env = spec
+    os.setsid()
+    null = os.open('/dev/null', os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(fds[0], 1)
+    os.dup2(fds[1], 2)
+    os.closerange(3, 1 << 20)
+    try:
+        for res, val in rl:
+            resource.setrlimit(res, (val, val))
+        os.chdir(cwd)
+    except OSError as e:
+        os.write(2, b'sandbox: the call could not start: %s\n' % str(e).encode())
+        os._exit(127)
+    c[0](_PR_SET_DUMPABLE, 1, 0, 0, 0)
+    _cmdline(argv, c[1])
+    os.environ.clear()
+    for kv in env:
+        k, _, v = kv.partition(b'=')
+        os.environb[k] = v
+    path = os.fsdecode(argv[1])
+    sys.argv = [path] + [os.fsdecode(a) for a in argv[2:]]
+    sys.orig_argv = [os.fsdecode(a) for a in argv]
+    if sys.path and sys.path[0] == dir0:
+        sys.path[0] = os.path.dirname(path)
+    for m in list(sys.modules):
+        if m not in keep:
+            del sys.modules[m]
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    return path
+
+
+def _script(path):
+    """The call's __main__ module, in sys.modules, as Python makes it, and the script's source."""
+    try:
+        with open(path, 'rb') as f:
+            source = f.read()
+    except OSError as e:
+        sys.stderr.write("%s: can't open file %r: [Errno %d] %s\n" % (sys.orig_argv[0], path, e.errno, e.strerror))
+        sys.exit(2)
+    main = type(sys)('__main__')
+    main.__annotations__ = {}
+    main.__builtins__ = sys.modules['builtins']
+    main.__file__ = path
+    main.__cached__ = None
+    main.__loader__ = sys.modules['_frozen_importlib_external'].SourceFileLoader('__main__', path)
+    sys.modules['__main__'] = main
+    return main, source
+
+
+def _exit_code(e):
+    """The exit status of an uncaught SystemExit, its message printed as Python prints it."""
+    c = e.code
+    if c is None:
+        return 0
+    if isinstance(c, int):
+        return (c if -2**63 <= c < 2**63 else -1) & 0xff
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(str(c))
+            sys.stderr.write('\n')
+        else:
+            os.write(2, str(c).encode() + b'\n')
+    except Exception:
+        pass
+    return 1
+
+
+def _theirs(tb):
+    """A traceback without this file's frames at its start."""
+    while tb is not None and tb.tb_frame.f_code.co_filename == _HERE:
+        tb = tb.tb_next
+    return tb
+
+
+def _uncaught(e):
+    """Prints an uncaught exception as Python does, without this file's frames."""
+    tb = e.__traceback__ = _theirs(e.__traceback__)
+    sys.last_type, sys.last_value, sys.last_traceback = type(e), e, tb
+    hook = getattr(sys, 'excepthook', _theirs)
+    if hook is _theirs:
+        sys.stderr.write('sys.excepthook is missing\n')
+        sys.stderr.flush()
+        sys.__excepthook__(type(e), e, tb)
+        return
+    try:
+        hook(type(e), e, tb)
+    except BaseException as h:
+        sys.stderr.flush()
+        os.write(2, b'Error in sys.excepthook:\n')
+        h.__traceback__ = _theirs(h.__traceback__)
+        sys.__excepthook__(type(h), h, h.__traceback__)
+        sys.stderr.flush()
+        os.write(2, b'\nOriginal exception was:\n')
+        sys.__excepthook__(type(e), e, tb)
+
+
+def _flush_std():
+    """sys.stdout and sys.stderr flushed, as Python flushes them at exit: False when that failed
+    (the exit status is then 120); stdout's failure is printed."""
+    ok = True
+    for f in (sys.stdout, sys.stderr):
+        try:
+            if f is not None and not f.closed:
+                f.flush()
+        except BaseException as e:
+            ok = False
+            if f is sys.stdout:
+                sys.unraisablehook(type('UnraisableHookArgs', (), {
+                    'exc_type': type(e), 'exc_value': e, 'exc_traceback': e.__traceback__,
+                    'err_msg': None, 'object': f})())
+    return ok
+
+
+def _clear(d):
+    """As Python clears the globals of a module still alive at exit: names with one leading
+    underscore first, then the rest, set to None; __builtins__ kept."""
+    for first in (True, False):
+        for k in list(d):
+            if isinstance(k, str) and k != '__builtins__' and (k.startswith('_') and not k.startswith('__')) == first:
+                d[k] = None
+
+
+def _teardown():
+    """What Python's exit does to the script's objects, so that their __del__, weakref callbacks
+    and file buffers run as they would: every module out of sys.modules, a collection, the
+    globals of the script's modules still alive cleared, the builtins back as they were, and
+    what that let go collected."""
+    import _weakref
+    import gc
+    sys.last_type = sys.last_value = sys.last_traceback = None
+    sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
+    b = sys.modules['builtins'].__dict__
+    alive = []
+    for m in list(sys.modules):
+        mod = sys.modules[m]
+        sys.modules[m] = None
+        try:
+            if m not in _KEEP or m == '__main__':
+                alive.append(_weakref.ref(mod))
+        except TypeError:
+            pass
+    mod = None
+    gc.collect()
+    again = False
+    for r in reversed(alive):
+        if r() is not None:
+            _clear(r().__dict__)
+            again = True
+    for k in [k for k in b if k not in _BUILTINS or b[k] is not _BUILTINS[k]]:
+        del b[k]
+        again = True
+    b.update(_BUILTINS)
+    if again:  # else nothing was let go since the collection
+        gc.collect()
+
+
+def _exit():
+    """The end of the call as Python's own: the uncaught exception handled (a SystemExit's
+    status, or the traceback), the non-daemon threads waited for, the atexit callbacks, the
+    standard streams flushed, the script's objects finalized; then C's exit(), which flushes C's
+    streams, or death by SIGINT after an uncaught KeyboardInterrupt. Python's own teardown of
+    everything else, which no code sees, is left out: it would take longer than the call."""
+    global _E
+    e, _E = _E, None
+    code, sigint = 0, False
+    if isinstance(e, SystemExit):
+        code = _exit_code(e)
+    elif e is not None:
+        _uncaught(e)
+        code, sigint = 1, type(e) is KeyboardInterrupt
+    e = None
+    try:
+        if 'threading' in sys.modules:
+            sys.modules['threading']._shutdown()
+    except BaseException:
+        pass
+    try:
+        import atexit
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    if not _flush_std():
+        code = 120
+    try:
+        _teardown()
+    except BaseException:
+        pass
+    if not _flush_std():
+        code = 120
+    if sigint:
+        _SIGNAL.signal(_SIGNAL.SIGINT, _SIGNAL.SIG_DFL)
+        os.kill(os.getpid(), _SIGNAL.SIGINT)
+    _LIBC[2](code)
+
+
+def _serve(preload):
+    """Waits for a call; returns only as the call, with its __main__ module and source."""
+    global _LIBC, _KEEP, _BUILTINS, _SIGNAL
+    dir0 = sys.path[0] if sys.path else None
+    c = _LIBC = _nodump()
+    os.close(4)
+    failed = []
+    for name in filter(None, preload.split(',')):
+        try:
+            __import__(name)
+        except BaseException as e:  # a module that fails is only not preloaded
+            failed.append('%s (%s: %s)' % (name, type(e).__name__, e))
+    keep = _KEEP = set(sys.modules)
+    _BUILTINS = dict(sys.modules['builtins'].__dict__)
+    import _signal as signal
+    import _socket as socket
+    _SIGNAL = signal
+    import resource
+    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    ctl = socket.socket(fileno=3)
+    state = _site_state()
+    compile(b'pass', _HERE, 'exec', dont_inherit=True)  # what a first compile sets up, done
+    ctl.sendall(_frame(b'R', '; '.join(failed).encode()))
+    while True:
+        try:
+            kind, body, fds = _recv(ctl, socket)
+        except (EOFError, OSError):
+            os._exit(0)
+        if kind == b'F' and (len(fds) != 2 or _site_state() != state):
+            for fd in fds:
+                os.close(fd)
+            ctl.sendall(_frame(b'S') if len(fds) == 2 else _frame(b'E', b'a call needs its two stream fds'))
+        elif kind == b'F':
+            ctl.sendall(_frame(b'P'))
+            return _script(_become(_spec(body), fds, c, resource, signal, keep, dir0))
+        elif kind == b'K':
+            try:
+                os.kill(-1, 9)
+            except OSError:
+                pass
+            ctl.sendall(_frame(b'k'))
+
+
+# The call runs here, in this file's frame, the one frame below its own.
+_HERE = sys._getframe().f_code.co_filename
+_MAIN, _SOURCE = _serve(_PRELOAD)
+_E = None
+try:
+    exec(compile(_SOURCE, _MAIN.__file__, 'exec', dont_inherit=True), _MAIN.__dict__)
+except BaseException as _x:
+    _E = _x
+# Python forgets __file__ and __cached__ once the script is done.
+_MAIN.__dict__.pop('__file__', None)
+_MAIN.__dict__.pop('__cached__', None)
+_MAIN = _SOURCE = None
+_exit()

@@ -1,0 +1,72 @@
+# Python calls in interpreters started ahead of them (--python-prestart): shared by
+# tests/prestart.bats (local) and the Docker suite. Load after lib/helpers.
+
+# prestarted: the numbers of the calls that ran in an interpreter started ahead, one per line,
+# from the server's debug log.
+prestarted() {
+	sed -n 's/.*debug: call \([0-9]*\) ran in an interpreter started ahead$/\1/p' "$SERVER_LOG"
+}
+
+# py_call ID SCRIPT [EXTRA_ARGS_JSON]: an execute_python request line.
+py_call() {
+	call_json "$1" execute_python "$(jq -cn --arg s "$2" --argjson x "${3:-{\}}" '{script: $s} + $x')"
+}
+
+# fresh_case [SERVER ARGS...]: call 2 changes everything a script can change in its interpreter;
+# call 3, also in an interpreter started ahead, sees none of it.
+fresh_case() {
+	local change check
+	change=$(
+		cat <<-'EOF'
+			import builtins, decimal, json, os, signal, sys, threading, time, warnings
+			G = 1
+			json.dumps = lambda *a, **k: "patched"
+			sys.path.append("/tmp/added")
+			os.environ["LEAK"] = "1"
+			os.chdir("/tmp")
+			os.umask(0o077)
+			signal.signal(signal.SIGUSR1, lambda *a: None)
+			signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR2])
+			threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+			leaked = open("/workspace/leak.txt", "w")
+			sys.setrecursionlimit(123)
+			builtins.LEAKED = 1
+			warnings.simplefilter("error")
+			sys.modules["fake_mod"] = type(sys)("fake_mod")
+			decimal.getcontext().prec = 3
+			print(hash("abc"))
+		EOF
+	)
+	check=$(
+		cat <<-'EOF'
+			import builtins, decimal, json, os, signal, sys, threading, warnings
+			print("G" in globals(), json.dumps([1]), "/tmp/added" in sys.path, "LEAK" in os.environ,
+			      os.getcwd(), oct(os.umask(0o022)), signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL,
+			      signal.pthread_sigmask(signal.SIG_BLOCK, []), threading.active_count(),
+			      sorted(os.listdir("/proc/self/fd")), sys.getrecursionlimit(), hasattr(builtins, "LEAKED"),
+			      any(f[0] == "error" for f in warnings.filters), "fake_mod" in sys.modules,
+			      decimal.getcontext().prec)
+			print(hash("abc"))
+		EOF
+	)
+	mcp_session --log-level debug "$@" <<-EOF
+		$INIT
+		$INITIALIZED
+		$(py_call 1 pass)
+		{"wait": 1}
+		$(py_call 2 "$change")
+		{"wait": 2}
+		$(py_call 3 "$check")
+	EOF
+	[ "$(prestarted | tr '\n' ' ')" = "2 3 " ]
+	result=$(response 2 | jq -c .result)
+	sc '.exit_code == 0'
+	local h2 h3
+	h2=$(jq -r .structuredContent.stdout <<<"$result")
+	result=$(response 3 | jq -c .result)
+	sc '.exit_code == 0 and .stderr == ""'
+	sc '(.stdout | split("\n")[0]) == "False [1] False False /workspace 0o22 True set() 1 [\u00270\u0027, \u00271\u0027, \u00272\u0027, \u00273\u0027] 1000 False False False 28"'
+	h3=$(jq -r '.structuredContent.stdout | split("\n")[1]' <<<"$result")
+	# Not even the hash seed is shared.
+	[ -n "$h2" ] && [ -n "$h3" ] && [ "$h2" != "$h3" ]
+}

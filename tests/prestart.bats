@@ -1,0 +1,213 @@
+# execute_python in an interpreter started ahead of the call (--python-prestart, the default on
+# the local and Docker backends): each call still gets an interpreter of its own that sees what a
+# new one would, case by case the same results as a plain start; calls that cannot use one start
+# plainly; a started interpreter that code kills or stops costs a plain start, never the server;
+# code cannot read or write it while it waits; --check says which start is in use.
+load lib/helpers
+load lib/prestart
+bats_require_minimum_version 1.5.0
+
+@test "prestart: a call sees nothing of the call before, not even its hash seed" {
+	fresh_case
+}
+
+# The cases of lib/prestart-cases.py as calls 2..N+1 of one session (call 1 starts the first
+# interpreter ahead), with the server's arguments; their results, addresses masked, in $cases_res.
+cases_run() {
+	local i=1 c
+	{
+		echo "$INIT"
+		echo "$INITIALIZED"
+		py_call 1 pass
+		echo '{"wait": 1}'
+		while IFS= read -r c; do
+			i=$((i + 1))
+			call_json "$i" execute_python "$(jq -cn --argjson s "$c" '{script: $s}')"
+			echo "{\"wait\": $i}"
+		done < <(python3 "$TESTS_DIR/lib/prestart-cases.py")
+	} >"$BATS_TEST_TMPDIR/cases.script"
+	: >"$SERVER_LOG"
+	SESSION_TIMEOUT=300 mcp_session --log-level debug "$@" <"$BATS_TEST_TMPDIR/cases.script"
+	cases_res=$(printf '%s\n' "$output" | jq -c 'select(type == "object" and (.id | type) == "number" and .id > 1)
+		| {id, sc: (.result.structuredContent | del(.sandbox_id, .duration_ms)), isError: .result.isError}' |
+		sed -E 's/0x[0-9a-f]+/0xADDR/g' | jq -sc 'sort_by(.id)')
+	ncases=$(python3 "$TESTS_DIR/lib/prestart-cases.py" | wc -l)
+	jqe "$cases_res" "length == $ncases"
+}
+
+@test "prestart: each call runs as a plain python3 task.py would: process, __main__, tracebacks, exits, signals, finalizers" {
+	cases_run --no-python-prestart
+	[ -z "$(prestarted)" ]
+	local plain=$cases_res
+	cases_run
+	# Every case but the first ran in an interpreter started ahead... (the first: see below)
+	[ "$(prestarted | wc -l)" -eq "$ncases" ]
+	[ "$cases_res" = "$plain" ] || {
+		diff <(jq . <<<"$plain") <(jq . <<<"$cases_res") >&2
+		false
+	}
+	# ... and they say what Python says.
+	jqe "$cases_res" '.[] | select(.id == 15).sc | .exit_code == 1 and (.stderr | contains("ZeroDivisionError")) and (.stderr | contains("/proc/") | not)'
+	jqe "$cases_res" '.[] | select(.id == 24).sc | .exit_code == 130'
+	jqe "$cases_res" '.[] | select(.id == 45).sc | .stdout == "from C\nfrom py\n" or .stdout == "from py\nfrom C\n"'
+}
+
+@test "prestart: the one difference is a frame of the starter below the script's own" {
+	mcp_session --log-level debug <<-EOF
+		$INIT
+		$(py_call 1 pass)
+		{"wait": 1}
+		$(py_call 2 'import inspect; print(len(inspect.stack()), inspect.stack()[-1].filename)')
+	EOF
+	[ "$(prestarted)" = 2 ]
+	result=$(response 2 | jq -c .result)
+	sc '.stdout | test("^2 /proc/self/+fd/(\\./)+4\n$")'
+}
+
+@test "prestart: a call whose env changes how Python starts, or with args, starts plainly and gets both" {
+	local seeded
+	seeded=$(PYTHONHASHSEED=0 python3 -c 'print(hash("abc"))')
+	mcp_session --log-level debug <<-EOF
+		$INIT
+		$(py_call 1 pass)
+		{"wait": 1}
+		$(py_call 2 'import os; print(os.environ["FOO"])' '{"env": {"FOO": "bar"}}')
+		{"wait": 2}
+		$(py_call 3 'print(hash("abc"))' '{"env": {"PYTHONHASHSEED": "0"}}')
+		{"wait": 3}
+		$(py_call 4 'import sys; print(sys.argv[1:])' '{"args": ["a", "b c"]}')
+		{"wait": 4}
+		$(py_call 5 'print("after")')
+	EOF
+	# A variable of its own that Python does not read at start: prestarted all the same.
+	[ "$(prestarted | tr '\n' ' ')" = "2 5 " ]
+	result=$(response 2 | jq -c .result)
+	sc '.stdout == "bar\n"'
+	result=$(response 3 | jq -c .result)
+	sc ".stdout == \"$seeded\n\""
+	result=$(response 4 | jq -c .result)
+	sc '.stdout == "[\u0027a\u0027, \u0027b c\u0027]\n"'
+	result=$(response 5 | jq -c .result)
+	sc '.stdout == "after\n"'
+}
+
+@test "prestart: preloaded modules are imported ahead; a changed module file or package folder means a plain start" {
+	local pkgs=/workspace/.sandbox/packages
+	mcp_session --log-level debug --python-preload decimal,wsmod <<-EOF
+		$INIT
+		$(py_call 1 'import sys; print("decimal" in sys.modules)')
+		{"wait": 1}
+		$(call_json 2 execute_bash_commands "$(jq -cn --arg c "mkdir -p $pkgs && echo VALUE=1 > $pkgs/wsmod.py" '{code: $c}')")
+		{"wait": 2}
+		$(py_call 3 'import sys, wsmod; print("decimal" in sys.modules, wsmod.VALUE)')
+		{"wait": 3}
+		$(py_call 4 'import sys; print("wsmod" in sys.modules)')
+		{"wait": 4}
+		$(call_json 5 execute_bash_commands "$(jq -cn --arg c "echo VALUE=22 > $pkgs/wsmod.py" '{code: $c}')")
+		{"wait": 5}
+		$(py_call 6 'import wsmod; print(wsmod.VALUE)')
+		{"wait": 6}
+		$(py_call 7 'import sys, wsmod; print("wsmod" in sys.modules, wsmod.VALUE)')
+	EOF
+	# 1: plain (none started yet). 3: the package folder changed since the interpreter started
+	# (its preload of wsmod failed then): plain. 4: preloaded both. 6: wsmod.py changed: plain.
+	# 7: the new wsmod, preloaded.
+	[ "$(prestarted | tr '\n' ' ')" = "4 7 " ]
+	result=$(response 1 | jq -c .result)
+	sc '.stdout == "False\n"'
+	result=$(response 3 | jq -c .result)
+	sc '.stdout == "False 1\n"'
+	result=$(response 4 | jq -c .result)
+	sc '.stdout == "True\n"'
+	result=$(response 6 | jq -c .result)
+	sc '.stdout == "22\n"'
+	result=$(response 7 | jq -c .result)
+	sc '.stdout == "True 22\n"'
+}
+
+@test "prestart: --check says whether calls start in an interpreter started ahead, and why not" {
+	run "$SANDBOX_MCP" --check --backend local
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ "python      each call in a python3 started ahead of it (ready "[0-9]+" ms after the call before)" ]]
+	run "$SANDBOX_MCP" --check --backend local --no-python-prestart
+	[[ "$output" == *"python      a new interpreter started for each call (--no-python-prestart)"* ]]
+	run "$SANDBOX_MCP" --check --backend local --python nosuchpython
+	[[ "$output" == *"python      a new interpreter started for each call: none can be started ahead here (nosuchpython could not be started)"* ]]
+	run "$SANDBOX_MCP" --check --backend local --python-preload json,nosuchmod
+	[[ "$output" == *"preloading json,nosuchmod"* ]]
+	[[ "$output" == *"not preloaded: nosuchmod (ModuleNotFoundError: No module named 'nosuchmod')"* ]]
+}
+
+@test "prestart: an interpreter waiting ahead that code kills or stops is replaced, and the server serves on" {
+	local kill stop
+	kill=$(jq -cn '{code: "pkill -KILL -f \"fd/[.]/\" && echo killed"}')
+	stop=$(jq -cn '{code: "pkill -STOP -f \"fd/[.]/\" && echo stopped"}')
+	mcp_session --log-level debug <<-EOF
+		$INIT
+		$(py_call 1 pass)
+		{"wait": 1}
+		$(call_json 2 execute_bash_commands "$kill")
+		{"wait": 2}
+		$(py_call 3 'print(3)')
+		{"wait": 3}
+		$(py_call 4 'print(4)')
+		{"wait": 4}
+		$(call_json 5 execute_bash_commands "$stop")
+		{"wait": 5}
+		$(py_call 6 'print(6)')
+		{"wait": 6}
+		$(py_call 7 'print(7)')
+	EOF
+	# Found dead, or not answering within a second, at the end of the call: replaced at once.
+	[ "$(prestarted | tr '\n' ' ')" = "3 4 6 7 " ]
+	result=$(response 2 | jq -c .result)
+	sc '.exit_code == 0 and .stdout == "killed\n"'
+	result=$(response 5 | jq -c .result)
+	sc '.exit_code == 0 and .stdout == "stopped\n"'
+	for id in 3 4 6 7; do
+		result=$(response $id | jq -c .result)
+		sc ".exit_code == 0 and .stdout == \"$id\n\""
+	done
+}
+
+@test "prestart: code cannot read or write an interpreter waiting ahead" {
+	local probe
+	probe=$(
+		cat <<-'EOF'
+			pid=$(pgrep -f 'fd/[.]/')
+			[ -n "$pid" ] || { echo "none waits"; exit 1; }
+			for f in mem environ maps; do cat /proc/$pid/$f >/dev/null 2>&1 && echo "read $f"; done
+			python3 -c '
+			import ctypes, sys
+			libc = ctypes.CDLL(None, use_errno=True)
+			print("ptrace", libc.ptrace(16, int(sys.argv[1]), 0, 0), ctypes.get_errno() != 0)' "$pid"
+			echo done
+		EOF
+	)
+	mcp_session <<-EOF
+		$INIT
+		$(py_call 1 pass)
+		{"wait": 1}
+		$(call_json 2 execute_bash_commands "$(jq -cn --arg c "$probe" '{code: $c}')")
+	EOF
+	result=$(response 2 | jq -c .result)
+	sc '.exit_code == 0 and .stdout == "ptrace -1 True\ndone\n"'
+}
+
+@test "prestart: a --python that cannot be started ahead leaves every call to a plain start" {
+	# echo exits at once whatever it is given: never ready ahead; as a plain start, it echoes.
+	mcp_session --log-level debug --python /bin/echo <<-EOF
+		$INIT
+		$(for i in 1 2 3 4 5; do py_call $i pass; echo "{\"wait\": $i}"; done)
+		$(call_json 6 execute_bash_commands '{"code": "echo bash"}')
+	EOF
+	[ -z "$(prestarted)" ]
+	for id in 1 2 3 4 5; do
+		result=$(response $id | jq -c .result)
+		sc '.exit_code == 0 and .stdout == "/workspace/.sandbox/task.py\n"'
+	done
+	result=$(response 6 | jq -c .result)
+	sc '.stdout == "bash\n"'
+	run "$SANDBOX_MCP" --check --backend local --python /bin/echo
+	[[ "$output" == *"none can be started ahead here (the prestarted interpreter ended while it started: it exited with 0)"* ]]
+}
