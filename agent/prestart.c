@@ -22,8 +22,8 @@
 
 #define WAIT_DUMP_MS 2000    /* for a starting interpreter to make itself non-dumpable */
 #define WAIT_ANSWER_MS 1000  /* for an answer to a call or a kill */
-#define READY_MIN_MS 50      /* a call waits at least this long for one that is not ready yet, */
-#define READY_MAX_MS 10000   /* at most this, and otherwise twice what the last one took */
+#define READY_MIN_MS 1000    /* a call waits at least this long for one that is not ready yet, */
+#define READY_MAX_MS 10000   /* at most this, and otherwise four times what the last one took */
 #define REAP_ROUNDS 500      /* of 2 ms, for what the kill left to be gone */
 #define MODULE_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,"
 
@@ -45,6 +45,7 @@ static struct {
 	long started_ms;       /* when it was started */
 	long ready_ms;         /* how long the last one took to be ready; 0 before one was */
 	int failed;            /* ended before it was ready, in a row */
+	int late;              /* not ready when a call waited for it, in a row */
 	char said[1024];       /* its 'R' text (modules that failed), or why none runs */
 } z = {.ctl = -1};
 
@@ -212,22 +213,27 @@ void prestart_settle(void)
 			stop("the prestarted interpreter did not start in time");
 	}
 	/* Not ready yet (started just after the call before, or importing modules): worth waiting
-	 * for as long as the last one took, twice over, rather than start a plain one beside it. */
-	long wait = z.ready_ms ? 2 * z.ready_ms : READY_MAX_MS;
+	 * for, as a plain start beside it would take longer than what it has left, unless it is
+	 * stuck: then, past four times what the last one took (at least a second, for a loaded
+	 * machine), it goes. */
+	long wait = z.ready_ms ? 4 * z.ready_ms : READY_MAX_MS;
 	wait = wait < READY_MIN_MS ? READY_MIN_MS : wait > READY_MAX_MS ? READY_MAX_MS : wait;
 	until = z.started_ms + wait;
 	while (z.phase == NODUMP) {
 		int t = read_msg(until, buf, sizeof buf, &len);
-		if (t == -2 && !z.ready_ms) {
-			/* None ever was: its modules hang or take too long. Calls start plainly. */
-			stop("the prestarted interpreter was not ready in 10 s: not used in this sandbox");
+		if (t == -2 && (!z.ready_ms || ++z.late >= 3)) {
+			/* None ever was, or three in a row were late: its modules hang or take too long.
+			 * Calls start plainly from now on. */
+			stop("the prestarted interpreter was not ready in time, again: not used in this sandbox");
 			z.wanted = 0;
 		} else if (t == -2) {
 			stop("the prestarted interpreter was not ready in time");
-		}
-		else if (t < 0 || heard(t, buf) < 0)
+		} else if (t < 0 || heard(t, buf) < 0) {
 			stop("the prestarted interpreter ended while it started");
+		}
 	}
+	if (z.phase == READY)
+		z.late = 0;
 }
 
 /* Copies the strs of a list into the block at *bp; the count first. */
@@ -378,8 +384,9 @@ pid_t prestart_run(const struct run_spec *sp, int outw, int errw)
 	return -1;
 }
 
-/* Kills what is left of the sandbox but us and the interpreter; the number of processes seen. */
-static int kill_rest(void)
+/* Kills (when kill is set) what is left of the sandbox but us and the interpreter; the number
+ * of processes seen, alive or not yet reaped. */
+static int kill_rest(bool kill_them)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -389,12 +396,43 @@ static int kill_rest(void)
 		long p = strtol(e->d_name, &end, 10);
 		if (*end || p <= 1 || p == z.pid)
 			continue;
-		kill((pid_t)p, SIGKILL);
+		if (kill_them)
+			kill((pid_t)p, SIGKILL);
 		n++;
 	}
 	if (d)
 		closedir(d);
-	return n;
+	return d ? n : -1;
+}
+
+/* Whether the interpreter is stopped (by SIGSTOP or the like). */
+static bool stopped(void)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)z.pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *paren = strrchr(buf, ')');
+	return paren && paren[1] == ' ' && (paren[2] == 'T' || paren[2] == 't');
+}
+
+/* Reaps every child of the agent that has ended: the interpreter (code may have killed it)
+ * here, the others through reaped. */
+static void reap_all(void (*reaped)(pid_t, int))
+{
+	int st;
+	pid_t p;
+	while ((p = waitpid(-1, &st, WNOHANG | __WALL)) > 0) {
+		if (p == z.pid)
+			prestart_reaped(p, st);
+		else
+			reaped(p, st);
+	}
 }
 
 int prestart_kill_others(void (*reaped)(pid_t, int))
@@ -404,18 +442,27 @@ int prestart_kill_others(void (*reaped)(pid_t, int))
 	size_t len;
 	if (z.phase != READY)
 		return -1;
+	/* Most calls leave nothing: then there is nothing to kill. A look suffices, as nothing can
+	 * appear behind it: a process left has an ancestor whose parent is this agent, which reaps
+	 * nothing meanwhile, so that one stays in /proc, alive or not, until the look is over. */
+	reap_all(reaped);
+	if (z.phase != READY)
+		return -1; /* it was gone: the plain way */
+	if (stopped()) {
+		/* All it can be sent but SIGKILL is blocked: SIGSTOP is what code can do to it. */
+		stop("code stopped the prestarted interpreter");
+		return -1;
+	}
+	if (kill_rest(false) == 0)
+		return 0;
 	if (write(z.ctl, kill_frame, sizeof kill_frame) != (ssize_t)sizeof kill_frame ||
 	    read_msg(now_ms() + WAIT_ANSWER_MS, buf, sizeof buf, &len) != 'k') {
 		stop("the prestarted interpreter did not kill the call's processes");
 		return -1;
 	}
 	for (int round = 0; round < REAP_ROUNDS; round++) {
-		int st;
-		pid_t p;
-		while ((p = waitpid(-1, &st, WNOHANG | __WALL)) > 0)
-			if (p != z.pid)
-				reaped(p, st);
-		if (!kill_rest())
+		reap_all(reaped);
+		if (!kill_rest(true))
 			return 0;
 		poll(NULL, 0, 2);
 	}
@@ -427,9 +474,10 @@ void prestart_reaped(pid_t p, int status)
 {
 	if (p <= 0 || p != z.pid)
 		return;
-	char why[256];
-	describe(status, why, sizeof why);
+	char how[200], why[256];
+	describe(status, how, sizeof how);
 	bool starting = z.phase != READY;
+	snprintf(why, sizeof why, "the prestarted interpreter ended%s: %s", starting ? " while it started" : "", how);
 	z.pid = 0;
 	stop(why);
 	/* One that cannot start (no such program, a broken Python) is not tried after every call. */

@@ -27,7 +27,7 @@ cases_run() {
 		done < <(python3 "$TESTS_DIR/lib/prestart-cases.py")
 	} >"$BATS_TEST_TMPDIR/cases.script"
 	: >"$SERVER_LOG"
-	SESSION_TIMEOUT=300 mcp_session --log-level debug "$@" <"$BATS_TEST_TMPDIR/cases.script"
+	SESSION_TIMEOUT=300 mcp_session --log-level debug --no-sandbox-ahead "$@" <"$BATS_TEST_TMPDIR/cases.script"
 	cases_res=$(printf '%s\n' "$output" | jq -c 'select(type == "object" and (.id | type) == "number" and .id > 1)
 		| {id, sc: (.result.structuredContent | del(.sandbox_id, .duration_ms)), isError: .result.isError}' |
 		sed -E 's/0x[0-9a-f]+/0xADDR/g' | jq -sc 'sort_by(.id)')
@@ -53,7 +53,7 @@ cases_run() {
 }
 
 @test "prestart: the one difference is a frame of the starter below the script's own" {
-	mcp_session --log-level debug <<-EOF
+	mcp_session --log-level debug --no-sandbox-ahead <<-EOF
 		$INIT
 		$(py_call 1 pass)
 		{"wait": 1}
@@ -67,7 +67,7 @@ cases_run() {
 @test "prestart: a call whose env changes how Python starts, or with args, starts plainly and gets both" {
 	local seeded
 	seeded=$(PYTHONHASHSEED=0 python3 -c 'print(hash("abc"))')
-	mcp_session --log-level debug <<-EOF
+	mcp_session --log-level debug --no-sandbox-ahead <<-EOF
 		$INIT
 		$(py_call 1 pass)
 		{"wait": 1}
@@ -93,7 +93,7 @@ cases_run() {
 
 @test "prestart: preloaded modules are imported ahead; a changed module file or package folder means a plain start" {
 	local pkgs=/workspace/.sandbox/packages
-	mcp_session --log-level debug --python-preload decimal,wsmod <<-EOF
+	mcp_session --log-level debug --no-sandbox-ahead --python-preload decimal,wsmod <<-EOF
 		$INIT
 		$(py_call 1 'import sys; print("decimal" in sys.modules)')
 		{"wait": 1}
@@ -132,7 +132,7 @@ cases_run() {
 	run "$SANDBOX_MCP" --check --backend local --no-python-prestart
 	[[ "$output" == *"python      a new interpreter started for each call (--no-python-prestart)"* ]]
 	run "$SANDBOX_MCP" --check --backend local --python nosuchpython
-	[[ "$output" == *"python      a new interpreter started for each call: none can be started ahead here (nosuchpython could not be started)"* ]]
+	[[ "$output" == *"python      a new interpreter started for each call: none can be started ahead here (the prestarted interpreter ended while it started: nosuchpython could not be started)"* ]]
 	run "$SANDBOX_MCP" --check --backend local --python-preload json,nosuchmod
 	[[ "$output" == *"preloading json,nosuchmod"* ]]
 	[[ "$output" == *"not preloaded: nosuchmod (ModuleNotFoundError: No module named 'nosuchmod')"* ]]
@@ -142,7 +142,7 @@ cases_run() {
 	local kill stop
 	kill=$(jq -cn '{code: "pkill -KILL -f \"fd/[.]/\" && echo killed"}')
 	stop=$(jq -cn '{code: "pkill -STOP -f \"fd/[.]/\" && echo stopped"}')
-	mcp_session --log-level debug <<-EOF
+	mcp_session --log-level debug --no-sandbox-ahead <<-EOF
 		$INIT
 		$(py_call 1 pass)
 		{"wait": 1}
@@ -196,7 +196,7 @@ cases_run() {
 
 @test "prestart: a --python that cannot be started ahead leaves every call to a plain start" {
 	# echo exits at once whatever it is given: never ready ahead; as a plain start, it echoes.
-	mcp_session --log-level debug --python /bin/echo <<-EOF
+	mcp_session --log-level debug --no-sandbox-ahead --python /bin/echo <<-EOF
 		$INIT
 		$(for i in 1 2 3 4 5; do py_call $i pass; echo "{\"wait\": $i}"; done)
 		$(call_json 6 execute_bash_commands '{"code": "echo bash"}')
