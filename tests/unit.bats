@@ -1,6 +1,6 @@
 # Unit tests below the binary: the server's pure parts, one at a time, through build/test-helper
-# (tests/helper/test-helper.c): UTF-8 repair, one stream's capture, fitting a result into its
-# budget, the schema validator, the requirement policy and the agent's frames.
+# (tests/helper/test-helper.c): UTF-8 repair, the JSON writer, one stream's capture, fitting a
+# result into its budget, the schema validator, the requirement policy and the agent's frames.
 load lib/helpers
 bats_require_minimum_version 1.5.0
 
@@ -12,6 +12,26 @@ setup() {
 }
 
 hex() { od -An -tx1 -v | tr -d ' \n'; }
+
+@test "jsonw: writes every value byte for byte as jansson does, and knows the length without writing" {
+	local values out
+	values=$(python3 - <<-'EOF'
+		import json, random
+		r = random.Random(7)
+		vals = [None, True, False, 0, -1, 2**62, 1.5, 0.1, -2.5e-300, 1e300, "", "a", "\"\\/",
+		        "".join(chr(c) for c in range(0, 128)), "h\u00e9 \u20ac \U0001F600 \u2028\u2029\u007f",
+		        [], {}, [[], {}], {"k\n\"": [1, {"": None}]}, {"a": 1, "b": [True, "x" * 70000]}]
+		for _ in range(200):
+		    n = r.randrange(0, 40)
+		    vals.append("".join(chr(r.choice([r.randrange(0, 32), r.randrange(32, 127), r.randrange(128, 0x3000),
+		                                      r.randrange(0x10000, 0x10ffff)])) for _ in range(n)))
+		for v in vals:
+		    print(json.dumps(v))
+	EOF
+	)
+	out=$("$HELPER" jsonw <<<"$values")
+	[ "$(grep -c '^same ' <<<"$out")" -eq "$(wc -l <<<"$values")" ] || { grep -A2 differs <<<"$out" | head -20; false; }
+}
 
 @test "utf8: valid text stays as it is, every invalid sequence becomes one U+FFFD per bad byte" {
 	[ "$(printf 'h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80' | "$HELPER" utf8 | hex)" = "$(printf 'h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80' | hex)" ]

@@ -50,6 +50,14 @@ char *utf8_sanitize(const char *s, size_t n, size_t *outlen)
 	const unsigned char *p = (const unsigned char *)s;
 	size_t i = 0, o = 0;
 	while (i < n) {
+		size_t run = i;
+		while (run < n && p[run] < 0x80)
+			run++;
+		memcpy(out + o, p + i, run - i); /* ASCII, as it is */
+		o += run - i;
+		i = run;
+		if (i == n)
+			break;
 		size_t l = utf8_seq(p + i, n - i);
 		if (l) {
 			memcpy(out + o, p + i, l);
@@ -70,7 +78,7 @@ json_t *utf8_json_string(const char *s, size_t n)
 {
 	size_t cl;
 	char *clean = utf8_sanitize(s, n, &cl);
-	json_t *j = clean ? json_stringn(clean, cl) : NULL;
+	json_t *j = clean ? json_stringn_nocheck(clean, cl) : NULL;
 	free(clean);
 	return j;
 }

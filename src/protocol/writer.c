@@ -8,7 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/buf.h"
 #include "../base/clock.h"
+#include "../base/jsonw.h"
 
 /* One line waiting for the client. */
 struct out_msg {
@@ -148,16 +150,19 @@ static int enqueue(json_t *msg, bool optional)
 		}
 	}
 	/* Compact JSON never contains a raw newline: strings escape theirs. */
-	char *s = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+	struct buf b = {0};
+	jsonw_dump(msg, &b);
+	buf_add(&b, "\n", 1);
 	json_decref(msg);
+	size_t len;
+	char *s = buf_take(&b, &len);
 	struct out_msg *m = s ? malloc(sizeof *m) : NULL;
 	if (!m) {
 		free(s);
 		fprintf(stderr, "sandbox-mcp: error: out of memory: a message was not sent\n");
 		return -1;
 	}
-	m->len = strlen(s);
-	s[m->len++] = '\n'; /* json_dumps allocates len + 1: reuse the terminator's byte */
+	m->len = len;
 	m->line = s;
 	m->next = NULL;
 	pthread_mutex_lock(&out.lock);

@@ -7,6 +7,7 @@
 
 #include "../base/buf.h"
 #include "../base/config.h"
+#include "../base/jsonw.h"
 
 /* Serialized size left for what the JSON-RPC envelope adds around the result. */
 #define ENVELOPE 256
@@ -34,9 +35,16 @@ size_t result_json_cost(const char *s, size_t n)
 {
 	size_t cost = 0;
 	for (size_t i = 0; i < n;) {
-		size_t l = utf8_char_len(s + i, n - i);
-		cost += char_cost(s + i, l);
-		i += l ? l : 1;
+		size_t run = i;
+		while (run < n && (unsigned char)s[run] < 0x80)
+			run++;
+		/* ASCII as jsonw counts it; the rest a character at a time. */
+		cost += jsonw_string_size(s + i, run - i);
+		if (run == n)
+			break;
+		size_t l = utf8_char_len(s + run, n - run);
+		cost += char_cost(s + run, l);
+		i = run + (l ? l : 1);
 	}
 	return cost;
 }
@@ -264,9 +272,11 @@ static json_t *build(const struct result_facts *f, const struct pieces p[2], cha
 	char *tb = text_block(f, text, len, cut, &tl);
 	if (!tb)
 		return NULL;
+	/* The texts were made valid UTF-8 (stream_text, text_block): jansson need not check again. */
 	json_t *sc = json_pack(
-		"{s:i, s:s%, s:s%, s:b, s:b, s:I, s:{s:b, s:b, s:I, s:I, s:o, s:o, s:o, s:o}, s:o, s:o, s:o, s:o}",
-		"exit_code", f->exit_code, "stdout", text[0], len[0], "stderr", text[1], len[1], "timed_out",
+		"{s:i, s:o, s:o, s:b, s:b, s:I, s:{s:b, s:b, s:I, s:I, s:o, s:o, s:o, s:o}, s:o, s:o, s:o, s:o}",
+		"exit_code", f->exit_code, "stdout", json_stringn_nocheck(text[0], len[0]), "stderr",
+		json_stringn_nocheck(text[1], len[1]), "timed_out",
 		f->timed_out, "oom_killed", f->oom_killed, "duration_ms", (json_int_t)f->duration_ms, "truncated",
 		"stdout", cut[0], "stderr", cut[1], "stdout_bytes", (json_int_t)p[0].total, "stderr_bytes",
 		(json_int_t)p[1].total, "stdout_file", str_or_null(cut[0] ? f->s[0].file : NULL), "stderr_file",
@@ -275,7 +285,8 @@ static json_t *build(const struct result_facts *f, const struct pieces p[2], cha
 		str_or_null(cut[1] && !f->s[1].file ? f->s[1].file_error : NULL), "backend", str_or_null(f->backend),
 		"sandbox_id", str_or_null(f->backend ? f->sandbox_id : NULL), "error", str_or_null(f->error), "notice",
 		str_or_null(f->notice));
-	json_t *r = json_pack("{s:[{s:s, s:s%}], s:o}", "content", "type", "text", "text", tb, tl, "structuredContent", sc);
+	json_t *r = json_pack("{s:[{s:s, s:o}], s:o}", "content", "type", "text", "text", json_stringn_nocheck(tb, tl),
+			      "structuredContent", sc);
 	free(tb);
 	if (r && (f->exit_code != 0 || f->timed_out || f->error))
 		json_object_set_new(r, "isError", json_true());
@@ -285,7 +296,7 @@ static json_t *build(const struct result_facts *f, const struct pieces p[2], cha
 /* Serialized size of j. */
 static size_t json_size(const json_t *j)
 {
-	return json_dumpb(j, NULL, 0, JSON_COMPACT);
+	return jsonw_size(j);
 }
 
 json_t *result_execution(const struct result_facts *f, size_t max, bool cut_out[2])

@@ -12,6 +12,9 @@
  *                                        would the proxy connect to ADDR, which HOST resolved to?
  *                                        prints "yes" or "no"
  *   test-helper utf8                     stdin made valid UTF-8, on stdout
+ *   test-helper jsonw                    each line of stdin (a JSON value) written by jsonw and
+ *                                        by jansson: "same N" (N: the length jsonw_size says)
+ *                                        per line, or "differs" and both texts
  *   test-helper capture CAP CHUNK        stdin through one stream's capture (CAP bytes kept),
  *                                        fed CHUNK bytes at a time; prints {"total", "cut",
  *                                        "text"} (the kept text, a marker where bytes are left out)
@@ -36,6 +39,7 @@
 #include "../../agent/proto.h"
 #include "../../backends/agenthost/proxy.h"
 #include "../../backends/agenthost/tree.h"
+#include "../../src/base/jsonw.h"
 #include "../../src/base/utf8.h"
 #include "../../src/tools/output.h"
 #include "../../src/tools/requirements.h"
@@ -139,6 +143,33 @@ static int cmd_utf8(int argc, char **argv)
 	free(in);
 	free(out);
 	return 0;
+}
+
+static int cmd_jsonw(int argc, char **argv)
+{
+	(void)argv;
+	static char line[1 << 20];
+	while (argc == 0 && fgets(line, sizeof line, stdin)) {
+		json_error_t je;
+		json_t *j = json_loads(line, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+		if (!j) {
+			fprintf(stderr, "test-helper: %s\n", je.text);
+			return 1;
+		}
+		char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+		struct buf b = {0};
+		jsonw_dump(j, &b);
+		size_t n = jsonw_size(j), got_len;
+		char *got = buf_take(&b, &got_len);
+		if (want && got && got_len == strlen(want) && !memcmp(got, want, got_len) && n == got_len)
+			printf("same %zu\n", n);
+		else
+			printf("differs (size %zu)\n%s\n%s\n", n, want ? want : "(null)", got ? got : "(null)");
+		free(want);
+		free(got);
+		json_decref(j);
+	}
+	return argc == 0 ? 0 : 1;
 }
 
 static int cmd_capture(int argc, char **argv)
@@ -281,6 +312,7 @@ static const struct {
 	{"addr-allowed", cmd_addr_allowed},
 	{"tree-remove", cmd_tree_remove},
 	{"utf8", cmd_utf8},
+	{"jsonw", cmd_jsonw},
 	{"capture", cmd_capture},
 	{"result", cmd_result},
 	{"schema", cmd_schema},
