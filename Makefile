@@ -16,9 +16,12 @@ WARN := -std=c11 -Wall -Wextra -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes -W
 ifneq ($(CI)$(WERROR),)
 WARN += -Werror
 endif
+# libcurl is compiled against, not linked: backends/http/libcurl.c loads it when HTTP is first
+# needed.
 PKGS := jansson libseccomp libcurl libbsd
+LINKED := jansson libseccomp libbsd
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null || echo -ljansson -lseccomp -lcurl -lbsd)
+DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(LINKED) 2>/dev/null || echo -ljansson -lseccomp -lbsd)
 ifneq ($(SANITIZE),)
 SAN := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif

@@ -1,6 +1,5 @@
 #include "http.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -12,6 +11,7 @@
 
 #include "../../src/base/clock.h"
 #include "../../src/base/version.h"
+#include "libcurl.h"
 
 #define TRANSPORT_RETRIES 2
 #define RATE_RETRIES 3
@@ -20,10 +20,12 @@
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc = CURLE_FAILED_INIT;
+static char curl_why[256];
 
 static void curl_init(void)
 {
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (libcurl_load(curl_why, sizeof curl_why) == 0)
+		curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
 /* Frees a header list, wiping each entry first: one may hold a key. NULL is fine. */
@@ -42,6 +44,8 @@ int http_open(struct http *h, const char *unix_socket, struct err *e)
 		return err_set(e, "the socket path %s is too long", unix_socket);
 	snprintf(h->unix_socket, sizeof h->unix_socket, "%s", unix_socket ? unix_socket : "");
 	pthread_once(&curl_once, curl_init);
+	if (curl_why[0])
+		return err_set(e, "%s", curl_why);
 	if (curl_init_rc != CURLE_OK)
 		return err_set(e, "libcurl: %s", curl_easy_strerror(curl_init_rc));
 	if (!(h->curl = curl_easy_init()))
