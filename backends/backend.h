@@ -31,6 +31,13 @@ struct backend_ops {
 	 * host's. NULL for the others. */
 	const struct agenthost_home *home;
 	bool workspace_dir;          /* --workspace is the workspace (else: said in its report) */
+	/* A sandbox here costs the host a moment and nothing more: one is made ahead of the first
+	 * call and after cleanup_sandbox (sandbox.h), so that the call does not wait for it. */
+	bool ahead;
+	/* Whether the backend could be tried here at all, from the configuration and the
+	 * environment alone, where its probe would reach the network: a sandbox is made ahead on a
+	 * backend that auto tries after it only when it is not. May be NULL (probe is local). */
+	bool (*present)(const struct config *cfg);
 	/* The backend's own options (opt.h): fields of its options struct, opts_size bytes, read
 	 * with the server's options and given to each instance as b->opts. None: NULL, 0, 0. */
 	const struct opt *opts;

@@ -53,6 +53,9 @@ static const struct opt opts[] = {
 	{"state-dir", "SANDBOX_STATE_DIR", OPT_STR, F(state_dir), "",
 	 "where sandboxes made on this host keep their folders (default $TMPDIR/sandbox-mcp-UID)"},
 	{"python", "SANDBOX_PYTHON", OPT_STR, F(python), "python3", "Python interpreter inside the sandbox"},
+	{"sandbox-ahead", "SANDBOX_AHEAD", OPT_BOOL, F(sandbox_ahead), "true",
+	 "local: make the sandbox before the first call and after cleanup_sandbox, so that calls do not wait "
+	 "for it (--no-sandbox-ahead: when a call comes)"},
 	{"python-prestart", "SANDBOX_PYTHON_PRESTART", OPT_BOOL, F(python_prestart), "true",
 	 "local and Docker: start each execute_python call's interpreter ahead of it, after the call before "
 	 "(--no-python-prestart: when the call comes)"},

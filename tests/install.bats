@@ -81,7 +81,7 @@ EOF
 # started ahead of the install (then it starts plainly) or after it.
 installed_case() {
 	with_backend "$1"
-	mcp_session --log-level debug --index-url "$INDEX_URL" <<-EOF
+	mcp_session --log-level debug --no-sandbox-ahead --index-url "$INDEX_URL" <<-EOF
 		$INIT
 		$(py_call 1 'print("before")')
 		{"wait": 1}

@@ -472,8 +472,9 @@ line_of() {
 
 @test "logs: a legacy logging/setLevel reaches no 2026-07-28 request, and no log line follows a cancellation" {
 	# notifications/initialized comes while the 2026-07-28 call runs: the session's own line
-	# about it still goes to the legacy client.
-	mcp_session <<-EOF
+	# about it still goes to the legacy client. The call makes the sandbox (none is made ahead),
+	# which logs a line while it runs.
+	mcp_session --no-sandbox-ahead <<-EOF
 		$INIT
 		$(req 1 logging/setLevel '{"level":"debug"}')
 		$(call_json 2 execute_bash_commands "{\"code\":\"sleep 1; : log-modern-$$; echo two\"}" "$(modern_meta)")

@@ -582,16 +582,16 @@ EOF
 	sc '.stdout == "1000\nCapEff:\t0000000000000000\nhi\n" and .exit_code == 0'
 }
 
-@test "ps shows what the server is doing: idle without a sandbox, the running call, idle with its sandbox" {
+@test "ps shows what the server is doing: idle with a sandbox made ahead, the running call, idle with its sandbox" {
 	local t="$BATS_TEST_TMPDIR/title.sh"
 	printf 'tr "\\000" " " </proc/$(cat %s)/cmdline\n' "$BATS_TEST_TMPDIR/pid" >"$t"
 	run python3 "$SESSION" --stderr "$SERVER_LOG" --pidfile "$BATS_TEST_TMPDIR/pid" -- "$SANDBOX_MCP" <<EOF2
 $INIT
-{"until": "sh $t | grep -q '^sandbox-mcp: idle, no sandbox'"}
+{"until": "sh $t | grep -q '^sandbox-mcp: idle, sandbox local-[0-9a-f]* made ahead'"}
 $(call_json 1 execute_bash_commands '{"code":"sleep 60","timeout_s":5}')
 {"until": "sh $t | grep -q '^sandbox-mcp: running call 1 (execute_bash_commands)'"}
 {"wait": 1}
-{"until": "sh $t | grep -q '^sandbox-mcp: idle, sandbox local-'"}
+{"until": "sh $t | grep -qE '^sandbox-mcp: idle, sandbox local-[0-9a-f]+ *$'"}
 EOF2
 	echo "$output"
 	[ "$status" -eq 0 ]

@@ -1542,6 +1542,14 @@ static const struct opt daytona_options[] = {
 	 "Daytona: seconds a new sandbox may take to start"},
 };
 
+/* A key is what makes auto try Daytona (its probe then asks the API). */
+static bool daytona_present(const struct config *cfg)
+{
+	(void)cfg;
+	const char *key = getenv("DAYTONA_API_KEY");
+	return key && *key;
+}
+
 const struct backend_ops daytona_backend_ops = {
 	.name = "daytona",
 	.opts = daytona_options,
@@ -1553,6 +1561,7 @@ const struct backend_ops daytona_backend_ops = {
 		    "                       the deprecated DAYTONA_SERVER_URL is read when it is unset)\n"
 		    "  DAYTONA_TARGET       Daytona region for new sandboxes (default: the organisation's)\n",
 	.priv_size = sizeof(struct daytona),
+	.present = daytona_present,
 	.probe = daytona_probe,
 	.start = daytona_start,
 	.run = daytona_run,

@@ -496,6 +496,7 @@ static void local_reap(const struct config *cfg)
 const struct backend_ops local_backend_ops = {
 	.name = "local",
 	.workspace_dir = true,
+	.ahead = true,
 	.priv_size = sizeof(struct local),
 	.home = &local_home,
 	.init = local_init,

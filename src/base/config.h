@@ -43,6 +43,7 @@ struct config {
 	struct mountlist mounts; /* --mount */
 	char state_dir[4096];    /* where local workspaces live; "" for the default */
 	char python[256];        /* interpreter inside the sandbox */
+	bool sandbox_ahead;      /* make the sandbox ahead of the first call and after a cleanup */
 	bool python_prestart;    /* run execute_python calls in interpreters started ahead */
 	char python_preload[1024]; /* modules those interpreters import first, comma-separated */
 	int log_level;           /* enum log_level, for stderr */

@@ -31,6 +31,7 @@ struct engine {
 	int cancel_fd;             /* eventfd: written to cancel the running call */
 	int wake_fd;               /* eventfd: written when the idle worker has something to do */
 	bool stop;
+	bool preparing;            /* the worker is making a sandbox ahead of the next call */
 	bool done;                 /* the worker has finished */
 	unsigned long seq;
 	struct sandbox sb;         /* the worker's alone */
@@ -136,7 +137,23 @@ static bool tree_changed(struct engine *g, const struct job *j)
 static void title_idle(const struct engine *g)
 {
 	const char *id = sandbox_id(&g->sb);
-	title_set("idle, %s%s", id ? "sandbox " : "no sandbox", id ? id : "");
+	title_set("idle, %s%s%s", id ? "sandbox " : "no sandbox", id ? id : "",
+		  sandbox_made_ahead(&g->sb) ? " made ahead" : "");
+}
+
+/* Makes a sandbox ahead of the next call (sandbox.h), with mu released: a job that comes
+ * meanwhile waits for it, which is what it wants; a stop cancels it. Called and returns with
+ * mu held. */
+static void prepare(struct engine *g)
+{
+	g->preparing = true;
+	drain_eventfd(g->cancel_fd);
+	pthread_mutex_unlock(&g->mu);
+	title_set("making a sandbox ahead of the next call");
+	tools_prepare(&g->sb, g->cancel_fd);
+	title_idle(g);
+	pthread_mutex_lock(&g->mu);
+	g->preparing = false;
 }
 
 static void run_job(struct engine *g, struct job *j)
@@ -206,6 +223,10 @@ static void *worker_main(void *arg)
 		if (g->stop)
 			break;
 		struct job *j = STAILQ_FIRST(&g->queue);
+		if (!j && sandbox_ahead_due(&g->sb)) {
+			prepare(g);
+			continue;
+		}
 		if (!j) {
 			idle_wait(g);
 			continue;
@@ -345,7 +366,7 @@ int engine_stop(struct engine *g, int64_t deadline_ms)
 	struct job *q = STAILQ_FIRST(&g->queue);
 	STAILQ_INIT(&g->queue);
 	g->queued = 0;
-	if (g->running)
+	if (g->running || g->preparing)
 		kick(g->cancel_fd);
 	kick(g->wake_fd);
 	pthread_mutex_unlock(&g->mu);

@@ -45,6 +45,12 @@ static const char *next_workspace(const struct sandbox *s)
  * is told why and what its workspace holds. */
 static void lost(struct sandbox *s, const char *why)
 {
+	if (!s->used) {
+		/* Made ahead and never used: nobody's loss, and not made again until a call. */
+		log_msg(LOG_INFO, "sandbox %s, made ahead, was lost before any call: %s", s->b->sandbox_id, why);
+		drop(s, BACKEND_END_DROP, &(struct err){""});
+		return;
+	}
 	log_msg(LOG_WARNING, "sandbox %s was lost: %s", s->b->sandbox_id, why);
 	snprintf(s->pending, sizeof s->pending,
 		 "The previous sandbox (%s) stopped unexpectedly (%s); this call ran in a new sandbox with %s.",
@@ -67,8 +73,19 @@ static int try_backend(struct sandbox *s, const struct backend_ops *ops, int can
 		return rc == BACKEND_ABSENT || rc == BACKEND_CANCELLED ? rc : -1;
 	}
 	s->b = b;
-	log_msg(LOG_INFO, "sandbox %s started on the %s backend", b->sandbox_id, ops->name);
 	return 0;
+}
+
+/* A call is to run in the sandbox there now: the first one in it gets the pending notice. */
+static void take(struct sandbox *s, char *notice)
+{
+	if (s->used)
+		return;
+	s->used = true;
+	s->ahead_made = false;
+	if (s->pending[0] && !notice[0])
+		snprintf(notice, SANDBOX_NOTICE_MAX, "%s", s->pending);
+	s->pending[0] = '\0';
 }
 
 int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e)
@@ -76,8 +93,10 @@ int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e
 	if (s->b) {
 		/* A sandbox that died, or whose workspace went, since the last call is replaced. */
 		struct err ce = {""};
-		if (backend_check(s->b, &ce) == 0)
+		if (backend_check(s->b, &ce) == 0) {
+			take(s, notice);
 			return 0;
+		}
 		lost(s, ce.msg);
 	}
 	char reasons[sizeof e->msg] = "";
@@ -92,10 +111,10 @@ int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e
 		struct err be = {""};
 		int rc = try_backend(s, ops, cancel_fd, &be);
 		if (rc == 0) {
+			log_msg(LOG_INFO, "sandbox %s started on the %s backend", s->b->sandbox_id, ops->name);
 			s->last_used = clock_ms();
-			if (s->pending[0] && !notice[0])
-				snprintf(notice, SANDBOX_NOTICE_MAX, "%s", s->pending);
-			s->pending[0] = '\0';
+			s->used = false;
+			take(s, notice);
 			return 0;
 		}
 		if (rc == BACKEND_CANCELLED) {
@@ -113,6 +132,68 @@ int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e
 	if (!any)
 		snprintf(reasons, sizeof reasons, "%s: this build has no %s backend", s->cfg->backend, s->cfg->backend);
 	return err_set(e, "Failed to initialize sandbox engine: %s", reasons);
+}
+
+bool sandbox_ahead_due(const struct sandbox *s)
+{
+	return s->cfg->sandbox_ahead && !s->b && !s->ahead_made && !s->cfg->workspace_dir[0];
+}
+
+/* May a sandbox be made ahead on ops, or must the next call choose (1), or is ops not there
+ * for auto to pass over (0, auto only)? Nothing is made; only a local probe may run. */
+static int ahead_blocked(const struct sandbox *s, const struct backend_ops *ops, bool autosel)
+{
+	if (ops->ahead)
+		return -1;
+	if (ops->present)
+		return autosel && !ops->present(s->cfg) ? 0 : 1;
+	struct backend *b;
+	struct err e = {""};
+	if (backend_new(&b, ops, s->cfg, &e) < 0)
+		return 1;
+	int rc = backend_probe(b, &e);
+	backend_free(b);
+	return autosel && rc != 0 ? 0 : 1;
+}
+
+int sandbox_prepare(struct sandbox *s, int cancel_fd, const struct run_req *prime)
+{
+	if (s->b)
+		return 0;
+	if (!sandbox_ahead_due(s))
+		return 1;
+	s->ahead_made = true;
+	const bool autosel = !strcmp(s->cfg->backend, "auto");
+	for (size_t i = 0; backend_table[i]; i++) {
+		const struct backend_ops *ops = backend_table[i];
+		if (!autosel && strcmp(ops->name, s->cfg->backend))
+			continue;
+		int blocked = ahead_blocked(s, ops, autosel);
+		if (blocked >= 0) {
+			if (blocked)
+				return 1;
+			continue;
+		}
+		struct err be = {""};
+		int rc = try_backend(s, ops, cancel_fd, &be);
+		if (rc == 0) {
+			log_msg(LOG_INFO, "sandbox %s made ahead on the %s backend", s->b->sandbox_id, ops->name);
+			s->used = false;
+			s->last_used = clock_ms();
+			struct run_res rs;
+			if (prime && backend_run(s->b, prime, &rs, &be) == BACKEND_LOST)
+				lost(s, be.msg);
+			return 0;
+		}
+		if (rc == BACKEND_CANCELLED)
+			return rc;
+		if (rc != BACKEND_ABSENT || !autosel) {
+			/* The next call meets the failure, and says it. */
+			log_msg(LOG_DEBUG, "backend %s: no sandbox made ahead: %s", ops->name, be.msg);
+			return 1;
+		}
+	}
+	return 1;
 }
 
 int sandbox_run(struct sandbox *s, const struct run_req *rq, struct run_res *rs, char *notice, struct err *e)
@@ -208,6 +289,13 @@ int sandbox_get(struct sandbox *s, const char *path, size_t max, struct ws_file 
 int sandbox_cleanup(struct sandbox *s, char *backend, size_t bn, char *id, size_t idn, struct err *e)
 {
 	s->pending[0] = '\0';
+	s->ahead_made = false;
+	if (s->b && !s->used) {
+		/* Made ahead and unused: nothing of the client's to remove; it goes all the same. */
+		log_msg(LOG_INFO, "sandbox %s, made ahead, removed unused on request", s->b->sandbox_id);
+		drop(s, BACKEND_END_DROP, e);
+		return 0;
+	}
 	if (!s->b)
 		return 0;
 	snprintf(backend, bn, "%s", s->b->ops->name);
@@ -242,6 +330,11 @@ void sandbox_idle_expire(struct sandbox *s)
 	if (!s->b)
 		return;
 	log_msg(LOG_INFO, "sandbox %s removed after %g s unused", s->b->sandbox_id, s->cfg->idle_timeout_s);
+	s->ahead_made = true; /* the client went quiet: no sandbox is made for it ahead */
+	if (!s->used) {
+		drop(s, BACKEND_END_DROP, &(struct err){""});
+		return;
+	}
 	bool kept = s->cfg->workspace_dir[0] && s->b->ops->workspace_dir;
 	snprintf(s->pending, sizeof s->pending,
 		 "The previous sandbox (%s) was removed after %g s without use; this call ran in a new "
@@ -253,7 +346,8 @@ void sandbox_idle_expire(struct sandbox *s)
 
 void sandbox_shutdown(struct sandbox *s)
 {
-	drop(s, BACKEND_END_SHUTDOWN, &(struct err){""});
+	/* One made ahead and never used leaves nothing behind, --keep or not. */
+	drop(s, s->b && !s->used ? BACKEND_END_DROP : BACKEND_END_SHUTDOWN, &(struct err){""});
 	json_decref(s->installed);
 	s->installed = NULL;
 	json_decref(s->outputs_seen);
@@ -268,6 +362,11 @@ const char *sandbox_backend(const struct sandbox *s)
 const char *sandbox_id(const struct sandbox *s)
 {
 	return s->b ? s->b->sandbox_id : NULL;
+}
+
+bool sandbox_made_ahead(const struct sandbox *s)
+{
+	return s->b && !s->used;
 }
 
 int sandbox_check_all(const struct config *cfg, FILE *f)

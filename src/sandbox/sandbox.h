@@ -3,6 +3,13 @@
  * each backend of backend_table in order, logging why each one that fails was skipped), kept
  * until cleanup, idle timeout, its death or shutdown, and made anew by the next call.
  *
+ * Made ahead: on a backend whose sandboxes cost the host only a moment (backend_ops.ahead), the
+ * engine makes the sandbox between calls before the first call and after a cleanup, so that the
+ * call finds it ready. Until a call uses it, such a sandbox is nobody's: cleanup_sandbox reports
+ * none, idle removal and its death are silent, and shutdown removes it whatever --keep says. It
+ * is not made with --workspace (the host folder is taken only for a call), nor again after an
+ * idle removal (the client went quiet) or after one made ahead went unused.
+ *
  * Notices: when a sandbox goes away under a session (idle removal, a crash, its workspace
  * removed on the host), the call that runs in the new sandbox that replaces it gets a notice
  * saying its workspace is new; the call during which a sandbox died gets an error instead.
@@ -27,6 +34,8 @@ struct sandbox {
 	struct backend *b;            /* NULL when there is no sandbox */
 	char pending[SANDBOX_NOTICE_MAX]; /* for the call that makes the next sandbox; "" for none */
 	int64_t last_used;            /* monotonic ms */
+	bool used;                    /* a call ran in it (false: made ahead, unused so far) */
+	bool ahead_made;              /* one was made ahead since the last call or cleanup */
 	json_t *installed;            /* requirements installed in this sandbox: object used as a set */
 	json_t *outputs_seen;         /* outputs/ as the last call left it: path -> "ctime:size" (artifacts.c) */
 };
@@ -41,6 +50,15 @@ void sandbox_reap_leftovers(const struct config *cfg);
  * cancel_fd turned readable while a sandbox was being made; -1 with e reading
  * "Failed to initialize sandbox engine: <backend>: <reason>; ...". */
 int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e);
+
+/* Between calls: whether a sandbox may be made ahead now (none is there, and none was made
+ * ahead since the last call or cleanup); then sandbox_prepare makes it where the backend that
+ * call would get allows it (see above), leaving a failure for that call to meet, and runs prime
+ * in it (NULL: nothing) for what a first call would otherwise wait for, its outcome ignored. 0
+ * when one is there now, 1 when none was made, BACKEND_CANCELLED when cancel_fd turned
+ * readable. */
+bool sandbox_ahead_due(const struct sandbox *s);
+int sandbox_prepare(struct sandbox *s, int cancel_fd, const struct run_req *prime);
 
 /* Runs on the sandbox (see backend.h). A sandbox found dead is removed: when the program had
  * surely not started (rs->started false) the call is retried once on a fresh sandbox and
@@ -75,6 +93,7 @@ void sandbox_shutdown(struct sandbox *s);
 
 const char *sandbox_backend(const struct sandbox *s);  /* borrowed; NULL when none */
 const char *sandbox_id(const struct sandbox *s);       /* borrowed; NULL when none */
+bool sandbox_made_ahead(const struct sandbox *s);      /* there is one, and no call used it yet */
 
 /* --check: tries every backend here, prints what works and which limits hold. 0 if one works. */
 int sandbox_check_all(const struct config *cfg, FILE *f);

@@ -251,6 +251,17 @@ static json_t *run_program(struct call_ctx *c, struct inputs *in, const char *co
 	return res;
 }
 
+void call_prepare(struct sandbox *sb, const struct config *cfg, int cancel_fd)
+{
+	/* `true` takes the script path as an argument it ignores: what the interpreter started
+	 * after it needs to know (run.h's prestart). */
+	static const char *const argv[] = {"true", TOOLS_SCRIPT, NULL};
+	struct run_req rq = {.argv = argv, .env = call_env, .cwd = WORKSPACE, .cancel_fd = cancel_fd, .cap = 4096,
+			     .deadline_ms = clock_ms() + 10000, .prestart = cfg->python_prestart,
+			     .prestart_env = call_env};
+	(void)sandbox_prepare(sb, cancel_fd, &rq);
+}
+
 json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct config *cfg)
 {
 	struct call_ctx c = {.sb = sb, .tc = tc, .cfg = cfg, .t0 = clock_ms()};

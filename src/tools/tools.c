@@ -213,6 +213,11 @@ int tools_check(int tool, const json_t *args, json_t **why)
 	return -1;
 }
 
+void tools_prepare(struct sandbox *sb, int cancel_fd)
+{
+	call_prepare(sb, T.cfg, cancel_fd);
+}
+
 json_t *tools_run(struct sandbox *sb, struct tool_call *tc)
 {
 	tc->cancelled = false;

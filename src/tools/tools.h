@@ -57,6 +57,10 @@ struct tool_call {
 	bool cancelled;            /* out: cancelled, so no response is to be sent */
 };
 
+/* Between calls (worker thread): makes the sandbox ahead of the next call where it can be
+ * (sandbox_prepare), primed as a first call would want it (its Python interpreter started). */
+void tools_prepare(struct sandbox *sb, int cancel_fd);
+
 /* Runs the call (worker thread). The CallToolResult (new ref); NULL when cancelled
  * (tc->cancelled) or, without tc->cancelled, when out of memory. */
 json_t *tools_run(struct sandbox *sb, struct tool_call *tc);

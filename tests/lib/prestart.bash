@@ -49,7 +49,7 @@ fresh_case() {
 			print(hash("abc"))
 		EOF
 	)
-	mcp_session --log-level debug "$@" <<-EOF
+	mcp_session --log-level debug --no-sandbox-ahead "$@" <<-EOF
 		$INIT
 		$INITIALIZED
 		$(py_call 1 pass)

@@ -1,0 +1,92 @@
+# Sandboxes made ahead of need (--sandbox-ahead, the default on the local backend): the server
+# makes the sandbox as it starts and after a cleanup, so the first call finds it ready, primed
+# with an interpreter started ahead; until a call uses it, it is nobody's (cleanup reports none,
+# its idle removal is silent, shutdown removes it whatever --keep says); none is made after an
+# idle removal, with --workspace, or with --no-sandbox-ahead.
+load lib/helpers
+load lib/prestart
+bats_require_minimum_version 1.5.0
+
+# made_ahead: the ids of the sandboxes the server made ahead, in order.
+made_ahead() {
+	sed -n 's/.*info: sandbox \(local-[0-9a-f]*\) made ahead on the local backend$/\1/p' "$SERVER_LOG"
+}
+
+until_made_ahead() { # N: waits until N sandboxes were made ahead
+	printf '{"until": "[ $(grep -c \\"made ahead on the local backend\\" %s) -ge %d ]"}\n' "$SERVER_LOG" "$1"
+}
+
+@test "ahead: the first call finds its sandbox made and its interpreter started; nothing is made during the call" {
+	mcp_session --log-level debug <<-EOF
+		$INIT
+		$(until_made_ahead 1)
+		$(py_call 1 'print("first")')
+	EOF
+	local id
+	id=$(made_ahead)
+	[ -n "$id" ]
+	result=$(response 1 | jq -c .result)
+	sc ".stdout == \"first\n\" and .sandbox_id == \"$id\" and .notice == null"
+	[ "$(prestarted)" = 1 ]
+	run ! grep -q 'started on the local backend' "$SERVER_LOG"
+}
+
+@test "ahead: a server that gets no call leaves nothing behind, --keep or not" {
+	for keep in --no-keep --keep; do
+		: >"$SERVER_LOG"
+		mcp_session "$keep" <<-EOF
+			$INIT
+			$(until_made_ahead 1)
+		EOF
+		[ -n "$(made_ahead)" ]
+		[ -z "$(find "$SANDBOX_STATE_DIR" -mindepth 1 -maxdepth 1)" ] || { ls -la "$SANDBOX_STATE_DIR" >&2; return 1; }
+	done
+	eventually 5 no_sandbox_processes
+}
+
+@test "ahead: cleanup reports none for a sandbox no call used; one is made again after a cleanup, none after an idle removal" {
+	mcp_session --idle-timeout 2 <<-EOF
+		$INIT
+		$(until_made_ahead 1)
+		$(call_json 1 cleanup_sandbox '{}')
+		{"wait": 1}
+		$(until_made_ahead 2)
+		$(call_json 2 execute_bash_commands '{"code":"echo in-b"}')
+		{"wait": 2}
+		$(call_json 3 cleanup_sandbox '{}')
+		{"wait": 3}
+		$(until_made_ahead 3)
+		{"until": "grep -q 'removed after 2 s unused' $SERVER_LOG"}
+		$(call_json 4 execute_bash_commands '{"code":"echo in-d"}')
+	EOF
+	local ids
+	mapfile -t ids < <(made_ahead)
+	[ "${#ids[@]}" -eq 3 ]
+	# 1: the first one was nobody's; removed all the same, and another made in its place.
+	jqe "$(response 1)" '.result.structuredContent.removed == false'
+	[ "${ids[0]}" != "${ids[1]}" ] && [ ! -e "$SANDBOX_STATE_DIR/${ids[0]}" ]
+	# 2 ran in the second; 3 removed it; the third, unused, went idle silently.
+	jqe "$(response 2)" ".result.structuredContent.sandbox_id == \"${ids[1]}\" and .result.structuredContent.stdout == \"in-b\n\""
+	jqe "$(response 3)" ".result.structuredContent.removed == true and .result.structuredContent.sandbox_id == \"${ids[1]}\""
+	# 4: none was made ahead after the idle removal: this call made its own, with no notice.
+	jqe "$(response 4)" ".result.structuredContent.stdout == \"in-d\n\" and .result.structuredContent.notice == null
+		and .result.structuredContent.sandbox_id != \"${ids[2]}\""
+	[ "$(grep -c 'started on the local backend' "$SERVER_LOG")" -eq 1 ]
+}
+
+@test "ahead: none with --no-sandbox-ahead or --workspace; each call makes its own" {
+	for opt in --no-sandbox-ahead "--workspace=$BATS_TEST_TMPDIR/ws"; do
+		: >"$SERVER_LOG"
+		mcp_session "$opt" <<-EOF
+			$INIT
+			$(call_json 1 execute_bash_commands '{"code":"echo one"}')
+			{"wait": 1}
+			$(call_json 2 cleanup_sandbox '{}')
+			{"wait": 2}
+			$(call_json 3 execute_bash_commands '{"code":"echo three"}')
+		EOF
+		jqe "$(response 3)" '.result.structuredContent.stdout == "three\n"'
+		[ "$(grep -c 'started on the local backend' "$SERVER_LOG")" -eq 2 ]
+		[ -z "$(made_ahead)" ]
+	done
+}
