@@ -43,6 +43,9 @@ const log = (m) => process.stderr.write(`bench: ${m}\n`);
 // ------------------------------------------------------------------ cases
 const X1M = 'x'.repeat(1e6);
 const PY = { pass: 'pass', sum: 'print(sum(range(10**6)))', mb: "import sys; sys.stdout.write('x' * 10**6)" };
+// A host's first call comes after the model has read the tools, not the same millisecond: the
+// `_gap` first-call cases wait this long after tools/list (the others call at once).
+const FIRST_GAP_MS = Number(E.BENCH_FIRST_GAP_MS) || 250;
 const MKFILES = "seq 10000 | sed 's/^/f/' | xargs touch && ls | wc -l"; // just-bash's seq has no -f
 const CASES = [
   { id: 'bash_true', unit: 'ms', title: 'bash `true`, warm', vs: 'floor `bash -c true`' },
@@ -52,6 +55,8 @@ const CASES = [
   { id: 'ws_10k', unit: 'ms', title: 'bash `true` in a workspace of 10,000 files, warm', vs: "the line's own warm bash `true`" },
   { id: 'first_bash', unit: 'ms', title: 'first call, bash `true` (fresh server)', vs: 'hardened bwrap start of /usr/bin/true' },
   { id: 'first_py', unit: 'ms', title: 'first call, Python `pass` (fresh server)', vs: 'hardened bwrap start of python3 -c pass' },
+  { id: 'first_bash_gap', unit: 'ms', title: `first call, bash \`true\`, ${FIRST_GAP_MS} ms after tools/list (fresh server)`, vs: 'hardened bwrap start of /usr/bin/true' },
+  { id: 'first_py_gap', unit: 'ms', title: `first call, Python \`pass\`, ${FIRST_GAP_MS} ms after tools/list (fresh server)`, vs: 'hardened bwrap start of python3 -c pass' },
   { id: 'cleanup', unit: 'ms', title: 'cleanup_sandbox (after a first call)', vs: null },
   { id: 'http', unit: 'req', title: 'HTTP requests per warm bash `true` call (Daytona)', vs: null },
   { id: 'rss_idle', unit: 'KiB', title: 'server RSS when idle, after the run (VmRSS)', vs: null },
@@ -174,7 +179,8 @@ function serverLine(name, kind, { spawn, ops, out, tool, version }) {
   L.first = async (c) => {
     const s = await openSession(spawn('fresh'));
     try {
-      const [ms] = await run(s, c, c === 'first_py' ? 'py_pass' : 'bash_true');
+      if (c.endsWith('_gap')) await new Promise((res) => setTimeout(res, FIRST_GAP_MS));
+      const [ms] = await run(s, c, c.startsWith('first_py') ? 'py_pass' : 'bash_true');
       if (c !== 'first_bash' || !ops.cleanup) return [ms, null, null];
       const [t, r] = await s.call(...ops.cleanup);
       if (r.isError || r.structuredContent?.removed !== true) return [ms, null, 'cleanup_sandbox failed: ' + oops(r)];
@@ -279,6 +285,7 @@ function lines() {
   ];
   const bw = procLine('bwrap (hardened)', 'bwrap', {
     first_bash: [['bwrap', ...BWRAP, '/usr/bin/true']], first_py: [['bwrap', ...BWRAP, 'python3', '-c', 'pass']],
+    first_bash_gap: [['bwrap', ...BWRAP, '/usr/bin/true']], first_py_gap: [['bwrap', ...BWRAP, 'python3', '-c', 'pass']],
   });
   if (E.BENCH_BWRAP_SKIP) bw.skip = E.BENCH_BWRAP_SKIP;
   L.push(bw);
@@ -370,7 +377,7 @@ async function main() {
   log(`${live.length} lines, ${ROUNDS} rounds (first calls: ${FIRST_ROUNDS})`);
   for (let r = 0; r < ROUNDS; r++) {
     const order = live.map((_, i) => live[(i + r) % live.length]);
-    const cs = [...WARM, ...(r < FIRST_ROUNDS ? ['first_bash', 'first_py'] : [])];
+    const cs = [...WARM, ...(r < FIRST_ROUNDS ? ['first_bash', 'first_py', 'first_bash_gap', 'first_py_gap'] : [])];
     for (const c of cs) for (const l of order) if (hasCase(l, c)) await measureOne(l, c);
     if ((r + 1) % 5 === 0 || r === ROUNDS - 1) log(`round ${r + 1}/${ROUNDS} done (${Math.round((Date.now() - t0) / 1000)} s)`);
   }
@@ -421,6 +428,7 @@ function report(all, elapsed) {
   const baseline = {
     bash_true: 'floor bash -c true', py_pass: 'floor python3', py_sum: 'floor python3', print_1mb: fastestPeer,
     first_bash: 'bwrap (hardened)', first_py: 'bwrap (hardened)',
+    first_bash_gap: 'bwrap (hardened)', first_py_gap: 'bwrap (hardened)',
   };
   for (const c of CASES) {
     c.baseline = baseline[c.id] || null;
