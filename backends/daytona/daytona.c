@@ -212,6 +212,8 @@ static int tb_exec(struct daytona *D, const char *cmd, int timeout_s, size_t max
 	int rc = tbx(D, "POST", "/process/execute", body, NULL, 0, (timeout_s + 5) * 1000L, max_body, &rs, e);
 	D->rest.http.cancel_fd = saved;
 	json_decref(body);
+	if (rc < 0)
+		http_resp_free(&rs);
 	if (rc < 0 && cancel_fd >= 0 && D->rest.http.cancelled)
 		return DTCALL_CANCELLED;
 	if (rc < 0)
