@@ -1,7 +1,7 @@
-# sandbox-mcp's call runner inside a Daytona sandbox (runner.h says it all). It never lies in a
-# file a call could rewrite: every request of the server sends it (sweep.py and this file, as
-# one program: base64url of gzip) as the first line of a here-document and runs
-#     PYTHON -c BOOT MODE ARGS... <<'.sandbox-mcp.'
+# sandbox-mcp's call runner inside a Daytona sandbox (runner.h says it all). It is never a file
+# a call could rewrite: every request of the server sends it (sweep.py and this file, as one
+# program: base64url of gzip) as the first line of a here-document and runs
+#     PYTHON -I -S -c BOOT MODE ARGS... <<'.sandbox-mcp.'
 # where BOOT executes that line; further lines are data (base64url: no '/' in them).
 #   go DIR WAIT_MS CHUNK KEEP CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD WATCH NPUT (SRC DST MODE)... NENV ENV... -- ARGV...
 #       starts the call detached, in a keeper of its own session, then waits as poll does.
@@ -13,7 +13,7 @@
 #       waits until the call ends, its keeper is gone, WAIT_MS pass, or output past the
 #       offsets has come and 0.25 s passed; sweeps when the call has ended (SWEPT 0); prints
 #       one JSON line: {"done": status or null, "s": [{"off", "data"}, x2], "sweep": ...}
-#   kill DIR WAIT_MS CHUNK KEEP OFF1 OFF2 SWEPT
+#   kill DIR WAIT_MS CHUNK KEEP OFF1 OFF2
 #       asks the keeper to kill the call (a file, and SIGTERM), then as poll; sweeps always
 #   procs                      prints the sandbox's processes: the baseline a sweep spares
 #   put SRC DST MODE           puts SRC ("-": the data line) in place as DST (see go)
