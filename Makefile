@@ -72,7 +72,11 @@ SRCS := $(wildcard src/*.c src/*/*.c backends/*.c backends/*/*.c)
 OBJS := $(patsubst %.c,$(BUILD)/%.o,$(SRCS)) $(BUILD)/embed.o $(BUILD)/embed_table.o
 # Files compiled into the binary, found by name at run time (src/base/embed.h): the tools' schemas,
 # and the in-sandbox programs in Python (the agent's prestarted interpreter, the Daytona runner).
-EMBEDDED := $(sort $(wildcard schemas/*.json) $(wildcard backends/*/*.py) $(wildcard agent/*.py))
+# Made ones are named without their $(BUILD)/: the Daytona runner travels in the command of every
+# request, so it goes in compressed (sweep.py and runner.py as one program, gzip, which Python's
+# zlib reads).
+DT_RUNNER_GZ := $(BUILD)/backends/daytona/runner.py.gz
+EMBEDDED := $(sort $(wildcard schemas/*.json) $(wildcard agent/*.py)) $(DT_RUNNER_GZ)
 AGENT_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard agent/*.c))
 AGENT := $(BUILD)/sandbox-agent
 BIN := $(BUILD)/sandbox-mcp
@@ -124,12 +128,16 @@ $(AGENT_OBJS): $(BUILD)/agent/%.o: agent/%.c $(STAMP)
 $(AGENT): $(AGENT_OBJS)
 	$(CC) $(AGENT_LDFLAGS) -o $@ $(AGENT_OBJS)
 
+$(DT_RUNNER_GZ): backends/daytona/sweep.py backends/daytona/runner.py
+	@mkdir -p $(dir $@)
+	cat $^ | gzip -9n > $@
+
 $(BUILD)/embed.S: $(EMBEDDED) Makefile
 	@mkdir -p $(BUILD)
 	@{ printf '\t.section .rodata\n\t.balign 16\n\t.globl agent_blob_start, agent_blob_end\n'; \
 	   printf 'agent_blob_start:\n\t.incbin "%s"\nagent_blob_end:\n' "$(abspath $(AGENT))"; \
-	   i=0; for f in $(EMBEDDED); do \
-	     printf '\t.balign 16\nemb_%d_start:\n\t.incbin "%s"\nemb_%d_end:\n' $$i "$(CURDIR)/$$f" $$i; \
+	   i=0; for f in $(abspath $(EMBEDDED)); do \
+	     printf '\t.balign 16\nemb_%d_start:\n\t.incbin "%s"\nemb_%d_end:\n' $$i "$$f" $$i; \
 	     printf '\t.globl emb_%d_start, emb_%d_end\n' $$i $$i; i=$$((i+1)); done; \
 	   printf '\t.section .note.GNU-stack,"",@progbits\n'; } > $@
 
@@ -143,7 +151,7 @@ $(BUILD)/embed_table.c: $(EMBEDDED) Makefile
 	   i=0; for f in $(EMBEDDED); do echo "extern const unsigned char emb_$${i}_start[], emb_$${i}_end[];"; i=$$((i+1)); done; \
 	   echo 'extern const struct embedded embedded_files[];'; \
 	   echo 'const struct embedded embedded_files[] = {'; \
-	   i=0; for f in $(EMBEDDED); do echo "  {\"$$f\", emb_$${i}_start, emb_$${i}_end},"; i=$$((i+1)); done; \
+	   i=0; for f in $(patsubst $(BUILD)/%,%,$(EMBEDDED)); do echo "  {\"$$f\", emb_$${i}_start, emb_$${i}_end},"; i=$$((i+1)); done; \
 	   echo '  {NULL, NULL, NULL}};'; } > $@
 
 $(BUILD)/embed_table.o: $(BUILD)/embed_table.c $(STAMP)

@@ -163,6 +163,55 @@ EOF
 	! ps -e -o args= | grep -v grep | grep -q "$marker"
 }
 
+# sh_step COMMAND: a session step that runs COMMAND on this host (see lib/session.py).
+sh_step() {
+	jq -cn --arg c "$1" '{sh: $c}'
+}
+
+@test "a warm call is one request: one process/execute starts it, with its files, waits for its end, brings its output" {
+	log="$BATS_TEST_TMPDIR/log"
+	mcp_session <<EOF
+$INIT
+$INITIALIZED
+$(call_json 1 execute_bash_commands '{"code":"true"}')
+{"wait": 1}
+$(sh_step "curl -sf -d '{\"clear_log\": true}' '$DT_URL/_control' >/dev/null")
+$(call_json 2 execute_bash_commands '{"code":"true"}')
+{"wait": 2}
+$(sh_step "curl -sf '$DT_URL/_control' >'$log.2' && curl -sf -d '{\"clear_log\": true}' '$DT_URL/_control' >/dev/null")
+$(call_json 3 execute_python '{"script":"print(6 * 7)"}')
+{"wait": 3}
+$(sh_step "curl -sf '$DT_URL/_control' >'$log.3'")
+EOF
+	id=$(response 2 | jq -r '.result.structuredContent.sandbox_id')
+	jqe "$(response 2)" '.result.structuredContent.exit_code == 0'
+	jqe "$(response 3)" '.result.structuredContent.stdout == "42\n"'
+	# The warm bash call, and the Python one with its script file: each one POST, nothing else.
+	jqe "$(cat "$log.2")" "[.requests[] | {method, path}] == [{method: \"POST\", path: \"/toolbox/$id/process/execute\"}]"
+	jqe "$(cat "$log.3")" "[.requests[] | {method, path}] == [{method: \"POST\", path: \"/toolbox/$id/process/execute\"}]"
+}
+
+@test "a long call streams its output while it runs, and waits in the sandbox: a silent one costs a request per 2 s" {
+	log="$BATS_TEST_TMPDIR/log"
+	mcp_session <<EOF
+$INIT
+$INITIALIZED
+$(call_json 1 execute_bash_commands '{"code":"for i in 1 2 3; do echo tick $i; sleep 1; done"}' '{"progressToken":"tok-1"}')
+{"wait": 1}
+$(sh_step "curl -sf -d '{\"clear_log\": true}' '$DT_URL/_control' >/dev/null")
+$(call_json 2 execute_bash_commands '{"code":"sleep 4.5; echo done"}')
+{"wait": 2}
+$(sh_step "curl -sf '$DT_URL/_control' >'$log'")
+EOF
+	jqe "$(response 1)" '.result.structuredContent | .exit_code == 0 and .stdout == "tick 1\ntick 2\ntick 3\n"'
+	# Progress, before the result, carries output lines the call printed while it ran.
+	printf '%s\n' "$output" | jq -e -s '(map(.id == 1) | index(true)) as $r
+		| [.[:$r][] | select(.method == "notifications/progress") | .params.message] | any(test("^tick [12]$"))'
+	jqe "$(response 2)" '.result.structuredContent | .exit_code == 0 and .stdout == "done\n"'
+	# Each request waits up to 2 s in the sandbox: a 4.5 s call costs 3, all of them executes.
+	jqe "$(cat "$log")" '[.requests[] | select(.path | startswith("/toolbox/"))] | length <= 4 and all(.path | endswith("/process/execute"))'
+}
+
 @test "output cap: head and tail kept, byte counts full, the full text spilled into the workspace" {
 	mcp_session --output-cap 1K <<EOF
 $INIT

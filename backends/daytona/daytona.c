@@ -7,15 +7,15 @@
  *    one left), autoStopInterval/autoDeleteInterval (so Daytona itself stops and deletes it if
  *    this server vanishes), networkBlockAll unless --network all; then GET /sandbox/{id}
  *    until `started` on a bounded schedule; then one command makes /workspace writable.
- *  - run: the call's files and the runner (runner.h) go up in one bulk upload; the runner
- *    starts in a toolbox session of its own (runAsync); the client polls the runner for
- *    output past its offsets and the end, feeding rq->on_output; on the deadline or a
- *    cancellation it asks the runner to kill the call, then deletes the session.
+ *  - run: one synchronous execute of the call runner (runner.h) starts the call, with its
+ *    files, and waits for its end in the sandbox; more only when the call runs on, is
+ *    cancelled, or has large files (dtcall.h).
  *  - destroy: DELETE /sandbox/{id}, bounded in time.
  *
- * Why not read the command's output from the session logs: that endpoint returns the whole
- * log every time (unbounded, quadratic when polled) and as JSON text (not byte-exact). The
- * runner keeps the streams apart in files it bounds, so every answer here stays small.
+ * Why not toolbox sessions and their logs: a session costs requests of its own (create, exec,
+ * delete), and the logs endpoint returns the whole log every time (unbounded, quadratic when
+ * polled) and as JSON text (not byte-exact). The runner keeps the streams apart in files it
+ * bounds, so every answer here stays small.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -40,28 +40,30 @@
 #include "../../src/base/utf8.h"
 #include "../../src/base/log.h"
 #include "../run/netpolicy.h"
+#include "dtcall.h"
 #include "rest.h"
 #include "runner.h"
 
-/* Each call's files go up into a fresh folder here, of a name code cannot guess before the
- * upload, and the runner puts them in place: the toolbox daemon never writes to a path the
- * code could have planted a FIFO or a symlink at. */
+/* Each call's state lives in a fresh folder here, of a name code cannot guess before the call.
+ * Files too large to go in the call's command go up into it first, and the runner puts them in
+ * place: the toolbox daemon never writes to a path the code could have planted a FIFO or a
+ * symlink at. */
 #define RUN_DIR "/tmp/.sandbox-mcp"
 #define LABEL "sandbox-mcp"
 #define OWNER_LABEL "sandbox-mcp-owner"
 /* Names one attempt at making a sandbox, so that one whose create was cut short can be found. */
 #define ATTEMPT_LABEL "sandbox-mcp-attempt"
 
-#define SMALL_BODY (1u << 20)           /* API and toolbox answers but polls */
-#define POLL_CHUNK (1u << 20)           /* bytes of each stream one poll may carry */
-#define POLL_BODY (4 * POLL_CHUNK)      /* base64 of two chunks, JSON, twice-escaped */
+#define SMALL_BODY (1u << 20)           /* API and toolbox answers but a call's */
 #define API_TIMEOUT_MS 30000L
 #define CREATE_TIMEOUT_MS 75000L        /* the API may hold a create for 30 s */
 #define PROBE_TIMEOUT_MS 5000L
-#define POLL_MAX_MS 500
-#define KILL_GRACE_MS 5000              /* for the runner to stop a call once asked */
-#define RUNNER_START_MS 15000           /* for the runner to write its pid file */
 #define SHUTDOWN_DELETE_MS 1500L        /* the server must exit within 2 s */
+/* Files up to this much in all go in the command of the request that uses them (base64, a
+ * third more), larger ones up by bulk upload first: the toolbox proxy retries a stale
+ * connection only for bodies up to 256 KiB, and the shell reads a here-document a byte at a
+ * time. */
+#define INLINE_MAX (128u << 10)
 
 /* The backend's own options. */
 struct daytona_opts {
@@ -76,9 +78,8 @@ struct daytona {
 	char id[64];           /* the sandbox's id; "" when none */
 	char tb[2048];         /* toolbox base URL: toolboxProxyUrl/id */
 	char snapshot[256], image[256];
-	unsigned seq;          /* calls run in this sandbox */
 	const char *python;    /* cfg->python, borrowed */
-	char *baseline;        /* "PID:START ..." of the sandbox's own processes, spared by sweeps */
+	char *baseline;        /* "PID:START,..." of the sandbox's own processes, spared by sweeps */
 	char attempt[40];      /* ATTEMPT_LABEL of the sandbox being made */
 	long disk_gib;         /* the sandbox's disk as Daytona reports it; 0 unknown */
 	struct mount_copy {    /* what of each --mount folder was copied in */
@@ -89,22 +90,6 @@ struct daytona {
 };
 
 /* ---------------------------------------------------------------- small helpers */
-
-/* One word for a POSIX shell: single-quoted, ' written as '\''. */
-static void sb_word(struct buf *s, const char *w)
-{
-	buf_add(s, " '", 2);
-	for (const char *p = w; *p; p++) {
-		const char *q = strchr(p, '\'');
-		size_t n = q ? (size_t)(q - p) : strlen(p);
-		buf_add(s, p, n);
-		if (!q)
-			break;
-		buf_add(s, "'\\''", 4);
-		p = q;
-	}
-	buf_add(s, "'", 1);
-}
 
 /* Waits ms, or less when the making is cancelled: true then. */
 static bool pause_ms(struct daytona *D, int64_t ms)
@@ -211,17 +196,26 @@ static int lost_or_failed(struct daytona *D, struct err *e)
 	return rc;
 }
 
-/* Runs a short shell command with the toolbox's synchronous execute. 0 with *out (caller
- * frees) the combined output and *code the exit code, or -1 / BACKEND_LOST. */
-static int tb_exec(struct daytona *D, const char *cmd, int timeout_s, size_t max_body, char **out, int *code,
-		   struct err *e)
+/* Runs a shell command with the toolbox's synchronous execute, abandoned at once when
+ * cancel_fd (>= 0) turns readable. 0 with *out (caller frees) the combined output and *code
+ * the exit code, DTCALL_CANCELLED, or -1 / BACKEND_LOST. */
+static int tb_exec(struct daytona *D, const char *cmd, int timeout_s, size_t max_body, int cancel_fd, char **out,
+		   int *code, struct err *e)
 {
 	json_t *body = json_pack("{s:s, s:i}", "command", cmd, "timeout", timeout_s);
 	if (!body)
 		return err_set(e, "out of memory");
 	struct http_resp rs;
+	int saved = D->rest.http.cancel_fd;
+	if (cancel_fd >= 0)
+		D->rest.http.cancel_fd = cancel_fd;
 	int rc = tbx(D, "POST", "/process/execute", body, NULL, 0, (timeout_s + 5) * 1000L, max_body, &rs, e);
+	D->rest.http.cancel_fd = saved;
 	json_decref(body);
+	if (rc < 0)
+		http_resp_free(&rs);
+	if (rc < 0 && cancel_fd >= 0 && D->rest.http.cancelled)
+		return DTCALL_CANCELLED;
 	if (rc < 0)
 		return lost_or_failed(D, e);
 	if (rs.status != 200) {
@@ -395,43 +389,23 @@ static int toolbox_url(struct daytona *D, const json_t *dto, struct err *e)
 	return 0;
 }
 
-/* `python3 -c SWEEP WORDS`: the sweep (runner.h) run inline. Caller frees. */
-static char *sweep_command(const struct daytona *D, const char *words)
-{
-	struct buf c = {0};
-	sb_word(&c, D->python);
-	buf_add(&c, " -c", 3);
-	if (!daytona_sweep_py()) {
-		free(c.p);
-		return NULL;
-	}
-	sb_word(&c, daytona_sweep_py());
-	buf_add(&c, " ", 1);
-	buf_add(&c, words, strlen(words));
-	if (c.oom) {
-		free(c.p);
-		return NULL;
-	}
-	memmove(c.p, c.p + 1, c.len); /* the leading space */
-	return c.p;
-}
-
 /* The processes the sandbox has before any call: the toolbox daemon, the entrypoint, ... A
  * sweep spares them; everything else of the sandbox user is a call's and dies with it. */
 static int take_baseline(struct daytona *D, struct err *e)
 {
-	char *cmd = sweep_command(D, "list"), *out = NULL;
+	struct buf c = {0};
+	char *out = NULL;
 	int code = -1;
-	if (!cmd)
-		return err_set(e, "out of memory");
-	int rc = tb_exec(D, cmd, 30, SMALL_BODY, &out, &code, e);
-	free(cmd);
+	runner_cmd(&c, D->python, "procs");
+	runner_end(&c, NULL, NULL, 0);
+	int rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p, 30, SMALL_BODY, -1, &out, &code, e);
+	free(c.p);
 	if (rc < 0)
 		return -1;
 	size_t n = strlen(out);
 	while (n && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' '))
 		out[--n] = '\0';
-	if (code != 0 || !n || strspn(out, "0123456789: ") != n || n > 64 * 1024) {
+	if (code != 0 || !n || strspn(out, "0123456789:,") != n || n > 64 * 1024) {
 		rc = err_set(e, "preparing the Daytona sandbox: listing its processes failed: %.300s", out);
 		free(out);
 		return rc;
@@ -439,33 +413,6 @@ static int take_baseline(struct daytona *D, struct err *e)
 	free(D->baseline);
 	D->baseline = out;
 	return 0;
-}
-
-/* Kills whatever the call left in the sandbox (see runner.h): its runner may be gone (the
- * call can kill it, it runs as the same user), and with it what kept its processes in hand. */
-static int sweep(struct daytona *D, struct err *e)
-{
-	struct buf w = {0};
-	buf_add(&w, "sweep ", 6);
-	buf_add(&w, D->baseline ? D->baseline : "", D->baseline ? strlen(D->baseline) : 0);
-	char *cmd = w.oom ? NULL : sweep_command(D, w.p), *out = NULL;
-	free(w.p);
-	if (!cmd)
-		return err_set(e, "out of memory");
-	int code = -1;
-	int rc = tb_exec(D, cmd, 20, SMALL_BODY, &out, &code, e);
-	free(cmd);
-	if (rc)
-		return rc;
-	size_t n = strlen(out);
-	while (n && out[n - 1] == '\n')
-		out[--n] = '\0';
-	if (code != 0)
-		rc = err_set(e, "the call's processes could not all be killed (%.200s)", *out ? out : "no answer");
-	else
-		log_msg(LOG_DEBUG, "daytona: %s", out);
-	free(out);
-	return rc;
 }
 
 /* --mount on Daytona: a cloud sandbox cannot see a host folder, so each one is copied in
@@ -568,7 +515,7 @@ static int upload_mounts(struct backend *b, struct err *e)
 		return 0;
 	char *out = NULL;
 	int code = -1;
-	int rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p, 60, SMALL_BODY, &out, &code, e);
+	int rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p, 60, SMALL_BODY, -1, &out, &code, e);
 	if (rc == 0 && code != 0)
 		rc = err_set(e, "making the --mount copies read-only: %.300s", out && *out ? out : "failed");
 	free(out);
@@ -625,7 +572,7 @@ static int make_sandbox(struct backend *b, struct err *e)
 		       d, d, d, d, d, d, d);
 	}
 	buf_add(&cmd, "command -v", 10);
-	sb_word(&cmd, b->cfg->python);
+	runner_word(&cmd, b->cfg->python);
 	buf_fmt(&cmd, " >/dev/null || { echo \"the image has no %s, which the backend needs\"; exit 1; }",
 	       strchr(b->cfg->python, '\'') ? "python" : b->cfg->python);
 	if (cmd.oom) {
@@ -634,7 +581,7 @@ static int make_sandbox(struct backend *b, struct err *e)
 	}
 	char *out = NULL;
 	int code = -1;
-	rc = tb_exec(D, cmd.p, 60, SMALL_BODY, &out, &code, e);
+	rc = tb_exec(D, cmd.p, 60, SMALL_BODY, -1, &out, &code, e);
 	free(cmd.p);
 	if (rc == 0 && code != 0) {
 		size_t n = out ? strlen(out) : 0;
@@ -795,171 +742,7 @@ static int set_network(struct daytona *D, bool block, const char *allow, struct 
 	return rc;
 }
 
-/* Counts `n` bytes the runner dropped between the head and the tail window (only ever past
- * the cap). The number comes from inside the sandbox: counting costs the same whatever it is. */
-static void feed_gap(const struct run_req *rq, int stream, uint64_t n)
-{
-	if (n && rq->on_output)
-		rq->on_output(rq->ctx, stream, NULL, (size_t)n);
-}
-
-struct progress {
-	uint64_t fed[2];
-	json_t *done;          /* the runner's status, once written; owned */
-	bool running;
-	bool more;             /* a chunk came back full: poll again at once */
-	bool got;              /* the last poll brought output */
-};
-
-/* One poll of the runner: feeds new output, notes the end. */
-static int poll_runner(struct daytona *D, const struct run_req *rq, const char *dir, struct progress *pg,
-		       struct err *e)
-{
-	struct buf c = {0};
-	sb_word(&c, D->python);
-	buf_fmt(&c, " %s/runner.py poll %s %llu %llu %u", dir, dir, (unsigned long long)pg->fed[0],
-	       (unsigned long long)pg->fed[1], POLL_CHUNK);
-	if (c.oom) {
-		free(c.p);
-		return err_set(e, "out of memory");
-	}
-	char *out = NULL;
-	int code = -1;
-	int rc = tb_exec(D, c.p + 1, 20, POLL_BODY, &out, &code, e);
-	free(c.p);
-	if (rc)
-		return rc;
-	json_t *j = code == 0 ? json_loads(out, 0, NULL) : NULL;
-	if (!json_is_object(j)) {
-		size_t n = strlen(out);
-		while (n && out[n - 1] == '\n')
-			out[--n] = '\0';
-		err_set(e, "the call runner in the sandbox failed: %.300s", *out ? out : "no answer");
-		free(out);
-		json_decref(j);
-		return -1;
-	}
-	free(out);
-	pg->more = pg->got = false;
-	json_t *s = json_object_get(j, "s");
-	for (int i = 0; i < 2; i++) {
-		json_t *c1 = json_array_get(s, (size_t)i);
-		json_t *off = json_object_get(c1, "off");
-		const char *data = json_str(c1, "data");
-		if (!json_is_integer(off) || !data || json_integer_value(off) < 0)
-			continue;
-		uint64_t o = (uint64_t)json_integer_value(off);
-		size_t dl = strlen(data);
-		if (o < pg->fed[i] || !dl)
-			continue;
-		unsigned char *buf = malloc(dl / 4 * 3 + 3);
-		long n = buf ? b64_decode(data, dl, buf) : -1;
-		if (n > 0) {
-			feed_gap(rq, i + 1, o - pg->fed[i]);
-			if (rq->on_output)
-				rq->on_output(rq->ctx, i + 1, (const char *)buf, (size_t)n);
-			pg->fed[i] = o + (uint64_t)n;
-			pg->got = true;
-			if ((size_t)n >= POLL_CHUNK)
-				pg->more = true;
-		}
-		free(buf);
-	}
-	json_t *done = json_object_get(j, "done");
-	if (json_is_object(done) && !pg->done)
-		pg->done = json_incref(done);
-	pg->running = json_is_true(json_object_get(j, "running"));
-	json_decref(j);
-	return 0;
-}
-
-static int ask_kill(struct daytona *D, const char *dir, struct err *e)
-{
-	struct buf c = {0};
-	char *out = NULL;
-	int code;
-	sb_word(&c, D->python);
-	buf_fmt(&c, " %s/runner.py kill %s", dir, dir);
-	int rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p + 1, 10, SMALL_BODY, &out, &code, e);
-	free(c.p);
-	free(out);
-	return rc;
-}
-
-/* The runner's own stderr, when it could not even start (no python, ...). */
-static void session_failure(struct daytona *D, const char *sid, const char *cid, struct err *e)
-{
-	char path[512];
-	struct http_resp rs;
-	struct err ie = {""};
-	snprintf(path, sizeof path, "/process/session/%s/command/%s/logs", sid, cid);
-	if (tbx(D, "GET", path, NULL, NULL, 0, 10000, SMALL_BODY, &rs, &ie) == 0 && rs.status == 200) {
-		const char *t = json_str(rs.json, "stderr");
-		if (!t || !*t)
-			t = json_str(rs.json, "output");
-		if (!t)
-			t = rs.body;
-		err_set(e, "the call runner did not start in the sandbox: %.400s", t && *t ? t : "no output");
-	}
-	http_resp_free(&rs);
-	err_set(e, "the call runner did not start in the sandbox");
-}
-
-static bool runner_exited(struct daytona *D, const char *sid, const char *cid)
-{
-	char path[512];
-	struct http_resp rs;
-	struct err ie = {""};
-	snprintf(path, sizeof path, "/process/session/%s/command/%s", sid, cid);
-	bool exited = tbx(D, "GET", path, NULL, NULL, 0, 10000, SMALL_BODY, &rs, &ie) == 0 && rs.status == 200 &&
-		      json_is_integer(json_object_get(rs.json, "exitCode"));
-	http_resp_free(&rs);
-	return exited;
-}
-
-static size_t count(const char *const *v)
-{
-	size_t n = 0;
-	while (v && v[n])
-		n++;
-	return n;
-}
-
-/* The runner's command line. Caller frees. */
-static char *runner_command(const struct backend *b, const struct run_req *rq, const char *dir)
-{
-	struct buf c = {0};
-	int64_t left = rq->deadline_ms - clock_ms();
-	/* The runner's own timer is a backstop: the client kills at the deadline itself. */
-	sb_word(&c, b->cfg->python);
-	buf_fmt(&c, " %s/runner.py run", dir);
-	sb_word(&c, dir);
-	buf_fmt(&c, " %llu %llu %lld", (unsigned long long)rq->cap, (unsigned long long)b->cfg->spill_max,
-	       (long long)(left > 1 ? left : 1));
-	sb_word(&c, rq->spill_prefix ? rq->spill_prefix : "");
-	buf_fmt(&c, " %d", rq->sh_fallback ? 1 : 0);
-	sb_word(&c, rq->cwd ? rq->cwd : WORKSPACE);
-	sb_word(&c, rq->changes_in ? rq->changes_in : "");
-	buf_fmt(&c, " %zu", rq->nfiles);
-	for (size_t i = 0; i < rq->nfiles; i++) {
-		buf_fmt(&c, " %s/put-%zu", dir, i);
-		sb_word(&c, rq->files[i].path);
-		buf_fmt(&c, " %o", rq->files[i].mode & 07777);
-	}
-	buf_fmt(&c, " %zu", count(rq->env));
-	for (size_t i = 0; rq->env && rq->env[i]; i++)
-		sb_word(&c, rq->env[i]);
-	buf_add(&c, " --", 3);
-	for (size_t i = 0; rq->argv[i]; i++)
-		sb_word(&c, rq->argv[i]);
-	if (c.oom) {
-		free(c.p);
-		return NULL;
-	}
-	return c.p;
-}
-
-/* A fresh folder name for one call's uploads: RUN_DIR/<128 random bits>. */
+/* A fresh folder name for one call's state and uploads: RUN_DIR/<128 random bits>. */
 static int fresh_dir(char *dir, size_t n, struct err *e)
 {
 	unsigned char r[16];
@@ -971,25 +754,22 @@ static int fresh_dir(char *dir, size_t n, struct err *e)
 	return 0;
 }
 
-/* Uploads the runner and the files into dir (as put-N, for the runner to put in place). */
+/* Uploads the files into dir (as put-N, for the runner to put in place). */
 static int upload(struct daytona *D, const struct run_file *files, size_t nfiles, const char *dir, struct err *e)
 {
-	struct rest_file *parts = calloc(nfiles + 1, sizeof *parts);
-	char(*names)[160] = calloc(nfiles + 1, sizeof *names);
-	const char *runner = daytona_runner_py();
-	if (!parts || !names || !runner) {
+	struct rest_file *parts = calloc(nfiles ? nfiles : 1, sizeof *parts);
+	char(*names)[160] = calloc(nfiles ? nfiles : 1, sizeof *names);
+	if (!parts || !names) {
 		free(parts);
 		free(names);
 		return err_set(e, "out of memory");
 	}
-	snprintf(names[0], sizeof names[0], "%s/runner.py", dir);
-	parts[0] = (struct rest_file){names[0], runner, strlen(runner)};
 	for (size_t i = 0; i < nfiles; i++) {
-		snprintf(names[i + 1], sizeof names[i + 1], "%s/put-%zu", dir, i);
-		parts[i + 1] = (struct rest_file){names[i + 1], files[i].data, files[i].len};
+		snprintf(names[i], sizeof names[i], "%s/put-%zu", dir, i);
+		parts[i] = (struct rest_file){names[i], files[i].data, files[i].len};
 	}
 	struct http_resp rs;
-	int rc = tbx(D, "POST", "/files/bulk-upload", NULL, parts, nfiles + 1, 120000, SMALL_BODY, &rs, e);
+	int rc = tbx(D, "POST", "/files/bulk-upload", NULL, parts, nfiles, 120000, SMALL_BODY, &rs, e);
 	free(parts);
 	free(names);
 	if (rc < 0)
@@ -1003,41 +783,48 @@ static int upload(struct daytona *D, const struct run_file *files, size_t nfiles
 	return 0;
 }
 
-/* Starts the runner in a session of its own. 0 with cid filled, or -1 / BACKEND_LOST. */
-static int launch(struct daytona *D, const char *sid, const char *cmd, char *cid, size_t cn, bool *session,
-		  struct err *e)
+static int call_exec(void *ctx, const char *cmd, int timeout_s, size_t max_body, int cancel_fd, char **out, int *code,
+		     struct err *e)
 {
-	json_t *body = json_pack("{s:s}", "sessionId", sid);
-	struct http_resp rs;
-	int rc = body ? tbx(D, "POST", "/process/session", body, NULL, 0, API_TIMEOUT_MS, SMALL_BODY, &rs, e)
-		      : err_set(e, "out of memory");
-	json_decref(body);
-	if (rc < 0)
-		return lost_or_failed(D, e);
-	if (rs.status != 201 && rs.status != 200) {
-		rest_fail(&rs, "opening a toolbox session", e);
-		http_resp_free(&rs);
-		return lost_or_failed(D, e);
+	return tb_exec(ctx, cmd, timeout_s, max_body, cancel_fd, out, code, e);
+}
+
+static int daytona_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e)
+{
+	struct daytona *D = b->priv;
+	if (!D->id[0] || !D->open)
+		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
+	char dir[128];
+	if (fresh_dir(dir, sizeof dir, e) < 0)
+		return -1;
+	size_t size = 0;
+	for (size_t i = 0; i < rq->nfiles; i++)
+		size += rq->files[i].len;
+	struct dtcall_req cr = {.python = D->python, .keep = D->baseline ? D->baseline : "", .dir = dir,
+				.uploaded = size > INLINE_MAX, .spill_max = b->cfg->spill_max};
+	/* The install step alone may reach the network (--network install). */
+	bool opened = rq->network && b->cfg->network == NET_INSTALL;
+	char *allow = opened ? index_allow_list(b->cfg, e) : NULL;
+	if (opened && (!allow || set_network(D, false, allow, e) < 0)) {
+		free(allow);
+		return -1;
 	}
-	http_resp_free(&rs);
-	*session = true;
-	char path[256];
-	snprintf(path, sizeof path, "/process/session/%s/exec", sid);
-	body = json_pack("{s:s, s:b}", "command", cmd, "runAsync", 1);
-	rc = body ? tbx(D, "POST", path, body, NULL, 0, API_TIMEOUT_MS, SMALL_BODY, &rs, e) : err_set(e, "out of memory");
-	json_decref(body);
-	if (rc < 0)
-		return lost_or_failed(D, e);
-	const char *c = json_str(rs.json, "cmdId");
-	if ((rs.status != 202 && rs.status != 200) || !c || strlen(c) >= cn ||
-	    strspn(c, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(c)) {
-		rest_fail(&rs, "starting the call in a toolbox session", e);
-		http_resp_free(&rs);
-		return lost_or_failed(D, e);
+	free(allow);
+	int rc = cr.uploaded ? upload(D, rq->files, rq->nfiles, dir, e) : 0;
+	if (rc == 0) {
+		struct dtcall_exec x = {call_exec, D};
+		rc = dtcall_run(&x, &cr, rq, rs, e);
 	}
-	snprintf(cid, cn, "%s", c);
-	http_resp_free(&rs);
-	return 0;
+	if (opened) {
+		struct err ne = {""};
+		if (set_network(D, true, NULL, &ne) < 0) {
+			/* The code must not get the network the install had: drop this sandbox. */
+			err_clear(e);
+			err_set(e, "%s; the sandbox is dropped", ne.msg);
+			rc = BACKEND_LOST;
+		}
+	}
+	return rc;
 }
 
 static int daytona_put(struct backend *b, const struct run_file *f, struct err *e)
@@ -1045,21 +832,28 @@ static int daytona_put(struct backend *b, const struct run_file *f, struct err *
 	struct daytona *D = b->priv;
 	if (!D->id[0] || !D->open)
 		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
-	char dir[128];
-	int rc = fresh_dir(dir, sizeof dir, e);
-	if (rc == 0)
+	char dir[128], tail[200] = "";
+	bool up = f->len > INLINE_MAX;
+	int rc = up ? fresh_dir(dir, sizeof dir, e) : 0;
+	if (rc == 0 && up)
 		rc = upload(D, f, 1, dir, e);
 	if (rc)
 		return rc;
-	/* The runner puts it in place (see RUN_DIR), then the folder goes. */
+	/* The runner puts it in place (see RUN_DIR); an uploaded copy's folder goes after. */
 	struct buf c = {0};
-	sb_word(&c, D->python);
-	buf_fmt(&c, " %s/runner.py put %s/put-0", dir, dir);
-	sb_word(&c, f->path);
-	buf_fmt(&c, " %o; rm -rf %s", f->mode & 07777, dir);
+	runner_cmd(&c, D->python, "put");
+	if (up) {
+		buf_fmt(&c, " %s/put-0", dir);
+		snprintf(tail, sizeof tail, "; r=$?; rm -rf %s; exit $r", dir);
+	} else {
+		buf_str(&c, " -");
+	}
+	runner_word(&c, f->path);
+	buf_fmt(&c, " %o", f->mode & 07777);
+	runner_end(&c, up ? tail : NULL, f, up ? 0 : 1);
 	char *out = NULL;
 	int code = -1;
-	rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p + 1, 60, SMALL_BODY, &out, &code, e);
+	rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p, 60, SMALL_BODY, -1, &out, &code, e);
 	free(c.p);
 	if (rc == 0 && code != 0)
 		rc = err_set(e, "writing %s in the Daytona sandbox: %.300s", f->path, out && *out ? out : "failed");
@@ -1067,31 +861,24 @@ static int daytona_put(struct backend *b, const struct run_file *f, struct err *
 	return rc;
 }
 
-/* Runs `runner.py WORDS` (uploaded to a fresh folder, removed after) and parses the one JSON
- * line it prints. 0 with *out (new ref), or -1 / BACKEND_LOST. */
+/* Runs the runner's `VERB PATH MAX [SKIP]` and parses the one JSON line it prints. 0 with *out
+ * (new ref), or -1 / BACKEND_LOST. */
 static int runner_query(struct daytona *D, const char *verb, const char *path, uint64_t max, const char *skip,
 			size_t max_body, json_t **out, struct err *e)
 {
 	*out = NULL;
 	if (!D->id[0] || !D->open)
 		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
-	char dir[128];
-	int rc = fresh_dir(dir, sizeof dir, e);
-	if (rc == 0)
-		rc = upload(D, NULL, 0, dir, e);
-	if (rc)
-		return rc;
 	struct buf c = {0};
-	sb_word(&c, D->python);
-	buf_fmt(&c, " %s/runner.py %s", dir, verb);
-	sb_word(&c, path);
+	runner_cmd(&c, D->python, verb);
+	runner_word(&c, path);
 	buf_fmt(&c, " %llu", (unsigned long long)max);
 	if (skip)
-		sb_word(&c, skip);
-	buf_fmt(&c, "; rm -rf %s", dir);
+		runner_word(&c, skip);
+	runner_end(&c, NULL, NULL, 0);
 	char *res = NULL;
 	int code = -1;
-	rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p + 1, 60, max_body, &res, &code, e);
+	int rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p, 60, max_body, -1, &res, &code, e);
 	free(c.p);
 	if (rc == 0) {
 		*out = code == 0 ? json_loads(res, 0, NULL) : NULL;
@@ -1182,180 +969,6 @@ static int daytona_get(struct backend *b, const char *path, size_t max, struct w
 	out->len = (size_t)got;
 	out->data[out->len] = '\0';
 	return 0;
-}
-
-static void close_session(struct daytona *D, const char *sid)
-{
-	char path[256];
-	struct http_resp rs;
-	struct err ie = {""};
-	snprintf(path, sizeof path, "/process/session/%s", sid);
-	/* Kills the session's process group; the runner has already ended the call's processes. */
-	if (tbx(D, "DELETE", path, NULL, NULL, 0, 10000, SMALL_BODY, &rs, &ie) < 0)
-		log_msg(LOG_DEBUG, "deleting toolbox session %s: %s", sid, ie.msg);
-	else if (rs.status != 204 && rs.status != 200 && rs.status != 404)
-		log_msg(LOG_DEBUG, "deleting toolbox session %s: HTTP %ld", sid, rs.status);
-	http_resp_free(&rs);
-}
-
-/* Waits for the runner, feeding output, until it has ended and all its output is in. */
-static int follow(struct daytona *D, const struct run_req *rq, const char *dir, const char *sid, const char *cid,
-		  struct run_res *rs, struct progress *pg, struct err *e)
-{
-	int64_t interval = 50, kill_at = -1, t0 = clock_ms(), checked = t0;
-	for (;;) {
-		int rc = poll_runner(D, rq, dir, pg, e);
-		if (rc)
-			return rc;
-		if (pg->done) {
-			const char *why = json_str(pg->done, "error");
-			if (why)
-				return err_set(e, "%s", why);
-			json_t *bytes = json_object_get(pg->done, "bytes");
-			bool all = true;
-			for (int i = 0; i < 2; i++)
-				all = all && pg->fed[i] >= (uint64_t)json_integer_value(json_array_get(bytes, (size_t)i));
-			if (all || rs->cancelled)
-				return 0;
-			if (pg->got)
-				continue;
-			/* Bytes counted but no longer in the window (only ever past the cap). */
-			for (int i = 0; i < 2; i++) {
-				uint64_t n = (uint64_t)json_integer_value(json_array_get(bytes, (size_t)i));
-				if (pg->fed[i] < n) {
-					feed_gap(rq, i + 1, n - pg->fed[i]);
-					pg->fed[i] = n;
-				}
-			}
-			return 0;
-		}
-		int64_t now = clock_ms();
-		if (!pg->running && now - checked > 500) {
-			checked = now;
-			if (runner_exited(D, sid, cid)) {
-				/* The runner's command ended without a status: it never ran. */
-				session_failure(D, sid, cid, e);
-				return -1;
-			}
-		}
-		if (!pg->running && now - t0 > RUNNER_START_MS) {
-			session_failure(D, sid, cid, e);
-			return -1;
-		}
-		if (kill_at >= 0 && now > kill_at + KILL_GRACE_MS) {
-			err_set(e, "the sandbox did not stop the call within %d ms", KILL_GRACE_MS);
-			return BACKEND_LOST;
-		}
-		if (pg->more)
-			continue;
-		bool cancel = false;
-		if (kill_at < 0) {
-			int64_t until = rq->deadline_ms - now;
-			int t = (int)(until < interval ? (until > 0 ? until : 0) : interval);
-			struct pollfd p = {rq->cancel_fd, POLLIN, 0};
-			int r = poll(&p, rq->cancel_fd >= 0 ? 1 : 0, t);
-			cancel = r > 0 && (p.revents & POLLIN);
-			if (cancel || clock_ms() >= rq->deadline_ms) {
-				if (cancel)
-					rs->cancelled = true;
-				else
-					rs->timed_out = true;
-				if ((rc = ask_kill(D, dir, e)))
-					return rc;
-				kill_at = clock_ms();
-			}
-		} else {
-			sleep_ms(interval);
-		}
-		interval = interval * 3 / 2 > POLL_MAX_MS ? POLL_MAX_MS : interval * 3 / 2;
-	}
-}
-
-/* The run's result, from the runner's status (done). */
-static void read_status(const struct run_req *rq, const json_t *done, struct run_res *rs)
-{
-	json_t *bytes = json_object_get(done, "bytes"), *sp = json_object_get(done, "spilled");
-	json_t *se = json_object_get(done, "spill_errno");
-	for (int i = 0; i < 2; i++) {
-		json_int_t n = json_integer_value(json_array_get(bytes, (size_t)i));
-		rs->bytes[i] = n > 0 ? (uint64_t)n : 0;
-		rs->spilled[i] = rq->spill_prefix && json_is_true(json_array_get(sp, (size_t)i));
-		rs->spill_errno[i] = (int)json_integer_value(json_array_get(se, (size_t)i));
-	}
-	rs->spill_cut = json_is_true(json_object_get(done, "spill_cut"));
-	if (json_is_true(json_object_get(done, "oom_killed"))) {
-		rs->oom_killed = true;
-		json_int_t lim = json_integer_value(json_object_get(done, "memory_limit"));
-		rs->memory_limit = lim > 0 ? (uint64_t)lim : 0;
-	}
-	rs->started_ns = json_integer_value(json_object_get(done, "started_ns"));
-	json_t *ch = json_object_get(done, "changed");
-	if (json_is_boolean(ch))
-		rs->changed = json_is_true(ch);
-	json_t *ec = json_object_get(done, "exit_code");
-	if (json_is_true(json_object_get(done, "timed_out")))
-		rs->timed_out = true;
-	rs->exit_code = rs->timed_out ? 124 : json_is_integer(ec) ? (int)json_integer_value(ec) : 1;
-}
-
-static int daytona_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e)
-{
-	struct daytona *D = b->priv;
-	if (!D->id[0] || !D->open)
-		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
-	unsigned seq = ++D->seq;
-	char dir[128], sid[96], cid[128];
-	if (fresh_dir(dir, sizeof dir, e) < 0)
-		return -1;
-	snprintf(sid, sizeof sid, "sandbox-mcp-%d-%u", (int)getpid(), seq);
-	/* The install step alone may reach the network (--network install). */
-	bool opened = rq->network && b->cfg->network == NET_INSTALL;
-	char *allow = opened ? index_allow_list(b->cfg, e) : NULL;
-	if (opened && (!allow || set_network(D, false, allow, e) < 0)) {
-		free(allow);
-		return -1;
-	}
-	free(allow);
-	int rc = upload(D, rq->files, rq->nfiles, dir, e);
-	char *cmd = NULL;
-	struct progress pg = {.done = NULL};
-	bool session = false;
-	if (rc == 0) {
-		cmd = runner_command(b, rq, dir);
-		if (!cmd)
-			rc = err_set(e, "out of memory");
-	}
-	if (rc == 0) {
-		rs->started = true; /* from here on the command may run: never repeat it */
-		rc = launch(D, sid, cmd, cid, sizeof cid, &session, e);
-	}
-	if (rc == 0)
-		rc = follow(D, rq, dir, sid, cid, rs, &pg, e);
-	if (session)
-		close_session(D, sid);
-	if (rs->started && rc != BACKEND_LOST) {
-		/* Nothing the call started may outlive it, even with its runner killed. */
-		struct err se = {""};
-		if (sweep(D, &se) != 0) {
-			err_clear(e);
-			err_set(e, "%s; the sandbox is dropped", se.msg);
-			rc = BACKEND_LOST;
-		}
-	}
-	if (opened) {
-		struct err ne = {""};
-		if (set_network(D, true, NULL, &ne) < 0) {
-			/* The code must not get the network the install had: drop this sandbox. */
-			err_clear(e);
-			err_set(e, "%s; the sandbox is dropped", ne.msg);
-			rc = BACKEND_LOST;
-		}
-	}
-	if (rc == 0)
-		read_status(rq, pg.done, rs);
-	json_decref(pg.done);
-	free(cmd);
-	return rc;
 }
 
 /* ---------------------------------------------------------------- destroy, report, reap */

@@ -1,42 +1,90 @@
-/* The in-sandbox programs (see runner.h): Python files of this folder, compiled in. */
+/* The commands that run the call runner (see runner.h). */
 #include "runner.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../src/base/base64.h"
 #include "../../src/base/embed.h"
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char *runner, *sweep;
+/* Executes the first line of stdin: the runner, base64url of its gzip (zlib's wbits 31). */
+#define BOOT "import sys,zlib,base64;exec(zlib.decompress(base64.urlsafe_b64decode(sys.stdin.buffer.readline()),31))"
+/* Ends the here-document: '.' is no base64url letter, so no data line can be it. */
+#define DELIM ".sandbox-mcp."
 
-/* NUL-terminated copies, made once: the programs go into shell words and uploads as text. */
-static char *copy_of(const char *name)
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static char *runner_b64;
+static size_t runner_b64_len;
+
+/* base64url (RFC 4648 section 5) of n bytes into c, as one line. */
+static void add_b64url(struct buf *c, const void *d, size_t n)
 {
 	size_t len;
-	const unsigned char *d = embed_find(name, &len);
-	char *c = d ? malloc(len + 1) : NULL;
-	if (c) {
-		memcpy(c, d, len);
-		c[len] = '\0';
+	char *s = b64_encode(d, n, &len);
+	if (!s) {
+		c->oom = true;
+		return;
 	}
-	return c;
+	for (size_t i = 0; i < len; i++)
+		s[i] = s[i] == '+' ? '-' : s[i] == '/' ? '_' : s[i];
+	buf_add(c, s, len);
+	buf_add(c, "\n", 1);
+	free(s);
 }
 
 static void load(void)
 {
-	runner = copy_of("backends/daytona/runner.py");
-	sweep = copy_of("backends/daytona/sweep.py");
+	size_t len;
+	const unsigned char *gz = embed_find("backends/daytona/runner.py.gz", &len);
+	struct buf b = {0};
+	if (gz)
+		add_b64url(&b, gz, len);
+	runner_b64 = gz ? buf_take(&b, &runner_b64_len) : NULL;
 }
 
-const char *daytona_runner_py(void)
+/* w single-quoted for a POSIX shell, ' written as '\''. */
+static void quote(struct buf *c, const char *w)
 {
-	pthread_once(&once, load);
-	return runner;
+	buf_add(c, "'", 1);
+	for (const char *p = w; *p; p++) {
+		const char *q = strchr(p, '\'');
+		size_t n = q ? (size_t)(q - p) : strlen(p);
+		buf_add(c, p, n);
+		if (!q)
+			break;
+		buf_add(c, "'\\''", 4);
+		p = q;
+	}
+	buf_add(c, "'", 1);
 }
 
-const char *daytona_sweep_py(void)
+void runner_word(struct buf *c, const char *w)
+{
+	buf_add(c, " ", 1);
+	quote(c, w);
+}
+
+void runner_cmd(struct buf *c, const char *python, const char *mode)
+{
+	quote(c, python);
+	buf_str(c, " -I -S -c");
+	runner_word(c, BOOT);
+	buf_fmt(c, " %s", mode);
+}
+
+void runner_end(struct buf *c, const char *tail, const struct run_file *files, size_t n)
 {
 	pthread_once(&once, load);
-	return sweep;
+	buf_str(c, " <<'" DELIM "'");
+	if (tail)
+		buf_str(c, tail);
+	buf_add(c, "\n", 1);
+	if (!runner_b64)
+		c->oom = true;
+	else
+		buf_add(c, runner_b64, runner_b64_len);
+	for (size_t i = 0; i < n; i++)
+		add_b64url(c, files[i].data, files[i].len);
+	buf_str(c, DELIM "\n");
 }

@@ -1,26 +1,58 @@
 /*
- * The call runner (runner.py of this folder, compiled in): a small Python program the Daytona
- * backend uploads into the sandbox with every call and runs there (`python3 RUNNER run ...` in a toolbox session). It is to a
- * Daytona sandbox what sandbox-agent is to a local one:
+ * The call runner (runner.py and sweep.py of this folder, one program, compiled in gzipped): a
+ * small Python program that does, inside a Daytona sandbox, what sandbox-agent does in a local
+ * one. It is never a file there, which a call could rewrite: every request the backend makes of
+ * it is one synchronous `process/execute` of
  *
- *   run DIR CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD NENV ENV... -- ARGV...
- *       Runs ARGV with exactly ENV, in CWD, stdin /dev/null, stdout and stderr on two pipes.
- *       It is a child subreaper: every process of the call, setsid daemons included, stays
- *       its descendant, and all of them are killed when the call ends (exit, TIMEOUT_MS, or
- *       `kill`). Each stream's first CAP bytes go to DIR/N.head, its last CAP/2
- *       bytes to DIR/N.tail ("OFFSET\n" + bytes, rewritten every 0.2 s); past CAP the full
- *       text goes to SPILL_PREFIX.stdout/.stderr (up to SPILL_MAX) when a prefix is given.
- *       Ends by writing DIR/status: {"exit_code", "timed_out", "killed", "bytes": [n1, n2],
- *       "spilled": [b1, b2], "spill_cut"} or {"error": "..."}.
- *   poll DIR OFF1 OFF2 CHUNK
- *       Prints one JSON line: {"done": status or null, "running": bool (when not done: the
- *       runner's heartbeat, DIR/alive, is under 5 s old),
- *       "s": [{"off": O, "data": base64}, ...]}: up to CHUNK bytes of each stream from its
- *       offset, from the head file, else from the tail window (O > OFF when bytes between
- *       them are gone: only ever past CAP, which the server's output cap drops anyway).
- *   kill DIR
- *       Creates DIR/kill (the runner looks every 0.2 s) and sends SIGTERM to the runner: the
- *       runner kills the call. The file works where the pid does not (another PID namespace).
+ *     PYTHON -I -S -c BOOT MODE ARGS... <<'.sandbox-mcp.'
+ *     <the runner: base64url of its gzip>
+ *     <data lines: base64url, one per file sent along>
+ *     .sandbox-mcp.
+ *
+ * where BOOT executes the first line of its stdin. Data is base64url so that it holds no '/'
+ * (nothing in it looks like a path); the shell reads a here-document a byte at a time, so
+ * large files go up by bulk upload instead. Modes:
+ *
+ *   go DIR WAIT_MS CHUNK KEEP CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD WATCH
+ *      NPUT (SRC DST MODE)... NENV ENV... -- ARGV...
+ *       Puts the files in place (SRC "-": the next data line; else a file uploaded into DIR,
+ *       a fresh folder of an unguessable name; each becomes a new file renamed over DST, so
+ *       whatever the code left at DST, a FIFO or a symlink, is replaced, never opened). Starts
+ *       the call detached: a keeper, in a session of its own (the daemon kills the execute's
+ *       process group, never it) and holding none of the execute's descriptors (so the
+ *       execute answers without waiting for it). The keeper runs ARGV with exactly ENV, in
+ *       CWD, stdin /dev/null, stdout and stderr on two pipes; it is a child subreaper, so
+ *       every process of the call, setsid daemons included, stays its descendant, and all of
+ *       them are killed when the call ends (exit, TIMEOUT_MS, or `kill`). Each stream's first
+ *       CAP bytes go to DIR/N.head, its last CAP/2 bytes to DIR/N.tail ("OFFSET\n" + bytes,
+ *       rewritten every 0.2 s); past CAP the full text goes to SPILL_PREFIX.stdout/.stderr
+ *       (up to SPILL_MAX) when a prefix is given. It ends by writing DIR/status:
+ *       {"exit_code", "timed_out", "killed", "bytes": [n1, n2], "spilled": [b1, b2],
+ *       "spill_errno", "spill_cut", "oom_killed", "memory_limit", "started_ns", "changed"}
+ *       or {"error": "..."}. Then go waits and answers as poll, from offsets 0.
+ *   poll DIR WAIT_MS CHUNK KEEP OFF1 OFF2 SWEPT
+ *       Waits until DIR/status exists, the keeper is gone (its pid and start time are in
+ *       DIR/keeper: a keeper the code killed is seen at once), WAIT_MS pass, or output past
+ *       the offsets has come and 0.25 s passed (at once when CHUNK bytes wait). When the call
+ *       has ended and SWEPT is 0, sweeps (sweep.py: every process of the sandbox's user but
+ *       the KEEP ones, "PID:START,...", and the sweep's own ancestors). Prints one JSON line:
+ *       {"done": status, {"error": ...} for a keeper gone without one, or null,
+ *        "s": [{"off": O, "data": base64}, x2]: up to CHUNK bytes of each stream from its
+ *        offset (O > OFF when bytes between are gone: only ever past CAP),
+ *        "sweep": {"ok", "msg"} when it swept}.
+ *   kill DIR WAIT_MS CHUNK KEEP OFF1 OFF2
+ *       Creates DIR/kill (the keeper looks every 0.2 s, and go will not start a call after
+ *       it) and sends the keeper SIGTERM; waits as poll, then sweeps whatever happened.
+ *   Each of go, poll and kill first kills the one of them that ran for the call before, if it
+ *   still waits: its request was abandoned, and its sweep would kill the new one.
+ *   procs                   prints "PID:STARTTIME,..." of every process (KEEP: taken when the
+ *                           sandbox has started, before any call)
+ *   put SRC DST MODE        puts SRC ("-": the data line) in place as DST, as go does
+ *   list DIR MAX [SKIP]     one JSON line: what lies under DIR (as the agent's AG_LIST)
+ *   get PATH MAX            one JSON line: PATH's first MAX bytes (as the agent's AG_GET)
+ *   getb DIR MAX B64        the same for DIR/NAME, NAME (bytes, not UTF-8) given as base64
+ * SANDBOX_MCP_NO_SWEEP=1 in the toolbox's environment turns the sweep off (the test server sets
+ * it when it cannot give a sandbox a PID namespace of its own, where a sweep would reach the host).
  *
  * Python because every image this backend runs code in has it (it runs execute_python), and
  * it can be a subreaper and read /proc without anything else installed.
@@ -28,23 +60,20 @@
 #ifndef SANDBOX_DAYTONA_RUNNER_H
 #define SANDBOX_DAYTONA_RUNNER_H
 
-/* The runner's source, NUL-terminated; NULL when out of memory. Static. */
-const char *daytona_runner_py(void);
+#include <stddef.h>
 
-/*
- * The sweep (sweep.py of this folder, compiled in): what ends a call's processes even when the call killed its runner (it runs as the
- * same user and can; its setsid descendants then leave the runner's tree). The server runs it
- * after every call with the toolbox's synchronous exec, as `python3 -c SWEEP ...`, so that no
- * file the call could have rewritten is involved:
- *   list          prints "PID:STARTTIME ..." for every process (taken once, when the sandbox
- *                 has started and before any call: the toolbox daemon, the entrypoint, ...)
- *   sweep KEEP... SIGKILLs every process of its user that is not pid 1, not in KEEP, not the
- *                 sweep itself or one of its ancestors (the daemon's exec, the daemon); again
- *                 until none is left, at most 3 s. Exit 0 when none is left, else 1.
- * SANDBOX_MCP_NO_SWEEP=1 in the toolbox's environment turns it off (the test server sets it
- * when it cannot give a sandbox a PID namespace of its own, where a sweep would reach the host).
- */
-/* The sweep's source, NUL-terminated; NULL when out of memory. Static. */
-const char *daytona_sweep_py(void);
+#include "../../src/base/buf.h"
+#include "../run/run.h"
+
+/* Starts a request's command in c: PYTHON -I -S -c BOOT MODE. */
+void runner_cmd(struct buf *c, const char *python, const char *mode);
+
+/* Adds " WORD", quoted for a POSIX shell. */
+void runner_word(struct buf *c, const char *w);
+
+/* Ends the command: tail (more shell text on its line, or NULL), then the here-document with
+ * the runner and one data line per file of files[0..n) (their data; n may be 0). c->oom when
+ * out of memory, the runner included. */
+void runner_end(struct buf *c, const char *tail, const struct run_file *files, size_t n);
 
 #endif

@@ -1,24 +1,36 @@
-# sandbox-mcp's call runner inside a Daytona sandbox (uploaded with every call).
-#   run DIR CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD WATCH NPUT (SRC DST MODE)... NENV ENV... -- ARGV...
-#       the PUT files were uploaded to SRC (in DIR, a fresh folder of an unguessable name) and
-#       are put in place as new files renamed over DST: whatever the code left at DST (a FIFO,
-#       a symlink) is replaced, never opened; WATCH (or ""): a folder; the result says whether
-#       anything under it changed during the call (saves the server a listing when nothing did)
-#   poll DIR OFF1 OFF2 CHUNK   prints one JSON line: output past the offsets, and the end
-#   kill DIR                   asks the runner to kill the call (a file, and SIGTERM)
-#   put SRC DST MODE           puts the uploaded SRC in place as DST (see run)
+# sandbox-mcp's call runner inside a Daytona sandbox (runner.h says it all). It is never a file
+# a call could rewrite: every request of the server sends it (sweep.py and this file, as one
+# program: base64url of gzip) as the first line of a here-document and runs
+#     PYTHON -I -S -c BOOT MODE ARGS... <<'.sandbox-mcp.'
+# where BOOT executes that line; further lines are data (base64url: no '/' in them).
+#   go DIR WAIT_MS CHUNK KEEP CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD WATCH NPUT (SRC DST MODE)... NENV ENV... -- ARGV...
+#       starts the call detached, in a keeper of its own session, then waits as poll does.
+#       SRC "-" is the next data line, else a file uploaded into DIR (a fresh folder of an
+#       unguessable name); each is put in place as a new file renamed over DST: whatever the
+#       code left at DST (a FIFO, a symlink) is replaced, never opened. WATCH (or ""): a
+#       folder; the result says whether anything under it changed during the call
+#   poll DIR WAIT_MS CHUNK KEEP OFF1 OFF2 SWEPT
+#       waits until the call ends, its keeper is gone, WAIT_MS pass, or output past the
+#       offsets has come and 0.25 s passed; sweeps when the call has ended (SWEPT 0); prints
+#       one JSON line: {"done": status or null, "s": [{"off", "data"}, x2], "sweep": ...}
+#   kill DIR WAIT_MS CHUNK KEEP OFF1 OFF2
+#       asks the keeper to kill the call (a file, and SIGTERM), then as poll; sweeps always
+#   procs                      prints the sandbox's processes: the baseline a sweep spares
+#   put SRC DST MODE           puts SRC ("-": the data line) in place as DST (see go)
 #   list DIR MAX [SKIP]        prints one JSON line: what lies under DIR but in DIR/SKIP (folders
 #                              walked to 64 levels, no symlink followed), as the agent's AG_LIST
 #   get PATH MAX               prints one JSON line: PATH's first MAX bytes, as the agent's AG_GET
 #   getb DIR MAX B64           the same for DIR/NAME, NAME (bytes, not UTF-8) given as base64
-# The runner is a child subreaper: every process of the call, setsid ones included, stays its
+# The keeper is a child subreaper: every process of the call, setsid ones included, stays its
 # descendant and is killed when the call ends, by exit, timeout or kill.
-import base64, ctypes, errno, json, os, select, signal, sys, time
+import base64, errno, json, os, select, signal, sys, time
 
 def wfile(path, data):
-    with open(path + '.tmp', 'wb') as f:
+    """Writes path whole or not at all (a reader never sees half of it)."""
+    tmp = '%s.%d.tmp' % (path, os.getpid())
+    with open(tmp, 'wb') as f:
         f.write(data)
-    os.rename(path + '.tmp', path)
+    os.rename(tmp, path)
 
 SEQ = [0]
 
@@ -76,8 +88,14 @@ def create_fresh(path, mode):
         os.close(dfd)
 
 def put(src, dst, mode):
+    """Puts src (the bytes, or the path of an uploaded file) in place as dst (create_fresh)."""
     fd = create_fresh(dst, mode)
     try:
+        if isinstance(src, bytes):
+            v = memoryview(src)
+            while v:
+                v = v[os.write(fd, v):]
+            return
         with open(src, 'rb') as f:
             while True:
                 b = f.read(1 << 20)
@@ -248,6 +266,7 @@ def descendants(me):
     return out
 
 EXITED = {}
+KILLED = []  # the keeper was asked to kill the call (SIGTERM)
 
 def reap():
     try:
@@ -344,26 +363,29 @@ class Stream:
             except OSError as x:
                 s.serr = s.serr or x.errno or 5
 
-def run(a):
-    d, cap, smax, tmo, spill = a[0], int(a[1]), int(a[2]), int(a[3]) / 1000.0, a[4]
-    fb, cwd, watch, nput = a[5] == '1', a[6], a[7], int(a[8])
-    puts, a = a[9:9 + 3 * nput], a[9 + 3 * nput:]
+def run(d, a, data):
+    """The call (go's arguments from CAP on), run by the keeper; data: the files sent inline,
+    in order. Its status."""
+    cap, smax, tmo, spill = int(a[0]), int(a[1]), int(a[2]) / 1000.0, a[3]
+    fb, cwd, watch, nput = a[4] == '1', a[5], a[6], int(a[7])
+    puts, a = a[8:8 + 3 * nput], a[8 + 3 * nput:]
     n = int(a[0])
     env, argv = a[1:1 + n], a[2 + n:]
+    data = iter(data)
     for i in range(0, len(puts), 3):
         try:
-            put(puts[i], puts[i + 1], int(puts[i + 2], 8))
+            put(next(data) if puts[i] == '-' else puts[i], puts[i + 1], int(puts[i + 2], 8))
         except OSError as x:  # as the agent words it
             return {'error': 'writing a file into the sandbox: %s: %s' % (puts[i + 1], x.strerror)}
     cg = memory_cgroup()
     oom_before = oom_kills(cg) if cg else None
     me = os.getpid()
     try:
+        import ctypes  # here alone: every request runs this program, few of them need it
         ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     except Exception:
         pass
-    killed = []
-    signal.signal(signal.SIGTERM, lambda *_: killed.append(1))
+    killed = KILLED
     envd = dict(x.split('=', 1) for x in env if '=' in x)
     prog = argv[0]
     found = '/' in prog and os.path.lexists(prog)
@@ -380,6 +402,8 @@ def run(a):
     r1, w1 = os.pipe()
     r2, w2 = os.pipe()
     streams = [Stream(d, 1, cap, smax, spill), Stream(d, 2, cap, smax, spill)]
+    if os.path.exists(d + '/kill'):
+        return {'error': 'the call was cancelled before it started'}
     started_ns = time.clock_gettime_ns(5 if sys.platform.startswith('linux') else time.CLOCK_REALTIME)  # REALTIME_COARSE
     start = time.monotonic()
     pid = os.fork()
@@ -406,8 +430,6 @@ def run(a):
         os._exit(127)
     os.close(w1)
     os.close(w2)
-    wfile(d + '/pid', b'%d\n' % me)
-    wfile(d + '/alive', b'')
     fds = {r1: streams[0], r2: streams[1]}
     status, timed_out, give_up, last = None, False, None, 0.0
     while fds or status is None:
@@ -422,8 +444,7 @@ def run(a):
         if now - last > 0.2:
             for s in streams:
                 s.flush()
-            wfile(d + '/alive', b'')  # the heartbeat poll reads: pids mean nothing across namespaces
-            if os.path.exists(d + '/kill'):
+            if os.path.exists(d + '/kill'):  # works where a signal cannot reach (another PID namespace)
                 killed.append(1)
             last = now
         if status is None:
@@ -471,47 +492,184 @@ def chunk(d, k, off, size):
         pass
     return off, b''
 
-def poll(d, off1, off2, size):
-    res = {'s': []}
+def status(d):
     try:
         with open(d + '/status') as f:
-            res['done'] = json.load(f)
+            return json.load(f)
     except (OSError, ValueError):
-        res['done'] = None
+        return None
+
+def proc_state(pid):
+    """(state, starttime) of a process, or None when there is none of that pid."""
+    try:
+        with open('/proc/%d/stat' % pid, 'rb') as f:
+            s = f.read()
+        r = s[s.rindex(b')') + 2:].split()
+        return r[0], r[19].decode()
+    except (OSError, ValueError, IndexError):
+        return None
+
+def record(path):
+    """(pid, starttime) of the process recorded in path, or None."""
+    try:
+        with open(path) as f:
+            pid, start = f.read().split()
+        return int(pid), start
+    except (OSError, ValueError):
+        return None
+
+def record_me(path):
+    wfile(path, ('%d %s' % (os.getpid(), proc_state(os.getpid())[1])).encode())
+
+def alive(rec):
+    """Whether the recorded process still runs: the same start time (a pid can be reused), not
+    a zombie."""
+    st = rec and proc_state(rec[0])
+    return bool(st) and st[1] == rec[1] and st[0] not in (b'Z', b'X')
+
+def take_over(d):
+    """Records this process as the call's waiter and kills the one before: the server sends one
+    request of a call at a time, so an earlier one still here was abandoned (its request was
+    cancelled), and it must not sweep, which would kill this one, when the call ends."""
+    old = record(d + '/waiter')
+    if old and old[0] != os.getpid() and alive(old):
         try:
-            res['running'] = time.time() - os.stat(d + '/alive').st_mtime < 5
+            os.kill(old[0], signal.SIGKILL)
         except OSError:
-            res['running'] = False
-    for k, off in ((1, off1), (2, off2)):
+            pass
+    record_me(d + '/waiter')
+
+def out_end(d, k):
+    """How far stream k's output has come, as its files show."""
+    try:
+        n = os.stat('%s/%d.head' % (d, k)).st_size
+    except OSError:
+        return 0
+    try:
+        with open('%s/%d.tail' % (d, k), 'rb') as f:
+            line = f.readline(32)
+            return max(n, int(line) + os.fstat(f.fileno()).st_size - len(line))
+    except (OSError, ValueError):
+        return n
+
+GONE = ('the call runner in the sandbox ended before the call did: the call\'s code may have killed it '
+        '(it runs as the same user)')
+
+def wait_end(d, wait, size, keep, offs, swept, child=None, stop=False):
+    """Waits until the call has ended, its keeper is gone, wait seconds pass, or output past offs
+    has come and 0.25 s passed (at once when a chunk is full); then the answer: the end (after a
+    sweep, unless swept), the output past offs. child: go's (pipe, pid) of the keeper, whose
+    end of file is its end; else the keeper is found by its record. stop (kill): the sweep
+    comes whatever the keeper did."""
+    t0, pipe = time.monotonic(), child and child[0]
+    while True:
+        done, el = status(d), time.monotonic() - t0
+        if done is None:
+            if child:
+                gone = pipe is None
+            else:
+                k = record(d + '/keeper')
+                gone = not alive(k) if k else el > 0.5  # none: go never started one
+            if gone:
+                done = status(d) or {'error': GONE}  # again: a keeper writes its status, then ends
+        if done is not None or el >= wait:
+            break
+        avail = max(out_end(d, k) - off for k, off in ((1, offs[0]), (2, offs[1])))
+        if avail >= size or (avail > 0 and el >= 0.25):
+            break
+        if pipe is not None:
+            if select.select([pipe], [], [], 0.02)[0]:  # end of file: the keeper has ended
+                os.waitpid(child[1], 0)
+                pipe = None
+        else:
+            time.sleep(0.02)
+    if done is None and stop:
+        done = {'error': 'the call did not stop within %d ms of being asked to; its processes were killed'
+                % (wait * 1000)}
+    res = {'done': done, 's': []}
+    for k, off in ((1, offs[0]), (2, offs[1])):
         o, b = chunk(d, k, off, size)
         res['s'].append({'off': o, 'data': base64.b64encode(b).decode()})
+    if done is not None and (stop or not swept):
+        ok, msg = sweep(keep)
+        res['sweep'] = {'ok': ok, 'msg': msg}
     return res
+
+def keeper(d, w, a, data):
+    """go's child, which runs the call: in a session of its own, so that nothing the toolbox does
+    to the execute's process group reaches it, and holding none of the execute's descriptors
+    (its answer waits for them all to close) but w, whose end of file tells go it has ended."""
+    try:
+        signal.signal(signal.SIGTERM, lambda *_: KILLED.append(1))
+        os.setsid()
+        nul = os.open('/dev/null', os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(nul, fd)
+        os.closerange(3, w)
+        os.closerange(w + 1, 1 << 16)
+        record_me(d + '/keeper')
+        res = run(d, a, data)
+    except BaseException as x:  # the runner's own failure: say so, never leave the client waiting
+        res = {'error': 'the call runner failed: %s' % x}
+    try:
+        wfile(d + '/status', json.dumps(res).encode())
+    finally:
+        os._exit(0)
+
+def data_line():
+    return base64.urlsafe_b64decode(sys.stdin.buffer.readline().strip())
+
+def go(a):
+    d, wait, size, keep = a[0], int(a[1]) / 1000.0, int(a[2]), a[3]
+    os.makedirs(d, 0o700, exist_ok=True)
+    if os.path.exists(d + '/kill'):  # this request came after the kill that cancelled it
+        return {'done': {'error': 'the call was cancelled before it started'}, 's': []}
+    nput = int(a[11])
+    data = [data_line() for i in range(nput) if a[12 + 3 * i] == '-']
+    take_over(d)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        keeper(d, w, a[4:], data)
+    os.close(w)
+    return wait_end(d, wait, size, keep, (0, 0), False, (r, pid))
+
+def kill(a):
+    d = a[0]
+    os.makedirs(d, 0o700, exist_ok=True)
+    take_over(d)
+    open(d + '/kill', 'w').close()  # seen within 0.2 s, whatever PID namespace the keeper is in
+    k = record(d + '/keeper')
+    if k and alive(k):
+        try:
+            os.kill(k[0], signal.SIGTERM)
+        except OSError:
+            pass
+    return wait_end(d, int(a[1]) / 1000.0, int(a[2]), a[3], (int(a[4]), int(a[5])), False, stop=True)
+
+def poll(a):
+    d = a[0]
+    take_over(d)
+    return wait_end(d, int(a[1]) / 1000.0, int(a[2]), a[3], (int(a[4]), int(a[5])), a[6] == '1')
 
 def main():
     a = sys.argv[1:]
-    if a[0] == 'run':
+    if a[0] in ('go', 'poll', 'kill'):
         try:
-            os.makedirs(a[1], exist_ok=True)
-            res = run(a[1:])
-        except Exception as x:  # the runner's own failure: say so, never leave the client waiting
-            res = {'error': 'the call runner failed: %s' % x}
-        wfile(a[1] + '/status', json.dumps(res).encode())
-    elif a[0] == 'poll':
-        print(json.dumps(poll(a[1], int(a[2]), int(a[3]), int(a[4]))))
+            res = {'go': go, 'poll': poll, 'kill': kill}[a[0]](a[1:])
+        except Exception as x:
+            print('%s: %s' % (type(x).__name__, x))
+            sys.exit(1)
+        print(json.dumps(res))
+    elif a[0] == 'procs':
+        print(baseline())
     elif a[0] == 'put':
-        put(a[1], a[2], int(a[3], 8))
+        put(data_line() if a[1] == '-' else a[1], a[2], int(a[3], 8))
     elif a[0] == 'list':
         print(json.dumps(listing(a[1], int(a[2]), a[3] if len(a) > 3 else '')))
     elif a[0] == 'get':
         print(json.dumps(get(a[1], int(a[2]))))
     elif a[0] == 'getb':  # getb DIR MAX B64: the file DIR/<the bytes B64 holds>, as get
         print(json.dumps(get(a[1] + '/' + os.fsdecode(base64.b64decode(a[3])), int(a[2]))))
-    elif a[0] == 'kill':
-        open(a[1] + '/kill', 'w').close()  # seen within 0.2 s, whatever namespace we are in
-        try:
-            with open(a[1] + '/pid') as f:
-                os.kill(int(f.read()), signal.SIGTERM)
-        except (OSError, ValueError):
-            pass
 
 main()

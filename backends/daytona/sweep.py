@@ -1,9 +1,17 @@
-# sandbox-mcp's sweep, run with python3 -c after every call (never from a file the call could rewrite).
-#   list            prints "PID:STARTTIME ..." of every process: the sandbox's own, before any call
-#   sweep KEEP...   SIGKILLs every process of this user but pid 1, the KEEP ones, this one and its
-#                   ancestors (the toolbox daemon's exec); until none is left, at most 3 s
-import os, signal, sys, time
+# sandbox-mcp's sweep: the part of the call runner (runner.py, sent with it as one program) that
+# ends what a call left in the sandbox, even when the call killed its keeper (the code runs as
+# the same user and can; its setsid descendants then leave the keeper's tree).
+#   baseline()    "PID:STARTTIME,..." of every process: taken once, when the sandbox has
+#                 started and before any call (the toolbox daemon, the entrypoint, ...)
+#   sweep(keep)   SIGKILLs every process of this user but pid 1, those in keep (a baseline),
+#                 this one and its ancestors (the toolbox daemon's execute, the daemon); again
+#                 until none is left, at most 3 s. (True when none is left, a message)
+# SANDBOX_MCP_NO_SWEEP=1 in the toolbox's environment turns it off (the test server sets it when
+# it cannot give a sandbox a PID namespace of its own, where a sweep would reach the host).
+import os, signal, time
+
 def procs():
+    """{pid: (ppid, starttime, state, uids)} of every process that can be read."""
     out = {}
     for p in os.listdir('/proc'):
         if p.isdigit():
@@ -17,40 +25,39 @@ def procs():
             except (OSError, ValueError, IndexError):
                 pass
     return out
-a = sys.argv[1:]
-if a[:1] == ['list']:
-    print(' '.join('%d:%s' % (p, v[1]) for p, v in sorted(procs().items())))
-    sys.exit(0)
-if os.environ.get('SANDBOX_MCP_NO_SWEEP') == '1':
-    print('sweep: off')
-    sys.exit(0)
-keep, uid, me = set(a[1:]), os.getuid(), os.getpid()
-denied, n, end = set(), 0, time.monotonic() + 3
-while True:
-    ps = procs()
-    mine, p = set(), me
-    while p in ps and p not in mine:
-        mine.add(p)
-        p = ps[p][0]
-    left = [p for p, v in ps.items() if p != 1 and p not in mine and p not in denied and uid in v[3]
-            and v[2] not in (b'Z', b'X') and '%d:%s' % (p, v[1]) not in keep]
-    if not left:
-        print('sweep: %d killed' % n)
-        sys.exit(0)
-    if time.monotonic() > end:
-        print('sweep: %d processes left' % len(left))
-        sys.exit(1)
-    for p in left:
-        try:
-            os.kill(p, signal.SIGSTOP)
-        except OSError:
-            pass
-    for p in left:
-        try:
-            os.kill(p, signal.SIGKILL)
-            n += 1
-        except PermissionError:
-            denied.add(p)
-        except OSError:
-            pass
-    time.sleep(0.02)
+
+def baseline():
+    return ','.join('%d:%s' % (p, v[1]) for p, v in sorted(procs().items()))
+
+def sweep(keep):
+    if os.environ.get('SANDBOX_MCP_NO_SWEEP') == '1':
+        return True, 'sweep: off'
+    keep = set(k for k in keep.split(',') if k)
+    uid, me = os.getuid(), os.getpid()
+    denied, n, end = set(), 0, time.monotonic() + 3
+    while True:
+        ps = procs()
+        mine, p = set(), me
+        while p in ps and p not in mine:
+            mine.add(p)
+            p = ps[p][0]
+        left = [p for p, v in ps.items() if p != 1 and p not in mine and p not in denied and uid in v[3]
+                and v[2] not in (b'Z', b'X') and '%d:%s' % (p, v[1]) not in keep]
+        if not left:
+            return True, 'sweep: %d killed' % n
+        if time.monotonic() > end:
+            return False, 'sweep: %d processes left' % len(left)
+        for p in left:
+            try:
+                os.kill(p, signal.SIGSTOP)
+            except OSError:
+                pass
+        for p in left:
+            try:
+                os.kill(p, signal.SIGKILL)
+                n += 1
+            except PermissionError:
+                denied.add(p)
+            except OSError:
+                pass
+        time.sleep(0.02)

@@ -48,8 +48,10 @@ int http_open(struct http *h, const char *unix_socket, struct err *e)
 		return err_set(e, "%s", curl_why);
 	if (curl_init_rc != CURLE_OK)
 		return err_set(e, "libcurl: %s", curl_easy_strerror(curl_init_rc));
-	if (!(h->curl = curl_easy_init()))
+	if (!(h->curl = curl_easy_init()) || !(h->multi = curl_multi_init())) {
+		http_close(h);
 		return err_set(e, "libcurl: cannot create a handle");
+	}
 	return 0;
 }
 
@@ -66,7 +68,9 @@ void http_close(struct http *h)
 {
 	if (h->curl)
 		curl_easy_cleanup(h->curl);
-	h->curl = NULL;
+	if (h->multi)
+		curl_multi_cleanup(h->multi);
+	h->curl = h->multi = NULL;
 	wipe_free(h->headers);
 	h->headers = NULL;
 }
@@ -146,22 +150,21 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-/* curl_easy_perform, but ended at once when h->cancel_fd turns readable. */
+/* curl_easy_perform, but ended at once when h->cancel_fd turns readable. Every request goes
+ * through the client's one multi handle, cancellable or not: connections live in a multi
+ * handle's cache, so one made for a request alone would close its connection with it, and
+ * the next request would connect (and shake hands) again. */
 static CURLcode perform_cancellable(struct http *h)
 {
-	if (h->cancel_fd < 0)
-		return curl_easy_perform(h->curl);
-	CURLM *m = curl_multi_init();
+	CURLM *m = h->multi;
 	CURLcode rc = CURLE_OK;
-	if (!m || curl_multi_add_handle(m, h->curl) != CURLM_OK) {
-		curl_multi_cleanup(m);
+	if (curl_multi_add_handle(m, h->curl) != CURLM_OK)
 		return CURLE_FAILED_INIT;
-	}
 	for (int running = 1; running;) {
 		struct curl_waitfd w = {.fd = h->cancel_fd, .events = CURL_WAIT_POLLIN};
 		if (curl_multi_perform(m, &running) != CURLM_OK)
 			rc = CURLE_FAILED_INIT;
-		else if (running && curl_multi_poll(m, &w, 1, 1000, NULL) != CURLM_OK)
+		else if (running && curl_multi_poll(m, &w, h->cancel_fd >= 0 ? 1 : 0, 1000, NULL) != CURLM_OK)
 			rc = CURLE_FAILED_INIT;
 		else if (running && w.revents)
 			h->cancelled = true, rc = CURLE_ABORTED_BY_CALLBACK;
@@ -174,7 +177,6 @@ static CURLcode perform_cancellable(struct http *h)
 		if (msg->msg == CURLMSG_DONE)
 			rc = msg->data.result;
 	curl_multi_remove_handle(m, h->curl);
-	curl_multi_cleanup(m);
 	return rc;
 }
 

@@ -22,7 +22,9 @@
 #include "../../src/base/err.h"
 
 struct http {
-	void *curl;              /* CURL *, reused (keep-alive); NULL when closed */
+	void *curl;              /* CURL *, reused; NULL when closed */
+	void *multi;             /* CURLM * every request goes through: its connections are kept
+	                          * alive between requests; NULL when closed */
 	void *headers;           /* struct curl_slist *: sent with every request */
 	char unix_socket[108];   /* the server's socket; "" for TCP */
 	int cancel_fd;           /* while >= 0: a request ends at once when it turns readable */

@@ -1,0 +1,60 @@
+/*
+ * One call in a Daytona sandbox: the server's side of the call runner (runner.h), that is the
+ * toolbox requests a run makes and what their answers mean. Every request is one synchronous
+ * `process/execute` of the runner:
+ *
+ *   go    starts the call and waits in the sandbox until it ends (then the runner sweeps and
+ *         the answer brings the output, the end and the sweep's word), or at most RUN_WAIT_MS,
+ *         or 0.25 s once output has come (so progress keeps flowing). A short call costs this
+ *         one request.
+ *   poll  the same wait again, as long as the call runs; and at once for output left over
+ *         (at most POLL_CHUNK bytes of each stream come in one answer).
+ *   kill  when the call is cancelled (the request in flight is abandoned at once: its waiting
+ *         runner is ended by the next request), when it outlives its deadline by KILL_GRACE_MS
+ *         (a backstop: the runner keeps the deadline itself), and after any failure: it stops
+ *         the call, waits for its end and sweeps.
+ *
+ * A call is over only with the sweep's word that nothing of it is left in the sandbox; when
+ * that word cannot be had, the sandbox is dropped (BACKEND_LOST).
+ */
+#ifndef SANDBOX_DAYTONA_DTCALL_H
+#define SANDBOX_DAYTONA_DTCALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../src/base/err.h"
+#include "../run/run.h"
+
+/* A request was abandoned because the cancel fd turned readable. */
+#define DTCALL_CANCELLED 1
+
+/* How a call reaches its sandbox: the backend's synchronous execute. */
+struct dtcall_exec {
+	/* Runs cmd with process/execute (timeout_s in the sandbox; the request a little longer),
+	 * abandoning it at once when cancel_fd (>= 0) turns readable. 0 with *out (caller frees)
+	 * the combined output and *code its exit code, DTCALL_CANCELLED, or -1 / BACKEND_LOST
+	 * with e set. */
+	int (*run)(void *ctx, const char *cmd, int timeout_s, size_t max_body, int cancel_fd, char **out,
+		   int *code, struct err *e);
+	void *ctx;
+};
+
+struct dtcall_req {
+	const char *python;          /* the sandbox's python; borrowed */
+	const char *keep;            /* the sandbox's own processes ("PID:START,..."), which a
+	                              * sweep spares; borrowed */
+	const char *dir;             /* the call's folder: RUN_DIR/<unguessable name> */
+	bool uploaded;               /* the files are in dir as put-N already; else they go in
+	                              * the go request */
+	uint64_t spill_max;          /* --spill-max */
+};
+
+/* Runs rq in the sandbox, feeding rq->on_output as output comes. 0 with rs filled (a
+ * cancelled call: rs->cancelled, the call stopped and swept), -1 with e set (the call failed,
+ * the sandbox is fine), or BACKEND_LOST. rs->started is set before the first request. */
+int dtcall_run(const struct dtcall_exec *x, const struct dtcall_req *cr, const struct run_req *rq,
+	       struct run_res *rs, struct err *e);
+
+#endif
