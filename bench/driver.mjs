@@ -42,7 +42,7 @@ const log = (m) => process.stderr.write(`bench: ${m}\n`);
 
 // ------------------------------------------------------------------ cases
 const X1M = 'x'.repeat(1e6);
-const PY = { pass: 'pass', sum: 'print(sum(range(10**6)))', mb: "import sys; sys.stdout.write('x' * 10**6)" };
+const PY = { pass: 'pass', sum: 'print(sum(range(10**6)))', mb: "import sys; sys.stdout.write('x' * 10**6)", numpy: 'import numpy' };
 // A host's first call comes after the model has read the tools, not the same millisecond: the
 // `_gap` first-call cases wait this long after tools/list (the others call at once).
 const FIRST_GAP_MS = Number(E.BENCH_FIRST_GAP_MS) || 250;
@@ -51,6 +51,7 @@ const CASES = [
   { id: 'bash_true', unit: 'ms', title: 'bash `true`, warm', vs: 'floor `bash -c true`' },
   { id: 'py_pass', unit: 'ms', title: 'Python `pass`, warm', vs: 'floor `python3 -c pass`' },
   { id: 'py_sum', unit: 'ms', title: 'Python print(sum(range(10**6))), warm', vs: 'floor python3, same script' },
+  { id: 'py_numpy', unit: 'ms', title: 'Python `import numpy`, warm', vs: 'ours local, which imports it cold' },
   { id: 'print_1mb', unit: 'ms', title: 'printing 1 MB (10^6 bytes, returned whole), warm', vs: 'the fastest peer that returned it whole' },
   { id: 'ws_10k', unit: 'ms', title: 'bash `true` in a workspace of 10,000 files, warm', vs: "the line's own warm bash `true`" },
   { id: 'first_bash', unit: 'ms', title: 'first call, bash `true` (fresh server)', vs: 'hardened bwrap start of /usr/bin/true' },
@@ -62,7 +63,7 @@ const CASES = [
   { id: 'rss_idle', unit: 'KiB', title: 'server RSS when idle, after the run (VmRSS)', vs: null },
   { id: 'rss_peak', unit: 'KiB', title: 'server peak RSS (largest VmHWM of its sessions)', vs: null },
 ];
-const WARM = ['bash_true', 'py_pass', 'py_sum', 'print_1mb', 'ws_10k'];
+const WARM = ['bash_true', 'py_pass', 'py_sum', 'py_numpy', 'print_1mb', 'ws_10k'];
 
 // ------------------------------------------------------------------ process lines
 const BWRAP = ['--unshare-all', '--unshare-user', '--uid', '65534', '--gid', '65534', '--die-with-parent',
@@ -196,26 +197,31 @@ function serverLine(name, kind, { spawn, ops, out, tool, version }) {
 let cwdN = 0;
 const freshDir = (tag) => { const d = path.join(TMP, `cwd-${tag}-${++cwdN}`); fs.mkdirSync(d, { recursive: true }); return d; };
 
-function oursLine(backend, name, env = {}) {
+// A line of this server. args: more options; only: the cases it runs (all when not given).
+function oursLine(backend, name, env = {}, args = [], only = null) {
   const server = E.BENCH_SERVER;
-  return serverLine(name, 'ours', {
+  const ops = {
+    bash_true: ['execute_bash_commands', { code: 'true' }],
+    py_pass: ['execute_python', { script: PY.pass }],
+    py_sum: ['execute_python', { script: PY.sum }],
+    py_numpy: ['execute_python', { script: PY.numpy }],
+    print_1mb: ['execute_python', { script: PY.mb }],
+    setup: ['execute_bash_commands', { code: MKFILES }],
+    cleanup: ['cleanup_sandbox', {}],
+  };
+  const L = serverLine(name, 'ours', {
     tool: 'execute_bash_commands',
     version: spawnSync(server, ['--version']).stdout?.toString().trim(),
     spawn: (k) => ({
       command: server, cwd: freshDir('ours'),
-      args: ['--backend', backend, ...(k === 'big' ? ['--result-max', '2M', '--output-cap', '1M'] : [])],
+      args: ['--backend', backend, ...args, ...(k === 'big' ? ['--result-max', '2M', '--output-cap', '1M'] : [])],
       env: { PATH, ...env },
     }),
     out: OURS_OUT,
-    ops: {
-      bash_true: ['execute_bash_commands', { code: 'true' }],
-      py_pass: ['execute_python', { script: PY.pass }],
-      py_sum: ['execute_python', { script: PY.sum }],
-      print_1mb: ['execute_python', { script: PY.mb }],
-      setup: ['execute_bash_commands', { code: MKFILES }],
-      cleanup: ['cleanup_sandbox', {}],
-    },
+    ops: only ? Object.fromEntries(Object.entries(ops).filter(([c]) => only.includes(c))) : ops,
   });
+  if (only) L.has = (c) => only.includes(c);
+  return L;
 }
 
 // Peers: tool names and argument shapes from their tools/list and sources (see bench/README.md).
@@ -226,6 +232,7 @@ const PEERS = {
       bash_true: ['run-code', { languageId: 'shellscript', code: 'true' }],
       py_pass: ['run-code', { languageId: 'python', code: PY.pass }],
       py_sum: ['run-code', { languageId: 'python', code: PY.sum }],
+      py_numpy: ['run-code', { languageId: 'python', code: PY.numpy }],
       print_1mb: ['run-code', { languageId: 'python', code: PY.mb }],
       setup: ['run-code', { languageId: 'shellscript', code: MKFILES }],
     },
@@ -236,6 +243,7 @@ const PEERS = {
       bash_true: ['run_command', { command: 'true' }],
       py_pass: ['run_command', { command: 'python3', stdin: PY.pass }],
       py_sum: ['run_command', { command: 'python3', stdin: PY.sum }],
+      py_numpy: ['run_command', { command: 'python3', stdin: PY.numpy }],
       print_1mb: ['run_command', { command: 'python3', stdin: PY.mb }],
       setup: ['run_command', { command: MKFILES }],
     },
@@ -295,6 +303,7 @@ function lines() {
     py_pass: [['docker', 'exec', E.BENCH_DOCKER_CONTAINER || '-', 'python3', '-c', 'pass']],
   }, { env: dk });
   const odl = oursLine('local', 'ours local');
+  const opre = oursLine('local', 'ours local, numpy preloaded', {}, ['--python-preload', 'numpy'], ['py_pass', 'py_numpy']);
   const odk = oursLine('docker', 'ours docker', { ...dk, SANDBOX_IMAGE: E.BENCH_DOCKER_IMAGE || '' });
   const ms = E.BENCH_DAYTONA_LATENCY_MS || '0';
   const odt = oursLine('daytona', `ours daytona +${ms}ms/req`, {
@@ -303,7 +312,7 @@ function lines() {
   if (E.BENCH_DOCKER_SKIP) dexec.skip = odk.skip = E.BENCH_DOCKER_SKIP;
   if (E.BENCH_DAYTONA_SKIP) odt.skip = E.BENCH_DAYTONA_SKIP;
   odt.daytona = true;
-  L.push(dexec, odl, odk, odt);
+  L.push(dexec, odl, opre, odk, odt);
   for (const [name, p] of Object.entries(PEERS)) L.push(peerLine(name, p));
   return L;
 }
@@ -427,6 +436,7 @@ function report(all, elapsed) {
     .sort((a, b) => med('print_1mb', a.name) - med('print_1mb', b.name))[0]?.name;
   const baseline = {
     bash_true: 'floor bash -c true', py_pass: 'floor python3', py_sum: 'floor python3', print_1mb: fastestPeer,
+    py_numpy: 'ours local',
     first_bash: 'bwrap (hardened)', first_py: 'bwrap (hardened)',
     first_bash_gap: 'bwrap (hardened)', first_py_gap: 'bwrap (hardened)',
   };
