@@ -405,20 +405,37 @@ static int kill_rest(bool kill_them)
 	return d ? n : -1;
 }
 
-/* Whether the interpreter is stopped (by SIGSTOP or the like). */
-static bool stopped(void)
+/* Reads /proc/PID/NAME of the interpreter into buf (n bytes, terminated): its length, or -1. */
+static ssize_t read_proc(const char *name, char *buf, size_t n)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)z.pid);
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)z.pid, name);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	ssize_t r = fd >= 0 ? read(fd, buf, n - 1) : -1;
 	if (fd >= 0)
 		close(fd);
-	if (n <= 0)
+	buf[r > 0 ? r : 0] = '\0';
+	return r;
+}
+
+/* Whether code stopped or killed the interpreter (all it can be sent but SIGKILL and SIGSTOP
+ * is blocked), or is about to have: a signal sent stays pending until it is next scheduled. */
+static bool spoiled(void)
+{
+	char buf[2048];
+	if (read_proc("stat", buf, sizeof buf) > 0) {
+		const char *paren = strrchr(buf, ')');
+		if (paren && paren[1] == ' ' && paren[2] && strchr("TtZX", paren[2]))
+			return true;
+	}
+	if (read_proc("status", buf, sizeof buf) <= 0)
 		return false;
-	buf[n] = '\0';
-	const char *paren = strrchr(buf, ')');
-	return paren && paren[1] == ' ' && (paren[2] == 'T' || paren[2] == 't');
+	for (const char *k = buf; (k = strstr(k, "Pnd:\t")) != NULL; k += 5) {
+		unsigned long long pending = strtoull(k + 5, NULL, 16);
+		if (pending & (1ULL << (SIGSTOP - 1) | 1ULL << (SIGKILL - 1)))
+			return true;
+	}
+	return false;
 }
 
 /* Reaps every child of the agent that has ended: the interpreter (code may have killed it)
@@ -448,9 +465,8 @@ int prestart_kill_others(void (*reaped)(pid_t, int))
 	reap_all(reaped);
 	if (z.phase != READY)
 		return -1; /* it was gone: the plain way */
-	if (stopped()) {
-		/* All it can be sent but SIGKILL is blocked: SIGSTOP is what code can do to it. */
-		stop("code stopped the prestarted interpreter");
+	if (spoiled()) {
+		stop("code stopped or killed the prestarted interpreter");
 		return -1;
 	}
 	if (kill_rest(false) == 0)

@@ -142,9 +142,10 @@ def _become(spec, fds, c, resource, signal, keep, dir0):
     os.closerange(3, 1 << 20)
     try:
         for res, val in rl:
+            val = val if val < 1 << 63 else resource.RLIM_INFINITY  # rlim_t's all ones
             resource.setrlimit(res, (val, val))
         os.chdir(cwd)
-    except OSError as e:
+    except (OSError, ValueError) as e:
         os.write(2, b'sandbox: the call could not start: %s\n' % str(e).encode())
         os._exit(127)
     c[0](_PR_SET_DUMPABLE, 1, 0, 0, 0)
@@ -369,6 +370,7 @@ def _serve(preload):
             ctl.sendall(_frame(b'S') if len(fds) == 2 else _frame(b'E', b'a call needs its two stream fds'))
         elif kind == b'F':
             ctl.sendall(_frame(b'P'))
+            ctl.detach()  # fd 3 is closed with the rest: the object must not close it again later
             return _script(_become(_spec(body), fds, c, resource, signal, keep, dir0))
         elif kind == b'K':
             try:

@@ -229,7 +229,7 @@ static void report_python(struct agenthost *h, FILE *f)
 	}
 	struct run_req rq = {.argv = argv, .env = env, .cwd = WORKSPACE, .cancel_fd = -1, .cap = 4096,
 			     .deadline_ms = clock_ms() + 10000, .prestart = true, .prestart_env = env};
-	struct run_res rs;
+	struct run_res rs = {0};
 	int64_t until = clock_ms() + 10000;
 	int rc = agenthost_run(h, &rq, &rs, &e);
 	while (rc == 0 && clock_ms() < until &&
