@@ -38,7 +38,7 @@
 
 #include "../../agent/proto.h"
 #include "../../backends/agenthost/proxy.h"
-#include "../../backends/agenthost/tree.h"
+#include "../../backends/hostfs/tree.h"
 #include "../../src/base/jsonw.h"
 #include "../../src/base/utf8.h"
 #include "../../src/tools/output.h"
