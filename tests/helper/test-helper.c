@@ -8,6 +8,10 @@
  *                                        "allowed N refused N" at the end
  *   test-helper tree-remove PATH         remove PATH and all below it; prints "removed" or the
  *                                        error
+ *   test-helper beneath OP DIR REL [MODE]
+ *                                        below the folder DIR: OP write (stdin as the file REL,
+ *                                        MODE octal), mkdir or remove REL; prints "ok" or the
+ *                                        error
  *   test-helper addr-allowed HOST ADDR [URL|HOST...]
  *                                        would the proxy connect to ADDR, which HOST resolved to?
  *                                        prints "yes" or "no"
@@ -31,6 +35,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +43,7 @@
 
 #include "../../agent/proto.h"
 #include "../../backends/agenthost/proxy.h"
+#include "../../backends/hostfs/beneath.h"
 #include "../../backends/hostfs/tree.h"
 #include "../../src/base/jsonw.h"
 #include "../../src/base/utf8.h"
@@ -114,6 +120,28 @@ static int cmd_tree_remove(int argc, char **argv)
 	}
 	printf("removed\n");
 	return 0;
+}
+
+static char *slurp(FILE *f, size_t *len);
+
+static int cmd_beneath(int argc, char **argv)
+{
+	if (argc < 3)
+		return 1;
+	int dir = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	unsigned mode = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 8) : 0644;
+	size_t n = 0;
+	char *data = !strcmp(argv[0], "write") ? slurp(stdin, &n) : NULL;
+	int rc = dir < 0 ? -1
+		 : data ? beneath_write(dir, argv[2], data, n, mode)
+		 : !strcmp(argv[0], "mkdir") ? beneath_mkdir(dir, argv[2], mode)
+		 : !strcmp(argv[0], "remove") ? beneath_remove(dir, argv[2])
+		 : (errno = EINVAL, -1);
+	printf("%s\n", rc < 0 ? strerror(errno) : "ok");
+	free(data);
+	if (dir >= 0)
+		close(dir);
+	return rc < 0 ? 1 : 0;
 }
 
 /* All of stdin (or a file); caller frees. */
@@ -311,6 +339,7 @@ static const struct {
 	{"proxy", cmd_proxy},
 	{"addr-allowed", cmd_addr_allowed},
 	{"tree-remove", cmd_tree_remove},
+	{"beneath", cmd_beneath},
 	{"utf8", cmd_utf8},
 	{"jsonw", cmd_jsonw},
 	{"capture", cmd_capture},
