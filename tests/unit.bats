@@ -1,7 +1,7 @@
 # Unit tests below the binary: the server's pure parts, one at a time, through build/test-helper
 # (tests/helper/test-helper.c): UTF-8 repair, the JSON writer, one stream's capture, fitting a
-# result into its budget, the schema validator, the requirement policy, the agent's frames and
-# writing below a host folder.
+# result into its budget, the schema validator, the requirement policy, the agent's frames,
+# writing below a host folder and reading a multipart answer.
 load lib/helpers
 bats_require_minimum_version 1.5.0
 
@@ -196,4 +196,36 @@ hex() { od -An -tx1 -v | tr -d ' \n'; }
 	[ "$("$HELPER" beneath remove "$d" missing/x)" = ok ]
 	# Nothing of a temporary name is left behind.
 	[ -z "$(find "$d" -name '.sandbox-mcp-write-*')" ]
+}
+
+@test "multipart: a bulk download's parts, by Content-Length even when a file holds the boundary; a cut body is malformed" {
+	mp="$BATS_TEST_TMPDIR/mp"
+	python3 - "$mp" <<-'EOF'
+		import sys
+		B = b'DAYTONA-FILE-BOUNDARY'
+		def part(name, fn, data, length=True):
+		    h = b'Content-Disposition: form-data; name="%s"; filename="%s"\r\n' % (name, fn)
+		    if length:
+		        h += b'Content-Type: application/octet-stream\r\nContent-Length: %d\r\n' % len(data)
+		    return b'--' + B + b'\r\n' + h + b'\r\n' + data + b'\r\n'
+		tricky = bytes(range(256)) + b'\r\n--' + B + b'--\r\n'
+		body = (part(b'file', b'/tmp/x/out/0', tricky) + part(b'file', b'/tmp/a\\"b', b'')
+		        + part(b'error', b'/tmp/gone', b'{"statusCode":404}', length=False) + b'--' + B + b'--\r\n')
+		open(sys.argv[1], 'wb').write(body)
+		open(sys.argv[1] + '.cut', 'wb').write(body[:len(body) // 2])
+		open(sys.argv[1] + '.hex', 'w').write(tricky.hex())
+	EOF
+	run "$HELPER" multipart <"$mp"
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 4 ]
+	[ "${lines[0]}" = "file /tmp/x/out/0 285 $(cat "$mp.hex")" ]
+	[ "${lines[1]}" = 'file /tmp/a"b 0 ' ]
+	[ "${lines[2]}" = "error /tmp/gone 18 $(printf '{"statusCode":404}' | od -An -tx1 -v | tr -d ' \n')" ]
+	[ "${lines[3]}" = end ]
+	run "$HELPER" multipart <"$mp.cut"
+	[ "$status" -eq 1 ]
+	[ "${lines[-1]}" = malformed ]
+	run "$HELPER" multipart <<<'{"files": []}'
+	[ "$status" -eq 1 ]
+	[ "$output" = malformed ]
 }

@@ -15,6 +15,8 @@
  *   test-helper addr-allowed HOST ADDR [URL|HOST...]
  *                                        would the proxy connect to ADDR, which HOST resolved to?
  *                                        prints "yes" or "no"
+ *   test-helper multipart                stdin read as a multipart answer: a line "NAME FILENAME
+ *                                        LEN HEX" per part, then "end" or "malformed"
  *   test-helper utf8                     stdin made valid UTF-8, on stdout
  *   test-helper jsonw                    each line of stdin (a JSON value) written by jsonw and
  *                                        by jansson: "same N" (N: the length jsonw_size says)
@@ -43,6 +45,7 @@
 
 #include "../../agent/proto.h"
 #include "../../backends/agenthost/proxy.h"
+#include "../../backends/daytona/multipart.h"
 #include "../../backends/hostfs/beneath.h"
 #include "../../backends/hostfs/tree.h"
 #include "../../src/base/jsonw.h"
@@ -142,6 +145,29 @@ static int cmd_beneath(int argc, char **argv)
 	if (dir >= 0)
 		close(dir);
 	return rc < 0 ? 1 : 0;
+}
+
+static int print_part(void *ctx, const struct multipart_part *p)
+{
+	(void)ctx;
+	printf("%s %s %zu ", p->name[0] ? p->name : "-", p->filename[0] ? p->filename : "-", p->len);
+	for (size_t i = 0; i < p->len; i++)
+		printf("%02x", (unsigned char)p->data[i]);
+	printf("\n");
+	return 0;
+}
+
+static int cmd_multipart(int argc, char **argv)
+{
+	(void)argv;
+	size_t n;
+	char *in = argc == 0 ? slurp(stdin, &n) : NULL;
+	if (!in)
+		return 1;
+	int rc = multipart_each(in, n, print_part, NULL);
+	printf("%s\n", rc ? "malformed" : "end");
+	free(in);
+	return rc ? 1 : 0;
 }
 
 /* All of stdin (or a file); caller frees. */
@@ -340,6 +366,7 @@ static const struct {
 	{"addr-allowed", cmd_addr_allowed},
 	{"tree-remove", cmd_tree_remove},
 	{"beneath", cmd_beneath},
+	{"multipart", cmd_multipart},
 	{"utf8", cmd_utf8},
 	{"jsonw", cmd_jsonw},
 	{"capture", cmd_capture},
