@@ -37,7 +37,6 @@
 #include "../../src/base/base64.h"
 #include "../../src/base/buf.h"
 #include "hosttree.h"
-#include "../../src/base/utf8.h"
 #include "../../src/base/log.h"
 #include "../run/netpolicy.h"
 #include "dtcall.h"
@@ -423,18 +422,6 @@ static int take_baseline(struct daytona *D, struct err *e)
 #define MOUNT_BATCH_BYTES (8u << 20)
 #define MOUNT_BATCH_FILES 256
 
-/* A name the toolbox's JSON and multipart fields carry as it is: UTF-8, no control byte. */
-static bool name_portable(const char *s)
-{
-	for (size_t n = strlen(s), i = 0; i < n;) {
-		size_t k = utf8_char_len(s + i, n - i);
-		if (!k || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return false;
-		i += k;
-	}
-	return true;
-}
-
 /* Uploads parts in one bulk request. 0, or -1 / BACKEND_LOST. */
 static int put_parts(struct daytona *D, const struct rest_file *parts, size_t n, struct err *e)
 {
@@ -462,7 +449,7 @@ static int upload_mount(struct daytona *D, const struct mountspec *m, size_t i, 
 	size_t n = 0, skipped = t.skipped, from = 0;
 	uint64_t batch = 0;
 	for (size_t k = 0; rc == 0 && k < t.n; k++) {
-		if (!name_portable(t.v[k].rel)) {
+		if (!rest_name_ok(t.v[k].rel)) {
 			skipped++;
 			continue;
 		}
@@ -940,7 +927,7 @@ static int daytona_get(struct backend *b, const char *path, size_t max, struct w
 	json_t *j;
 	int rc;
 	size_t wl = strlen(WORKSPACE);
-	if (!name_portable(path) && !strncmp(path, WORKSPACE "/", wl + 1)) {
+	if (!rest_name_ok(path) && !strncmp(path, WORKSPACE "/", wl + 1)) {
 		/* A name that is not UTF-8 cannot travel in the toolbox's JSON command: it goes as
 		 * base64, below the workspace (named as it is, which the test server maps). */
 		char *rel = b64_encode((const unsigned char *)path + wl + 1, strlen(path + wl + 1), NULL);
