@@ -38,6 +38,7 @@ static int walk_dir(struct hosttree_visit *v, int dfd, const char *top, const ch
 			close(dup_fd);
 		return err_sys(e, "%s/%s", top, rel);
 	}
+	rewinddir(d); /* the dup shares its offset with every earlier reading of dfd */
 	int rc = 0;
 	struct dirent *de;
 	while (rc == 0 && (de = readdir(d))) {

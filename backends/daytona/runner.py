@@ -636,6 +636,8 @@ def go(a):
         return {'done': {'error': 'the call was cancelled before it started'}, 's': []}
     nput = int(a[12])
     data = [data_line() for i in range(nput) if a[13 + 3 * i] == '-']
+    if a[4] != '-':
+        ws_clear_out(a[4])
     take_over(d)
     r, w = os.pipe()
     pid = os.fork()

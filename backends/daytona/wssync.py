@@ -9,6 +9,8 @@
 #                 records the new one (STATE/GEN+1.json), and says what changed: folders made,
 #                 names removed, files written (small ones inline, larger ones linked or copied
 #                 into STATE/out/I for the server's bulk download), within the call's bounds
+#   ws_clear_out(spec)  removes those copies, when the next call's go starts (the server has
+#                 fetched them, or its next sync makes them again)
 # A listing is {name: [kind, ino, size, mtime_ns, ctime_ns, mode]}, kind 'f' (a regular file)
 # or 'd' (a folder); symlinks and special files are never in it, so never copied back. The
 # server names the listing it took in: one whose answer was lost is compared with again.
@@ -21,6 +23,7 @@ import base64, json, os
 WS_WALK_MAX = 100000          # names a walk looks at (folders included)
 WS_DEPTH = 64
 WS_INLINE_ONE = 64 << 10      # a file larger than this goes by bulk download
+WS_NAMES_MAX = 4 << 20        # bytes of names one answer carries
 
 def ws_walk(root):
     """(listing, hidden, cut) of root: hidden, the folders that could not be read or lie too
@@ -110,7 +113,8 @@ def ws_prep(root, state, src):
             ws_mkdirs(top, ws_name(b))
         # Files first, then folders from the deepest up: a folder without write permission
         # must not stop what goes on inside it.
-        for (b, mode), kind in [(x, 'f') for x in m['files']] + [(x, 'd') for x in sorted(m['dirs'], reverse=True)]:
+        dirs = sorted(m['dirs'], key=lambda x: ws_name(x[0]), reverse=True)
+        for (b, mode), kind in [(x, 'f') for x in m['files']] + [(x, 'd') for x in dirs]:
             fd = ws_open(top, ws_name(b), os.O_RDONLY | os.O_NONBLOCK | (os.O_DIRECTORY if kind == 'd' else 0))
             try:
                 if kind == 'd' or (os.fstat(fd).st_mode & 0o170000) == 0o100000:
@@ -143,7 +147,8 @@ def ws_take(top, rel, state, i, inline_left):
                 want -= len(c)
             return e, b''.join(b)
         out = '%s/out/%d' % (state, i)
-        try:  # a second name costs nothing: nothing runs before the server has read it
+        try:  # a second name costs nothing: nothing runs before the server has read it, and the
+            # next call's go removes it before the call starts (ws_clear_out)
             os.link('/proc/self/fd/%d' % fd, out)
         except OSError:
             with open(out, 'wb') as f:
@@ -164,14 +169,23 @@ def ws_ancestors(p):
         yield p
         p = p.rpartition('/')[0]
 
+def ws_clear_out(spec):
+    """Removes the copies the last sync made for the server, which has fetched them (or will
+    get them again): before a call starts, so that a linked file's link count is its own."""
+    state = spec.split(':', 6)[6]
+    try:
+        for n in os.listdir(state + '/out'):
+            os.unlink('%s/out/%s' % (state, n))
+    except OSError:
+        pass
+
 def ws_sync(spec):
     g, maxn, maxb, inl, maxrm, root, state = spec.split(':', 6)
     gen, maxn, maxb, inl, maxrm = int(g), int(maxn), int(maxb), int(inl), int(maxrm)
+    ws_clear_out(spec)
     os.makedirs(state + '/out', 0o700, exist_ok=True)
-    for n in os.listdir(state + '/out'):
-        os.unlink('%s/out/%s' % (state, n))
     for n in os.listdir(state):
-        if n.endswith('.json') and n != '%d.json' % gen:
+        if (n.endswith('.json') and n != '%d.json' % gen) or n.endswith('.tmp'):  # a .tmp: a write cut short
             os.unlink('%s/%s' % (state, n))
     try:
         with open('%s/%d.json' % (state, gen)) as f:
@@ -185,13 +199,20 @@ def ws_sync(spec):
     # gone from what a walk did not see.
     gone = [] if cut else sorted((p for p, e in prev.items() if (p not in cur or cur[p][0] != e[0])
                                   and not any(a in hidden for a in ws_ancestors(p.rpartition('/')[0]))), reverse=True)
-    wait = set()
+    wait, names = set(), [0]
+
+    def name(p):  # p's name for the answer, or None when the answer has no room left for it
+        b = ws_b64(p)
+        names[0] += len(b) + 16
+        return b if names[0] <= WS_NAMES_MAX else None
+
     for p in gone:
-        if len(res['rm']) >= maxrm:
+        b = name(p) if len(res['rm']) < maxrm else None
+        if b is None:
             wait.add(p)
             res['left'][0] += 1
             continue
-        res['rm'].append(ws_b64(p))
+        res['rm'].append(b)
         del new[p]
     top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     n = nb = il = 0
@@ -200,14 +221,17 @@ def ws_sync(spec):
             e, o = cur[p], prev.get(p)
             if o is not None and o[0] == e[0] and (e[0] == 'd' or o[1:] == e[1:]):
                 continue
-            if n >= maxn or any(a in wait for a in ws_ancestors(p)) or (e[0] == 'f' and e[2] <= maxb < nb + e[2]):
+            b = None
+            if n < maxn and not any(a in wait for a in ws_ancestors(p)) and not (e[0] == 'f' and e[2] <= maxb < nb + e[2]):
+                b = name(p)
+            if b is None:
                 res['left'][0] += 1
                 res['left'][1] += e[2]
                 continue
             if e[0] == 'd':
-                res['mk'].append([ws_b64(p), e[5] & 0o777])
+                res['mk'].append([b, e[5] & 0o777])
             elif e[2] > maxb:  # never fits a call: said, and not tried again until it changes
-                res['big'].append([ws_b64(p), e[2]])
+                res['big'].append([b, e[2]])
             else:
                 try:
                     e, data = ws_take(top, p, state, len(res['put']), inl - il)
@@ -218,13 +242,13 @@ def ws_sync(spec):
                 if data is not None:
                     il += len(data)
                 nb += e[2]
-                res['put'].append([ws_b64(p), e[5] & 0o777, e[2],
+                res['put'].append([b, e[5] & 0o777, e[2],
                                    base64.b64encode(data).decode() if data is not None else None])
             new[p] = e
             n += 1
     finally:
         os.close(top)
-    if res['rm'] or res['mk'] or res['put'] or res['big']:
+    if res['rm'] or res['mk'] or res['put'] or res['big'] or res['unread']:
         res['gen'] = gen + 1
         wfile('%s/%d.json' % (state, gen + 1), json.dumps(new).encode())
     return res
