@@ -412,7 +412,7 @@ EOF
 	run "$SANDBOX_MCP" --check --workspace "$BATS_TEST_TMPDIR/ws"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"workspace   /workspace in the cloud sandbox, kept in step with --workspace $BATS_TEST_TMPDIR/ws"* ]]
-	[[ "$output" == *"in    when the sandbox is made: 1 files, 3 bytes"* ]]
+	[[ "$output" == *"in    when the sandbox is made: 1 file, 3 bytes"* ]]
 	[[ "$output" == *"back  after every call, before its result"* ]]
 	[ "$(live_sandboxes)" -eq 0 ]
 }

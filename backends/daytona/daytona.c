@@ -848,7 +848,7 @@ static int call_exec(void *ctx, const char *cmd, int timeout_s, size_t max_body,
  * the folder left out). A sandbox found gone on the way is dropped before the next call. */
 static void sync_back(struct daytona *D, json_t *ws, struct run_res *rs)
 {
-	char note[480] = "";
+	char note[440] = "";
 	struct err we = {""};
 	if (ws && wssync_apply(&D->ws, ws, &D->io, note, sizeof note, &we) == BACKEND_LOST)
 		snprintf(D->lost, sizeof D->lost, "%s", we.msg);

@@ -134,11 +134,13 @@ static void describe(struct wssync *w)
 	struct buf b = {0};
 	const struct wssync_seed *c = &w->seed;
 	if (c->left)
-		buf_fmt(&b, "%zu files (%s) of the --workspace folder were not copied into the sandbox (at most %u files "
-			    "and %s are); they stay in the folder. ", c->left, config_fmt_size(c->left_bytes, s1, sizeof s1),
-			WS_SEED_FILES, config_fmt_size(WS_SEED_BYTES, s2, sizeof s2));
+		buf_fmt(&b, "%zu file%s (%s) of the --workspace folder %s not copied into the sandbox (at most %u files "
+			    "and %s are); %s in the folder. ", c->left, c->left == 1 ? "" : "s",
+			config_fmt_size(c->left_bytes, s1, sizeof s1), c->left == 1 ? "was" : "were", WS_SEED_FILES,
+			config_fmt_size(WS_SEED_BYTES, s2, sizeof s2), c->left == 1 ? "it stays" : "they stay");
 	if (c->skipped)
-		buf_fmt(&b, "%zu symlinks, special files or names the toolbox cannot carry in it were skipped. ", c->skipped);
+		buf_fmt(&b, "Skipped in the --workspace folder (symlinks, special files, names the toolbox cannot "
+			    "carry): %zu. ", c->skipped);
 	char *t = buf_take(&b, NULL);
 	size_t l = t ? strlen(t) : 0;
 	snprintf(w->pending, sizeof w->pending, "%.*s", (int)(l ? l - 1 : 0), t ? t : "");

@@ -231,10 +231,12 @@ static void describe(const json_t *ws, const struct applied *a, int rc, const st
 			rc == BACKEND_LOST ? ": the sandbox is gone, and those changes with it."
 					   : "; the next call copies them.");
 	if (nleft > 0)
-		buf_fmt(&b, "%lld changes in the workspace (%s) are not in the --workspace folder yet: a call copies "
-			    "back at most %u files and folders, %u removals and %s; the next call copies them. ",
-			(long long)nleft, config_fmt_size((uint64_t)json_integer_value(json_array_get(left, 1)), s1, sizeof s1),
-			WS_SYNC_ITEMS, WS_SYNC_REMOVALS, config_fmt_size(WS_SYNC_BYTES, s2, sizeof s2));
+		buf_fmt(&b, "%lld change%s in the workspace (%s) %s not in the --workspace folder yet: a call copies "
+			    "back at most %u files and folders, %u removals and %s; the next call copies %s. ",
+			(long long)nleft, nleft == 1 ? "" : "s",
+			config_fmt_size((uint64_t)json_integer_value(json_array_get(left, 1)), s1, sizeof s1),
+			nleft == 1 ? "is" : "are",
+			WS_SYNC_ITEMS, WS_SYNC_REMOVALS, config_fmt_size(WS_SYNC_BYTES, s2, sizeof s2), nleft == 1 ? "it" : "them");
 	if (json_array_size(big)) {
 		char rel[PATH_MAX];
 		const json_t *x = json_array_get(big, 0);
@@ -245,9 +247,9 @@ static void describe(const json_t *ws, const struct applied *a, int rc, const st
 			json_array_size(big) > 1 ? " and more files" : "", config_fmt_size(WS_SYNC_BYTES, s2, sizeof s2));
 	}
 	if (nunread > 0)
-		buf_fmt(&b, "%lld files of the workspace could not be read to copy them back. ", (long long)nunread);
+		buf_fmt(&b, "Files of the workspace that could not be read, so not copied back: %lld. ", (long long)nunread);
 	if (a->failed)
-		buf_fmt(&b, "%zu names could not be written into the --workspace folder (%.150s). ", a->failed, a->first);
+		buf_fmt(&b, "Names that could not be written into the --workspace folder: %zu (%.150s). ", a->failed, a->first);
 	if (json_is_true(json_object_get(ws, "cut")))
 		buf_fmt(&b, "The workspace holds more names than a call compares: removals are not copied back. ");
 	char *t = buf_take(&b, NULL);
@@ -312,12 +314,12 @@ void wssync_report(const struct wssync *w, FILE *f)
 		return;
 	fprintf(f, "    workspace   /workspace in the cloud sandbox, kept in step with --workspace %s (across\n"
 		   "                restarts, crashes and idle removal; cleanup_sandbox empties it):\n"
-		   "                in    when the sandbox is made: %zu files, %s (at most %u files and %s; %zu more\n"
-		   "                      left in the folder; %zu symlinks, special files or unusual names skipped)\n"
+		   "                in    when the sandbox is made: %zu file%s, %s (at most %u files and %s; past them,\n"
+		   "                      %zu left in the folder; skipped: %zu symlinks, special files, unusual names)\n"
 		   "                back  after every call, before its result: new and changed files, new folders,\n"
 		   "                      removals (at most %u files and folders, %u removals and %s a call;\n"
 		   "                      not symlinks or special files)\n",
-		w->dir, w->seed.files, config_fmt_size(w->seed.bytes, s1, sizeof s1), WS_SEED_FILES,
+		w->dir, w->seed.files, w->seed.files == 1 ? "" : "s", config_fmt_size(w->seed.bytes, s1, sizeof s1), WS_SEED_FILES,
 		config_fmt_size(WS_SEED_BYTES, s2, sizeof s2), w->seed.left, w->seed.skipped, WS_SYNC_ITEMS,
 		WS_SYNC_REMOVALS, config_fmt_size(WS_SYNC_BYTES, s3, sizeof s3));
 }

@@ -65,7 +65,7 @@ struct wssync {
 		size_t files, skipped, left;
 		uint64_t bytes, left_bytes;
 	} seed;
-	char pending[256];            /* for the first call's notice; "" for none */
+	char pending[320];            /* for the first call's notice; "" for none */
 };
 
 /* An empty one: no folder, fd -1. */
