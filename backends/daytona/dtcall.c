@@ -79,7 +79,7 @@ static char *go_command(const struct dtcall *c)
 	buf_str(&b, " --");
 	for (size_t i = 0; rq->argv[i]; i++)
 		runner_word(&b, rq->argv[i]);
-	runner_end(&b, NULL, rq->files, cr->uploaded ? 0 : rq->nfiles);
+	(cr->sync ? runner_end_ws : runner_end)(&b, NULL, rq->files, cr->uploaded ? 0 : rq->nfiles);
 	return buf_take(&b, NULL);
 }
 
@@ -96,7 +96,7 @@ static char *wait_command(const struct dtcall *c, const char *mode)
 	buf_fmt(&b, " %llu %llu", (unsigned long long)c->fed[0], (unsigned long long)c->fed[1]);
 	if (!kill)
 		buf_fmt(&b, " %d", c->swept ? 1 : 0);
-	runner_end(&b, NULL, NULL, 0);
+	(c->cr->sync ? runner_end_ws : runner_end)(&b, NULL, NULL, 0);
 	return buf_take(&b, NULL);
 }
 

@@ -1,11 +1,12 @@
 /*
- * The call runner (runner.py, sweep.py and wssync.py of this folder, one program, compiled in
- * gzipped): a small Python program that does, inside a Daytona sandbox, what sandbox-agent does
- * in a local one. It is never a file there, which a call could rewrite: every request the backend makes of
+ * The call runner (runner.py and sweep.py of this folder, one program, compiled in gzipped,
+ * and wssync.py, sent after it in the requests that use it): a small Python program that does,
+ * inside a Daytona sandbox, what sandbox-agent does in a local one. It is never a file there, which a call could rewrite: every request the backend makes of
  * it is one synchronous `process/execute` of
  *
  *     PYTHON -I -S -c BOOT MODE ARGS... <<'.sandbox-mcp.'
  *     <the runner: base64url of its gzip>
+ *     <with a SYNC word, and for wsprep: the workspace sync, the same way>
  *     <data lines: base64url, one per file sent along>
  *     .sandbox-mcp.
  *
@@ -80,5 +81,9 @@ void runner_word(struct buf *c, const char *w);
  * the runner and one data line per file of files[0..n) (their data; n may be 0). c->oom when
  * out of memory, the runner included. */
 void runner_end(struct buf *c, const char *tail, const struct run_file *files, size_t n);
+
+/* The same for a command that uses the workspace sync (a SYNC word, wsprep): its program
+ * (wssync.py, gzipped) goes as the line after the runner's, which the runner executes too. */
+void runner_end_ws(struct buf *c, const char *tail, const struct run_file *files, size_t n);
 
 #endif

@@ -1,8 +1,10 @@
 # sandbox-mcp's call runner inside a Daytona sandbox (runner.h says it all). It is never a file
-# a call could rewrite: every request of the server sends it (sweep.py, wssync.py and this file,
-# as one program: base64url of gzip) as the first line of a here-document and runs
+# a call could rewrite: every request of the server sends it (sweep.py and this file, as one
+# program: base64url of gzip) as the first line of a here-document and runs
 #     PYTHON -I -S -c BOOT MODE ARGS... <<'.sandbox-mcp.'
-# where BOOT executes that line; further lines are data (base64url: no '/' in them).
+# where BOOT executes that line; further lines are data (base64url: no '/' in them). A request
+# with a SYNC word, and wsprep, send the workspace sync (wssync.py) the same way as the second
+# line, which the runner executes too.
 #   go DIR WAIT_MS CHUNK KEEP SYNC CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD WATCH NPUT (SRC DST MODE)... NENV ENV... -- ARGV...
 #       starts the call detached, in a keeper of its own session, then waits as poll does.
 #       SRC "-" is the next data line, else a file uploaded into DIR (a fresh folder of an
@@ -28,7 +30,7 @@
 #   getb DIR MAX B64           the same for DIR/NAME, NAME (bytes, not UTF-8) given as base64
 # The keeper is a child subreaper: every process of the call, setsid ones included, stays its
 # descendant and is killed when the call ends, by exit, timeout or kill.
-import base64, errno, json, os, select, signal, sys, time
+import base64, errno, json, os, select, signal, sys, time, zlib
 
 def wfile(path, data):
     """Writes path whole or not at all (a reader never sees half of it)."""
@@ -666,6 +668,8 @@ def poll(a):
 
 def main():
     a = sys.argv[1:]
+    if a[0] == 'wsprep' or (a[0] in ('go', 'poll', 'kill') and a[5] != '-'):
+        exec(zlib.decompress(base64.urlsafe_b64decode(sys.stdin.buffer.readline()), 31), globals())
     if a[0] in ('go', 'poll', 'kill'):
         try:
             res = {'go': go, 'poll': poll, 'kill': kill}[a[0]](a[1:])

@@ -114,7 +114,7 @@ static int prepare(struct seeding *s, struct err *e)
 	runner_word(&c, s->w->state);
 	runner_word(&c, up ? mpath : "-");
 	struct run_file mf = {NULL, text, len, 0};
-	runner_end(&c, NULL, &mf, up ? 0 : 1);
+	runner_end_ws(&c, NULL, &mf, up ? 0 : 1);
 	if (rc == 0)
 		rc = c.oom ? err_set(e, "out of memory") : s->io->exec(s->io->ctx, c.p, 120, &out, &code, e);
 	json_t *j = rc == 0 && code == 0 ? json_loads(out, 0, NULL) : NULL;

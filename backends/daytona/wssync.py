@@ -1,6 +1,7 @@
-# sandbox-mcp's workspace sync: the part of the call runner (runner.py, sent with it as one
-# program) that tells the server what a call changed in the workspace, so that the server can
-# keep its --workspace folder on the host in step with it (wssync.h says the server's half).
+# sandbox-mcp's workspace sync: the part of the call runner (runner.py; sent after it, and run
+# in its globals, by the requests that use it) that tells the server what a call changed in
+# the workspace, so that the server can keep its --workspace folder on the host in step with it
+# (wssync.h says the server's half).
 #   ws_prep(root, state, manifest)   after the folder's files were uploaded into root: makes
 #                 its empty folders, gives files and folders their modes, and records the
 #                 listing the next sync compares with (STATE/0.json)
