@@ -74,9 +74,10 @@ OBJS := $(patsubst %.c,$(BUILD)/%.o,$(SRCS)) $(BUILD)/embed.o $(BUILD)/embed_tab
 # and the in-sandbox programs in Python (the agent's prestarted interpreter, the Daytona runner).
 # Made ones are named without their $(BUILD)/: the Daytona runner travels in the command of every
 # request, so it goes in compressed (sweep.py and runner.py as one program, gzip, which Python's
-# zlib reads).
+# zlib reads), and its workspace sync (wssync.py) apart, in the requests that use it alone.
 DT_RUNNER_GZ := $(BUILD)/backends/daytona/runner.py.gz
-EMBEDDED := $(sort $(wildcard schemas/*.json) $(wildcard agent/*.py)) $(DT_RUNNER_GZ)
+DT_WSSYNC_GZ := $(BUILD)/backends/daytona/wssync.py.gz
+EMBEDDED := $(sort $(wildcard schemas/*.json) $(wildcard agent/*.py)) $(DT_RUNNER_GZ) $(DT_WSSYNC_GZ)
 AGENT_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard agent/*.c))
 AGENT := $(BUILD)/sandbox-agent
 BIN := $(BUILD)/sandbox-mcp
@@ -131,6 +132,10 @@ $(AGENT): $(AGENT_OBJS)
 $(DT_RUNNER_GZ): backends/daytona/sweep.py backends/daytona/runner.py
 	@mkdir -p $(dir $@)
 	cat $^ | gzip -9n > $@
+
+$(DT_WSSYNC_GZ): backends/daytona/wssync.py
+	@mkdir -p $(dir $@)
+	gzip -9n < $< > $@
 
 $(BUILD)/embed.S: $(EMBEDDED) Makefile
 	@mkdir -p $(BUILD)

@@ -46,8 +46,8 @@ static const struct opt opts[] = {
 	{"max-message", "SANDBOX_MAX_MESSAGE", OPT_SIZE, F(max_message), "16M", "longest request line accepted"},
 	{"keep", "SANDBOX_KEEP", OPT_BOOL, F(keep), "false", "keep the sandbox and workspace at shutdown"},
 	{"workspace", "SANDBOX_WORKSPACE", OPT_STR, F(workspace_dir), "",
-	 "host folder that is the workspace, kept across restarts (where sandboxes run on this host); "
-	 "cleanup_sandbox empties it"},
+	 "host folder that is the workspace, kept across restarts (Daytona copies it in, and each call's "
+	 "changes back); cleanup_sandbox empties it"},
 	{"mount", "SANDBOX_MOUNT", OPT_MOUNT, F(mounts), "",
 	 "HOST_DIR:/mnt/NAME[:rw], repeatable (env: ';' between): a host folder the code sees, read-only unless :rw"},
 	{"state-dir", "SANDBOX_STATE_DIR", OPT_STR, F(state_dir), "",

@@ -406,10 +406,15 @@ EOF
 	[ "$(live_sandboxes)" -eq 0 ]
 }
 
-@test "--workspace is not used by Daytona, and --check says so" {
+@test "--workspace: --check says how Daytona keeps the folder in step with the sandbox (daytona-workspace.bats has the rest)" {
+	mkdir -p "$BATS_TEST_TMPDIR/ws/.sandbox"
+	echo hi >"$BATS_TEST_TMPDIR/ws/a.txt"
 	run "$SANDBOX_MCP" --check --workspace "$BATS_TEST_TMPDIR/ws"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"--workspace $BATS_TEST_TMPDIR/ws is NOT used"* ]]
+	[[ "$output" == *"workspace   /workspace in the cloud sandbox, kept in step with --workspace $BATS_TEST_TMPDIR/ws"* ]]
+	[[ "$output" == *"in    when the sandbox is made: 1 file, 3 bytes"* ]]
+	[[ "$output" == *"back  after every call, before its result"* ]]
+	[ "$(live_sandboxes)" -eq 0 ]
 }
 
 @test "files out: a file whose name is not UTF-8 is read back too (its name travels as base64)" {

@@ -1,6 +1,7 @@
 # Unit tests below the binary: the server's pure parts, one at a time, through build/test-helper
 # (tests/helper/test-helper.c): UTF-8 repair, the JSON writer, one stream's capture, fitting a
-# result into its budget, the schema validator, the requirement policy and the agent's frames.
+# result into its budget, the schema validator, the requirement policy, the agent's frames,
+# writing below a host folder and reading a multipart answer.
 load lib/helpers
 bats_require_minimum_version 1.5.0
 
@@ -145,4 +146,86 @@ hex() { od -An -tx1 -v | tr -d ' \n'; }
 	[ "$("$HELPER" frame-decode 0100000403 1)" = bad ]
 	# A str whose length runs past the frame: bad.
 	[ "$("$HELPER" frame-decode 090000000310000000616263 1)" = bad ]
+}
+
+@test "beneath: writes land below the folder, whole and byte-exact; planted links and FIFOs never lead out or block" {
+	local d="$BATS_TEST_TMPDIR/d" out="$BATS_TEST_TMPDIR/outside"
+	mkdir -p "$d" "$out"
+	echo secret >"$out/secret"
+	# Every byte value, in folders made on the way, with the mode asked for.
+	python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(256)) * 3)' >"$BATS_TEST_TMPDIR/all"
+	[ "$("$HELPER" beneath write "$d" a/b/all.bin 755 <"$BATS_TEST_TMPDIR/all")" = ok ]
+	cmp "$BATS_TEST_TMPDIR/all" "$d/a/b/all.bin"
+	[ "$(stat -c %a "$d/a/b/all.bin")" = 755 ]
+	# A symlink at the name is replaced, its target untouched; a FIFO is replaced, never opened.
+	ln -s "$out/secret" "$d/link"
+	mkfifo "$d/fifo"
+	[ "$(echo new | timeout 5 "$HELPER" beneath write "$d" link)" = ok ]
+	[ "$(echo new | timeout 5 "$HELPER" beneath write "$d" fifo)" = ok ]
+	[ -f "$d/link" ]
+	[ ! -L "$d/link" ]
+	[ -f "$d/fifo" ]
+	[ "$(cat "$d/fifo")" = new ]
+	[ "$(cat "$out/secret")" = secret ]
+	# A symlink on the way is never followed, for a write, a folder or a removal.
+	ln -s "$out" "$d/up"
+	[ "$(echo x | "$HELPER" beneath write "$d" up/secret)" = "$(python3 -c 'import os; print(os.strerror(40))')" ]
+	run "$HELPER" beneath mkdir "$d" up/new
+	[ "$status" -eq 1 ]
+	run "$HELPER" beneath remove "$d" up/secret
+	[ "$status" -eq 1 ]
+	[ "$(cat "$out/secret")" = secret ]
+	[ ! -e "$out/new" ]
+	# Names that climb or are not plain are refused.
+	for rel in ../x a/../../x /abs ./x a//b "" a/.; do
+		run "$HELPER" beneath write "$d" "$rel" <<<x
+		[ "$status" -eq 1 ] || { echo "accepted: $rel"; false; }
+		[ "$output" = "Invalid argument" ]
+	done
+	# A folder: made, and an existing one is fine; a file in the way is not a folder.
+	[ "$("$HELPER" beneath mkdir "$d" e/f 700)" = ok ]
+	[ "$(stat -c %a "$d/e/f")" = 700 ]
+	[ "$("$HELPER" beneath mkdir "$d" e/f)" = ok ]
+	[ "$("$HELPER" beneath mkdir "$d" link)" = "File exists" ]
+	# Removals: a file, a symlink (not its target), an empty folder; a full one stays.
+	[ "$("$HELPER" beneath remove "$d" up)" = ok ]
+	[ -d "$out" ]
+	[ "$("$HELPER" beneath remove "$d" e/f)" = ok ]
+	[ ! -e "$d/e/f" ]
+	[ "$("$HELPER" beneath remove "$d" a/b)" = "Directory not empty" ]
+	[ "$("$HELPER" beneath remove "$d" missing/x)" = ok ]
+	# Nothing of a temporary name is left behind.
+	[ -z "$(find "$d" -name '.sandbox-mcp-write-*')" ]
+}
+
+@test "multipart: a bulk download's parts, by Content-Length even when a file holds the boundary; a cut body is malformed" {
+	mp="$BATS_TEST_TMPDIR/mp"
+	python3 - "$mp" <<-'EOF'
+		import sys
+		B = b'DAYTONA-FILE-BOUNDARY'
+		def part(name, fn, data, length=True):
+		    h = b'Content-Disposition: form-data; name="%s"; filename="%s"\r\n' % (name, fn)
+		    if length:
+		        h += b'Content-Type: application/octet-stream\r\nContent-Length: %d\r\n' % len(data)
+		    return b'--' + B + b'\r\n' + h + b'\r\n' + data + b'\r\n'
+		tricky = bytes(range(256)) + b'\r\n--' + B + b'--\r\n'
+		body = (part(b'file', b'/tmp/x/out/0', tricky) + part(b'file', b'/tmp/a\\"b', b'')
+		        + part(b'error', b'/tmp/gone', b'{"statusCode":404}', length=False) + b'--' + B + b'--\r\n')
+		open(sys.argv[1], 'wb').write(body)
+		open(sys.argv[1] + '.cut', 'wb').write(body[:len(body) // 2])
+		open(sys.argv[1] + '.hex', 'w').write(tricky.hex())
+	EOF
+	run "$HELPER" multipart <"$mp"
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 4 ]
+	[ "${lines[0]}" = "file /tmp/x/out/0 285 $(cat "$mp.hex")" ]
+	[ "${lines[1]}" = 'file /tmp/a"b 0 ' ]
+	[ "${lines[2]}" = "error /tmp/gone 18 $(printf '{"statusCode":404}' | od -An -tx1 -v | tr -d ' \n')" ]
+	[ "${lines[3]}" = end ]
+	run "$HELPER" multipart <"$mp.cut"
+	[ "$status" -eq 1 ]
+	[ "${lines[-1]}" = malformed ]
+	run "$HELPER" multipart <<<'{"files": []}'
+	[ "$status" -eq 1 ]
+	[ "$output" = malformed ]
 }

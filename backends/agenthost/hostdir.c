@@ -14,7 +14,8 @@
 
 #include "hostmount.h"
 #include "../../src/base/log.h"
-#include "tree.h"
+#include "../hostfs/tree.h"
+#include "../hostfs/wsdir.h"
 
 int hostdir_path(char *buf, size_t n, const char *fmt, ...)
 {
@@ -48,57 +49,6 @@ void hostdir_init(struct hostdir *h)
 	memset(h, 0, sizeof *h);
 	h->lock_fd = -1;
 	h->ws_fd = -1;
-}
-
-/* Whether the open folder fd holds nothing. */
-static bool dir_empty(int fd)
-{
-	int d = dup(fd);
-	DIR *dir = d >= 0 ? fdopendir(d) : NULL;
-	if (!dir) {
-		if (d >= 0)
-			close(d);
-		return false;
-	}
-	rewinddir(dir);
-	struct dirent *de;
-	bool empty = true;
-	while (empty && (de = readdir(dir)))
-		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
-	closedir(dir);
-	return empty;
-}
-
-/* --workspace DIR: made if missing, taken when empty or already a workspace (it holds the
- * .sandbox folder every workspace gets), locked, owned by uid:gid. */
-static int take_workspace(struct hostdir *h, const char *path, uid_t uid, gid_t gid, struct err *e)
-{
-	if (mkdir(path, 0755) < 0 && errno != EEXIST)
-		return err_sys(e, "--workspace: creating %s", path);
-	if (!realpath(path, h->ws))
-		return err_sys(e, "--workspace %s", path);
-	int fd = open(h->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return err_sys(e, "--workspace %s", path);
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		close(fd);
-		return err_set(e, "--workspace %s is in use by another sandbox-mcp server", path);
-	}
-	struct stat st;
-	bool ours = fstatat(fd, ".sandbox", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
-	if (!ours && !dir_empty(fd)) {
-		close(fd);
-		return err_set(e, "--workspace %s holds files but is not a workspace (it has no .sandbox folder): give a "
-				  "new or empty folder (--mount shows an existing folder to the code)", path);
-	}
-	if ((!ours && (mkdirat(fd, ".sandbox", 0755) < 0 || fchownat(fd, ".sandbox", uid, gid, AT_SYMLINK_NOFOLLOW) < 0)) ||
-	    fchown(fd, uid, gid) < 0) {
-		err_sys(e, "--workspace %s: making it the sandbox user's", path);
-		close(fd);
-		return -1;
-	}
-	h->ws_fd = fd;
-	return 0;
 }
 
 /* The tmpfs for what is bound into the sandbox: the Docker agent's copy, sockets, folders. */
@@ -160,10 +110,13 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 		err_sys(e, "creating %s", h->host);
 		goto fail;
 	}
-	if (cfg->workspace_dir[0] ? take_workspace(h, cfg->workspace_dir, uid, gid, e) < 0
-				  : (mkdir(h->ws, 0755) < 0 || chown(h->ws, uid, gid) < 0) &&
-					    err_sys(e, "creating the workspace in %s", h->dir) < 0)
+	if (cfg->workspace_dir[0]) {
+		if ((h->ws_fd = wsdir_take(cfg->workspace_dir, uid, gid, h->ws, sizeof h->ws, e)) < 0)
+			goto fail;
+	} else if (mkdir(h->ws, 0755) < 0 || chown(h->ws, uid, gid) < 0) {
+		err_sys(e, "creating the workspace in %s", h->dir);
 		goto fail;
+	}
 	/* A kept workspace must outlive the server as files, whatever becomes of its mounts. */
 	bool usable = false;
 	if (quota && cfg->workspace_dir[0])
@@ -243,7 +196,7 @@ static int remove_dir(const char *dir)
 int hostdir_close(struct hostdir *h, enum hostdir_end how, struct err *e)
 {
 	int rc = 0;
-	if (h->ws_fd >= 0 && how == HOSTDIR_CLEAR && tree_empty(h->ws_fd) < 0)
+	if (h->ws_fd >= 0 && how == HOSTDIR_CLEAR && wsdir_clear(h->ws_fd) < 0)
 		rc = err_sys(e, "could not empty the workspace %s", h->ws);
 	if (h->ws_fd >= 0)
 		close(h->ws_fd);

@@ -10,7 +10,9 @@
  *  - run: one synchronous execute of the call runner (runner.h) starts the call, with its
  *    files, and waits for its end in the sandbox; more only when the call runs on, is
  *    cancelled, or has large files (dtcall.h).
- *  - destroy: DELETE /sandbox/{id}, bounded in time.
+ *  - --workspace DIR: taken and locked before the sandbox is made, copied in before any call
+ *    (wsseed.h), and every call's changes copied back before its result (wssync.h).
+ *  - destroy: DELETE /sandbox/{id}, bounded in time; cleanup_sandbox empties DIR.
  *
  * Why not toolbox sessions and their logs: a session costs requests of its own (create, exec,
  * delete), and the logs endpoint returns the whole log every time (unbounded, quadratic when
@@ -37,12 +39,13 @@
 #include "../../src/base/base64.h"
 #include "../../src/base/buf.h"
 #include "hosttree.h"
-#include "../../src/base/utf8.h"
 #include "../../src/base/log.h"
 #include "../run/netpolicy.h"
 #include "dtcall.h"
 #include "rest.h"
 #include "runner.h"
+#include "wsseed.h"
+#include "wssync.h"
 
 /* Each call's state lives in a fresh folder here, of a name code cannot guess before the call.
  * Files too large to go in the call's command go up into it first, and the runner puts them in
@@ -87,6 +90,9 @@ struct daytona {
 		uint64_t bytes;
 		size_t skipped;    /* symlinks, special files, names the toolbox cannot carry */
 	} mounts[MOUNTS_MAX];
+	struct wssync ws;      /* --workspace DIR, kept in step with /workspace */
+	struct wssync_io io;   /* the requests it makes */
+	char lost[300];        /* why the sandbox is gone, found after a call; "" while it is not */
 };
 
 /* ---------------------------------------------------------------- small helpers */
@@ -423,27 +429,19 @@ static int take_baseline(struct daytona *D, struct err *e)
 #define MOUNT_BATCH_BYTES (8u << 20)
 #define MOUNT_BATCH_FILES 256
 
-/* A name the toolbox's JSON and multipart fields carry as it is: UTF-8, no control byte. */
-static bool name_portable(const char *s)
-{
-	for (size_t n = strlen(s), i = 0; i < n;) {
-		size_t k = utf8_char_len(s + i, n - i);
-		if (!k || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return false;
-		i += k;
-	}
-	return true;
-}
-
-/* Uploads parts in one bulk request. 0, or -1 / BACKEND_LOST. */
-static int put_parts(struct daytona *D, const struct rest_file *parts, size_t n, struct err *e)
+/* Uploads parts in one bulk request (what: what they are, for an error). 0, or -1 /
+ * BACKEND_LOST. */
+static int put_parts(struct daytona *D, const struct rest_file *parts, size_t n, const char *what, struct err *e)
 {
 	struct http_resp rs;
 	if (tbx(D, "POST", "/files/bulk-upload", NULL, parts, n, 120000, SMALL_BODY, &rs, e) < 0)
 		return lost_or_failed(D, e);
 	int rc = 0;
-	if (rs.status != 200)
-		rc = rest_fail(&rs, "copying a --mount folder into the Daytona sandbox", e);
+	if (rs.status != 200) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "copying %s into the Daytona sandbox", what);
+		rc = rest_fail(&rs, msg, e);
+	}
 	http_resp_free(&rs);
 	return rc;
 }
@@ -462,7 +460,7 @@ static int upload_mount(struct daytona *D, const struct mountspec *m, size_t i, 
 	size_t n = 0, skipped = t.skipped, from = 0;
 	uint64_t batch = 0;
 	for (size_t k = 0; rc == 0 && k < t.n; k++) {
-		if (!name_portable(t.v[k].rel)) {
+		if (!rest_name_ok(t.v[k].rel)) {
 			skipped++;
 			continue;
 		}
@@ -474,13 +472,13 @@ static int upload_mount(struct daytona *D, const struct mountspec *m, size_t i, 
 		parts[n] = (struct rest_file){paths[n], t.v[k].data, t.v[k].len};
 		batch += t.v[k].len;
 		if (++n - from >= MOUNT_BATCH_FILES || batch >= MOUNT_BATCH_BYTES) {
-			rc = put_parts(D, parts + from, n - from, e);
+			rc = put_parts(D, parts + from, n - from, "a --mount folder", e);
 			from = n;
 			batch = 0;
 		}
 	}
 	if (rc == 0 && n > from)
-		rc = put_parts(D, parts + from, n - from, e);
+		rc = put_parts(D, parts + from, n - from, "a --mount folder", e);
 	D->mounts[i] = (struct mount_copy){n, 0, skipped};
 	for (size_t k = 0; k < n; k++)
 		D->mounts[i].bytes += parts[k].len;
@@ -521,6 +519,59 @@ static int upload_mounts(struct backend *b, struct err *e)
 	free(out);
 	free(c.p);
 	return rc;
+}
+
+/* ---------------------------------------------------------------- --workspace (wssync.h) */
+
+static int ws_upload(void *ctx, const struct rest_file *parts, size_t n, struct err *e)
+{
+	return put_parts(ctx, parts, n, "the --workspace folder", e);
+}
+
+static int ws_download(void *ctx, const char *const *paths, size_t n, size_t max_body, char **body, size_t *len,
+		       struct err *e)
+{
+	struct daytona *D = ctx;
+	json_t *list = json_array(), *req = json_pack("{s:o}", "paths", list);
+	for (size_t i = 0; list && i < n; i++)
+		json_array_append_new(list, json_string(paths[i]));
+	struct http_resp rs;
+	int rc = req ? tbx(D, "POST", "/files/bulk-download", req, NULL, 0, 300000, max_body, &rs, e)
+		     : err_set(e, "out of memory");
+	json_decref(req);
+	if (rc < 0) {
+		http_resp_free(&rs);
+		return req ? lost_or_failed(D, e) : -1;
+	}
+	if (rs.status != 200) {
+		rest_fail(&rs, "downloading files from the Daytona sandbox", e);
+		http_resp_free(&rs);
+		return lost_or_failed(D, e);
+	}
+	*body = rs.body;
+	*len = rs.len;
+	rs.body = NULL;
+	http_resp_free(&rs);
+	return 0;
+}
+
+static int ws_exec(void *ctx, const char *cmd, int timeout_s, char **out, int *code, struct err *e)
+{
+	return tb_exec(ctx, cmd, timeout_s, SMALL_BODY, -1, out, code, e);
+}
+
+static int fresh_dir(char *dir, size_t n, struct err *e);
+
+/* Takes --workspace DIR (wsdir.h's rules) before the sandbox is made: a folder that may not be
+ * taken costs no sandbox. The runner keeps its listings in a fresh folder of its own. */
+static int take_workspace(struct daytona *D, const char *path, struct err *e)
+{
+	char state[128];
+	if (fresh_dir(state, sizeof state, e) < 0)
+		return -1;
+	D->io = (struct wssync_io){.upload = ws_upload, .download = ws_download, .exec = ws_exec, .ctx = D,
+				   .python = D->python};
+	return wssync_take(&D->ws, path, state, e);
 }
 
 /* Makes the sandbox (see daytona_start). */
@@ -592,7 +643,7 @@ static int make_sandbox(struct backend *b, struct err *e)
 	free(out);
 	if (rc != 0)
 		return -1;
-	if (take_baseline(D, e) < 0 || upload_mounts(b, e) < 0)
+	if (take_baseline(D, e) < 0 || upload_mounts(b, e) < 0 || (D->ws.fd >= 0 && wsseed_run(&D->ws, &D->io, e) != 0))
 		return -1;
 	log_msg(LOG_INFO, "Daytona sandbox %s started (%s)", D->id,
 		D->snapshot[0] ? D->snapshot : D->image[0] ? D->image : "the default snapshot");
@@ -668,6 +719,9 @@ static int daytona_start(struct backend *b, int cancel_fd, struct err *e)
 		return err_sys(e, "getrandom");
 	snprintf(D->attempt, sizeof D->attempt, "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4],
 		 r[5], r[6], r[7]);
+	D->lost[0] = '\0';
+	if (b->cfg->workspace_dir[0] && take_workspace(D, b->cfg->workspace_dir, e) < 0)
+		return -1;
 	D->rest.http.cancel_fd = cancel_fd;
 	forget_own_leftovers(D);
 	int rc = make_sandbox(b, e);
@@ -789,19 +843,39 @@ static int call_exec(void *ctx, const char *cmd, int timeout_s, size_t max_body,
 	return tb_exec(ctx, cmd, timeout_s, max_body, cancel_fd, out, code, e);
 }
 
+/* What the call changed goes to the --workspace folder, whatever became of the call; the
+ * result's notice says what was left out (and, for the sandbox's first call, what its copy of
+ * the folder left out). A sandbox found gone on the way is dropped before the next call. */
+static void sync_back(struct daytona *D, json_t *ws, struct run_res *rs)
+{
+	char note[440] = "";
+	struct err we = {""};
+	if (ws && wssync_apply(&D->ws, ws, &D->io, note, sizeof note, &we) == BACKEND_LOST)
+		snprintf(D->lost, sizeof D->lost, "%s", we.msg);
+	snprintf(rs->notice, sizeof rs->notice, "%s%s%s", D->ws.pending, D->ws.pending[0] && note[0] ? " " : "", note);
+	D->ws.pending[0] = '\0';
+}
+
 static int daytona_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e)
 {
 	struct daytona *D = b->priv;
 	if (!D->id[0] || !D->open)
 		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
-	char dir[128];
+	char dir[128], word[300];
 	if (fresh_dir(dir, sizeof dir, e) < 0)
 		return -1;
 	size_t size = 0;
 	for (size_t i = 0; i < rq->nfiles; i++)
 		size += rq->files[i].len;
+	json_t *ws = NULL;
 	struct dtcall_req cr = {.python = D->python, .keep = D->baseline ? D->baseline : "", .dir = dir,
 				.uploaded = size > INLINE_MAX, .spill_max = b->cfg->spill_max};
+	if (D->ws.fd >= 0) {
+		wssync_word(&D->ws, word, sizeof word);
+		cr.sync = word;
+		cr.ws = &ws;
+		cr.ws_body = WS_BODY;
+	}
 	/* The install step alone may reach the network (--network install). */
 	bool opened = rq->network && b->cfg->network == NET_INSTALL;
 	char *allow = opened ? index_allow_list(b->cfg, e) : NULL;
@@ -824,6 +898,9 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 			rc = BACKEND_LOST;
 		}
 	}
+	if (D->ws.fd >= 0)
+		sync_back(D, ws, rs);
+	json_decref(ws);
 	return rc;
 }
 
@@ -940,7 +1017,7 @@ static int daytona_get(struct backend *b, const char *path, size_t max, struct w
 	json_t *j;
 	int rc;
 	size_t wl = strlen(WORKSPACE);
-	if (!name_portable(path) && !strncmp(path, WORKSPACE "/", wl + 1)) {
+	if (!rest_name_ok(path) && !strncmp(path, WORKSPACE "/", wl + 1)) {
 		/* A name that is not UTF-8 cannot travel in the toolbox's JSON command: it goes as
 		 * base64, below the workspace (named as it is, which the test server maps). */
 		char *rel = b64_encode((const unsigned char *)path + wl + 1, strlen(path + wl + 1), NULL);
@@ -1020,6 +1097,13 @@ static int daytona_destroy(struct backend *b, enum backend_end how, struct err *
 		} else
 			log_msg(LOG_INFO, "deleted Daytona sandbox %s", D->id);
 	}
+	/* After the sandbox: cleanup_sandbox empties the folder whatever became of the delete. */
+	struct err we = {""};
+	if (how == BACKEND_END_CLEANUP && wssync_clear(&D->ws, &we) < 0 && rc == 0) {
+		rc = err_set(e, "%s", we.msg);
+		log_msg(LOG_WARNING, "%s", e->msg);
+	}
+	wssync_release(&D->ws);
 	D->id[0] = '\0';
 	D->tb[0] = '\0';
 	free(D->baseline);
@@ -1053,14 +1137,29 @@ static void daytona_report(struct backend *b, FILE *f)
 				    : "the snapshot's own (--workspace-size applies with --daytona-image alone)");
 	fprintf(f, "    timeouts    the call's timeout; every process of the call killed at its end\n");
 	fprintf(f, "    lifetime    auto-stop when idle, then auto-delete; labelled %s for reaping\n", LABEL);
-	if (cfg->workspace_dir[0])
-		fprintf(f, "    workspace   /workspace in the cloud sandbox: --workspace %s is NOT used (it is for local "
-			   "and Docker); the workspace ends with the sandbox\n", cfg->workspace_dir);
+	wssync_report(&D->ws, f);
 	for (size_t i = 0; i < cfg->mounts.n; i++)
 		fprintf(f, "    mount       %s: a copy of the host folder %s made at creation (%zu files, %s%s%zu skipped); "
 			   "%s; changes stay in the sandbox\n", cfg->mounts.v[i].inside, cfg->mounts.v[i].host,
 			D->mounts[i].files, config_fmt_size(D->mounts[i].bytes, sz, sizeof sz), ", ", D->mounts[i].skipped,
 			cfg->mounts.v[i].rw ? "writable" : "read-only by its files' modes (the code could change them back)");
+}
+
+/* A sandbox found gone after a call (its workspace's files could not be fetched), or whose
+ * --workspace folder was removed on the host, is dropped before the next call, which gets a
+ * new sandbox and a notice, as on the other backends. */
+static int daytona_check(struct backend *b, struct err *e)
+{
+	struct daytona *D = b->priv;
+	if (!D->lost[0] && wssync_removed(&D->ws))
+		snprintf(D->lost, sizeof D->lost, "its workspace %.200s was removed on the host", D->ws.dir);
+	return D->lost[0] ? (err_set(e, "%s", D->lost), BACKEND_LOST) : 0;
+}
+
+static void daytona_init(struct backend *b)
+{
+	struct daytona *D = b->priv;
+	wssync_init(&D->ws);
 }
 
 static bool owner_alive(const char *owner, const char *host)
@@ -1174,6 +1273,8 @@ const struct backend_ops daytona_backend_ops = {
 		    "                       the deprecated DAYTONA_SERVER_URL is read when it is unset)\n"
 		    "  DAYTONA_TARGET       Daytona region for new sandboxes (default: the organisation's)\n",
 	.priv_size = sizeof(struct daytona),
+	.workspace_dir = true,
+	.init = daytona_init,
 	.present = daytona_present,
 	.probe = daytona_probe,
 	.start = daytona_start,
@@ -1181,6 +1282,7 @@ const struct backend_ops daytona_backend_ops = {
 	.put = daytona_put,
 	.list = daytona_list,
 	.get = daytona_get,
+	.check = daytona_check,
 	.destroy = daytona_destroy,
 	.report = daytona_report,
 	.reap = daytona_reap,

@@ -19,6 +19,8 @@
 #define POLL_BODY (4 * POLL_CHUNK) /* base64 of two chunks, JSON, twice-escaped */
 /* The execute's own timeout, beyond the runner's wait: its start, a sweep (3 s at most). */
 #define EXEC_SLACK_S 15
+/* And with a workspace sync: a walk of the workspace, the copies of its larger files. */
+#define SYNC_SLACK_S 45
 
 struct dtcall {
 	const struct dtcall_exec *x;
@@ -55,6 +57,7 @@ static char *go_command(const struct dtcall *c)
 	runner_word(&b, cr->dir);
 	buf_fmt(&b, " %d %u", RUN_WAIT_MS, POLL_CHUNK);
 	runner_word(&b, cr->keep);
+	runner_word(&b, cr->sync ? cr->sync : "-");
 	buf_fmt(&b, " %llu %llu %lld", (unsigned long long)rq->cap, (unsigned long long)cr->spill_max,
 		(long long)(left > 1 ? left : 1));
 	runner_word(&b, rq->spill_prefix ? rq->spill_prefix : "");
@@ -76,7 +79,7 @@ static char *go_command(const struct dtcall *c)
 	buf_str(&b, " --");
 	for (size_t i = 0; rq->argv[i]; i++)
 		runner_word(&b, rq->argv[i]);
-	runner_end(&b, NULL, rq->files, cr->uploaded ? 0 : rq->nfiles);
+	(cr->sync ? runner_end_ws : runner_end)(&b, NULL, rq->files, cr->uploaded ? 0 : rq->nfiles);
 	return buf_take(&b, NULL);
 }
 
@@ -89,10 +92,11 @@ static char *wait_command(const struct dtcall *c, const char *mode)
 	runner_word(&b, c->cr->dir);
 	buf_fmt(&b, " %d %u", kill ? KILL_WAIT_MS : RUN_WAIT_MS, POLL_CHUNK);
 	runner_word(&b, c->cr->keep);
+	runner_word(&b, c->cr->sync ? c->cr->sync : "-");
 	buf_fmt(&b, " %llu %llu", (unsigned long long)c->fed[0], (unsigned long long)c->fed[1]);
 	if (!kill)
 		buf_fmt(&b, " %d", c->swept ? 1 : 0);
-	runner_end(&b, NULL, NULL, 0);
+	(c->cr->sync ? runner_end_ws : runner_end)(&b, NULL, NULL, 0);
 	return buf_take(&b, NULL);
 }
 
@@ -144,8 +148,13 @@ static int answer(struct dtcall *c, char *out, int code, struct err *e)
 	}
 	feed(c, json_object_get(j, "s"));
 	json_t *done = json_object_get(j, "done"), *sw = json_object_get(j, "sweep");
+	json_t *ws = json_object_get(j, "ws");
 	if (json_is_object(done) && !c->done)
 		c->done = json_incref(done);
+	if (json_is_object(ws) && c->cr->ws) {
+		json_decref(*c->cr->ws);
+		*c->cr->ws = json_incref(ws);
+	}
 	int rc = 0;
 	if (json_is_object(sw)) {
 		const char *msg = json_str(sw, "msg");
@@ -172,7 +181,8 @@ static int ask(struct dtcall *c, const char *mode, int cancel_fd, struct err *e)
 		return err_set(e, "out of memory");
 	int wait_s = (!strcmp(mode, "kill") ? KILL_WAIT_MS : RUN_WAIT_MS) / 1000;
 	int code = -1;
-	int rc = c->x->run(c->x->ctx, cmd, wait_s + EXEC_SLACK_S, POLL_BODY, cancel_fd, &out, &code, e);
+	int rc = c->x->run(c->x->ctx, cmd, wait_s + EXEC_SLACK_S + (c->cr->sync ? SYNC_SLACK_S : 0),
+			   POLL_BODY + (c->cr->sync ? c->cr->ws_body : 0), cancel_fd, &out, &code, e);
 	free(cmd);
 	if (rc == 0)
 		rc = answer(c, out, code, e);

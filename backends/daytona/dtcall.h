@@ -20,6 +20,7 @@
 #ifndef SANDBOX_DAYTONA_DTCALL_H
 #define SANDBOX_DAYTONA_DTCALL_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +50,13 @@ struct dtcall_req {
 	bool uploaded;               /* the files are in dir as put-N already; else they go in
 	                              * the go request */
 	uint64_t spill_max;          /* --spill-max */
+	/* The runner's SYNC word (runner.h; NULL: none): with it, the answer that brings the
+	 * sweep's word also brings what the call changed in the workspace, which goes to *ws (a
+	 * new reference; a later one replaces it: the runner took its listing again), and answers
+	 * may be ws_body bytes larger. */
+	const char *sync;
+	json_t **ws;
+	size_t ws_body;
 };
 
 /* Runs rq in the sandbox, feeding rq->on_output as output comes. 0 with rs filled (a

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../src/base/utf8.h"
+
 int rest_open(struct rest *r, struct err *e)
 {
 	memset(r, 0, sizeof *r);
@@ -127,4 +129,15 @@ int rest_fail(const struct http_resp *rs, const char *what, struct err *e)
 			hint = " (the Daytona service failed)";
 	}
 	return err_set(e, "%s: HTTP %ld%s%s%s", what, rs->status, msg && *msg ? ": " : "", msg ? msg : "", hint);
+}
+
+bool rest_name_ok(const char *s)
+{
+	for (size_t n = strlen(s), i = 0; i < n;) {
+		size_t k = utf8_char_len(s + i, n - i);
+		if (!k || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+		i += k;
+	}
+	return true;
 }

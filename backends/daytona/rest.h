@@ -13,6 +13,7 @@
 #define SANDBOX_DAYTONA_REST_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,6 +60,10 @@ char *rest_url(const struct rest *r, const char *path);
 
 /* One request (see http_call). */
 int rest_call(struct rest *r, const struct rest_req *rq, struct http_resp *rs, struct err *e);
+
+/* Whether the name s travels as it is in the toolbox's JSON and multipart fields: UTF-8, no
+ * control byte. */
+bool rest_name_ok(const char *s);
 
 /* Sets e to "WHAT: HTTP <status>: <message of the answer>" with a hint for 401/403/404/429/5xx.
  * Returns -1. */

@@ -2,6 +2,7 @@
 #include "runner.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +15,8 @@
 #define DELIM ".sandbox-mcp."
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char *runner_b64;
-static size_t runner_b64_len;
+static char *runner_b64, *wssync_b64;
+static size_t runner_b64_len, wssync_b64_len;
 
 /* base64url (RFC 4648 section 5) of n bytes into c, as one line. */
 static void add_b64url(struct buf *c, const void *d, size_t n)
@@ -33,14 +34,21 @@ static void add_b64url(struct buf *c, const void *d, size_t n)
 	free(s);
 }
 
-static void load(void)
+/* The embedded program name as one base64url line (caller frees), or NULL. */
+static char *load_one(const char *name, size_t *n)
 {
 	size_t len;
-	const unsigned char *gz = embed_find("backends/daytona/runner.py.gz", &len);
+	const unsigned char *gz = embed_find(name, &len);
 	struct buf b = {0};
 	if (gz)
 		add_b64url(&b, gz, len);
-	runner_b64 = gz ? buf_take(&b, &runner_b64_len) : NULL;
+	return gz ? buf_take(&b, n) : NULL;
+}
+
+static void load(void)
+{
+	runner_b64 = load_one("backends/daytona/runner.py.gz", &runner_b64_len);
+	wssync_b64 = load_one("backends/daytona/wssync.py.gz", &wssync_b64_len);
 }
 
 /* w single-quoted for a POSIX shell, ' written as '\''. */
@@ -73,18 +81,31 @@ void runner_cmd(struct buf *c, const char *python, const char *mode)
 	buf_fmt(c, " %s", mode);
 }
 
-void runner_end(struct buf *c, const char *tail, const struct run_file *files, size_t n)
+/* runner_end, with the workspace sync's line after the runner's when ws. */
+static void end(struct buf *c, const char *tail, const struct run_file *files, size_t n, bool ws)
 {
 	pthread_once(&once, load);
 	buf_str(c, " <<'" DELIM "'");
 	if (tail)
 		buf_str(c, tail);
 	buf_add(c, "\n", 1);
-	if (!runner_b64)
+	if (!runner_b64 || (ws && !wssync_b64))
 		c->oom = true;
 	else
 		buf_add(c, runner_b64, runner_b64_len);
+	if (ws && wssync_b64)
+		buf_add(c, wssync_b64, wssync_b64_len);
 	for (size_t i = 0; i < n; i++)
 		add_b64url(c, files[i].data, files[i].len);
 	buf_str(c, DELIM "\n");
+}
+
+void runner_end(struct buf *c, const char *tail, const struct run_file *files, size_t n)
+{
+	end(c, tail, files, n, false);
+}
+
+void runner_end_ws(struct buf *c, const char *tail, const struct run_file *files, size_t n)
+{
+	end(c, tail, files, n, true);
 }

@@ -1,11 +1,12 @@
 /*
- * The call runner (runner.py and sweep.py of this folder, one program, compiled in gzipped): a
- * small Python program that does, inside a Daytona sandbox, what sandbox-agent does in a local
- * one. It is never a file there, which a call could rewrite: every request the backend makes of
+ * The call runner (runner.py and sweep.py of this folder, one program, compiled in gzipped,
+ * and wssync.py, sent after it in the requests that use it): a small Python program that does,
+ * inside a Daytona sandbox, what sandbox-agent does in a local one. It is never a file there, which a call could rewrite: every request the backend makes of
  * it is one synchronous `process/execute` of
  *
  *     PYTHON -I -S -c BOOT MODE ARGS... <<'.sandbox-mcp.'
  *     <the runner: base64url of its gzip>
+ *     <with a SYNC word, and for wsprep: the workspace sync, the same way>
  *     <data lines: base64url, one per file sent along>
  *     .sandbox-mcp.
  *
@@ -13,7 +14,7 @@
  * (nothing in it looks like a path); the shell reads a here-document a byte at a time, so
  * large files go up by bulk upload instead. Modes:
  *
- *   go DIR WAIT_MS CHUNK KEEP CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD WATCH
+ *   go DIR WAIT_MS CHUNK KEEP SYNC CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD WATCH
  *      NPUT (SRC DST MODE)... NENV ENV... -- ARGV...
  *       Puts the files in place (SRC "-": the next data line; else a file uploaded into DIR,
  *       a fresh folder of an unguessable name; each becomes a new file renamed over DST, so
@@ -30,7 +31,7 @@
  *       {"exit_code", "timed_out", "killed", "bytes": [n1, n2], "spilled": [b1, b2],
  *       "spill_errno", "spill_cut", "oom_killed", "memory_limit", "started_ns", "changed"}
  *       or {"error": "..."}. Then go waits and answers as poll, from offsets 0.
- *   poll DIR WAIT_MS CHUNK KEEP OFF1 OFF2 SWEPT
+ *   poll DIR WAIT_MS CHUNK KEEP SYNC OFF1 OFF2 SWEPT
  *       Waits until DIR/status exists, the keeper is gone (its pid and start time are in
  *       DIR/keeper: a keeper the code killed is seen at once), WAIT_MS pass, or output past
  *       the offsets has come and 0.25 s passed (at once when CHUNK bytes wait). When the call
@@ -39,14 +40,19 @@
  *       {"done": status, {"error": ...} for a keeper gone without one, or null,
  *        "s": [{"off": O, "data": base64}, x2]: up to CHUNK bytes of each stream from its
  *        offset (O > OFF when bytes between are gone: only ever past CAP),
- *        "sweep": {"ok", "msg"} when it swept}.
- *   kill DIR WAIT_MS CHUNK KEEP OFF1 OFF2
+ *        "sweep": {"ok", "msg"} when it swept,
+ *        "ws": with the sweep, unless SYNC is "-": what the call changed in the workspace}.
+ *       SYNC is "-" or GEN:MAXN:MAXB:INLINE:MAXRM:ROOT:STATE: the changes under ROOT since
+ *       the listing STATE/GEN.json, within the bounds (wssync.h has it all).
+ *   kill DIR WAIT_MS CHUNK KEEP SYNC OFF1 OFF2
  *       Creates DIR/kill (the keeper looks every 0.2 s, and go will not start a call after
  *       it) and sends the keeper SIGTERM; waits as poll, then sweeps whatever happened.
  *   Each of go, poll and kill first kills the one of them that ran for the call before, if it
  *   still waits: its request was abandoned, and its sweep would kill the new one.
  *   procs                   prints "PID:STARTTIME,..." of every process (KEEP: taken when the
  *                           sandbox has started, before any call)
+ *   wsprep ROOT STATE SRC   after a --workspace folder was uploaded into ROOT: its folders and
+ *                           modes (the manifest SRC, "-": the data line), the first listing
  *   put SRC DST MODE        puts SRC ("-": the data line) in place as DST, as go does
  *   list DIR MAX [SKIP]     one JSON line: what lies under DIR (as the agent's AG_LIST)
  *   get PATH MAX            one JSON line: PATH's first MAX bytes (as the agent's AG_GET)
@@ -75,5 +81,9 @@ void runner_word(struct buf *c, const char *w);
  * the runner and one data line per file of files[0..n) (their data; n may be 0). c->oom when
  * out of memory, the runner included. */
 void runner_end(struct buf *c, const char *tail, const struct run_file *files, size_t n);
+
+/* The same for a command that uses the workspace sync (a SYNC word, wsprep): its program
+ * (wssync.py, gzipped) goes as the line after the runner's, which the runner executes too. */
+void runner_end_ws(struct buf *c, const char *tail, const struct run_file *files, size_t n);
 
 #endif

@@ -2,20 +2,27 @@
 # a call could rewrite: every request of the server sends it (sweep.py and this file, as one
 # program: base64url of gzip) as the first line of a here-document and runs
 #     PYTHON -I -S -c BOOT MODE ARGS... <<'.sandbox-mcp.'
-# where BOOT executes that line; further lines are data (base64url: no '/' in them).
-#   go DIR WAIT_MS CHUNK KEEP CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD WATCH NPUT (SRC DST MODE)... NENV ENV... -- ARGV...
+# where BOOT executes that line; further lines are data (base64url: no '/' in them). A request
+# with a SYNC word, and wsprep, send the workspace sync (wssync.py) the same way as the second
+# line, which the runner executes too.
+#   go DIR WAIT_MS CHUNK KEEP SYNC CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD WATCH NPUT (SRC DST MODE)... NENV ENV... -- ARGV...
 #       starts the call detached, in a keeper of its own session, then waits as poll does.
 #       SRC "-" is the next data line, else a file uploaded into DIR (a fresh folder of an
 #       unguessable name); each is put in place as a new file renamed over DST: whatever the
 #       code left at DST (a FIFO, a symlink) is replaced, never opened. WATCH (or ""): a
 #       folder; the result says whether anything under it changed during the call
-#   poll DIR WAIT_MS CHUNK KEEP OFF1 OFF2 SWEPT
+#   poll DIR WAIT_MS CHUNK KEEP SYNC OFF1 OFF2 SWEPT
 #       waits until the call ends, its keeper is gone, WAIT_MS pass, or output past the
 #       offsets has come and 0.25 s passed; sweeps when the call has ended (SWEPT 0); prints
-#       one JSON line: {"done": status or null, "s": [{"off", "data"}, x2], "sweep": ...}
-#   kill DIR WAIT_MS CHUNK KEEP OFF1 OFF2
+#       one JSON line: {"done": status or null, "s": [{"off", "data"}, x2], "sweep": ...,
+#       "ws": what the call changed in the workspace, with the sweep, unless SYNC is "-"}
+#   kill DIR WAIT_MS CHUNK KEEP SYNC OFF1 OFF2
 #       asks the keeper to kill the call (a file, and SIGTERM), then as poll; sweeps always
+#   SYNC is "-" or GEN:MAXN:MAXB:INLINE:MAXRM:ROOT:STATE (wssync.py's ws_sync)
 #   procs                      prints the sandbox's processes: the baseline a sweep spares
+#   wsprep ROOT STATE SRC      after a --workspace folder's files were uploaded into ROOT: its
+#                              folders and modes from the manifest SRC ("-": the data line),
+#                              and the first listing (wssync.py's ws_prep)
 #   put SRC DST MODE           puts SRC ("-": the data line) in place as DST (see go)
 #   list DIR MAX [SKIP]        prints one JSON line: what lies under DIR but in DIR/SKIP (folders
 #                              walked to 64 levels, no symlink followed), as the agent's AG_LIST
@@ -23,7 +30,7 @@
 #   getb DIR MAX B64           the same for DIR/NAME, NAME (bytes, not UTF-8) given as base64
 # The keeper is a child subreaper: every process of the call, setsid ones included, stays its
 # descendant and is killed when the call ends, by exit, timeout or kill.
-import base64, errno, json, os, select, signal, sys, time
+import base64, errno, json, os, select, signal, sys, time, zlib
 
 def wfile(path, data):
     """Writes path whole or not at all (a reader never sees half of it)."""
@@ -555,7 +562,7 @@ def out_end(d, k):
 GONE = ('the call runner in the sandbox ended before the call did: the call\'s code may have killed it '
         '(it runs as the same user)')
 
-def wait_end(d, wait, size, keep, offs, swept, child=None, stop=False):
+def wait_end(d, wait, size, keep, sync, offs, swept, child=None, stop=False):
     """Waits until the call has ended, its keeper is gone, wait seconds pass, or output past offs
     has come and 0.25 s passed (at once when a chunk is full); then the answer: the end (after a
     sweep, unless swept), the output past offs. child: go's (pipe, pid) of the keeper, whose
@@ -593,6 +600,11 @@ def wait_end(d, wait, size, keep, offs, swept, child=None, stop=False):
     if done is not None and (stop or not swept):
         ok, msg = sweep(keep)
         res['sweep'] = {'ok': ok, 'msg': msg}
+        if sync != '-':  # nothing of the call runs any more: what it left is what it changed
+            try:
+                res['ws'] = ws_sync(sync)
+            except Exception as x:
+                res['ws'] = {'error': '%s: %s' % (type(x).__name__, x)}
     return res
 
 def keeper(d, w, a, data):
@@ -624,15 +636,17 @@ def go(a):
     os.makedirs(d, 0o700, exist_ok=True)
     if os.path.exists(d + '/kill'):  # this request came after the kill that cancelled it
         return {'done': {'error': 'the call was cancelled before it started'}, 's': []}
-    nput = int(a[11])
-    data = [data_line() for i in range(nput) if a[12 + 3 * i] == '-']
+    nput = int(a[12])
+    data = [data_line() for i in range(nput) if a[13 + 3 * i] == '-']
+    if a[4] != '-':
+        ws_clear_out(a[4])
     take_over(d)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        keeper(d, w, a[4:], data)
+        keeper(d, w, a[5:], data)
     os.close(w)
-    return wait_end(d, wait, size, keep, (0, 0), False, (r, pid))
+    return wait_end(d, wait, size, keep, a[4], (0, 0), False, (r, pid))
 
 def kill(a):
     d = a[0]
@@ -645,15 +659,17 @@ def kill(a):
             os.kill(k[0], signal.SIGTERM)
         except OSError:
             pass
-    return wait_end(d, int(a[1]) / 1000.0, int(a[2]), a[3], (int(a[4]), int(a[5])), False, stop=True)
+    return wait_end(d, int(a[1]) / 1000.0, int(a[2]), a[3], a[4], (int(a[5]), int(a[6])), False, stop=True)
 
 def poll(a):
     d = a[0]
     take_over(d)
-    return wait_end(d, int(a[1]) / 1000.0, int(a[2]), a[3], (int(a[4]), int(a[5])), a[6] == '1')
+    return wait_end(d, int(a[1]) / 1000.0, int(a[2]), a[3], a[4], (int(a[5]), int(a[6])), a[7] == '1')
 
 def main():
     a = sys.argv[1:]
+    if a[0] == 'wsprep' or (a[0] in ('go', 'poll', 'kill') and a[5] != '-'):
+        exec(zlib.decompress(base64.urlsafe_b64decode(sys.stdin.buffer.readline()), 31), globals())
     if a[0] in ('go', 'poll', 'kill'):
         try:
             res = {'go': go, 'poll': poll, 'kill': kill}[a[0]](a[1:])
@@ -663,6 +679,8 @@ def main():
         print(json.dumps(res))
     elif a[0] == 'procs':
         print(baseline())
+    elif a[0] == 'wsprep':
+        print(json.dumps(ws_prep(a[1], a[2], a[3])))
     elif a[0] == 'put':
         put(data_line() if a[1] == '-' else a[1], a[2], int(a[3], 8))
     elif a[0] == 'list':

@@ -51,7 +51,7 @@
 #include "../agenthost/cgroup.h"
 #include "../agenthost/hostdir.h"
 #include "../agenthost/installnet.h"
-#include "../agenthost/tree.h"
+#include "../hostfs/tree.h"
 #include "../backend.h"
 #include "dkapi.h"
 

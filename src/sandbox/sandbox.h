@@ -27,7 +27,7 @@
 #include "../base/config.h"
 #include "../base/err.h"
 
-#define SANDBOX_NOTICE_MAX 512
+#define SANDBOX_NOTICE_MAX 1024
 
 struct sandbox {
 	const struct config *cfg;     /* borrowed */

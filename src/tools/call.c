@@ -50,6 +50,13 @@ static void facts_init(struct result_facts *f, const struct call_ctx *c)
 	f->notice = c->notice[0] ? c->notice : NULL;
 }
 
+void call_add_notice(struct call_ctx *c, const char *notice)
+{
+	size_t l = strlen(c->notice);
+	if (notice[0])
+		snprintf(c->notice + l, sizeof c->notice - l, "%s%s", l ? " " : "", notice);
+}
+
 json_t *call_early_result(const struct call_ctx *c, int exit_code, const char *stderr_text, const char *error,
 			  bool timed_out)
 {
@@ -233,7 +240,9 @@ static json_t *run_program(struct call_ctx *c, struct inputs *in, const char *co
 	struct run_res rs = {0};
 	struct err e = {""};
 	json_t *res = NULL;
-	if (sandbox_run(c->sb, &rq, &rs, c->notice, &e) < 0) {
+	int rc = sandbox_run(c->sb, &rq, &rs, c->notice, &e);
+	call_add_notice(c, rs.notice);
+	if (rc < 0) {
 		/* A full workspace refuses the script file: say how to get out of it. */
 		size_t l = strlen(e.msg);
 		if (in->nfiles && strstr(e.msg, strerror(ENOSPC)))

@@ -29,6 +29,9 @@ struct call_ctx {
 json_t *call_early_result(const struct call_ctx *c, int exit_code, const char *stderr_text, const char *error,
 			  bool timed_out);
 
+/* Adds a run's own notice (run_res.notice; "" for none) to the call's. */
+void call_add_notice(struct call_ctx *c, const char *notice);
+
 /* What the schema cannot say about an execute call's files, env and args (inputs.h): 0, or -1
  * with e saying what is wrong. */
 int call_check(const json_t *args, struct err *e);

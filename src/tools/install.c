@@ -136,9 +136,10 @@ json_t *install_requirements(struct call_ctx *c, const json_t *reqs)
 	struct run_req rq = {.argv = argv, .env = install_env, .cwd = "/tmp", .files = &f, .nfiles = 1,
 			     .network = !offline, .deadline_ms = c->deadline, .cancel_fd = c->tc->cancel_fd,
 			     .cap = cfg->output_cap, .on_output = capture_add, .ctx = &col};
-	struct run_res rs;
+	struct run_res rs = {0};
 	struct err e = {""};
 	int rc = sandbox_run(c->sb, &rq, &rs, c->notice, &e);
+	call_add_notice(c, rs.notice);
 	free(argv);
 	json_t *res = NULL;
 	if (rc < 0) {

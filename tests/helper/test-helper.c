@@ -8,9 +8,15 @@
  *                                        "allowed N refused N" at the end
  *   test-helper tree-remove PATH         remove PATH and all below it; prints "removed" or the
  *                                        error
+ *   test-helper beneath OP DIR REL [MODE]
+ *                                        below the folder DIR: OP write (stdin as the file REL,
+ *                                        MODE octal), mkdir or remove REL; prints "ok" or the
+ *                                        error
  *   test-helper addr-allowed HOST ADDR [URL|HOST...]
  *                                        would the proxy connect to ADDR, which HOST resolved to?
  *                                        prints "yes" or "no"
+ *   test-helper multipart                stdin read as a multipart answer: a line "NAME FILENAME
+ *                                        LEN HEX" per part, then "end" or "malformed"
  *   test-helper utf8                     stdin made valid UTF-8, on stdout
  *   test-helper jsonw                    each line of stdin (a JSON value) written by jsonw and
  *                                        by jansson: "same N" (N: the length jsonw_size says)
@@ -31,6 +37,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +45,9 @@
 
 #include "../../agent/proto.h"
 #include "../../backends/agenthost/proxy.h"
-#include "../../backends/agenthost/tree.h"
+#include "../../backends/daytona/multipart.h"
+#include "../../backends/hostfs/beneath.h"
+#include "../../backends/hostfs/tree.h"
 #include "../../src/base/jsonw.h"
 #include "../../src/base/utf8.h"
 #include "../../src/tools/output.h"
@@ -114,6 +123,51 @@ static int cmd_tree_remove(int argc, char **argv)
 	}
 	printf("removed\n");
 	return 0;
+}
+
+static char *slurp(FILE *f, size_t *len);
+
+static int cmd_beneath(int argc, char **argv)
+{
+	if (argc < 3)
+		return 1;
+	int dir = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	unsigned mode = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 8) : 0644;
+	size_t n = 0;
+	char *data = !strcmp(argv[0], "write") ? slurp(stdin, &n) : NULL;
+	int rc = dir < 0 ? -1
+		 : data ? beneath_write(dir, argv[2], data, n, mode)
+		 : !strcmp(argv[0], "mkdir") ? beneath_mkdir(dir, argv[2], mode)
+		 : !strcmp(argv[0], "remove") ? beneath_remove(dir, argv[2])
+		 : (errno = EINVAL, -1);
+	printf("%s\n", rc < 0 ? strerror(errno) : "ok");
+	free(data);
+	if (dir >= 0)
+		close(dir);
+	return rc < 0 ? 1 : 0;
+}
+
+static int print_part(void *ctx, const struct multipart_part *p)
+{
+	(void)ctx;
+	printf("%s %s %zu ", p->name[0] ? p->name : "-", p->filename[0] ? p->filename : "-", p->len);
+	for (size_t i = 0; i < p->len; i++)
+		printf("%02x", (unsigned char)p->data[i]);
+	printf("\n");
+	return 0;
+}
+
+static int cmd_multipart(int argc, char **argv)
+{
+	(void)argv;
+	size_t n;
+	char *in = argc == 0 ? slurp(stdin, &n) : NULL;
+	if (!in)
+		return 1;
+	int rc = multipart_each(in, n, print_part, NULL);
+	printf("%s\n", rc ? "malformed" : "end");
+	free(in);
+	return rc ? 1 : 0;
 }
 
 /* All of stdin (or a file); caller frees. */
@@ -311,6 +365,8 @@ static const struct {
 	{"proxy", cmd_proxy},
 	{"addr-allowed", cmd_addr_allowed},
 	{"tree-remove", cmd_tree_remove},
+	{"beneath", cmd_beneath},
+	{"multipart", cmd_multipart},
 	{"utf8", cmd_utf8},
 	{"jsonw", cmd_jsonw},
 	{"capture", cmd_capture},

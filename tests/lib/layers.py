@@ -20,6 +20,7 @@ LAYERS = [
     ('a backend', 'backends/*', 45),          # every folder of backends/ but those below
     ('the backend contract', 'backends', 40),
     ('the agent host', 'backends/agenthost', 30),
+    ('host folders', 'backends/hostfs', 28),
     ('the HTTP client', 'backends/http', 25),
     ('runs and results', 'backends/run', 20),
     ('the agent', 'agent', 10),
