@@ -54,7 +54,7 @@ struct applied {
 static void failed(struct applied *a, const char *rel, int err)
 {
 	if (!a->failed++)
-		snprintf(a->first, sizeof a->first, "%s: %s", rel, strerror(err));
+		snprintf(a->first, sizeof a->first, "%.200s: %s", rel, strerror(err));
 }
 
 /* A name the runner sent (base64 of the path's bytes, below the workspace), decoded into out
