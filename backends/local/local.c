@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,6 +45,9 @@
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U
 #endif
+
+/* How long the sandbox's first process may take to build its root and start the agent. */
+#define BUILD_TIMEOUT_MS 30000
 
 /* One instance: its agent and its cgroups. */
 struct local_inst {
@@ -217,8 +221,15 @@ static int start_child(struct local *L, struct local_inst *li, struct plan *p, s
 	close_plan_fds(p);
 	close_fd(&c->err[1]);
 	close_fd(&c->sv[1]);
+	/* Its report, or end of file once it has started the agent: never waited for forever. */
 	struct child_err ce;
-	ssize_t n;
+	ssize_t n = -1;
+	struct pollfd pf = {c->err[0], POLLIN, 0};
+	int pr;
+	while ((pr = poll(&pf, 1, BUILD_TIMEOUT_MS)) < 0 && errno == EINTR)
+		;
+	if (pr == 0)
+		return err_set(e, "building the sandbox took more than %d s", BUILD_TIMEOUT_MS / 1000);
 	do
 		n = read(c->err[0], &ce, sizeof ce);
 	while (n < 0 && errno == EINTR);

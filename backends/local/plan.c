@@ -331,7 +331,10 @@ static int make_root(const struct plan *p)
 {
 	if (!p->fsuid)
 		return run_makes(p);
-	pid_t pid = fork();
+	/* Not glibc's fork(): this process is a raw clone of a threaded server, whose malloc
+	 * locks may have been held by another thread at that moment; fork() takes them first and
+	 * would wait forever. The child makes only system calls. */
+	pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
