@@ -5,6 +5,7 @@
 #ifndef SANDBOX_AGENT_H
 #define SANDBOX_AGENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -62,8 +63,9 @@ int prestart_fd(void);
 void prestart_readable(void);
 
 /* Before a call starts: waits (bounded) until a starting interpreter cannot be written into by
- * the call's code, and, for a while, until it is ready; or ends it. */
-void prestart_settle(void);
+ * the call's code, and, for a call that may run in it (for_python), for a while until it is
+ * ready; or ends it. */
+void prestart_settle(bool for_python);
 
 /* The call in it, with out and err as its stdout and stderr: the pid of the call's process (a
  * child of the agent), or -1 when it cannot (the call is then started plainly). */

@@ -202,7 +202,7 @@ void prestart_readable(void)
 		stop_eof("the prestarted interpreter ended while it started", t == -1);
 }
 
-void prestart_settle(void)
+void prestart_settle(bool for_python)
 {
 	char buf[1024];
 	size_t len;
@@ -212,6 +212,8 @@ void prestart_settle(void)
 		if (t < 0 || heard(t, buf) < 0)
 			stop("the prestarted interpreter did not start in time");
 	}
+	if (!for_python)
+		return;
 	/* Not ready yet (started just after the call before, or importing modules): worth waiting
 	 * for, as a plain start beside it would take longer than what it has left, unless it is
 	 * stuck: then, past four times what the last one took (at least a second, for a loaded

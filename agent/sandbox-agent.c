@@ -1032,7 +1032,7 @@ static void do_run(struct ag_cur *c)
 	int po[2], pe[2], exec_err = 0;
 	const char *what;
 	/* No code runs beside an interpreter that could still be written into. */
-	prestart_settle();
+	prestart_settle(sp.flags & AG_RUN_PRESTART);
 	pid_t pid = sp.flags & AG_RUN_PRESTART ? spawn_prestarted(&sp, po, pe) : -1;
 	call.prestarted = pid > 0;
 	if (pid < 0)
