@@ -42,7 +42,7 @@ export function chartSvg(res) {
   }
   const m = res.machine;
   const sub = `${m.cpu}, ${m.cores} cores, ${m.mem_gib} GiB, Linux ${m.kernel}, Debian ${m.debian}, ${m.date}` +
-    ` (${res.config.rounds} rounds${res.config.quick ? ', quick mode' : ''})`;
+    ` (${res.config.rounds} rounds${res.config.pause_ms ? `, warm calls ${res.config.pause_ms} ms apart` : ''}${res.config.quick ? ', quick mode' : ''})`;
   // The non-time figures, as one line under the axis.
   const rss = Object.entries(res.results.rss_idle || {}).map(([l, r]) => `${l} ${(r.median / 1024).toFixed(1)}`).join(', ');
   const http = Object.entries(res.results.http || {}).map(([l, r]) => `${l}: ${r.median} HTTP requests per warm call`).join('; ');

@@ -333,8 +333,14 @@ function status(pid) {
   } catch { return null; }
 }
 
+// A host's calls are a model's turn apart, not back to back: each timed call of a warm case
+// comes this long after the one before it (of any line), so that what a server does between
+// calls is not charged to the next line's call. 0 measures calls back to back.
+const PAUSE_MS = E.BENCH_PAUSE_MS === undefined ? 100 : Number(E.BENCH_PAUSE_MS);
+
 async function measureOne(line, c) {
   if (failed(c, line.name)) return;
+  if (PAUSE_MS > 0 && !c.startsWith('first_')) await new Promise((res) => setTimeout(res, PAUSE_MS));
   try {
     if (c.startsWith('first_')) {
       if (line.first) {
@@ -451,7 +457,7 @@ function report(all, elapsed) {
   const out = {
     machine: m,
     config: {
-      rounds: ROUNDS, first_rounds: FIRST_ROUNDS, quick: QUICK, elapsed_s: Math.round(elapsed / 1000),
+      rounds: ROUNDS, first_rounds: FIRST_ROUNDS, quick: QUICK, elapsed_s: Math.round(elapsed / 1000), pause_ms: PAUSE_MS,
       bwrap_line: `bwrap ${BWRAP.join(' ')} CMD`, daytona_latency_ms: Number(E.BENCH_DAYTONA_LATENCY_MS || 0),
       ours_1mb_flags: '--result-max 2M --output-cap 1M', path: PATH,
     },
@@ -467,7 +473,7 @@ function report(all, elapsed) {
   p(`sandbox-mcp benchmark, ${m.date}`);
   p(`machine: ${m.cpu}, ${m.cores} cores, ${m.mem_gib} GiB, Linux ${m.kernel}, Debian ${m.debian}; ${m.python3}; driver Node ${m.node_driver}, MCP SDK ${m.sdk}`);
   p(`load average (1, 5, 15 min) at the start ${m.loadavg_start.join(' ')}, at the end ${m.loadavg_end.join(' ')}`);
-  p(`${ROUNDS} rounds interleaved (first calls: ${FIRST_ROUNDS} fresh servers per line), ${Math.round(elapsed / 1000)} s${QUICK ? ', QUICK MODE' : ''}; p99 is the max below 100 samples`);
+  p(`${ROUNDS} rounds interleaved (first calls: ${FIRST_ROUNDS} fresh servers per line), warm calls ${PAUSE_MS} ms apart, ${Math.round(elapsed / 1000)} s${QUICK ? ', QUICK MODE' : ''}; p99 is the max below 100 samples`);
   for (const c of CASES) {
     const rows = all.filter((l) => applies(l, c.id));
     if (!rows.length) continue;
