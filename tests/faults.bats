@@ -65,6 +65,16 @@ EOF2
 	[[ "$output" == *"local    ok"* && "$output" == *"mode        no user namespace"* ]]
 }
 
+@test "a sandbox made ahead while the reader and writer threads allocate never deadlocks (40 fresh servers)" {
+	# The sandbox's first process is a raw clone of the threaded server: a glibc fork() in it
+	# waited forever on a malloc lock another thread held at the clone (3 servers of 40 here).
+	run python3 "$TESTS_DIR/lib/flood.py" "$SANDBOX_MCP" 40
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(tail -1 <<<"$output")" = "answered 40 of 40" ]
+	eventually 10 no_sandbox_processes
+}
+
 @test "a client that stops reading stdout cannot keep the server from shutting down within 2 s" {
 	for how in TERM INT eof; do
 		run python3 "$TESTS_DIR/lib/stalled-client.py" "$how" -- "$SANDBOX_MCP" --output-cap 1M --result-max 2M
