@@ -12,7 +12,9 @@
 # own variables change how Python starts (PYTHON* and the like) is not run here. When what
 # `site` read at start (the package folders' top level, the user site folder) or a file of a
 # module it holds from /workspace changed before the call (a package install), it says so and
-# the call starts plainly.
+# the call starts plainly. A bash call may run while the modules to preload are imported (after
+# 'D'): the folders are read before 'D', and a change meanwhile, or a module file of /workspace
+# written since then, makes the interpreter stale at once.
 #
 # It talks to the agent on fd 3 (a unix stream socket) in frames: u32 length (little endian) of
 # what follows, a type byte, a payload.
@@ -35,40 +37,50 @@ def _frame(kind, payload=b''):
 
 
 def _nodump():
-    """Before anything else: code running as the same user can no longer ptrace this process or
-    write its memory. What ctypes imported for it is forgotten, as if never imported. prctl,
-    memmove and exit, for later."""
+    """Before any code can run beside it: code running as the same user can no longer ptrace
+    this process or write its memory. What ctypes and time imported for it is forgotten, as if
+    never imported. prctl, memmove and exit, for later, and the wall clock (ns) before 'D'."""
     before = set(sys.modules)
     import ctypes
+    import time
     libc = ctypes.CDLL(None, use_errno=True)
     prctl = libc.prctl
     prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     for m in set(sys.modules) - before:
         del sys.modules[m]
+    now = time.time_ns()
     os.write(3, _frame(b'D'))
-    return prctl, ctypes.memmove, libc.exit
+    return prctl, ctypes.memmove, libc.exit, now
 
 
 def _site_state():
-    """What `site` looked at when this interpreter started, and the files of modules it holds
-    from /workspace: what code can change between its start and a call."""
+    """What `site` looked at when this interpreter started (the folders), and the files of
+    modules it holds from /workspace: what code can change between its start and a call."""
     import site
-    state = []
+    folders = []
     for d in [p for p in sys.path if p.startswith('/workspace/')] + [site.getusersitepackages()]:
         try:
             names = sorted(os.listdir(d))
         except OSError as e:
             names = e.errno
-        state.append((d, names))
-    files = [getattr(m, '__file__', None) for m in list(sys.modules.values())]
-    for f in sorted(f for f in files if isinstance(f, str) and
+        folders.append((d, names))
+    files = []
+    mods = [getattr(m, '__file__', None) for m in list(sys.modules.values())]
+    for f in sorted(f for f in mods if isinstance(f, str) and
                     (f.startswith('/workspace/') or f.endswith(('sitecustomize.py', 'usercustomize.py')))):
         try:
             st = os.stat(f)
-            state.append((f, st.st_mtime_ns, st.st_size, st.st_ino))
+            files.append((f, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
         except OSError as e:
-            state.append((f, e.errno))
-    return state
+            files.append((f, e.errno))
+    return folders, files
+
+
+def _changed_since(seen, state, since_ns):
+    """Whether code that ran beside the preloading changed what it read: the folders differ
+    from what `site` saw, or a module file was written or moved in after since_ns (file times
+    come from a coarse clock, hence the margin the caller takes)."""
+    return seen[0] != state[0] or any(len(f) > 2 and max(f[1], f[2]) >= since_ns for f in state[1])
 
 
 def _recv(ctl, socket):
@@ -334,7 +346,9 @@ def _serve(preload):
     """Waits for a call; returns only as the call, with its __main__ module and source."""
     global _LIBC, _KEEP, _BUILTINS, _SIGNAL
     dir0 = sys.path[0] if sys.path else None
+    seen = _site_state()  # no code runs beside this interpreter before its 'D'
     c = _LIBC = _nodump()
+    since = c[3] - 20000000  # file times lag the clock by up to a tick of the kernel
     os.close(4)
     failed = []
     for name in filter(None, preload.split(',')):
@@ -351,6 +365,8 @@ def _serve(preload):
     signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     ctl = socket.socket(fileno=3)
     state = _site_state()
+    if _changed_since(seen, state, since):
+        state = None  # stale: every call is told so
     compile(b'pass', _HERE, 'exec', dont_inherit=True)  # what a first compile sets up, done
     if preload:
         # The preloaded modules' objects are left out of the collections at the call's end,

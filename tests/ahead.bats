@@ -64,7 +64,8 @@ until_made_ahead() { # N: waits until N sandboxes were made ahead
 	[ "${#ids[@]}" -eq 3 ]
 	# 1: the first one was nobody's; removed all the same, and another made in its place.
 	jqe "$(response 1)" '.result.structuredContent.removed == false'
-	[ "${ids[0]}" != "${ids[1]}" ] && [ ! -e "$SANDBOX_STATE_DIR/${ids[0]}" ]
+	[ "${ids[0]}" != "${ids[1]}" ]
+	[ ! -e "$SANDBOX_STATE_DIR/${ids[0]}" ]
 	# 2 ran in the second; 3 removed it; the third, unused, went idle silently.
 	jqe "$(response 2)" ".result.structuredContent.sandbox_id == \"${ids[1]}\" and .result.structuredContent.stdout == \"in-b\n\""
 	jqe "$(response 3)" ".result.structuredContent.removed == true and .result.structuredContent.sandbox_id == \"${ids[1]}\""

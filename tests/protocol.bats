@@ -446,7 +446,8 @@ line_of() {
 }
 
 @test "2026-07-28: log notifications only for a request that asks, all before its response" {
-	mcp_session <<-EOF
+	# No sandbox made ahead: call 1 makes it, and logs that it did.
+	mcp_session --no-sandbox-ahead <<-EOF
 		$(call_json 1 execute_bash_commands '{"code":"echo one"}' "$(modern_meta '{"io.modelcontextprotocol/logLevel":"debug"}')")
 		{"wait": 1}
 		$(call_json 2 cleanup_sandbox '{}' "$(modern_meta)")
@@ -461,7 +462,8 @@ line_of() {
 	last=$(printf '%s\n' "$output" | jq -s '[to_entries[] | select(.value.method == "notifications/message") | .key] | max // -1')
 	resp1=$(line_of '.id == 1')
 	# Call 1 made the sandbox and was told so; every log line came before its response.
-	[ "$first" -ge 0 ] && [ "$last" -lt "$resp1" ]
+	[ "$first" -ge 0 ]
+	[ "$last" -lt "$resp1" ]
 	printf '%s\n' "$output" | jq -e -s 'any(.method == "notifications/message" and (.params.data | test("started")))' >/dev/null
 	# Calls 2 to 4 logged too (removal, a new sandbox, shutdown: see the server's stderr), but
 	# none asked at those levels: nothing reached the client.

@@ -265,7 +265,8 @@ $INIT
 $(call_json 1 execute_bash_commands '{"code":"for i in 1 2 3; do echo tick $i; sleep 1; done"}' '{"progressToken":"tok-1"}')
 EOF
 	n=$(printf '%s\n' "$output" | jq -c 'select(.method == "notifications/progress" and .params.progressToken == "tok-1")' | wc -l)
-	[ "$n" -ge 2 ] && [ "$n" -le 4 ]
+	[ "$n" -ge 2 ]
+	[ "$n" -le 4 ]
 	printf '%s\n' "$output" | jq -e -s '[.[] | select(.method == "notifications/progress") | .params] | (map(.progress) | . == (sort | unique)) and any(.message | test("^tick [12]$"))'
 	jqe "$(response 1)" '.result.structuredContent.exit_code == 0'
 }
@@ -528,7 +529,8 @@ EOF
 @test "--keep keeps the workspace at shutdown" {
 	tool execute_bash_commands '{"code":"echo kept > k.txt"}' --keep
 	d=$(sandbox_dirs)
-	[ -n "$d" ] && [ "$(cat "$d/workspace/k.txt")" = kept ]
+	[ -n "$d" ]
+	[ "$(cat "$d/workspace/k.txt")" = kept ]
 	grep -q "kept the workspace" "$SERVER_LOG"
 }
 
