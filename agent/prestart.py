@@ -10,9 +10,9 @@
 # that the command line can be rewritten in place), fd 4 a pipe holding a first line
 # `_PRELOAD = "MODULE,..."` and this source, with the environment every call has. A call whose
 # own variables change how Python starts (PYTHON* and the like) is not run here. When what
-# `site` read at start (the package folders' top level, the user site folder) or a file of a
-# module it holds from /workspace changed before the call (a package install), it says so and
-# the call starts plainly. A bash call may run while the modules to preload are imported (after
+# `site` read at start (the top level of the package folders and the user site folder, and
+# their .pth files) or a file of a module it holds from /workspace changed before the call (a
+# package install), it says so and the call starts plainly. A bash call may run while the modules to preload are imported (after
 # 'D'): the folders are read before 'D', and a change meanwhile, or a module file of /workspace
 # written since then, makes the interpreter stale at once.
 #
@@ -63,17 +63,23 @@ def _site_state():
             names = sorted(os.listdir(d))
         except OSError as e:
             names = e.errno
+        else:  # what a .pth file says is read at start too
+            names = [(n, _stat(d + '/' + n)) if n.endswith('.pth') else n for n in names]
         folders.append((d, names))
     files = []
     mods = [getattr(m, '__file__', None) for m in list(sys.modules.values())]
     for f in sorted(f for f in mods if isinstance(f, str) and
                     (f.startswith('/workspace/') or f.endswith(('sitecustomize.py', 'usercustomize.py')))):
-        try:
-            st = os.stat(f)
-            files.append((f, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
-        except OSError as e:
-            files.append((f, e.errno))
+        files.append((f,) + _stat(f))
     return folders, files
+
+
+def _stat(f):
+    try:
+        st = os.stat(f)
+        return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino
+    except OSError as e:
+        return (e.errno,)
 
 
 def _changed_since(seen, state, since_ns):

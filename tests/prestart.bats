@@ -125,6 +125,38 @@ cases_run() {
 	sc '.stdout == "True 22\n"'
 }
 
+@test "prestart: a .pth file that changes between calls means a plain start" {
+	mcp_session --log-level debug --no-sandbox-ahead <<-EOF
+		$INIT
+		$(py_call 1 'import os, site
+d = site.getusersitepackages()
+os.makedirs(d)
+for n in "ab":
+    os.makedirs("/workspace/" + n)
+    open("/workspace/%s/m1.py" % n, "w").write("V = %r\n" % n)
+open(d + "/x.pth", "w").write("/workspace/a\n")')
+		{"wait": 1}
+		$(py_call 2 'import m1; print(m1.V)')
+		{"wait": 2}
+		$(py_call 3 'import m1; print(m1.V)')
+		{"wait": 3}
+		$(call_json 4 execute_bash_commands '{"code":"cd ~/.local/lib/python3*/site-packages && echo /workspace/b > x.pth && cat x.pth"}')
+		{"wait": 4}
+		$(py_call 5 'import m1; print(m1.V)')
+	EOF
+	# 2 and 3: started ahead, after call 1, with x.pth read. 5: x.pth says another folder now
+	# (same name and size): plain.
+	[ "$(prestarted | tr '\n' ' ')" = "2 3 " ]
+	for i in 2 3; do
+		result=$(response $i | jq -c .result)
+		sc '.stdout == "a\n"'
+	done
+	result=$(response 4 | jq -c .result)
+	sc '.stdout == "/workspace/b\n"'
+	result=$(response 5 | jq -c .result)
+	sc '.stdout == "b\n"'
+}
+
 @test "prestart: --check says whether calls start in an interpreter started ahead, and why not" {
 	run "$SANDBOX_MCP" --check --backend local
 	[ "$status" -eq 0 ]
