@@ -12,9 +12,10 @@
 # own variables change how Python starts (PYTHON* and the like) is not run here. When what
 # `site` read at start (the top level of the package folders and the user site folder, and
 # their .pth files) or a file of a module it holds from /workspace changed before the call (a
-# package install), it says so and the call starts plainly. A bash call may run while the modules to preload are imported (after
-# 'D'): the folders are read before 'D', and a change meanwhile, or a module file of /workspace
-# written since then, makes the interpreter stale at once.
+# package install), it says so and the call starts plainly. A bash call does not wait for the
+# modules to preload (only for 'D'); the agent trusts only an interpreter it heard ready before
+# the call, so one that was still importing ends with the call's processes, and no code ever
+# runs beside an interpreter that later becomes a call.
 #
 # It talks to the agent on fd 3 (a unix stream socket) in frames: u32 length (little endian) of
 # what follows, a type byte, a payload.
@@ -37,20 +38,18 @@ def _frame(kind, payload=b''):
 
 
 def _nodump():
-    """Before any code can run beside it: code running as the same user can no longer ptrace
-    this process or write its memory. What ctypes and time imported for it is forgotten, as if
-    never imported. prctl, memmove and exit, for later, and the wall clock (ns) before 'D'."""
+    """Before anything else: code running as the same user can no longer ptrace this process or
+    write its memory. What ctypes imported for it is forgotten, as if never imported. prctl,
+    memmove and exit, for later."""
     before = set(sys.modules)
     import ctypes
-    import time
     libc = ctypes.CDLL(None, use_errno=True)
     prctl = libc.prctl
     prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     for m in set(sys.modules) - before:
         del sys.modules[m]
-    now = time.time_ns()
     os.write(3, _frame(b'D'))
-    return prctl, ctypes.memmove, libc.exit, now
+    return prctl, ctypes.memmove, libc.exit
 
 
 def _site_state():
@@ -63,8 +62,9 @@ def _site_state():
             names = sorted(os.listdir(d))
         except OSError as e:
             names = e.errno
-        else:  # what a .pth file says is read at start too
-            names = [(n, _stat(d + '/' + n)) if n.endswith('.pth') else n for n in names]
+        else:  # what a .pth file says is read at start too; bytecode written by imports is not
+            names = [(n, _stat(d + '/' + n)) if n.endswith('.pth') else n
+                     for n in names if n != '__pycache__']
         folders.append((d, names))
     files = []
     mods = [getattr(m, '__file__', None) for m in list(sys.modules.values())]
@@ -80,13 +80,6 @@ def _stat(f):
         return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino
     except OSError as e:
         return (e.errno,)
-
-
-def _changed_since(seen, state, since_ns):
-    """Whether code that ran beside the preloading changed what it read: the folders differ
-    from what `site` saw, or a module file was written or moved in after since_ns (file times
-    come from a coarse clock, hence the margin the caller takes)."""
-    return seen[0] != state[0] or any(len(f) > 2 and max(f[1], f[2]) >= since_ns for f in state[1])
 
 
 def _recv(ctl, socket):
@@ -352,9 +345,7 @@ def _serve(preload):
     """Waits for a call; returns only as the call, with its __main__ module and source."""
     global _LIBC, _KEEP, _BUILTINS, _SIGNAL
     dir0 = sys.path[0] if sys.path else None
-    seen = _site_state()  # no code runs beside this interpreter before its 'D'
     c = _LIBC = _nodump()
-    since = c[3] - 20000000  # file times lag the clock by up to a tick of the kernel
     os.close(4)
     failed = []
     for name in filter(None, preload.split(',')):
@@ -371,8 +362,6 @@ def _serve(preload):
     signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     ctl = socket.socket(fileno=3)
     state = _site_state()
-    if _changed_since(seen, state, since):
-        state = None  # stale: every call is told so
     compile(b'pass', _HERE, 'exec', dont_inherit=True)  # what a first compile sets up, done
     if preload:
         # The preloaded modules' objects are left out of the collections at the call's end,

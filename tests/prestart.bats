@@ -93,17 +93,21 @@ cases_run() {
 
 @test "prestart: preloaded modules are imported ahead; a changed module file or package folder means a plain start" {
 	local pkgs=/workspace/.sandbox/packages
+	# 2 and 5 change the package folder from a call with args, which starts plainly but only
+	# once the interpreter waiting ahead is ready (a bash call would not wait, and would end one
+	# still importing with its processes): it is the one that must see the change.
+	local plain='{"args": ["plain"]}'
 	mcp_session --log-level debug --no-sandbox-ahead --python-preload decimal,wsmod <<-EOF
 		$INIT
 		$(py_call 1 'import sys; print("decimal" in sys.modules)')
 		{"wait": 1}
-		$(call_json 2 execute_bash_commands "$(jq -cn --arg c "mkdir -p $pkgs && echo VALUE=1 > $pkgs/wsmod.py" '{code: $c}')")
+		$(py_call 2 "import os; os.makedirs('$pkgs'); open('$pkgs/wsmod.py', 'w').write('VALUE=1\\n')" "$plain")
 		{"wait": 2}
 		$(py_call 3 'import sys, wsmod; print("decimal" in sys.modules, wsmod.VALUE)')
 		{"wait": 3}
 		$(py_call 4 'import sys; print("wsmod" in sys.modules)')
 		{"wait": 4}
-		$(call_json 5 execute_bash_commands "$(jq -cn --arg c "echo VALUE=22 > $pkgs/wsmod.py" '{code: $c}')")
+		$(py_call 5 "open('$pkgs/wsmod.py', 'w').write('VALUE=22\\n')" "$plain")
 		{"wait": 5}
 		$(py_call 6 'import wsmod; print(wsmod.VALUE)')
 		{"wait": 6}
@@ -140,12 +144,13 @@ open(d + "/x.pth", "w").write("/workspace/a\n")')
 		{"wait": 2}
 		$(py_call 3 'import m1; print(m1.V)')
 		{"wait": 3}
-		$(call_json 4 execute_bash_commands '{"code":"cd ~/.local/lib/python3*/site-packages && echo /workspace/b > x.pth && cat x.pth"}')
+		$(py_call 4 'import site; p = site.getusersitepackages() + "/x.pth"; open(p, "w").write("/workspace/b\n"); print(open(p).read(), end="")' '{"args": ["plain"]}')
 		{"wait": 4}
 		$(py_call 5 'import m1; print(m1.V)')
 	EOF
-	# 2 and 3: started ahead, after call 1, with x.pth read. 5: x.pth says another folder now
-	# (same name and size): plain.
+	# 2 and 3: started ahead, after call 1, with x.pth read. 4 (with args) starts plainly, once
+	# the one waiting ahead is ready. 5: x.pth says another folder now (same name and size):
+	# plain.
 	[ "$(prestarted | tr '\n' ' ')" = "2 3 " ]
 	for i in 2 3; do
 		result=$(response $i | jq -c .result)
