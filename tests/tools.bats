@@ -271,6 +271,32 @@ EOF
 	jqe "$(response 1)" '.result.structuredContent.exit_code == 0'
 }
 
+@test "a response comes at least 100 ms after its call's last progress notification" {
+	# The official TypeScript SDK handles a notification a step after the read that brought
+	# it: read together with its response, a progress notification found its handler gone.
+	# Call 1 ends about 50 ms after its second tick; the server says what gap it kept.
+	mcp_session --log-level debug <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo a; sleep 2.05"}' '{"progressToken":"tok-g"}')
+{"wait": 1}
+$(call_json 2 execute_bash_commands '{"code":"echo quick"}' '{"progressToken":"tok-q"}')
+{"wait": 2}
+EOF
+	n=$(printf '%s\n' "$output" | jq -c 'select(.method == "notifications/progress" and .params.progressToken == "tok-g")' | wc -l)
+	[ "$n" -ge 1 ]
+	gaps=$(sed -n 's/.*debug: call \([0-9]*\): answered \([0-9]*\) ms after its last progress notification$/\1 \2/p' "$SERVER_LOG")
+	echo "$gaps"
+	# Only call 1 had progress, and its answer waited for the gap.
+	[ "$(printf '%s\n' "$gaps" | grep -c .)" -eq 1 ]
+	[ "$(echo "$gaps" | cut -d' ' -f1)" = 1 ]
+	[ "$(echo "$gaps" | cut -d' ' -f2)" -ge 100 ]
+	# And nothing of call 1 follows its response.
+	last=$(printf '%s\n' "$output" | jq -s '[to_entries[] | select(.value.params.progressToken == "tok-g") | .key] | max')
+	resp=$(printf '%s\n' "$output" | jq -s '[to_entries[] | select(.value.id == 1) | .key] | min')
+	[ "$last" -lt "$resp" ]
+	jqe "$(response 2)" '.result.structuredContent.stdout == "quick\n"'
+}
+
 @test "no progress notifications without a progress token" {
 	tool execute_bash_commands '{"code":"sleep 1.5"}'
 	! printf '%s\n' "$output" | grep -q notifications/progress

@@ -19,6 +19,11 @@
 #include "../tools/tools.h"
 
 #define LAST_MAX 240 /* bytes of recent output kept for progress messages */
+/* A response waits this long after its call's last progress notification. The official
+ * TypeScript SDK handles a notification a step after the read that brought it, and a response
+ * at once: a progress notification read together with its response found its handler gone
+ * ("unknown token"). Apart by this much, a client that keeps up reads them apart. */
+#define PROGRESS_GAP_MS 100
 
 struct engine {
 	const struct config *cfg;
@@ -39,6 +44,7 @@ struct engine {
 	char last[LAST_MAX];
 	size_t last_len;
 	int64_t next_progress_ms;
+	int64_t progress_at;       /* when its last progress was handed over, or 0 */
 	long progress_n;
 	/* the worker's alone: the client listed the resources, and the tree's digest then */
 	bool watch_tree;
@@ -156,6 +162,18 @@ static void prepare(struct engine *g)
 	g->preparing = false;
 }
 
+/* Holds a response until PROGRESS_GAP_MS have passed since its call's last progress. */
+static void progress_gap(unsigned long seq, int64_t progress_at)
+{
+	int64_t left;
+	while ((left = progress_at + PROGRESS_GAP_MS - clock_ms()) > 0) {
+		struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000};
+		nanosleep(&ts, NULL);
+	}
+	log_msg(LOG_DEBUG, "call %lu: answered %lld ms after its last progress notification", seq,
+		(long long)(clock_ms() - progress_at));
+}
+
 static void run_job(struct engine *g, struct job *j)
 {
 	if (j->kind != JOB_TOOL) {
@@ -174,6 +192,7 @@ static void run_job(struct engine *g, struct job *j)
 	pthread_mutex_lock(&g->mu);
 	g->running = NULL;
 	bool cancelled = tc.cancelled || j->cancelled;
+	int64_t progress_at = g->progress_at;
 	pthread_mutex_unlock(&g->mu);
 	log_route_request(NULL, NULL, LOG_OFF);
 	if (cancelled) {
@@ -182,6 +201,8 @@ static void run_job(struct engine *g, struct job *j)
 		json_decref(result);
 		return;
 	}
+	if (progress_at)
+		progress_gap(tc.seq, progress_at);
 	if (!result) {
 		log_msg(LOG_ERROR, "call %lu: the result could not be built", tc.seq);
 		j->reply->error(j, 0, "Internal error: the result could not be built");
@@ -236,6 +257,7 @@ static void *worker_main(void *arg)
 		g->running = j;
 		g->last_len = 0;
 		g->progress_n = 0;
+		g->progress_at = 0;
 		g->next_progress_ms = clock_ms() + 1000;
 		drain_eventfd(g->cancel_fd);
 		pthread_mutex_unlock(&g->mu);
@@ -355,6 +377,7 @@ void engine_tick(struct engine *g)
 		last_line(g->last, g->last_len, msg, sizeof msg);
 		/* Handed over under mu: see run_job. */
 		j->reply->progress(j, ++g->progress_n, *msg ? msg : "running");
+		g->progress_at = clock_ms();
 	}
 	pthread_mutex_unlock(&g->mu);
 }
