@@ -165,11 +165,7 @@ static void prepare(struct engine *g)
 /* Holds a response until PROGRESS_GAP_MS have passed since its call's last progress. */
 static void progress_gap(unsigned long seq, int64_t progress_at)
 {
-	int64_t left;
-	while ((left = progress_at + PROGRESS_GAP_MS - clock_ms()) > 0) {
-		struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000};
-		nanosleep(&ts, NULL);
-	}
+	clock_sleep_ms(progress_at + PROGRESS_GAP_MS - clock_ms());
 	log_msg(LOG_DEBUG, "call %lu: answered %lld ms after its last progress notification", seq,
 		(long long)(clock_ms() - progress_at));
 }
