@@ -129,6 +129,16 @@ def ws_prep(root, state, src):
     wfile(state + '/0.json', json.dumps(ents).encode())
     return {'ok': True, 'entries': len(ents)}
 
+def _pump(fd, want, put):
+    """Reads up to want bytes of fd, a MiB at a time, into put."""
+    while want > 0:
+        c = os.read(fd, min(want, 1 << 20))
+        if not c:
+            break
+        put(c)
+        want -= len(c)
+
+
 def ws_take(top, rel, state, i, inline_left):
     """Reads the file rel for the server: (its entry, its bytes when they go inline, else None:
     then linked or copied to STATE/out/i). OSError when it cannot be read as a regular file."""
@@ -139,13 +149,8 @@ def ws_take(top, rel, state, i, inline_left):
             raise OSError('not a regular file')
         e = ['f', st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode & 0o7777]
         if st.st_size <= min(WS_INLINE_ONE, inline_left):
-            b, want = [], st.st_size
-            while want > 0:
-                c = os.read(fd, min(want, 1 << 20))
-                if not c:
-                    break
-                b.append(c)
-                want -= len(c)
+            b = []
+            _pump(fd, st.st_size, b.append)
             return e, b''.join(b)
         out = '%s/out/%d' % (state, i)
         try:  # a second name costs nothing: nothing runs before the server has read it, and the
@@ -153,13 +158,7 @@ def ws_take(top, rel, state, i, inline_left):
             os.link('/proc/self/fd/%d' % fd, out)
         except OSError:
             with open(out, 'wb') as f:
-                want = st.st_size
-                while want > 0:
-                    c = os.read(fd, min(want, 1 << 20))
-                    if not c:
-                        break
-                    f.write(c)
-                    want -= len(c)
+                _pump(fd, st.st_size, f.write)
         return e, None
     finally:
         os.close(fd)
