@@ -25,7 +25,6 @@
 #define READY_MIN_MS 1000    /* a call waits at least this long for one that is not ready yet, */
 #define READY_MAX_MS 10000   /* at most this, and otherwise four times what the last one took */
 #define REAP_ROUNDS 500      /* of 2 ms, for what the kill left to be gone */
-#define MODULE_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,"
 
 enum phase { NONE = AG_PY_NONE, STARTING = AG_PY_STARTING, NODUMP = AG_PY_NODUMP, READY = AG_PY_READY };
 
@@ -279,7 +278,7 @@ static int take_source(char *bp, const char *src, size_t sl, const char *mods, s
 	if (memchr(src, 0, sl))
 		return -1;
 	for (size_t i = 0; i < ml; i++)
-		if (!mods[i] || !strchr(MODULE_CHARS, mods[i]))
+		if (!mods[i] || !strchr(AG_MODULE_CHARS, mods[i]))
 			return -1;
 	z.source = bp;
 	int n = sprintf(bp, "_PRELOAD = \"%.*s\"\n", (int)ml, mods);

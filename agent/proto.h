@@ -87,6 +87,10 @@ enum ag_type {
 #define AG_LIST_TRUNCATED 0x1u     /* more entries than max (or AG_LIST_BYTES) */
 #define AG_LIST_SKIPPED 0x2u       /* a folder too deep, or unreadable, was not walked */
 
+/* What AG_PRESTART's modules may hold: module names and the commas between them (the agent
+ * writes them into the interpreter's source; the server refuses anything else at start-up). */
+#define AG_MODULE_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,"
+
 /* AG_RUN flags */
 #define AG_RUN_SH_FALLBACK 0x1u /* argv[0] missing: run /bin/sh with the same arguments */
 #define AG_RUN_PRESTART 0x2u    /* argv is PYTHON SCRIPT ARGS... in the prestarted interpreter's

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../agent/proto.h"
 #include "../backends/backend.h"
 #include "../backends/run/netpolicy.h"
 #include "base/opt.h"
@@ -223,8 +224,7 @@ static int check_values(const struct config *c, const struct group *g, int ng, s
 		return -1;
 	if (!c->python[0] || strchr(c->python, ' '))
 		return err_set(e, "--python must name one program");
-	if (strspn(c->python_preload, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,") !=
-	    strlen(c->python_preload))
+	if (strspn(c->python_preload, AG_MODULE_CHARS) != strlen(c->python_preload))
 		return err_set(e, "--python-preload: module names (letters, digits, '_' and '.') separated by commas");
 	if (netpolicy_for_index(&pol, c->index_url, c->index_hosts, &pe) < 0)
 		return err_set(e, "--index-url / --index-hosts: %s", pe.msg);
