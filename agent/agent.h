@@ -57,14 +57,15 @@ int get_str(struct ag_cur *c, char *buf, size_t n);
  * same user could write into its memory. */
 void prestart_configure(struct ag_cur *c);
 
-/* Its control socket while it is starting (its 'D' and 'R' come there), or -1. */
+/* Its control socket while it is starting (its 'D' and 'R' come there), or -1. Polled only
+ * between calls: one heard ready only after a call's code ran beside it is not trusted. */
 int prestart_fd(void);
 /* Its control socket turned readable. */
 void prestart_readable(void);
 
 /* Before a call starts: waits (bounded) until a starting interpreter cannot be written into by
  * the call's code, and, for a call that may run in it (for_python), for a while until it is
- * ready; or ends it. */
+ * ready; or ends it. For another call, takes a 'ready' already said, and waits for none. */
 void prestart_settle(bool for_python);
 
 /* The call in it, with out and err as its stdout and stderr: the pid of the call's process (a

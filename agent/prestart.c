@@ -211,8 +211,14 @@ void prestart_settle(bool for_python)
 		if (t < 0 || heard(t, buf) < 0)
 			stop("the prestarted interpreter did not start in time");
 	}
-	if (!for_python)
+	if (!for_python) {
+		/* Not waited for; but if it said it is ready before this call, that is heard now, and
+		 * it is trusted through the call (it is heard no more until the call's end). */
+		struct pollfd p = {z.ctl, POLLIN, 0};
+		if (z.phase == NODUMP && poll(&p, 1, 0) > 0)
+			prestart_readable();
 		return;
+	}
 	/* Not ready yet (started just after the call before, or importing modules): worth waiting
 	 * for, as a plain start beside it would take longer than what it has left, unless it is
 	 * stuck: then, past four times what the last one took (at least a second, for a loaded

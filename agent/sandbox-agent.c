@@ -1109,8 +1109,11 @@ static void serve(void)
 	ag_put_u32(&out, AG_VERSION);
 	send_frame();
 	for (;;) {
+		/* The prestarted interpreter is heard only between calls: one that became ready while
+		 * code ran beside it may have read what that code was changing, and is not trusted
+		 * (kill_all ends it with the call). */
 		struct pollfd p[5] = {{ctl, POLLIN, 0}, {sigfd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0},
-				      {prestart_fd(), POLLIN, 0}};
+				      {call.pid ? -1 : prestart_fd(), POLLIN, 0}};
 		if (call.pid) {
 			p[2].fd = call.s[0].fd;
 			p[3].fd = call.s[1].fd;

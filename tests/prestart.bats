@@ -162,6 +162,32 @@ open(d + "/x.pth", "w").write("/workspace/a\n")')
 	sc '.stdout == "b\n"'
 }
 
+@test "prestart: an interpreter that became ready while a bash call changed its folders serves no call" {
+	# slowmod, preloaded, waits for the bash call to have written a .pth file, then tells it
+	# so; the call then stays a while, so that the interpreter is ready before the call ends.
+	# It must not serve call 3: its site ran before x.pth was there.
+	local pkgs=/workspace/.sandbox/packages
+	local slow="import os, time\nwhile not os.path.exists('/workspace/go'):\n    time.sleep(0.01)\nopen('/workspace/imported', 'w').close()\n"
+	mcp_session --log-level debug --no-sandbox-ahead --python-preload slowmod <<-EOF
+		$INIT
+		$(py_call 1 "import os, site
+os.makedirs('$pkgs'); os.makedirs('/workspace/lib'); os.makedirs(site.getusersitepackages())
+open('/workspace/usersite', 'w').write(site.getusersitepackages())
+open('/workspace/lib/m1.py', 'w').write('V = 1\\n')
+open('$pkgs/slowmod.py', 'w').write(\"$slow\")" '{"args": ["plain"]}')
+		{"wait": 1}
+		$(call_json 2 execute_bash_commands '{"code":"echo /workspace/lib > \"$(cat /workspace/usersite)/x.pth\"; touch /workspace/go; until [ -e /workspace/imported ]; do sleep 0.01; done; sleep 0.5; echo written"}')
+		{"wait": 2}
+		$(py_call 3 'import m1; print(m1.V)')
+	EOF
+	result=$(response 1 | jq -c .result)
+	sc '.exit_code == 0'
+	result=$(response 2 | jq -c .result)
+	sc '.stdout == "written\n"'
+	result=$(response 3 | jq -c .result)
+	sc '.exit_code == 0 and .stdout == "1\n"'
+}
+
 @test "prestart: --check says whether calls start in an interpreter started ahead, and why not" {
 	run "$SANDBOX_MCP" --check --backend local
 	[ "$status" -eq 0 ]
