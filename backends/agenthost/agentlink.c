@@ -273,6 +273,15 @@ static size_t count(const char *const *v)
 	return n;
 }
 
+/* A list of strings as the agent reads one: the count, then each. */
+static void put_list(struct ag_buf *b, const char *const *v)
+{
+	size_t n = count(v);
+	ag_put_u32(b, (uint32_t)n);
+	for (size_t i = 0; i < n; i++)
+		ag_put_str(b, v[i], strlen(v[i]));
+}
+
 static int send_run(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim, struct err *e)
 {
 	struct ag_buf b = {0};
@@ -301,13 +310,8 @@ static int send_run(struct agentlink *l, const struct run_req *rq, const struct 
 		ag_put_u32(&b, rl[i].res);
 		ag_put_u64(&b, rl[i].v);
 	}
-	const char *const *lists[2] = {rq->argv, rq->env};
-	for (int i = 0; i < 2; i++) {
-		size_t c = count(lists[i]);
-		ag_put_u32(&b, (uint32_t)c);
-		for (size_t j = 0; j < c; j++)
-			ag_put_str(&b, lists[i][j], strlen(lists[i][j]));
-	}
+	put_list(&b, rq->argv);
+	put_list(&b, rq->env);
 	int rc = send_frame(l, &b, e);
 	free(b.p);
 	return rc;
@@ -395,14 +399,6 @@ int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct ag
 			kill_by = clock_ms() + KILL_GRACE_MS;
 		}
 	}
-}
-
-static void put_list(struct ag_buf *b, const char *const *v)
-{
-	size_t n = count(v);
-	ag_put_u32(b, (uint32_t)n);
-	for (size_t i = 0; i < n; i++)
-		ag_put_str(b, v[i], strlen(v[i]));
 }
 
 int agentlink_prestart(struct agentlink *l, const struct agentlink_prestart *ps, struct err *e)
