@@ -192,16 +192,24 @@ soak: proof-build
 	  $(PROOF_BIN) --backend local --log-level warning --sandbox-uid 61999; rc=$$?; rm -rf "$$state"; exit $$rc
 
 # valgrind's memcheck on a session of VALGRIND_CALLS mixed calls (default 1000) with the
-# Docker backend (DOCKER_HOST or the default socket): no error, no definite leak. Not the local
-# backend: valgrind also runs the sandbox's first process (a clone of the server), and valgrind
-# 3.19 answers ENOSYS to mount_setattr and cannot execveat the agent, so the session runs where
-# the server makes no namespace itself.
+# VALGRIND_BACKEND backend (local, the default, or docker: DOCKER_HOST or the default socket):
+# no error, no definite leak. On local, valgrind also runs the sandbox's first process (a clone
+# of the server) up to its exec of the agent; that process falls back to remounts for
+# mount_setattr and to /proc for execveat, which valgrind 3.19 lacks. The verdict is the
+# server's own ERROR SUMMARY in the log, not --error-exitcode: that would also change the exit
+# status of the server's short-lived clones (the namespace probes), whose leak check at _exit
+# counts as lost what only the server's other threads pointed to.
 VALGRIND_CALLS ?= 1000
+VALGRIND_BACKEND ?= local
 VALGRIND_LOG ?=
 valgrind: proof-build
-	SOAK_NO_FOOTPRINT=1 python3 tests/lib/soak.py $(VALGRIND_CALLS) -- valgrind --quiet --error-exitcode=99 \
-	  --leak-check=full --errors-for-leak-kinds=definite --child-silent-after-fork=yes \
-	  $(if $(VALGRIND_LOG),--log-file=$(VALGRIND_LOG)) $(PROOF_BIN) --backend docker --log-level warning
+	@state=$$(mktemp -d) && log=$${VALGRIND_LOG:-$$state-valgrind.log} && \
+	  SANDBOX_STATE_DIR=$$state SOAK_SANDBOX_UID=61998 SOAK_NO_FOOTPRINT=1 python3 tests/lib/soak.py $(VALGRIND_CALLS) -- \
+	  valgrind --leak-check=full --errors-for-leak-kinds=definite --child-silent-after-fork=yes --log-file=$$log \
+	  $(PROOF_BIN) --backend $(VALGRIND_BACKEND) --log-level warning --sandbox-uid 61998; rc=$$?; \
+	  [ "$$(grep -c 'ERROR SUMMARY' $$log)" = 1 ] && grep -q 'ERROR SUMMARY: 0 errors' $$log || \
+	  { echo "valgrind: $$(grep 'ERROR SUMMARY' $$log) (see $$log)" >&2; rc=1; }; \
+	  rm -rf "$$state"; [ -n "$(VALGRIND_LOG)" ] || [ $$rc -ne 0 ] || rm -f $$log; exit $$rc
 
 test check: $(BIN) $(HELPER)
 	tests/run

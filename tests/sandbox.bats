@@ -251,3 +251,33 @@ EOF
 	[ "$(id -u)" -eq 0 ] && [ -d /sys/fs/cgroup/memory ] || skip_or_fail "the test server needs root and cgroup v1 for a memory cgroup"
 	DT_MEMORY=67108864 oom_case daytona
 }
+
+# ---------------------------------------------------------------- a kernel without mount_setattr or execveat
+
+teardown() {
+	umount "$BATS_TEST_TMPDIR/m/sub" 2>/dev/null || true
+}
+
+# Before Linux 5.12 there is no mount_setattr, before 3.19 no execveat, and valgrind has
+# neither: the local sandbox then seals its mounts with one remount each and starts the agent
+# through /proc. The code must see the very same mount table, options included, and a
+# submount of a read-only --mount folder must be read-only too.
+@test "local: without mount_setattr and execveat, the sandbox's mounts are sealed the same" {
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root to mount a tmpfs inside the --mount folder"
+	mkdir -p "$BATS_TEST_TMPDIR/m/sub"
+	mount -t tmpfs -o size=1m tmpfs "$BATS_TEST_TMPDIR/m/sub"
+	echo inside > "$BATS_TEST_TMPDIR/m/sub/f"
+	local args real=$SANDBOX_MCP
+	args=$(jq -cn --arg c 'awk '"'"'{print $5, $6}'"'"' /proc/self/mountinfo | sort
+for f in /x /usr/x /etc/x /mnt/m/x /mnt/m/sub/x; do touch $f 2>/dev/null && echo "wrote $f"; done
+cat /mnt/m/sub/f; echo ok > w && cat w' '{code: $c}')
+	tool execute_bash_commands "$args" --mount "$BATS_TEST_TMPDIR/m:/mnt/m"
+	sc '.exit_code == 0'
+	local normal
+	normal=$(printf '%s' "$result" | jq -r .structuredContent.stdout)
+	SANDBOX_MCP="$REPO_DIR/build/test-helper" tool execute_bash_commands "$args" \
+		without mount_setattr,execveat -- "$real" --mount "$BATS_TEST_TMPDIR/m:/mnt/m"
+	sc '.exit_code == 0 and (.stdout | contains("wrote") | not) and (.stdout | endswith("inside\nok\n"))'
+	sc '.stdout | test("\n/mnt/m/sub ro,nosuid,nodev[,a-z]*\n") and test("\n/usr ro,") and test("^/ ro,nosuid,nodev")'
+	[ "$(printf '%s' "$result" | jq -r .structuredContent.stdout)" = "$normal" ]
+}

@@ -207,6 +207,7 @@ static int child_fds(struct local *L, struct plan *p, struct child_fds *c, struc
 	p->agent_fd = fcntl(L->agent_fd, F_DUPFD_CLOEXEC, 64);
 	if (p->sync_fd < 0 || p->err_fd < 0 || p->ctl_fd < 0 || p->agent_fd < 0)
 		return err_sys(e, "dup");
+	snprintf(p->agent_path, sizeof p->agent_path, "/proc/self/fd/%d", p->agent_fd);
 	return 0;
 }
 

@@ -30,6 +30,7 @@
 
 #include "../agenthost/hostdir.h"
 #include "../agenthost/installnet.h"
+#include "remount.h"
 
 #ifndef MOUNT_ATTR_RDONLY
 #define MOUNT_ATTR_RDONLY 0x00000001
@@ -358,7 +359,9 @@ static int run_op(const struct op *o)
 	if (o->kind == OP_MOUNT)
 		return mount(o->src, o->dst, o->fstype, o->flags, o->data);
 	struct mount_attr a = {.attr_set = o->flags};
-	return (int)syscall(SYS_mount_setattr, AT_FDCWD, o->dst, o->recursive ? AT_RECURSIVE : 0, &a, sizeof a);
+	if (syscall(SYS_mount_setattr, AT_FDCWD, o->dst, o->recursive ? AT_RECURSIVE : 0, &a, sizeof a) == 0)
+		return 0;
+	return errno == ENOSYS ? remount_attrs(o->dst, o->flags, o->recursive) : -1;
 }
 
 /* Runs in the cloned child. Only system calls on prepared data. Never returns. */
@@ -462,6 +465,11 @@ static void exec_agent(const struct plan *p)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	syscall(SYS_execveat, p->agent_fd, "", p->argv, (char *const[]){NULL}, AT_EMPTY_PATH);
+	/* Where execveat is missing (a kernel before 3.19) or cannot name a memfd (valgrind looks
+	 * the fd's path up, and a memfd has none): the same memfd through the sandbox's /proc,
+	 * whose noexec does not apply to the file a magic link names. */
+	if (errno == ENOSYS || errno == ENOENT)
+		execve(p->agent_path, p->argv, (char *const[]){NULL});
 	child_fail(p, STEP_EXEC);
 }
 
@@ -495,7 +503,8 @@ const char *plan_step_name(const struct plan *p, int step, char *buf, size_t n)
 	if (step >= 0 && (size_t)step < p->nops) {
 		const struct op *o = &p->ops[step];
 		snprintf(buf, n, "%s %s", o->kind == OP_MOUNT ? "mounting" : o->kind == OP_SETATTR ? "sealing" : "preparing",
-			 o->dst + (strncmp(o->dst, p->root, strlen(p->root)) ? 0 : strlen(p->root)));
+			 strcmp(o->dst, p->root) ? o->dst + (strncmp(o->dst, p->root, strlen(p->root)) ? 0 : strlen(p->root))
+						  : "the root");
 		return buf;
 	}
 	return "setting up";

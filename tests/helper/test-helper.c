@@ -27,6 +27,10 @@
  *   test-helper result MAX OUT ERR       the result of a call that printed the files OUT and ERR
  *                                        (a 64 KiB capture each), within MAX bytes: its JSON, then
  *                                        a line "size N" (its serialized size)
+ *   test-helper without CALL[,CALL...] -- PROG [ARGS...]
+ *                                        runs PROG with those system calls failing with ENOSYS,
+ *                                        as on a kernel (or under a tool) that lacks them; the
+ *                                        filter holds for everything PROG starts
  *   test-helper schema FILE              validates stdin (JSON) against schemas/FILE: "ok" or
  *                                        the reason
  *   test-helper requirement [--online] R may R go to pip? "ok" or "refused: why"
@@ -37,7 +41,9 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,10 +364,38 @@ static int cmd_frame_decode(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_without(int argc, char **argv)
+{
+	if (argc < 3 || strcmp(argv[1], "--")) {
+		fprintf(stderr, "usage: test-helper without CALL[,CALL...] -- PROG [ARGS...]\n");
+		return 2;
+	}
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return 1;
+	for (char *save = NULL, *name = strtok_r(argv[0], ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		int nr = seccomp_syscall_resolve_name(name);
+		if (nr == __NR_SCMP_ERROR || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0) < 0) {
+			fprintf(stderr, "test-helper: no system call %s\n", name);
+			return 1;
+		}
+	}
+	int rc = seccomp_load(ctx);
+	seccomp_release(ctx);
+	if (rc < 0) {
+		fprintf(stderr, "test-helper: seccomp_load: %s\n", strerror(-rc));
+		return 1;
+	}
+	execvp(argv[2], argv + 2);
+	fprintf(stderr, "test-helper: %s: %s\n", argv[2], strerror(errno));
+	return 127;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
 } cmds[] = {
+	{"without", cmd_without},
 	{"proxy", cmd_proxy},
 	{"addr-allowed", cmd_addr_allowed},
 	{"tree-remove", cmd_tree_remove},
