@@ -50,6 +50,9 @@ cases_run() {
 	jqe "$cases_res" '.[] | select(.id == 15).sc | .exit_code == 1 and (.stderr | contains("ZeroDivisionError")) and (.stderr | contains("/proc/") | not)'
 	jqe "$cases_res" '.[] | select(.id == 24).sc | .exit_code == 130'
 	jqe "$cases_res" '.[] | select(.id == 45).sc | .stdout == "from C\nfrom py\n" or .stdout == "from py\nfrom C\n"'
+	# Finalizers run for a cycle that reached the oldest generation during the call.
+	jqe "$cases_res" '.[] | select(.id == 57).sc | .stdout == "True\nold del 6\n"'
+	jqe "$cases_res" '.[] | select(.id == 58).sc | .stdout == "end\ndel after collect 1\n"'
 }
 
 @test "prestart: the one difference is a frame of the starter below the script's own" {

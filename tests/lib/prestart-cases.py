@@ -67,6 +67,10 @@ CASES = [
     'import os; os.close(1); print("x")',
     # Children.
     'import subprocess; print(subprocess.run(["echo", "child"], capture_output=True, text=True).stdout)',
+    # Finalizers at the end of a cycle the script's own allocations moved to the oldest generation,
+    # and of one its gc.collect() moved there (the end's collection is then a full one).
+    'class D:\n    def __del__(self): print("old del", X)\nX = 6\nd = D(); d.me = d\nkeep = [[] for _ in range(300000)]\nimport gc; print(gc.get_stats()[1]["collections"] > 0)',
+    'import gc\nclass D:\n    def __del__(self): print("del after collect", X)\nX = 1\nd = D(); d.me = d\ngc.collect()\ndel d\nprint("end")',
 ]
 
 if __name__ == '__main__':
