@@ -370,21 +370,19 @@ void cgroup_reap(void)
 		reap_dir(base);
 }
 
-/* "oom_kill N" of a memory cgroup folder: memory.events on v2, memory.oom_control on v1. */
-static int oom_kills_in(const char *dir, uint64_t *n)
+/* "oom_kill N" of a memory cgroup folder's file: memory.events on v2, memory.oom_control on
+ * v1 (each version has only its own). */
+static int oom_kills_in(const char *dir, const char *file, uint64_t *n)
 {
-	static const char *const files[] = {"memory.events", "memory.oom_control"};
-	for (size_t i = 0; i < 2; i++) {
-		char path[PATH_MAX + 32], buf[1024];
-		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-		if (read_file(path, buf, sizeof buf) < 0)
-			continue;
-		for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-			unsigned long long v;
-			if (sscanf(l, "oom_kill %llu", &v) == 1) {
-				*n = v;
-				return 0;
-			}
+	char path[PATH_MAX + 32], buf[1024];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	if (read_file(path, buf, sizeof buf) < 0)
+		return -1;
+	for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		unsigned long long v;
+		if (sscanf(l, "oom_kill %llu", &v) == 1) {
+			*n = v;
+			return 0;
 		}
 	}
 	return -1;
@@ -394,15 +392,15 @@ int cgroup_oom_kills(const struct cgroup *cg, uint64_t *n)
 {
 	if (!cg->on[CG_MEMORY])
 		return -1;
-	return oom_kills_in(cg->dir[CG_MEMORY], n);
+	return oom_kills_in(cg->dir[CG_MEMORY], cg->version == 2 ? "memory.events" : "memory.oom_control", n);
 }
 
 int cgroup_oom_kills_of(pid_t pid, uint64_t *n)
 {
 	char dir[PATH_MAX];
-	if (cgroup_dir_of(pid, "memory", dir, sizeof dir) == 0 && oom_kills_in(dir, n) == 0)
+	if (cgroup_dir_of(pid, "memory", dir, sizeof dir) == 0 && oom_kills_in(dir, "memory.oom_control", n) == 0)
 		return 0;
-	if (cgroup_dir_of(pid, "", dir, sizeof dir) == 0 && oom_kills_in(dir, n) == 0)
+	if (cgroup_dir_of(pid, "", dir, sizeof dir) == 0 && oom_kills_in(dir, "memory.events", n) == 0)
 		return 0;
 	return -1;
 }
