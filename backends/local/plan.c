@@ -465,9 +465,9 @@ static void exec_agent(const struct plan *p)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	syscall(SYS_execveat, p->agent_fd, "", p->argv, (char *const[]){NULL}, AT_EMPTY_PATH);
-	/* Where execveat is missing (a kernel before 3.19) or cannot name a memfd (valgrind looks
-	 * the fd's path up, and a memfd has none): the same memfd through the sandbox's /proc,
-	 * whose noexec does not apply to the file a magic link names. */
+	/* Where execveat is refused (a seccomp policy around the server) or cannot name a memfd
+	 * (valgrind looks the fd's path up, and a memfd has none): the same memfd through the
+	 * sandbox's /proc, whose noexec does not apply to the file a magic link names. */
 	if (errno == ENOSYS || errno == ENOENT)
 		execve(p->agent_path, p->argv, (char *const[]){NULL});
 	child_fail(p, STEP_EXEC);

@@ -50,7 +50,7 @@ struct plan {
 	gid_t gid;
 	struct ifreq lo;
 	int sync_fd, err_fd, ctl_fd, agent_fd;
-	char agent_path[32];   /* /proc/self/fd/agent_fd, for a kernel without execveat */
+	char agent_path[32];   /* /proc/self/fd/agent_fd, where execveat fails (valgrind) */
 	char *const *argv;
 };
 

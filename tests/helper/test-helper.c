@@ -41,7 +41,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <seccomp.h>
 #include <stdio.h>
@@ -377,6 +376,7 @@ static int cmd_without(int argc, char **argv)
 		int nr = seccomp_syscall_resolve_name(name);
 		if (nr == __NR_SCMP_ERROR || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0) < 0) {
 			fprintf(stderr, "test-helper: no system call %s\n", name);
+			seccomp_release(ctx);
 			return 1;
 		}
 	}
