@@ -131,18 +131,22 @@ def _spec(b):
     return rl, cwd, argv, env
 
 
-def _cmdline(argv, memmove):
-    """Writes argv over this process's own argument strings, which /proc/PID/cmdline (ps) shows;
-    the agent runs a call here only when they are as long."""
+def _argspan():
+    """Where this process's own argument strings lie, which /proc/PID/cmdline (ps) shows."""
     with open('/proc/self/stat', 'rb') as f:
         fields = f.read().rsplit(b')', 1)[1].split()
-    start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end (stat fields 48, 49)
+    return int(fields[45]), int(fields[46])  # arg_start, arg_end (stat fields 48, 49)
+
+
+def _cmdline(argv, memmove, span):
+    """Writes argv over this process's own argument strings; the agent runs a call here only
+    when they are as long."""
     new = b''.join(a + b'\0' for a in argv)
-    if len(new) == end - start:
-        memmove(start, new, len(new))
+    if len(new) == span[1] - span[0]:
+        memmove(span[0], new, len(new))
 
 
-def _become(spec, fds, c, resource, signal, keep, dir0):
+def _become(spec, fds, c, resource, signal, keep, dir0, span):
     """The process `python3 SCRIPT ARGS` would be. The script's path."""
     rl, cwd, argv, env = spec
     os.setsid()
@@ -160,7 +164,7 @@ def _become(spec, fds, c, resource, signal, keep, dir0):
         os.write(2, b'sandbox: the call could not start: %s\n' % str(e).encode())
         os._exit(127)
     c[0](_PR_SET_DUMPABLE, 1, 0, 0, 0)
-    _cmdline(argv, c[1])
+    _cmdline(argv, c[1], span)
     os.environ.clear()
     for kv in env:
         k, _, v = kv.partition(b'=')
@@ -272,16 +276,18 @@ def _teardown():
     """What Python's exit does to the script's objects, so that their __del__, weakref callbacks
     and file buffers run as they would: every module out of sys.modules, a collection, the
     globals of the script's modules still alive cleared, the builtins back as they were, and
-    what that let go collected. The collections are of the young generations alone when none
-    of the script's objects can have reached the oldest (no collection of generation 1 or 2 has
-    run since the interpreter was ready): the tens of thousands of objects it started with,
-    all in the oldest, are then not walked again, which took 0.7 ms of a 3.6 ms call. (Objects
-    a call moves there with gc.freeze() and then gc.unfreeze() are not seen to have moved: a
-    cycle among them is left unfinalized, where Python's exit would finalize it.)"""
+    what that let go collected. The first collection is of the young generations alone when
+    none of the script's objects can have reached the oldest (no collection of generation 1 or
+    2 has run since the interpreter was ready, with the generational collector of Python 3.13
+    and before): the tens of thousands of objects it started with, all in the oldest, are then
+    not walked again, which took 0.7 ms of a 3.6 ms call. The second, when the clearing let
+    anything go, is a full one: what survived the first is in the oldest generation now.
+    (Objects a call moves there with gc.freeze() and then gc.unfreeze() are not seen to have
+    moved: a cycle among them that nothing clears is left unfinalized.)"""
     import _weakref
-    import gc
-    stats = gc.get_stats()
-    generation = 1 if (stats[1]['collections'], stats[2]['collections']) == _GEN else 2
+    collect = _GC.collect
+    stats = _GC.get_stats()
+    young = _GEN is not None and (stats[1]['collections'], stats[2]['collections']) == _GEN
     stats = None
     sys.last_type = sys.last_value = sys.last_traceback = None
     sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
@@ -296,7 +302,7 @@ def _teardown():
         except TypeError:
             pass
     mod = None
-    gc.collect(generation)
+    collect(1 if young else 2)
     again = False
     for r in reversed(alive):
         if r() is not None:
@@ -307,7 +313,7 @@ def _teardown():
         again = True
     b.update(_BUILTINS)
     if again:  # else nothing was let go since the collection
-        gc.collect(generation)
+        collect()
 
 
 def _exit():
@@ -331,8 +337,7 @@ def _exit():
     except BaseException:
         pass
     try:
-        import atexit
-        atexit._run_exitfuncs()
+        _ATEXIT._run_exitfuncs()
     except BaseException:
         pass
     if not _flush_std():
@@ -351,7 +356,7 @@ def _exit():
 
 def _serve(preload):
     """Waits for a call; returns only as the call, with its __main__ module and source."""
-    global _LIBC, _KEEP, _BUILTINS, _SIGNAL, _GEN
+    global _LIBC, _KEEP, _BUILTINS, _SIGNAL, _GEN, _ATEXIT, _GC
     dir0 = sys.path[0] if sys.path else None
     c = _LIBC = _nodump()
     os.close(4)
@@ -369,9 +374,15 @@ def _serve(preload):
     import resource
     signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     ctl = socket.socket(fileno=3)
+    span = _argspan()
     state = _site_state()
     compile(b'pass', _HERE, 'exec', dont_inherit=True)  # what a first compile sets up, done
+    # The modules the end of a call uses, imported now and held here: out of sys.modules once
+    # the call begins, as in a plain start, and not modules of the script's for _teardown to
+    # clear (a script's own import of one is another module object, cleared like the rest).
+    import atexit
     import gc
+    _ATEXIT, _GC = atexit, gc
     # What start-up made, now in the oldest generation, which the collections at the call's end
     # leave alone when they can (_teardown).
     gc.collect()
@@ -380,8 +391,10 @@ def _serve(preload):
         # which would otherwise walk them all (2.5 ms each with numpy): gc.get_freeze_count()
         # and gc.get_objects() show it, the one thing of preloading a call can see.
         gc.freeze()
+    # The young-generation shortcut of _teardown; not with Python 3.14's incremental collector,
+    # whose gc.collect(1) is one step of its own cycle.
     stats = gc.get_stats()
-    _GEN = (stats[1]['collections'], stats[2]['collections'])
+    _GEN = (stats[1]['collections'], stats[2]['collections']) if sys.version_info < (3, 14) else None
     stats = None
     ctl.sendall(_frame(b'R', '; '.join(failed).encode()))
     while True:
@@ -396,7 +409,7 @@ def _serve(preload):
         elif kind == b'F':
             ctl.sendall(_frame(b'P'))
             ctl.detach()  # fd 3 is closed with the rest: the object must not close it again later
-            return _script(_become(_spec(body), fds, c, resource, signal, keep, dir0))
+            return _script(_become(_spec(body), fds, c, resource, signal, keep, dir0, span))
         elif kind == b'K':
             try:
                 os.kill(-1, 9)

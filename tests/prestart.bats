@@ -53,6 +53,9 @@ cases_run() {
 	# Finalizers run for a cycle that reached the oldest generation during the call.
 	jqe "$cases_res" '.[] | select(.id == 57).sc | .stdout == "True\nold del 6\n"'
 	jqe "$cases_res" '.[] | select(.id == 58).sc | .stdout == "end\ndel after collect 1\n"'
+	jqe "$cases_res" '.[] | select(.id == 59).sc | .stdout == "builtins cycle del\n"'
+	jqe "$cases_res" '.[] | select(.id == 60).sc | .stdout == "math cycle del\n"'
+	jqe "$cases_res" '.[] | select(.id == 61).sc | .stdout == "gc cycle del\n"'
 }
 
 @test "prestart: the one difference is a frame of the starter below the script's own" {

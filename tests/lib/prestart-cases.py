@@ -71,6 +71,10 @@ CASES = [
     # and of one its gc.collect() moved there (the end's collection is then a full one).
     'class D:\n    def __del__(self): print("old del", X)\nX = 6\nd = D(); d.me = d\nkeep = [[] for _ in range(300000)]\nimport gc; print(gc.get_stats()[1]["collections"] > 0)',
     'import gc\nclass D:\n    def __del__(self): print("del after collect", X)\nX = 1\nd = D(); d.me = d\ngc.collect()\ndel d\nprint("end")',
+    # Cycles let go only when the end clears what held them: the builtins, a C module, gc itself.
+    'import builtins\nclass D:\n    def __del__(self): print("builtins cycle del")\nd = D(); d.me = d\nbuiltins.keep = d\ndel d',
+    'import math\nclass D:\n    def __del__(self): print("math cycle del")\nd = D(); d.me = d\nmath.keep = d\ndel d',
+    'import gc\nclass D:\n    def __del__(self): print("gc cycle del")\nd = D(); d.me = d\ngc.keep = d\ndel d',
 ]
 
 if __name__ == '__main__':
