@@ -274,24 +274,26 @@ def _clear(d):
 
 def _teardown():
     """What Python's exit does to the script's objects, so that their __del__, weakref callbacks
-    and file buffers run as they would: every module out of sys.modules, a collection, the
-    globals of the script's modules still alive cleared, the builtins back as they were, and
-    what that let go collected. The first collection is of the young generations alone when
-    none of the script's objects can have reached the oldest (no collection of generation 1 or
-    2 has run since the interpreter was ready, with the generational collector of Python 3.13
-    and before): the tens of thousands of objects it started with, all in the oldest, are then
-    not walked again, which took 0.7 ms of a 3.6 ms call. The second, when the clearing let
-    anything go, is a full one: what survived the first is in the oldest generation now.
-    (Objects a call moves there with gc.freeze() and then gc.unfreeze() are not seen to have
-    moved: a cycle among them that nothing clears is left unfinalized.)"""
+    and file buffers run as they would (Python 3.11's order): every module out of sys.modules,
+    a collection (gc.callbacks called), the globals of the script's modules still alive
+    cleared, the builtins back as they were, and what that let go collected (gc.callbacks not
+    called). The first collection is of the young generations alone when every object made
+    since the interpreter was ready is still in the youngest (no collection has run since,
+    with the generational collector of Python 3.13 and before): the tens of thousands of
+    objects it started with, all in the oldest, are then not walked again, which took 0.7 ms
+    of a 3.6 ms call, and the finalizers run in the order a full collection runs them. The
+    second, when the clearing let anything go, is a full one: what survived the first is in
+    the oldest generation now. (Objects a call moves there with gc.freeze() and then
+    gc.unfreeze() are not seen to have moved: a cycle among them that nothing clears is left
+    unfinalized.)"""
     import _weakref
     collect = _GC.collect
     stats = _GC.get_stats()
-    young = _GEN is not None and (stats[1]['collections'], stats[2]['collections']) == _GEN
+    young = (_GEN is not None and (stats[1]['collections'], stats[2]['collections']) == _GEN and
+             _GC.get_count()[1] == 0)
     stats = None
     sys.last_type = sys.last_value = sys.last_traceback = None
     sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
-    b = sys.modules['builtins'].__dict__
     alive = []
     for m in list(sys.modules):
         mod = sys.modules[m]
@@ -308,12 +310,17 @@ def _teardown():
         if r() is not None:
             _clear(r().__dict__)
             again = True
+    b = _BDICT
     for k in [k for k in b if k not in _BUILTINS or b[k] is not _BUILTINS[k]]:
         del b[k]
         again = True
     b.update(_BUILTINS)
     if again:  # else nothing was let go since the collection
+        # Python's collections after the first call no gc.callbacks, which it still holds.
+        held = _GC.callbacks[:]
+        _GC.callbacks.clear()
         collect()
+        _GC.callbacks[:] = held
 
 
 def _exit():
@@ -337,7 +344,11 @@ def _exit():
     except BaseException:
         pass
     try:
-        _ATEXIT._run_exitfuncs()
+        # Before Python 3.10 each atexit module object keeps its own callbacks, and exit runs
+        # those of the last one imported: the script's, when it imported atexit.
+        mod = _ATEXIT if sys.version_info >= (3, 10) else sys.modules.get('atexit') or _ATEXIT
+        mod._run_exitfuncs()
+        mod = None
     except BaseException:
         pass
     if not _flush_std():
@@ -356,7 +367,7 @@ def _exit():
 
 def _serve(preload):
     """Waits for a call; returns only as the call, with its __main__ module and source."""
-    global _LIBC, _KEEP, _BUILTINS, _SIGNAL, _GEN, _ATEXIT, _GC
+    global _LIBC, _KEEP, _BUILTINS, _BDICT, _SIGNAL, _GEN, _ATEXIT, _GC
     dir0 = sys.path[0] if sys.path else None
     c = _LIBC = _nodump()
     os.close(4)
@@ -367,7 +378,8 @@ def _serve(preload):
         except BaseException as e:  # a module that fails is only not preloaded
             failed.append('%s (%s: %s)' % (name, type(e).__name__, e))
     keep = _KEEP = set(sys.modules)
-    _BUILTINS = dict(sys.modules['builtins'].__dict__)
+    _BDICT = sys.modules['builtins'].__dict__
+    _BUILTINS = dict(_BDICT)
     import _signal as signal
     import _socket as socket
     _SIGNAL = signal

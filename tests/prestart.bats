@@ -56,6 +56,8 @@ cases_run() {
 	jqe "$cases_res" '.[] | select(.id == 59).sc | .stdout == "builtins cycle del\n"'
 	jqe "$cases_res" '.[] | select(.id == 60).sc | .stdout == "math cycle del\n"'
 	jqe "$cases_res" '.[] | select(.id == 61).sc | .stdout == "gc cycle del\n"'
+	jqe "$cases_res" '.[] | select(.id == 62).sc | .stdout == "b\na\n"'
+	jqe "$cases_res" '.[] | select(.id == 63).sc | .stdout == "start\nstop\n"'
 }
 
 @test "prestart: the one difference is a frame of the starter below the script's own" {

@@ -75,6 +75,9 @@ CASES = [
     'import builtins\nclass D:\n    def __del__(self): print("builtins cycle del")\nd = D(); d.me = d\nbuiltins.keep = d\ndel d',
     'import math\nclass D:\n    def __del__(self): print("math cycle del")\nd = D(); d.me = d\nmath.keep = d\ndel d',
     'import gc\nclass D:\n    def __del__(self): print("gc cycle del")\nd = D(); d.me = d\ngc.keep = d\ndel d',
+    # The order of finalizers across generations, and gc.callbacks at the end.
+    'import gc\nclass D:\n    def __init__(s, n): s.n = n; s.self = s\n    def __del__(s): print(s.n)\na = D("a"); gc.collect(0); del a\nb = D("b"); del b',
+    'import gc\ngc.callbacks.append(lambda phase, info: print(phase))',
 ]
 
 if __name__ == '__main__':
