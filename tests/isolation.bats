@@ -68,16 +68,6 @@ calls() {
 	jqe "$ex" '.exit == 0' || { echo "the server did not exit cleanly; its log:" >&2; tail -20 "$SERVER_LOG" >&2; return 1; }
 }
 
-# res ID: $result := the result of the response with that id.
-res() {
-	result=$(response "$1" | jq -c '.result')
-	if [ -z "$result" ] || [ "$result" = null ]; then
-		echo "no result for id $1; output:" >&2
-		printf '%s\n' "$output" >&2
-		return 1
-	fi
-}
-
 # val FILTER: a raw value of the structuredContent of $result.
 val() {
 	printf '%s' "$result" | jq -r ".structuredContent | $1"

@@ -68,7 +68,7 @@ cases_run() {
 		$(py_call 2 'import inspect; print(len(inspect.stack()), inspect.stack()[-1].filename)')
 	EOF
 	[ "$(prestarted)" = 2 ]
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.stdout | test("^2 /proc/self/+fd/(\\./)+4\n$")'
 }
 
@@ -89,13 +89,13 @@ cases_run() {
 	EOF
 	# A variable of its own that Python does not read at start: prestarted all the same.
 	[ "$(prestarted | tr '\n' ' ')" = "2 5 " ]
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.stdout == "bar\n"'
-	result=$(response 3 | jq -c .result)
+	res 3
 	sc ".stdout == \"$seeded\n\""
-	result=$(response 4 | jq -c .result)
+	res 4
 	sc '.stdout == "[\u0027a\u0027, \u0027b c\u0027]\n"'
-	result=$(response 5 | jq -c .result)
+	res 5
 	sc '.stdout == "after\n"'
 }
 
@@ -125,15 +125,15 @@ cases_run() {
 	# (its preload of wsmod failed then): plain. 4: preloaded both. 6: wsmod.py changed: plain.
 	# 7: the new wsmod, preloaded.
 	[ "$(prestarted | tr '\n' ' ')" = "4 7 " ]
-	result=$(response 1 | jq -c .result)
+	res 1
 	sc '.stdout == "False\n"'
-	result=$(response 3 | jq -c .result)
+	res 3
 	sc '.stdout == "False 1\n"'
-	result=$(response 4 | jq -c .result)
+	res 4
 	sc '.stdout == "True\n"'
-	result=$(response 6 | jq -c .result)
+	res 6
 	sc '.stdout == "22\n"'
-	result=$(response 7 | jq -c .result)
+	res 7
 	sc '.stdout == "True 22\n"'
 }
 
@@ -161,12 +161,12 @@ open(d + "/x.pth", "w").write("/workspace/a\n")')
 	# plain.
 	[ "$(prestarted | tr '\n' ' ')" = "2 3 " ]
 	for i in 2 3; do
-		result=$(response $i | jq -c .result)
+		res $i
 		sc '.stdout == "a\n"'
 	done
-	result=$(response 4 | jq -c .result)
+	res 4
 	sc '.stdout == "/workspace/b\n"'
-	result=$(response 5 | jq -c .result)
+	res 5
 	sc '.stdout == "b\n"'
 }
 
@@ -188,11 +188,11 @@ open('$pkgs/slowmod.py', 'w').write(\"$slow\")" '{"args": ["plain"]}')
 		{"wait": 2}
 		$(py_call 3 'import m1; print(m1.V)')
 	EOF
-	result=$(response 1 | jq -c .result)
+	res 1
 	sc '.exit_code == 0'
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.stdout == "written\n"'
-	result=$(response 3 | jq -c .result)
+	res 3
 	sc '.exit_code == 0 and .stdout == "1\n"'
 }
 
@@ -231,12 +231,12 @@ open('$pkgs/slowmod.py', 'w').write(\"$slow\")" '{"args": ["plain"]}')
 	EOF
 	# Found dead, or not answering within a second, at the end of the call: replaced at once.
 	[ "$(prestarted | tr '\n' ' ')" = "3 4 6 7 " ]
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.exit_code == 0 and .stdout == "killed\n"'
-	result=$(response 5 | jq -c .result)
+	res 5
 	sc '.exit_code == 0 and .stdout == "stopped\n"'
 	for id in 3 4 6 7; do
-		result=$(response $id | jq -c .result)
+		res $id
 		sc ".exit_code == 0 and .stdout == \"$id\n\""
 	done
 }
@@ -261,7 +261,7 @@ open('$pkgs/slowmod.py', 'w').write(\"$slow\")" '{"args": ["plain"]}')
 		{"wait": 1}
 		$(call_json 2 execute_bash_commands "$(jq -cn --arg c "$probe" '{code: $c}')")
 	EOF
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.exit_code == 0 and .stdout == "ptrace -1 True\ndone\n"'
 }
 
@@ -274,10 +274,10 @@ open('$pkgs/slowmod.py', 'w').write(\"$slow\")" '{"args": ["plain"]}')
 	EOF
 	[ -z "$(prestarted)" ]
 	for id in 1 2 3 4 5; do
-		result=$(response $id | jq -c .result)
+		res $id
 		sc '.exit_code == 0 and .stdout == "/workspace/.sandbox/task.py\n"'
 	done
-	result=$(response 6 | jq -c .result)
+	res 6
 	sc '.stdout == "bash\n"'
 	run "$SANDBOX_MCP" --check --backend local --python /bin/echo
 	[[ "$output" == *"none can be started ahead here (the prestarted interpreter ended while it started: it exited with 0)"* ]]

@@ -23,10 +23,6 @@ py_call() { # ID SCRIPT [TIMEOUT]
 	call_json "$1" execute_python "$(jq -cn --arg s "$2" --argjson t "${3:-null}" '{script: $s} + (if $t then {timeout_s: $t} else {} end)')"
 }
 
-res() { # ID: the result of response ID into $result
-	result=$(response "$1" | jq -c .result)
-}
-
 # ---------------------------------------------------------------- signals
 
 signals_case() {

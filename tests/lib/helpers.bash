@@ -67,6 +67,16 @@ tool() {
 	[ -n "$result" ] && [ "$result" != null ]
 }
 
+# res ID: $result := the result of the response with that id; fails when there is none.
+res() {
+	result=$(response "$1" | jq -c '.result')
+	if [ -z "$result" ] || [ "$result" = null ]; then
+		echo "no result for id $1; output:" >&2
+		printf '%s\n' "$output" >&2
+		return 1
+	fi
+}
+
 # sc FILTER: jq -e FILTER over the structuredContent of $result.
 sc() {
 	printf '%s' "$result" | jq -e ".structuredContent | $1" >/dev/null || {
