@@ -272,6 +272,12 @@ def _clear(d):
                 d[k] = None
 
 
+def _older_collections():
+    """How many collections of generations 1 and 2 have run."""
+    stats = _GC.get_stats()
+    return stats[1]['collections'], stats[2]['collections']
+
+
 def _teardown():
     """What Python's exit does to the script's objects, so that their __del__, weakref callbacks
     and file buffers run as they would (Python 3.11's order): every module out of sys.modules,
@@ -288,10 +294,7 @@ def _teardown():
     unfinalized.)"""
     import _weakref
     collect = _GC.collect
-    stats = _GC.get_stats()
-    young = (_GEN is not None and (stats[1]['collections'], stats[2]['collections']) == _GEN and
-             _GC.get_count()[1] == 0)
-    stats = None
+    young = _GEN is not None and _older_collections() == _GEN and _GC.get_count()[1] == 0
     sys.last_type = sys.last_value = sys.last_traceback = None
     sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
     alive = []
@@ -320,7 +323,7 @@ def _teardown():
         held = _GC.callbacks[:]
         _GC.callbacks.clear()
         collect()
-        _GC.callbacks[:] = held
+        _GC.callbacks[:] = held  # still held to the end, as Python holds them: nothing freed here
 
 
 def _exit():
@@ -405,9 +408,7 @@ def _serve(preload):
         gc.freeze()
     # The young-generation shortcut of _teardown; not with Python 3.14's incremental collector,
     # whose gc.collect(1) is one step of its own cycle.
-    stats = gc.get_stats()
-    _GEN = (stats[1]['collections'], stats[2]['collections']) if sys.version_info < (3, 14) else None
-    stats = None
+    _GEN = _older_collections() if sys.version_info < (3, 14) else None
     ctl.sendall(_frame(b'R', '; '.join(failed).encode()))
     while True:
         try:

@@ -502,9 +502,10 @@ const char *plan_step_name(const struct plan *p, int step, char *buf, size_t n)
 	}
 	if (step >= 0 && (size_t)step < p->nops) {
 		const struct op *o = &p->ops[step];
+		size_t rl = strlen(p->root);
+		const char *in = strncmp(o->dst, p->root, rl) ? o->dst : o->dst + rl; /* as seen inside */
 		snprintf(buf, n, "%s %s", o->kind == OP_MOUNT ? "mounting" : o->kind == OP_SETATTR ? "sealing" : "preparing",
-			 strcmp(o->dst, p->root) ? o->dst + (strncmp(o->dst, p->root, strlen(p->root)) ? 0 : strlen(p->root))
-						  : "the root");
+			 *in ? in : "the root");
 		return buf;
 	}
 	return "setting up";
