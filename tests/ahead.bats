@@ -25,7 +25,7 @@ until_made_ahead() { # N: waits until N sandboxes were made ahead
 	local id
 	id=$(made_ahead)
 	[ -n "$id" ]
-	result=$(response 1 | jq -c .result)
+	res 1
 	sc ".stdout == \"first\n\" and .sandbox_id == \"$id\" and .notice == null"
 	[ "$(prestarted)" = 1 ]
 	run ! grep -q 'started on the local backend' "$SERVER_LOG"

@@ -132,7 +132,7 @@ $(call_json 2 execute_bash_commands '{"code":"echo fresh"}')
 {"sh": "python3 -c 'import json,sys,urllib.request; n=len(json.load(urllib.request.urlopen(\"$DT_URL/_control\"))[\"sandboxes\"]); sys.exit(0 if n == 1 else 1)'"}
 EOF
 	[ -z "$(response 1)" ]
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.exit_code == 0 and .stdout == "fresh\n"'
 	grep -q "made by a create of this server that was cut short" "$SERVER_LOG"
 	[ "$(live_sandboxes)" -eq 0 ]

@@ -186,7 +186,7 @@ $(bash_call 1 'id -u; id -g; grep CapEff /proc/self/status; cat /proc/1/cmdline 
 {"wait": 1}
 {"sh": "docker inspect \$(docker ps -q --filter label=sandbox-mcp=1) > '$ins'"}
 EOF
-	result=$(response 1 | jq -c .result)
+	res 1
 	sc '.exit_code == 1'
 	sc '.stdout | startswith("65534\n65534\nCapEff:\t0000000000000000\n/.sandbox-agent --listen /run/sandbox-agent/agent.sock \n20480\nlo\n")'
 	sc '.stdout | test("Network is unreachable") and test("Read-only file system")'
@@ -216,10 +216,10 @@ $(call_json 2 execute_bash_commands '{"code":"setsid sleep 300 & echo started; s
 $(bash_call 3 'set -- /proc/[0-9]*; echo $#')
 {"wait": 3}
 EOF
-	result=$(response 1 | jq -c .result)
+	res 1
 	sc '.timed_out and .exit_code == 124 and .stdout == "bg\n"'
 	[ -z "$(response 2)" ]
-	result=$(response 3 | jq -c .result)
+	res 3
 	sc '.stdout == "2\n"' # the agent and this shell, which counts them itself
 }
 
@@ -234,12 +234,12 @@ $(call_json 2 execute_python '{"script":"print(1)","requirements":["sbxdemo>=1.0
 $(bash_call 3 'echo still here')
 {"wait": 3}
 EOF
-	result=$(response 1 | jq -c .result)
+	res 1
 	sc '.exit_code == 1 and (.stderr | startswith("Failed to install requirements: ") and test("is not allowed"))'
 	# A plain name reaches pip, in the install container (no index is reachable here).
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.stderr | startswith("Failed to install requirements: ") and (test("is not allowed") | not)'
-	result=$(response 3 | jq -c .result)
+	res 3
 	sc '.stdout == "still here\n"'
 	grep -q 'the install step runs in its own container' "$SERVER_LOG"
 	[ ! -s "$BATS_TEST_TMPDIR/install.ids" ]
@@ -264,7 +264,7 @@ $(bash_call 1 'echo x > f; echo ok')
 $(bash_call 2 'ls; echo done')
 {"wait": 2}
 EOF
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.exit_code == 0 and .stdout == "done\n" and .error == null'
 	sc '.notice | test("stopped unexpectedly") and test("empty workspace")'
 	[ "$(response 1 | jq -r .result.structuredContent.sandbox_id)" != "$(response 2 | jq -r .result.structuredContent.sandbox_id)" ]
@@ -282,9 +282,9 @@ $(call_json 1 execute_bash_commands '{"code":"echo x > f; echo running; sleep 30
 $(bash_call 2 'ls; echo done')
 {"wait": 2}
 EOF
-	result=$(response 1 | jq -c .result)
+	res 1
 	sc '.exit_code == 1 and (.error | test("stopped unexpectedly"))'
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.exit_code == 0 and .stdout == "done\n"'
 	# The notice that the workspace is new comes with one of the two results.
 	[ "$( (response 1; response 2) | jq -r '.result.structuredContent.notice // empty' | grep -c 'stopped unexpectedly')" -ge 1 ]
@@ -302,7 +302,7 @@ $(bash_call 1 'echo x > f; echo ok')
 $(bash_call 2 'ls; echo done')
 {"wait": 2}
 EOF
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.exit_code == 0 and .stdout == "done\n" and (.notice | test("stopped unexpectedly"))'
 	[ -z "$(our_containers)" ]
 }
@@ -344,9 +344,9 @@ $(call_json 3 cleanup_sandbox '{}')
 {"wait": 3}
 {"sh": "test -z \"\$(docker ps -aq --filter label=sandbox-mcp=1)\""}
 EOF
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.stdout == "" and (.notice | test("removed after 1 s"))'
-	result=$(response 3 | jq -c .result)
+	res 3
 	sc '.removed == true and .backend == "docker"'
 	[ -z "$(docker_dirs)" ]
 	tool execute_bash_commands '{"code":"echo kept > k.txt"}' --keep

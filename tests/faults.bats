@@ -34,7 +34,7 @@ $(call_json 2 execute_python '{"script":"print(2)"}')
 EOF2
 	[ "$status" -eq 0 ]
 	for id in 1 2; do
-		result=$(response $id | jq -c .result)
+		res $id
 		sc '.exit_code == 1 and .backend == null and (.error | startswith("Failed to initialize sandbox engine: local: "))'
 	done
 	jqe "$(response '"p1"')" '.result == {}'
@@ -110,7 +110,7 @@ EOF
 	[ "$status" -eq 0 ]
 	result=$(response 1 | jq -c .result)
 	id1=$(printf '%s' "$result" | jq -r .structuredContent.sandbox_id)
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc ".exit_code == 0 and .stdout == \"two\n\" and .sandbox_id != \"$id1\""
 	sc ".notice | test(\"previous sandbox \\\\($id1\\\\) stopped unexpectedly\")"
 }
@@ -127,9 +127,9 @@ $(call_json 2 execute_bash_commands '{"code":"echo two"}')
 EOF
 	echo "$output"
 	[ "$status" -eq 0 ]
-	result=$(response 1 | jq -c .result)
+	res 1
 	sc '.exit_code == 1 and (.error | test("stopped unexpectedly")) and .notice == null'
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.exit_code == 0 and .stdout == "two\n" and (.notice | test("stopped unexpectedly during the previous call"))'
 }
 
@@ -144,9 +144,9 @@ $(call_json 1 execute_bash_commands '{"code":"echo keep > f; echo one"}')
 $(call_json 2 execute_bash_commands '{"code":"ls; echo two"}')
 $(call_json 3 execute_bash_commands '{"code":"echo three > g; cat g"}')
 EOF
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.exit_code == 0 and .stdout == "two\n" and (.notice | test("removed on the host"))'
-	result=$(response 3 | jq -c .result)
+	res 3
 	sc '.exit_code == 0 and .stdout == "three\n" and .notice == null'
 }
 

@@ -57,10 +57,10 @@ $(py_req 2 evil-loopback)
 {"wait": 2}
 $(py_req 3 evil-metadata)
 EOF
-	result=$(response 1 | jq -c .result)
+	res 1
 	sc '.exit_code == 0 and .stdout == "okpkg 1.0\n"'
 	for id in 2 3; do
-		result=$(response $id | jq -c .result)
+		res $id
 		sc '.exit_code == 1 and (.stderr | startswith("Failed to install requirements: "))'
 	done
 	# Nothing reached the host's loopback service.
@@ -95,7 +95,7 @@ installed_case() {
 	# start; 3 and 4 ran in interpreters started after the install.
 	[ "$(prestarted | tr '\n' ' ')" = "3 4 " ]
 	for id in 2 3 4; do
-		result=$(response $id | jq -c .result)
+		res $id
 		sc '.exit_code == 0 and .stdout == "okpkg 1.0\n"'
 	done
 }
@@ -140,7 +140,7 @@ EOF
 $INIT
 $(py_req 1 okpkg==1.0)
 EOF
-	result=$(response 1 | jq -c .result)
+	res 1
 	sc '.exit_code == 0 and .stdout == "okpkg 1.0\n"'
 	grep -a 'network-settings' "$BATS_FILE_TMPDIR/daytona.log"
 	grep -aq 'network-settings .*"networkAllowList": "198.51.100.2/32", "networkBlockAll": false' "$BATS_FILE_TMPDIR/daytona.log"

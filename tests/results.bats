@@ -19,7 +19,7 @@ EOF
 	size=$(result_size 1)
 	echo "result: $size bytes"
 	[ "$size" -le 32768 ]
-	result=$(response 1 | jq -c .result)
+	res 1
 	sc '.truncated.stdout and .truncated.stderr and .truncated.stdout_file == "/workspace/.sandbox/output/call-1.stdout"'
 	sc '.truncated.stderr_file == "/workspace/.sandbox/output/call-1.stderr" and (.stderr | endswith("END"))'
 	sc '(.stdout | test("bytes left out here; the full output is in /workspace/.sandbox/output/call-1.stdout"))'
@@ -42,10 +42,10 @@ $(call_json 1 execute_bash_commands '{"code":"seq 1 5000 > s; head -c 20000 s; h
 $(call_json 2 execute_bash_commands '{"code":"cmp .sandbox/output/call-1.stdout <(head -c 20000 s) && cmp .sandbox/output/call-1.stderr <(head -c 20000 s) && echo same"}')
 EOF
 	[ "$(result_size 1)" -le 32768 ]
-	result=$(response 1 | jq -c .result)
+	res 1
 	sc '.truncated.stdout and .truncated.stderr and .truncated.stdout_bytes == 20000'
 	sc '.truncated.stdout_file == "/workspace/.sandbox/output/call-1.stdout" and .truncated.stderr_file == "/workspace/.sandbox/output/call-1.stderr"'
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.stdout == "same\n"'
 }
 
@@ -71,9 +71,9 @@ EOF
 	} > "$BATS_TEST_TMPDIR/session"
 	[ "$(stat -c %s "$BATS_TEST_TMPDIR/script")" -gt $((8 << 20)) ]
 	mcp_session < "$BATS_TEST_TMPDIR/session"
-	result=$(response 1 | jq -c .result)
+	res 1
 	sc '.exit_code == 0 and .stdout == "done-1\n"'
-	result=$(response 2 | jq -c .result)
+	res 2
 	sc '.exit_code == 0 and .stdout == "ok 1\n"'
 }
 

@@ -510,7 +510,7 @@ EOF
 		'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0"' "$SANDBOX_MCP" \
 		<<<"$(printf '%s\n%s\n' "$INIT" "$(call_json 1 execute_bash_commands '{"code":"true"}')")"
 	[ "$status" -eq 0 ]
-	result=$(response 1 | jq -c .result)
+	res 1
 	sc '.exit_code == 1 and .backend == null and .sandbox_id == null'
 	sc '.stderr | startswith("Failed to initialize sandbox engine: daytona: DAYTONA_API_KEY is not set; docker: ")'
 	sc '.stderr | test("; local: user namespaces are disabled")'
