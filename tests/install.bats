@@ -80,7 +80,8 @@ EOF
 # A package installed by one call is imported by the next ones, whether their interpreter was
 # started ahead of the install (then it starts plainly) or after it.
 installed_case() {
-	with_backend "$1"
+	with_backend "${1%-unprivileged}"
+	[ "$1" != local-unprivileged ] || unprivileged_server
 	mcp_session --log-level debug --no-sandbox-ahead --index-url "$INDEX_URL" <<-EOF
 		$INIT
 		$(py_call 1 'print("before")')
@@ -102,6 +103,12 @@ installed_case() {
 
 @test "local: a package a call installs is imported by the next calls, started ahead or not" {
 	installed_case local
+}
+# Not root, the workspace is a tmpfs that the install step's instance shares with the main one.
+@test "local, not root: a package a call installs is imported by the next calls, started ahead or not" {
+	installed_case local-unprivileged
+	grep -qF "the workspace quota is 1 GiB: the workspace is a tmpfs of its own" "$SERVER_LOG"
+	unprivileged_cleanup
 }
 @test "docker: a package a call installs is imported by the next calls, started ahead or not" {
 	installed_case docker

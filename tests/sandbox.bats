@@ -185,18 +185,25 @@ EOF
 # ---------------------------------------------------------------- workspace quota
 
 quota_case() {
-	with_backend "$1"
-	[ "$(id -u)" -eq 0 ] || skip_or_fail "the workspace quota needs the server to be root"
-	run "$SANDBOX_MCP" --backend "$1" --check --workspace-size 32M
+	local kind="the workspace is an ext4 image of its own (loop device)" fs=ext4
+	with_backend "${1%-unprivileged}"
+	if [ "$1" = local-unprivileged ]; then
+		unprivileged_server
+		kind="the workspace is a tmpfs of its own (memory, not disk)" fs=tmpfs
+	else
+		[ "$(id -u)" -eq 0 ] || skip_or_fail "the workspace quota on the host's disk needs the server to be root"
+	fi
+	run "$SANDBOX_MCP" --backend "${1%-unprivileged}" --check --workspace-size 32M
 	printf '%s\n' "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"disk        32 MiB     the workspace is an ext4 image of its own"* ]]
+	[[ "$output" == *"disk        32 MiB     $kind: the code gets ENOSPC when it is full"* ]]
 	mcp_session --workspace-size 32M <<EOF
 $INIT
 $(bash_call 1 'head -c 64M /dev/zero > big; echo "head=$?"; df -k --output=size,avail /workspace | tail -1')
 $(py_call 2 'print("py")')
 $(bash_call 3 'rm big; echo freed')
 $(py_call 4 'print("py again")')
+$(bash_call 5 "awk '\$5 == \"/workspace\" { for (i = 6; i < NF; i++) if (\$i == \"-\") print \$(i + 1) }' /proc/self/mountinfo; grep -c -F '$SANDBOX_STATE_DIR' /proc/self/mountinfo")
 EOF
 	# The code gets ENOSPC at the quota: the file system is 32 MiB (less its own tables), full
 	# (under 1 MiB left).
@@ -209,15 +216,59 @@ EOF
 	sc '.exit_code == 0 and .stdout == "freed\n"'
 	res 4
 	sc '.exit_code == 0 and .stdout == "py again\n" and .notice == null'
-	# Nothing is left mounted or attached once the server is gone.
+	# /workspace is that file system, and the sandbox's mount table names no path of the state
+	# folder.
+	res 5
+	sc ".stdout == \"$fs\n0\n\""
+	# Nothing is left mounted, attached or running once the server is gone.
 	[ -z "$(grep -F "$SANDBOX_STATE_DIR" /proc/self/mountinfo)" ]
 	run grep -sF "$SANDBOX_STATE_DIR" /sys/block/loop*/loop/backing_file
 	[ "$status" -ne 0 ]
 	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
+	if [ "$1" = local-unprivileged ]; then
+		no_sandbox_processes "$UNPRIV_UID"
+		unprivileged_cleanup
+	fi
 }
 
 @test "local: the workspace quota gives the code ENOSPC, the next call works, nothing is left" { quota_case local; }
 @test "docker: the workspace quota gives the code ENOSPC, the next call works, nothing is left" { quota_case docker; }
+@test "local, not root: the workspace quota (a tmpfs) gives the code ENOSPC, the next call works, nothing is left" {
+	quota_case local-unprivileged
+}
+
+# Where the kernel or a policy refuses what the tmpfs needs, before any sandbox is made on it
+# (open_tree) or in the first one (move_mount), the sandbox is made on its plain folder: the
+# calls work, and --check and the log say that the quota is not enforced, and why.
+quota_refused_case() { # CALLS WHY
+	with_backend local
+	unprivileged_server
+	UNPRIV_WITHOUT=$1 run "$SANDBOX_MCP" --backend local --check --workspace-size 32M
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"disk        32 MiB     NOT enforced: the server is not root, and $2"* ]]
+	UNPRIV_WITHOUT=$1 mcp_session --workspace-size 32M <<EOF
+$INIT
+$(bash_call 1 'echo hi > f; cat f')
+$(py_call 2 'print(open("f").read(), end="")')
+EOF
+	for id in 1 2; do
+		res $id
+		sc '.exit_code == 0 and .stdout == "hi\n" and .notice == null'
+	done
+	grep -qF "the workspace quota is not enforced: " "$SERVER_LOG"
+	grep -qF "$2" "$SERVER_LOG"
+	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
+	no_sandbox_processes "$UNPRIV_UID"
+	unprivileged_cleanup
+}
+
+@test "local, not root: where open_tree is refused, the sandbox is made without the quota and says why" {
+	quota_refused_case open_tree "copying the workspace's mount: open_tree: Function not implemented"
+}
+@test "local, not root: where move_mount is refused, the sandbox is made without the quota and says why" {
+	quota_refused_case move_mount "building the sandbox failed while mounting /workspace: Function not implemented"
+}
 
 # ---------------------------------------------------------------- out of memory
 

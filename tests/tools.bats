@@ -600,13 +600,13 @@ EOF
 		<<<"$(printf '%s\n%s\n' "$INIT" "$(call_json 1 execute_bash_commands '{"code":"id -u; grep CapEff /proc/self/status; echo hi > f; cat f"}')")"
 	[ "$status" -eq 0 ] || { cat "$dir/log"; false; }
 	result=$(response 1 | jq -c .result)
-	# Without root there is no image to make: --check says the quota is not enforced, and why.
+	# Without root there is no image to make: the workspace is a tmpfs of the quota.
 	run setpriv --reuid=sbxtest --regid=sbxtest --clear-groups env SANDBOX_STATE_DIR="$dir/state" HOME=/nonexistent \
 		"$dir/sandbox-mcp" --check --backend local
 	rm -rf "$dir"
 	printf '%s\n' "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"disk        1 GiB      NOT enforced: the server is not root"* ]]
+	[[ "$output" == *"disk        1 GiB      the workspace is a tmpfs of its own (memory, not disk)"* ]]
 	sc '.stdout == "1000\nCapEff:\t0000000000000000\nhi\n" and .exit_code == 0'
 }
 

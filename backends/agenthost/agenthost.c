@@ -68,6 +68,18 @@ int agenthost_start(struct agenthost *h, struct err *e)
 	snprintf(h->id, sizeof h->id, "%s-%02x%02x%02x%02x", h->home->prefix, rnd[0], rnd[1], rnd[2], rnd[3]);
 	if (hostdir_open(&h->h, cfg, h->state, h->id, h->uid, h->gid, e) < 0)
 		return -1;
+	if (hostdir_quota_open(&h->h, cfg) && h->home->quota) {
+		char how[160];
+		struct err qe = {""};
+		if (h->home->quota(h->ctx, cfg->workspace_size, how, sizeof how, &qe) == 0) {
+			hostdir_quota_by(&h->h, cfg->workspace_size, how, false);
+		} else {
+			/* Unexpected where the home offers it: said every time. */
+			log_msg(LOG_WARNING, "could not bound the workspace: %s", qe.msg);
+			hostdir_quota_lost(&h->h, qe.msg);
+		}
+	}
+	hostdir_quota_tell(&h->h, cfg);
 	if (cfg->wheelhouse[0] && access(cfg->wheelhouse, R_OK | X_OK) < 0)
 		return err_sys(e, "wheelhouse %s", cfg->wheelhouse);
 	if (filter_build(&h->filter, e) < 0)

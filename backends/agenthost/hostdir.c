@@ -118,30 +118,21 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 		goto fail;
 	}
 	/* A kept workspace must outlive the server as files, whatever becomes of its mounts. */
-	bool usable = false;
 	if (quota && cfg->workspace_dir[0])
 		snprintf(h->why, sizeof h->why, "--workspace keeps the workspace in a plain folder of the host");
 	else if (quota && cfg->keep)
 		snprintf(h->why, sizeof h->why, "--keep keeps workspaces as plain folders");
-	else if (quota && (usable = hostmount_usable(h->why, sizeof h->why))) {
+	else if (quota && hostmount_usable(h->why, sizeof h->why)) {
 		char img[PATH_MAX + 16];
 		struct err me = {""};
 		if (hostdir_path(img, sizeof img, "%s/workspace.img", h->dir) < 0 ||
 		    hostmount_image(img, h->ws, quota, uid, gid, &me) < 0) {
 			/* Unexpected where images can be made: said every time. */
 			snprintf(h->why, sizeof h->why, "%s", me.msg[0] ? me.msg : "the state folder's path is too long");
-			log_msg(LOG_WARNING, "the workspace quota is not enforced: %s", h->why);
+			log_msg(LOG_WARNING, "could not make the workspace's image: %s", h->why);
 		} else {
-			h->quota = quota;
+			hostdir_quota_by(h, quota, "the workspace is an ext4 image of its own (loop device)", true);
 		}
-	}
-	if (quota && !h->quota && !usable) {
-		/* The same every time: said once. */
-		static bool told;
-		log_msg(told ? LOG_DEBUG : cfg->keep || cfg->workspace_dir[0] ? LOG_INFO : LOG_WARNING,
-			"the workspace quota is not enforced: %s",
-			h->why);
-		told = true;
 	}
 	if (geteuid() == 0) {
 		struct err me = {""};
@@ -209,8 +200,7 @@ int hostdir_close(struct hostdir *h, enum hostdir_end how, struct err *e)
 				close(fd);
 		}
 		(void)hostmount_release(h->host);
-		if (h->quota) /* not made so today; never left mounted for good */
-			(void)hostmount_release(h->ws);
+		(void)hostmount_release(h->ws); /* a kept workspace is no image; never left mounted */
 	} else if (h->dir[0] && remove_dir(h->dir) < 0 && rc == 0) {
 		rc = err_sys(e, "could not remove %s", h->dir);
 	}
@@ -222,7 +212,11 @@ int hostdir_close(struct hostdir *h, enum hostdir_end how, struct err *e)
 
 void hostdir_report_workspace(const struct hostdir *h, const struct config *cfg, const char *how, FILE *f)
 {
-	fprintf(f, "    workspace   %s%s%s%s\n", h->ws, how ? " (" : "", how ? how : "", how ? ")" : "");
+	if (h->ws_away)
+		fprintf(f, "    workspace   the sandbox's own file system, seen by its processes alone (%s stays empty)\n",
+			h->ws);
+	else
+		fprintf(f, "    workspace   %s%s%s%s\n", h->ws, how ? " (" : "", how ? how : "", how ? ")" : "");
 	if (cfg->workspace_dir[0])
 		fprintf(f, "                --workspace: kept across restarts, crashes and idle removal; cleanup_sandbox "
 			   "empties it\n");
@@ -231,12 +225,48 @@ void hostdir_report_workspace(const struct hostdir *h, const struct config *cfg,
 			cfg->mounts.v[i].rw ? "read-write" : "read-only");
 }
 
+bool hostdir_quota_open(const struct hostdir *h, const struct config *cfg)
+{
+	return cfg->workspace_size && !h->quota && !cfg->workspace_dir[0] && !cfg->keep;
+}
+
+void hostdir_quota_by(struct hostdir *h, uint64_t bytes, const char *how, bool on_host)
+{
+	h->quota = bytes;
+	h->ws_away = !on_host;
+	snprintf(h->how, sizeof h->how, "%s", how);
+}
+
+void hostdir_quota_lost(struct hostdir *h, const char *why)
+{
+	h->quota = 0;
+	h->ws_away = false;
+	h->how[0] = '\0';
+	char was[sizeof h->why];
+	snprintf(was, sizeof was, "%s", h->why);
+	snprintf(h->why, sizeof h->why, "%.140s%s%.150s", was, was[0] ? ", and " : "", why);
+}
+
+void hostdir_quota_tell(const struct hostdir *h, const struct config *cfg)
+{
+	char sz[32];
+	if (h->quota)
+		log_msg(LOG_DEBUG, "the workspace quota is %s: %s", config_fmt_size(h->quota, sz, sizeof sz), h->how);
+	if (!cfg->workspace_size || h->quota)
+		return;
+	/* The same every time: said once. */
+	static bool told;
+	log_msg(told ? LOG_DEBUG : cfg->keep || cfg->workspace_dir[0] ? LOG_INFO : LOG_WARNING,
+		"the workspace quota is not enforced: %s", h->why);
+	told = true;
+}
+
 void hostdir_report_quota(const struct hostdir *h, const struct config *cfg, FILE *f)
 {
 	char sz[32];
 	if (h->quota)
-		fprintf(f, "    disk        %-10s the workspace is an ext4 image of its own (loop device): the code gets "
-			   "ENOSPC when it is full\n", config_fmt_size(h->quota, sz, sizeof sz));
+		fprintf(f, "    disk        %-10s %s: the code gets ENOSPC when it is full\n",
+			config_fmt_size(h->quota, sz, sizeof sz), h->how);
 	else if (cfg->workspace_size)
 		fprintf(f, "    disk        %-10s NOT enforced: %s\n", config_fmt_size(cfg->workspace_size, sz, sizeof sz),
 			h->why);

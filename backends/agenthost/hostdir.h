@@ -25,11 +25,12 @@ int hostdir_path(char *buf, size_t n, const char *fmt, ...) __attribute__((forma
 int hostdir_state(const struct config *cfg, char *out, size_t n, struct err *e);
 
 /* A sandbox's folder <state>/<name>, with `lock` (held while its server lives), `workspace`
- * (or, with --workspace DIR, DIR itself: see hostdir_open) and `host`, where the files bound into the sandbox go (agent, sockets, proxy folder). When
- * the server is root and the host allows (hostmount.h), the workspace is an ext4 image of the
- * quota mounted there and `host` a tmpfs: the code cannot fill the host's disk, and the
- * sandbox's mountinfo shows no host path. Else both are plain folders, the quota is not
- * enforced, and `why` says why. */
+ * (or, with --workspace DIR, DIR itself: see hostdir_open) and `host`, where the files bound
+ * into the sandbox go (agent, sockets, proxy folder). When the server is root and the host
+ * allows (hostmount.h), the workspace is an ext4 image of the quota mounted there and `host` a
+ * tmpfs: the code cannot fill the host's disk, and the sandbox's mountinfo shows no host path.
+ * Else both are plain folders, and the quota is enforced only where the backend's home does it
+ * its own way (hostdir_quota_by); `why` says why it is not. */
 struct hostdir {
 	char dir[PATH_MAX];    /* the sandbox's folder; "" when none */
 	char ws[PATH_MAX];     /* its workspace */
@@ -38,8 +39,11 @@ struct hostdir {
 	int ws_fd;             /* --workspace: that folder, locked while the sandbox lives; -1 */
 	dev_t ws_dev;          /* which workspace it is: one removed and made again is not it */
 	ino_t ws_ino;
-	uint64_t quota;        /* the workspace image's size; 0 when it is a plain folder */
-	char why[200];         /* why the quota is not enforced; "" when it is, or none was asked */
+	uint64_t quota;        /* the workspace's quota; 0 when it is not enforced */
+	char how[160];         /* how it is, for --check (hostdir_quota_by) */
+	bool ws_away;          /* the workspace's files are not in `ws` on the host */
+	char why[300];         /* why it is not (or, when a home enforces it, why the host folder does
+	                        * not); "" when none was asked */
 };
 
 /* An empty hostdir (no folder, no fd), for structs that are set up before it is opened. */
@@ -54,6 +58,23 @@ void hostdir_init(struct hostdir *h);
  * share it. 0, or -1 with e set (and h closed). */
 int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state, const char *name, uid_t uid,
 		 gid_t gid, struct err *e);
+
+/* Whether the quota is asked for and not enforced, on a workspace that is the sandbox's own
+ * (not a --workspace or --keep folder, plain host folders by choice): a backend's home may then
+ * enforce it its own way. */
+bool hostdir_quota_open(const struct hostdir *h, const struct config *cfg);
+
+/* The quota of `bytes` is enforced; how says how, for --check. on_host: the bounded file
+ * system is mounted on `ws` on the host (else the host folder stays empty, and the files are
+ * where only the sandbox sees them). */
+void hostdir_quota_by(struct hostdir *h, uint64_t bytes, const char *how, bool on_host);
+
+/* The quota is not enforced after all; why says why. */
+void hostdir_quota_lost(struct hostdir *h, const char *why);
+
+/* Logs that the quota is not enforced and why, when it is not (a warning once, as it is the
+ * same for every sandbox); else how it is (debug). */
+void hostdir_quota_tell(const struct hostdir *h, const struct config *cfg);
 
 /* Whether the workspace or the whole folder was removed on the host since hostdir_open. */
 bool hostdir_removed(const struct hostdir *h);

@@ -36,15 +36,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../src/base/log.h"
 #include "../backend.h"
 #include "../agenthost/agenthost.h"
 #include "../agenthost/cgroup.h"
 #include "../agenthost/hostdir.h"
 #include "plan.h"
+#include "wsholder.h"
 
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U
 #endif
+
+/* start_child's answer when the workspace's mount could not be moved in. */
+#define WS_MOVE_FAILED (-2)
 
 /* How long the sandbox's first process may take to build its root and start the agent. */
 #define BUILD_TIMEOUT_MS 30000
@@ -59,6 +64,7 @@ struct local {
 	struct agenthost host;  /* first: the agent host's (backend.h) */
 	int agent_fd;          /* sealed memfd with the agent; -1 when none */
 	unsigned seq;          /* instances made, for cgroup names */
+	struct wsholder ws;    /* the workspace's tmpfs, where it is the quota (wsholder.h) */
 	bool userns;           /* a user namespace (else: root making the other namespaces alone) */
 	char no_userns[300];   /* without one: why the kernel refused it */
 };
@@ -136,8 +142,15 @@ static int map_ids(const struct local *L, pid_t pid, struct err *e)
 	return write_str(path, map, e);
 }
 
-/* The plan of an instance (see plan.h). Caller frees. */
-static struct plan *make_plan(struct local *L, const char *root, bool net, const char *proxy_dir, struct err *e)
+static int map_ids_cb(void *ctx, pid_t pid, struct err *e)
+{
+	return map_ids(ctx, pid, e);
+}
+
+/* The plan of an instance (see plan.h), on the workspace's mount ws_fd or else its folder.
+ * Caller frees. */
+static struct plan *make_plan(struct local *L, const char *root, int ws_fd, bool net, const char *proxy_dir,
+			      struct err *e)
 {
 	struct plan *p = calloc(1, sizeof *p);
 	if (!p) {
@@ -157,7 +170,7 @@ static struct plan *make_plan(struct local *L, const char *root, bool net, const
 	p->root_opts = plan_str(p, "size=4m,mode=0755,uid=%u,gid=%u", L->userns ? SBX_UID : 0, L->userns ? SBX_GID : 0);
 	snprintf(p->lo.ifr_name, IFNAMSIZ, "lo");
 	p->argv = argv;
-	if (plan_fill(p, L->host.cfg, L->host.h.ws, net, proxy_dir) < 0) {
+	if (plan_fill(p, L->host.cfg, L->host.h.ws, ws_fd, net, proxy_dir) < 0) {
 		free(p);
 		err_set(e, "the sandbox's mount plan is too large");
 		return NULL;
@@ -212,7 +225,8 @@ static int child_fds(struct local *L, struct plan *p, struct child_fds *c, struc
 }
 
 /* After the clone: ids mapped, cgroups joined, the child told to go; then its report (a step
- * that failed) or its agent's greeting. */
+ * that failed) or its agent's greeting. 0, -1 with e set, or WS_MOVE_FAILED when the step that
+ * failed is the move of the workspace's mount. */
 static int start_child(struct local *L, struct local_inst *li, struct plan *p, struct child_fds *c, struct err *e)
 {
 	if (map_ids(L, li->in.pid, e) < 0 || cgroup_attach(&li->cg, li->in.pid, e) < 0)
@@ -236,26 +250,30 @@ static int start_child(struct local *L, struct local_inst *li, struct plan *p, s
 	while (n < 0 && errno == EINTR);
 	if (n == (ssize_t)sizeof ce) {
 		char buf[PATH_MAX];
-		return err_set(e, "building the sandbox failed while %s: %s", plan_step_name(p, ce.step, buf, sizeof buf),
-			       strerror(ce.err));
+		err_set(e, "building the sandbox failed while %s: %s", plan_step_name(p, ce.step, buf, sizeof buf),
+			strerror(ce.err));
+		return ce.step == p->ws_step ? WS_MOVE_FAILED : -1;
 	}
 	int fd = c->sv[0];
 	c->sv[0] = -1;
 	return agentlink_open(&li->in.link, fd, 10000, e) != 0 ? -1 : 0;
 }
 
-/* Starts an instance on the workspace; `net` shares the host's network. */
-static int local_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
+/* Starts an instance on the workspace; `net` shares the host's network. 0, -1 with e set, or
+ * WS_MOVE_FAILED (see start_child). */
+static int spawn_once(struct local *L, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
 {
-	struct local *L = ctx;
 	struct child_fds c = {{-1, -1}, {-1, -1}, {-1, -1}};
 	struct local_inst *li = calloc(1, sizeof *li);
 	char root[PATH_MAX], name[96];
 	if (li)
 		li->in.link.fd = -1;
 	hostdir_path(root, sizeof root, "%s/root", L->host.h.dir);
-	struct plan *p = li ? make_plan(L, root, net, proxy_dir, e) : NULL;
+	int ws_fd = li && wsholder_on(&L->ws) ? wsholder_mount(&L->ws, e) : -1;
+	struct plan *p = li && (ws_fd >= 0 || !wsholder_on(&L->ws)) ? make_plan(L, root, ws_fd, net, proxy_dir, e) : NULL;
 	int rc = -1;
+	if (!li)
+		err_set(e, "out of memory");
 	if (!li || !p || child_fds(L, p, &c, e) < 0)
 		goto out;
 	snprintf(name, sizeof name, "sandbox-mcp-%d-%s-%u", (int)getpid(), L->host.id, ++L->seq);
@@ -270,10 +288,9 @@ static int local_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_
 	if (pid < 0)
 		err_sys(e, "creating the sandbox namespaces");
 	li->in.pid = pid > 0 ? pid : 0;
-	if (pid > 0 && start_child(L, li, p, &c, e) == 0) {
+	if (pid > 0 && (rc = start_child(L, li, p, &c, e)) == 0) {
 		*out = &li->in;
 		li = NULL;
-		rc = 0;
 	}
 out:
 	if (li && !p)
@@ -284,7 +301,26 @@ out:
 		close_plan_fds(p);
 	close_child_fds(&c);
 	free(p);
+	if (ws_fd >= 0)
+		close(ws_fd);
 	return rc;
+}
+
+static int local_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
+{
+	struct local *L = ctx;
+	int rc = spawn_once(L, net, proxy_dir, out, e);
+	if (rc != WS_MOVE_FAILED)
+		return rc;
+	/* The kernel would not take the workspace's tmpfs into a sandbox. Before the first
+	 * instance, the sandbox is made on its plain folder instead, without the quota; later, an
+	 * instance on another workspace than the others' would be wrong. */
+	if (L->host.main)
+		return -1;
+	log_msg(LOG_WARNING, "the workspace quota is not enforced: %s", e->msg);
+	hostdir_quota_lost(&L->host.h, e->msg);
+	wsholder_stop(&L->ws);
+	return spawn_once(L, net, proxy_dir, out, e) < 0 ? -1 : 0;
 }
 
 /* Between calls the agent says nothing: its init has either exited or not. */
@@ -335,10 +371,24 @@ static int local_prepare(void *ctx, struct err *e)
 	return (L->agent_fd = agent_memfd(e)) < 0 ? -1 : 0;
 }
 
+/* Without an image on the host, the workspace is a tmpfs of the quota (wsholder.h): in a user
+ * namespace of its own, which this server can make. */
+static int local_quota(void *ctx, uint64_t bytes, char *how, size_t n, struct err *e)
+{
+	struct local *L = ctx;
+	if (!L->userns)
+		return err_set(e, "no user namespace to mount a tmpfs in");
+	if (wsholder_start(&L->ws, L->host.h.ws, bytes, SBX_UID, SBX_GID, map_ids_cb, L, e) < 0)
+		return -1;
+	snprintf(how, n, "the workspace is a tmpfs of its own (memory, not disk)");
+	return 0;
+}
+
 static void local_end(void *ctx, bool keep)
 {
 	struct local *L = ctx;
 	(void)keep;
+	wsholder_stop(&L->ws);
 	if (L->agent_fd >= 0)
 		close(L->agent_fd);
 	L->agent_fd = -1;
@@ -378,6 +428,7 @@ static void local_report_limits(void *ctx, FILE *f)
 
 static const struct agenthost_home local_home = {
 	.prefix = "local",
+	.quota = local_quota,
 	.prepare = local_prepare,
 	.spawn = local_spawn,
 	.kill = local_kill,
@@ -497,6 +548,7 @@ static void local_init(struct backend *b)
 {
 	struct local *L = b->priv;
 	L->agent_fd = -1;
+	wsholder_init(&L->ws);
 }
 
 static void local_reap(const struct config *cfg)

@@ -40,6 +40,9 @@ struct mount_attr {
 	__u64 attr_set, attr_clr, propagation, userns_fd;
 };
 #endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
 #ifndef AT_RECURSIVE
 #define AT_RECURSIVE 0x8000
 #endif
@@ -242,7 +245,8 @@ static int plan_user_mounts(struct plan *p, const struct mountspec *m, size_t n)
 
 /* Seals the read-only part, then adds the device nodes and the writable mounts. proxy_dir: the
  * install step's way to the server's proxy (installnet.h), or NULL. */
-static int plan_finish(struct plan *p, const char *ws, const char *wheelhouse, uint64_t tmp_size, const char *proxy_dir)
+static int plan_finish(struct plan *p, const char *ws, int ws_fd, const char *wheelhouse, uint64_t tmp_size,
+		       const char *proxy_dir)
 {
 	const char *R = p->root;
 	if (*wheelhouse && plan_bind(p, wheelhouse, "/wheelhouse", false) < 0)
@@ -263,8 +267,17 @@ static int plan_finish(struct plan *p, const char *ws, const char *wheelhouse, u
 	if (plan_mount(p, "tmpfs", plan_str(p, "%s/dev/shm", R), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, tmpopt) < 0)
 		return -1;
 	const char *wsd = plan_str(p, "%s/workspace", R);
-	if (plan_mount(p, plan_str(p, "%s", ws), wsd, NULL, MS_BIND, NULL) < 0 ||
-	    plan_setattr(p, wsd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
+	p->ws_step = -1;
+	if (ws_fd >= 0) {
+		struct op *o = plan_op(p, OP_MOVE, NULL, wsd);
+		if (!o)
+			return -1;
+		o->fd = ws_fd;
+		p->ws_step = (int)(o - p->ops);
+	} else if (plan_mount(p, plan_str(p, "%s", ws), wsd, NULL, MS_BIND, NULL) < 0) {
+		return -1;
+	}
+	if (plan_setattr(p, wsd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
 		return -1;
 	if (plan_mount(p, "tmpfs", plan_str(p, "%s/tmp", R), "tmpfs", MS_NOSUID | MS_NODEV, tmpopt) < 0)
 		return -1;
@@ -273,14 +286,14 @@ static int plan_finish(struct plan *p, const char *ws, const char *wheelhouse, u
 	return 0;
 }
 
-int plan_fill(struct plan *p, const struct config *cfg, const char *ws, bool net, const char *proxy_dir)
+int plan_fill(struct plan *p, const struct config *cfg, const char *ws, int ws_fd, bool net, const char *proxy_dir)
 {
 	/* The install step sees no --mount folder: it has no need of one, and it runs code from
 	 * the package index. */
 	size_t nmounts = proxy_dir ? 0 : cfg->mounts.n;
 	if (!p->root_opts || plan_build(p, net, proxy_dir != NULL) < 0 ||
 	    plan_mount_points(p, cfg->mounts.v, nmounts) < 0 ||
-	    plan_finish(p, ws, cfg->wheelhouse, cfg->tmp_size, proxy_dir) < 0 ||
+	    plan_finish(p, ws, ws_fd, cfg->wheelhouse, cfg->tmp_size, proxy_dir) < 0 ||
 	    plan_user_mounts(p, cfg->mounts.v, nmounts) < 0)
 		return -1;
 	return 0;
@@ -358,6 +371,8 @@ static int run_op(const struct op *o)
 {
 	if (o->kind == OP_MOUNT)
 		return mount(o->src, o->dst, o->fstype, o->flags, o->data);
+	if (o->kind == OP_MOVE)
+		return (int)syscall(SYS_move_mount, o->fd, "", AT_FDCWD, o->dst, MOVE_MOUNT_F_EMPTY_PATH);
 	struct mount_attr a = {.attr_set = o->flags};
 	if (syscall(SYS_mount_setattr, AT_FDCWD, o->dst, o->recursive ? AT_RECURSIVE : 0, &a, sizeof a) == 0)
 		return 0;
@@ -504,8 +519,8 @@ const char *plan_step_name(const struct plan *p, int step, char *buf, size_t n)
 		const struct op *o = &p->ops[step];
 		size_t rl = strlen(p->root);
 		const char *in = strncmp(o->dst, p->root, rl) ? o->dst : o->dst + rl; /* as seen inside */
-		snprintf(buf, n, "%s %s", o->kind == OP_MOUNT ? "mounting" : o->kind == OP_SETATTR ? "sealing" : "preparing",
-			 *in ? in : "the root");
+		const char *verb = o->kind == OP_SETATTR ? "sealing" : "mounting";
+		snprintf(buf, n, "%s %s", verb, *in ? in : "the root");
 		return buf;
 	}
 	return "setting up";

@@ -16,7 +16,7 @@
 #define SBX_UID 1000
 #define SBX_GID 1000
 
-enum op_kind { OP_MOUNT, OP_SETATTR, OP_MKDIR, OP_MKFILE, OP_SYMLINK };
+enum op_kind { OP_MOUNT, OP_MOVE, OP_SETATTR, OP_MKDIR, OP_MKFILE, OP_SYMLINK };
 
 /* A step of the child. Making steps (OP_MKDIR, OP_MKFILE with data as its text, OP_SYMLINK
  * to src) fill the root's tmpfs first; mounting steps follow. */
@@ -24,6 +24,7 @@ struct op {
 	enum op_kind kind;
 	const char *src, *dst, *fstype, *data;
 	unsigned long flags;   /* mount flags, or MOUNT_ATTR_* for OP_SETATTR */
+	int fd;                /* OP_MOVE: the detached mount moved to dst */
 	bool recursive;        /* OP_SETATTR */
 	bool optional;         /* failure is not fatal (host file that may vanish) */
 };
@@ -51,6 +52,7 @@ struct plan {
 	struct ifreq lo;
 	int sync_fd, err_fd, ctl_fd, agent_fd;
 	char agent_path[32];   /* /proc/self/fd/agent_fd, where execveat fails (valgrind) */
+	int ws_step;           /* the step that moves the workspace's mount in; -1 when none */
 	char *const *argv;
 };
 
@@ -66,11 +68,12 @@ enum { STEP_SYNC = -1, STEP_HOSTNAME = -2, STEP_LO = -3, STEP_PIVOT = -4, STEP_I
 /* Copies a formatted string into the plan's arena. Borrowed from p; NULL when it is full. */
 const char *plan_str(struct plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Adds the root's making and mounting steps: the read-only system, the workspace ws (a host
- * folder), the --mount folders (none for the install step), and proxy_dir (the install step's
- * way to the proxy, or NULL). p's root, root_opts, uid and gid must be set. 0, or -1 when the
- * plan does not fit. */
-int plan_fill(struct plan *p, const struct config *cfg, const char *ws, bool net, const char *proxy_dir);
+/* Adds the root's making and mounting steps: the read-only system, the workspace (ws_fd, a
+ * detached mount the child moves in, see wsholder.h; or, when it is -1, the host folder ws
+ * bound), the --mount folders (none for the install step), and proxy_dir (the install step's
+ * way to the proxy, or NULL). p's root, root_opts, uid and gid must be set; ws_fd must stay
+ * open until the child has run. 0, or -1 when the plan does not fit. */
+int plan_fill(struct plan *p, const struct config *cfg, const char *ws, int ws_fd, bool net, const char *proxy_dir);
 
 /* Runs in the cloned child: waits for the server's go on sync_fd, builds the root, becomes the
  * sandbox user and executes the agent; a failing step is reported on err_fd. Never returns. */

@@ -101,6 +101,33 @@ sandbox_processes() {
 	ps -e -o uid=,pid=,args= | awk -v u="${1:-65534}" '$1 == u {print}'
 }
 
+# unprivileged_server: this test's server runs as the unprivileged user sbxtest (made when
+# missing): SANDBOX_MCP becomes a wrapper that starts it so, on a state folder of that user's.
+# The binary is copied where the user may read it (the checkout may be in a folder others cannot
+# enter); unprivileged_cleanup removes the copy. UNPRIV_UID is the user's uid. With
+# UNPRIV_WITHOUT=CALL[,CALL] set, the server runs under `test-helper without` those calls.
+unprivileged_server() {
+	id sbxtest >/dev/null 2>&1 || useradd -M -d /nonexistent -s /usr/sbin/nologin sbxtest 2>/dev/null ||
+		skip_or_fail "cannot create a test user"
+	command -v setpriv >/dev/null || skip_or_fail "setpriv(1) is missing"
+	UNPRIV_DIR=$(mktemp -d /tmp/sbx-unpriv.XXXXXX)
+	cp "$SANDBOX_MCP" "$UNPRIV_DIR/sandbox-mcp" && cp "$REPO_DIR/build/test-helper" "$UNPRIV_DIR/test-helper"
+	mkdir -m 700 "$UNPRIV_DIR/state"
+	cat >"$UNPRIV_DIR/run" <<-EOF
+		#!/bin/sh
+		set -- "$UNPRIV_DIR/sandbox-mcp" "\$@"
+		[ -z "\$UNPRIV_WITHOUT" ] || set -- "$UNPRIV_DIR/test-helper" without "\$UNPRIV_WITHOUT" -- "\$@"
+		exec setpriv --reuid=sbxtest --regid=sbxtest --clear-groups env HOME=/nonexistent "\$@"
+	EOF
+	chmod -R a+rX "$UNPRIV_DIR" && chmod a+x "$UNPRIV_DIR/run" && chown sbxtest: "$UNPRIV_DIR" "$UNPRIV_DIR/state"
+	UNPRIV_UID=$(id -u sbxtest)
+	export SANDBOX_MCP="$UNPRIV_DIR/run" SANDBOX_STATE_DIR="$UNPRIV_DIR/state" UNPRIV_UID
+}
+
+unprivileged_cleanup() {
+	rm -rf "$UNPRIV_DIR"
+}
+
 # eventually SECONDS COMMAND...: runs COMMAND every 0.1 s until it succeeds; fails (with the
 # command named on stderr) when SECONDS pass first. What a test waits for is a condition,
 # never a fixed time.
