@@ -583,6 +583,29 @@ EOF
 	kill %1 2>/dev/null || true
 }
 
+no_live_processes() { # UID
+	[ -z "$(ps -e -o uid=,stat=,args= | awk -v u="$1" '$1 == u && $2 !~ /^Z/')" ]
+}
+
+# Not root, the workspace's tmpfs lives in a holder process of its own (ps names it): it dies
+# with a server killed with SIGKILL, as the sandbox does.
+@test "not root: a killed server's sandbox and its workspace's holder die with it" {
+	unprivileged_server
+	marker="sbx-crash-$$-$RANDOM"
+	# stalls on purpose: the session stays open while the test kills its server
+	script=$(printf '%s\n%s\n{"sleep": 60}\n' "$INIT" "$(call_json 1 execute_bash_commands "$(bash_args "$(sleeper "$marker")")")")
+	python3 "$SESSION" --stderr "$SERVER_LOG" --pidfile "$BATS_TEST_TMPDIR/pid" -- "$SANDBOX_MCP" \
+		>/dev/null 2>&1 <<<"$script" &
+	for _ in $(seq 100); do [ "$(host_procs "$marker")" -gt 0 ] && break; sleep 0.1; done
+	[ "$(host_procs "$marker")" -gt 0 ]
+	sandbox_processes "$UNPRIV_UID" | grep -q "sandbox-mcp: the workspace's tmpfs of local-[0-9a-f]*$"
+	kill -9 "$(cat "$BATS_TEST_TMPDIR/pid")"
+	# Dead: at most zombies, for whatever adopted them to reap.
+	eventually 5 no_live_processes "$UNPRIV_UID"
+	kill %1 2>/dev/null || true
+	unprivileged_cleanup
+}
+
 @test "the unprivileged path: a non-root server runs calls in its own sandbox" {
 	id sbxtest >/dev/null 2>&1 || useradd -M -d /nonexistent -s /usr/sbin/nologin sbxtest 2>/dev/null ||
 		skip_or_fail "cannot create a test user"

@@ -378,7 +378,7 @@ static int local_quota(void *ctx, uint64_t bytes, char *how, size_t n, struct er
 	struct local *L = ctx;
 	if (!L->userns)
 		return err_set(e, "no user namespace to mount a tmpfs in");
-	if (wsholder_start(&L->ws, L->host.h.ws, bytes, SBX_UID, SBX_GID, map_ids_cb, L, e) < 0)
+	if (wsholder_start(&L->ws, L->host.id, L->host.h.ws, bytes, SBX_UID, SBX_GID, map_ids_cb, L, e) < 0)
 		return -1;
 	snprintf(how, n, "the workspace is a tmpfs of its own (memory, not disk)");
 	return 0;

@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../src/base/title.h"
+
 #ifndef OPEN_TREE_CLONE
 #define OPEN_TREE_CLONE 1
 #endif
@@ -156,7 +158,7 @@ static int holder_recv(struct wsholder *w, const char *what, int *fd, struct err
 	return 0;
 }
 
-int wsholder_start(struct wsholder *w, const char *dir, uint64_t bytes, unsigned uid, unsigned gid,
+int wsholder_start(struct wsholder *w, const char *name, const char *dir, uint64_t bytes, unsigned uid, unsigned gid,
 		   wsholder_map_fn map, void *ctx, struct err *e)
 {
 	int sv[2];
@@ -168,9 +170,11 @@ int wsholder_start(struct wsholder *w, const char *dir, uint64_t bytes, unsigned
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return err_sys(e, "socketpair");
 	a.sock = sv[1];
+	title_before_clone("the workspace's tmpfs of %s", name);
 	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, NULL);
 	if (pid == 0)
 		holder_main(&a);
+	title_after_clone();
 	close(sv[1]);
 	w->sock = sv[0];
 	if (pid < 0) {

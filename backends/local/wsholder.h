@@ -29,10 +29,10 @@ typedef int (*wsholder_map_fn)(void *ctx, pid_t pid, struct err *e);
 /* No holder. */
 void wsholder_init(struct wsholder *w);
 
-/* Starts a holder whose tmpfs of `bytes` (one inode per 8 KiB, as the image has) is owned by
+/* Starts a holder (`ps` shows it as the workspace's tmpfs of the sandbox `name`) whose tmpfs of `bytes` (one inode per 8 KiB, as the image has) is owned by
  * uid:gid as the sandbox sees them, mounted on dir (an empty folder of the sandbox's, as only
  * the holder sees it; the host's stays empty). 0, or -1 with e set and nothing left. */
-int wsholder_start(struct wsholder *w, const char *dir, uint64_t bytes, unsigned uid, unsigned gid,
+int wsholder_start(struct wsholder *w, const char *name, const char *dir, uint64_t bytes, unsigned uid, unsigned gid,
 		   wsholder_map_fn map, void *ctx, struct err *e);
 
 /* Whether a holder runs. */

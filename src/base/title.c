@@ -8,6 +8,7 @@
 extern char **environ;
 
 static bool ready;
+static char current[256]; /* what title_set last set */
 
 void title_init(int argc, char **argv)
 {
@@ -17,6 +18,17 @@ void title_init(int argc, char **argv)
 
 void title_set(const char *fmt, ...)
 {
+	va_list ap;
+	if (!ready)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(current, sizeof current, fmt, ap);
+	va_end(ap);
+	setproctitle("%s", current);
+}
+
+void title_before_clone(const char *fmt, ...)
+{
 	char t[256];
 	va_list ap;
 	if (!ready)
@@ -25,4 +37,10 @@ void title_set(const char *fmt, ...)
 	vsnprintf(t, sizeof t, fmt, ap);
 	va_end(ap);
 	setproctitle("%s", t);
+}
+
+void title_after_clone(void)
+{
+	if (ready)
+		setproctitle("%s", current);
 }

@@ -13,4 +13,9 @@ void title_init(int argc, char **argv);
 /* "sandbox-mcp: " followed by the text. A no-op before title_init. */
 void title_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A child cloned to run without exec may not call title_set (not async-signal-safe): its title
+ * is set just before the clone, which copies it, and the server's put back just after. */
+void title_before_clone(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void title_after_clone(void);
+
 #endif
