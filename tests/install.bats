@@ -107,7 +107,8 @@ installed_case() {
 # Not root, the workspace is a tmpfs that the install step's instance shares with the main one.
 @test "local, not root: a package a call installs is imported by the next calls, started ahead or not" {
 	installed_case local-unprivileged
-	grep -qF "the workspace quota is 1 GiB: the workspace is a tmpfs of its own" "$SERVER_LOG"
+	grep -qF "the workspace quota is 256 MiB: the workspace is a tmpfs of its own" "$SERVER_LOG"
+	[ -z "$(grep -F "quota is not enforced" "$SERVER_LOG")" ]
 	unprivileged_cleanup
 }
 @test "docker: a package a call installs is imported by the next calls, started ahead or not" {

@@ -237,6 +237,31 @@ EOF
 	quota_case local-unprivileged
 }
 
+# A holder that dies takes the workspace from any instance made after: the sandbox is found
+# lost before the next call, which runs in a new one and says so.
+@test "local, not root: a workspace holder that dies is noticed; the next call runs in a new sandbox" {
+	with_backend local
+	unprivileged_server
+	mcp_session <<EOF
+$INIT
+$(bash_call 1 'echo hi > f; cat f')
+{"wait": 1}
+{"until": "pkill -9 -u sbxtest -f \"^sandbox-mcp: the workspace's tmpfs of\"; ! pgrep -u sbxtest -f \"^sandbox-mcp: the workspace's tmpfs of\""}
+$(bash_call 2 'ls')
+$(bash_call 3 'echo again > f; cat f')
+EOF
+	res 1
+	sc '.exit_code == 0 and .stdout == "hi\n"'
+	id=$(printf '%s' "$result" | jq -r .structuredContent.sandbox_id)
+	res 2
+	sc ".exit_code == 0 and .stdout == \"\" and .notice != null and .sandbox_id != \"$id\""
+	res 3
+	sc '.exit_code == 0 and .stdout == "again\n"'
+	grep -qF "the process holding its workspace's tmpfs died" "$SERVER_LOG"
+	no_sandbox_processes "$UNPRIV_UID"
+	unprivileged_cleanup
+}
+
 # Where the kernel or a policy refuses what the tmpfs needs, before any sandbox is made on it
 # (open_tree) or in the first one (move_mount), the sandbox is made on its plain folder: the
 # calls work, and --check and the log say that the quota is not enforced, and why.

@@ -629,7 +629,7 @@ no_live_processes() { # UID
 	rm -rf "$dir"
 	printf '%s\n' "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"disk        1 GiB      the workspace is a tmpfs of its own (memory, not disk)"* ]]
+	[[ "$output" == *"disk        256 MiB    the workspace is a tmpfs of its own (memory, not disk; at most half of --memory)"* ]]
 	sc '.stdout == "1000\nCapEff:\t0000000000000000\nhi\n" and .exit_code == 0'
 }
 

@@ -70,9 +70,10 @@ int agenthost_start(struct agenthost *h, struct err *e)
 		return -1;
 	if (hostdir_quota_open(&h->h, cfg) && h->home->quota) {
 		char how[160];
+		uint64_t bytes = cfg->workspace_size;
 		struct err qe = {""};
-		if (h->home->quota(h->ctx, cfg->workspace_size, how, sizeof how, &qe) == 0) {
-			hostdir_quota_by(&h->h, cfg->workspace_size, how, false);
+		if (h->home->quota(h->ctx, &bytes, how, sizeof how, &qe) == 0) {
+			hostdir_quota_by(&h->h, bytes, how, false);
 		} else {
 			/* Unexpected where the home offers it: said every time. */
 			log_msg(LOG_WARNING, "could not bound the workspace: %s", qe.msg);

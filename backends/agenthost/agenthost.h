@@ -43,10 +43,10 @@ struct agenthost_home {
 	 * needs (the agent's copy, an image). 0, or -1 with e set. May be NULL. */
 	int (*prepare)(void *ctx, struct err *e);
 	/* Once, before prepare, when the host folder does not bound the workspace
-	 * (hostdir_quota_open): bounds it to `bytes` the home's own way, on a file system that its
-	 * instances alone see, saying how in `how` (for --check). 0, or -1 with e saying why not (the sandbox is made without the quota). May be
+	 * (hostdir_quota_open): bounds it to *bytes (which it may lower) the home's own way, on a
+	 * file system that its instances alone see, saying how in `how` (for --check). 0, or -1 with e saying why not (the sandbox is made without the quota). May be
 	 * NULL. */
-	int (*quota)(void *ctx, uint64_t bytes, char *how, size_t n, struct err *e);
+	int (*quota)(void *ctx, uint64_t *bytes, char *how, size_t n, struct err *e);
 	/* Makes an instance on the workspace and connects to its agent (agentlink_open); net:
 	 * the host's network; proxy_dir: the install step's folder of the proxy, or NULL. 0 with
 	 * *out set (the home's struct), or -1 with e set and nothing left. */

@@ -200,7 +200,8 @@ int hostdir_close(struct hostdir *h, enum hostdir_end how, struct err *e)
 				close(fd);
 		}
 		(void)hostmount_release(h->host);
-		(void)hostmount_release(h->ws); /* a kept workspace is no image; never left mounted */
+		if (h->quota && !h->ws_away) /* a kept workspace is no image today; never left mounted */
+			(void)hostmount_release(h->ws);
 	} else if (h->dir[0] && remove_dir(h->dir) < 0 && rc == 0) {
 		rc = err_sys(e, "could not remove %s", h->dir);
 	}

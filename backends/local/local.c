@@ -252,7 +252,7 @@ static int start_child(struct local *L, struct local_inst *li, struct plan *p, s
 		char buf[PATH_MAX];
 		err_set(e, "building the sandbox failed while %s: %s", plan_step_name(p, ce.step, buf, sizeof buf),
 			strerror(ce.err));
-		return ce.step == p->ws_step ? WS_MOVE_FAILED : -1;
+		return p->ws_step >= 0 && ce.step == p->ws_step ? WS_MOVE_FAILED : -1;
 	}
 	int fd = c->sv[0];
 	c->sv[0] = -1;
@@ -269,8 +269,10 @@ static int spawn_once(struct local *L, bool net, const char *proxy_dir, struct a
 	if (li)
 		li->in.link.fd = -1;
 	hostdir_path(root, sizeof root, "%s/root", L->host.h.dir);
-	int ws_fd = li && wsholder_on(&L->ws) ? wsholder_mount(&L->ws, e) : -1;
-	struct plan *p = li && (ws_fd >= 0 || !wsholder_on(&L->ws)) ? make_plan(L, root, ws_fd, net, proxy_dir, e) : NULL;
+	/* A workspace that is not its host folder is had from the holder, or not at all. */
+	bool away = L->host.h.ws_away;
+	int ws_fd = li && away ? wsholder_mount(&L->ws, e) : -1;
+	struct plan *p = li && (ws_fd >= 0 || !away) ? make_plan(L, root, ws_fd, net, proxy_dir, e) : NULL;
 	int rc = -1;
 	if (!li)
 		err_set(e, "out of memory");
@@ -326,7 +328,7 @@ static int local_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_
 /* Between calls the agent says nothing: its init has either exited or not. */
 static int local_alive(void *ctx, struct agent_inst *in, struct err *e)
 {
-	(void)ctx;
+	struct local *L = ctx;
 	int st;
 	pid_t p = in->pid > 0 ? waitpid(in->pid, &st, WNOHANG | __WALL) : -1;
 	if (p == in->pid) {
@@ -339,6 +341,8 @@ static int local_alive(void *ctx, struct agent_inst *in, struct err *e)
 	}
 	if (in->pid <= 0)
 		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	if (in == L->host.main && wsholder_gone(&L->ws))
+		return err_set(e, "the process holding its workspace's tmpfs died"), BACKEND_LOST;
 	return 0;
 }
 
@@ -373,14 +377,21 @@ static int local_prepare(void *ctx, struct err *e)
 
 /* Without an image on the host, the workspace is a tmpfs of the quota (wsholder.h): in a user
  * namespace of its own, which this server can make. */
-static int local_quota(void *ctx, uint64_t bytes, char *how, size_t n, struct err *e)
+static int local_quota(void *ctx, uint64_t *bytes, char *how, size_t n, struct err *e)
 {
 	struct local *L = ctx;
+	uint64_t memory = L->host.cfg->memory;
 	if (!L->userns)
 		return err_set(e, "no user namespace to mount a tmpfs in");
-	if (wsholder_start(&L->ws, L->host.id, L->host.h.ws, bytes, SBX_UID, SBX_GID, map_ids_cb, L, e) < 0)
+	/* Its files take memory, counted in the sandbox's memory cgroup where there is one, and
+	 * never swapped there: the code must meet ENOSPC long before the memory limit. */
+	bool halved = memory && *bytes > memory / 2;
+	if (halved)
+		*bytes = memory / 2;
+	if (wsholder_start(&L->ws, L->host.id, L->host.h.ws, *bytes, SBX_UID, SBX_GID, map_ids_cb, L, e) < 0)
 		return -1;
-	snprintf(how, n, "the workspace is a tmpfs of its own (memory, not disk)");
+	snprintf(how, n, "the workspace is a tmpfs of its own (memory, not disk%s)",
+		 halved ? "; at most half of --memory" : "");
 	return 0;
 }
 

@@ -26,7 +26,7 @@
 /* How long the holder may take to mount, or to answer. */
 #define HOLDER_TIMEOUT_MS 10000
 
-enum { H_GO = 1, H_PRIVATE, H_MOUNT, H_FDS, H_CLONE };
+enum { H_GO = 1, H_PRIVATE, H_MOUNT, H_FDS, H_CLONE, H_PIVOT };
 
 /* The holder's report: the step that failed (0: none) and its errno. */
 struct holder_msg {
@@ -95,6 +95,11 @@ static void holder_main(const struct holder_args *a)
 		holder_fail(a->sock, H_PRIVATE);
 	if (mount("tmpfs", a->dir, "tmpfs", MS_NOSUID | MS_NODEV, a->opts) < 0)
 		holder_fail(a->sock, H_MOUNT);
+	/* The tmpfs becomes this namespace's only mount: the copy of the host's mounts would keep
+	 * every file system of the host busy (an unmounted disk, another sandbox's image) while the
+	 * holder lives. */
+	if (chdir(a->dir) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+		holder_fail(a->sock, H_PIVOT);
 	holder_send(a->sock, 0, -1);
 	for (;;) {
 		ssize_t n = read(a->sock, &c, 1);
@@ -102,7 +107,7 @@ static void holder_main(const struct holder_args *a)
 			_exit(0);
 		if (n < 0)
 			continue;
-		int fd = (int)syscall(SYS_open_tree, AT_FDCWD, a->dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		int fd = (int)syscall(SYS_open_tree, AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 		holder_send(a->sock, fd < 0 ? H_CLONE : 0, fd);
 		if (fd >= 0)
 			close(fd);
@@ -118,6 +123,15 @@ void wsholder_init(struct wsholder *w)
 bool wsholder_on(const struct wsholder *w)
 {
 	return w->pid > 0;
+}
+
+bool wsholder_gone(struct wsholder *w)
+{
+	if (w->pid <= 0 || waitpid(w->pid, NULL, WNOHANG | __WALL) != w->pid)
+		return false;
+	w->pid = 0;
+	wsholder_stop(w);
+	return true;
 }
 
 /* The holder's next message and the fd it carries (-1 when none). 0, or -1 with e set. */
@@ -136,8 +150,11 @@ static int holder_recv(struct wsholder *w, const char *what, int *fd, struct err
 	*fd = -1;
 	while ((pr = poll(&pf, 1, HOLDER_TIMEOUT_MS)) < 0 && errno == EINTR)
 		;
-	if (pr == 0)
+	if (pr <= 0) {
+		/* A late answer would be taken for the next question's: no holder from now on. */
+		wsholder_stop(w);
 		return err_set(e, "%s: the workspace's holder did not answer in %d s", what, HOLDER_TIMEOUT_MS / 1000);
+	}
 	while ((n = recvmsg(w->sock, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
 		;
 	struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
@@ -151,9 +168,9 @@ static int holder_recv(struct wsholder *w, const char *what, int *fd, struct err
 	}
 	if (m.step) {
 		static const char *const steps[] = {"", "waiting for its id maps", "making its mounts private", "mount",
-						    "close_range", "open_tree"};
+						    "close_range", "open_tree", "pivot_root"};
 		errno = m.err;
-		return err_sys(e, "%s: %s", what, m.step > 0 && m.step <= H_CLONE ? steps[m.step] : "?");
+		return err_sys(e, "%s: %s", what, m.step > 0 && m.step <= H_PIVOT ? steps[m.step] : "?");
 	}
 	return 0;
 }

@@ -29,14 +29,19 @@ typedef int (*wsholder_map_fn)(void *ctx, pid_t pid, struct err *e);
 /* No holder. */
 void wsholder_init(struct wsholder *w);
 
-/* Starts a holder (`ps` shows it as the workspace's tmpfs of the sandbox `name`) whose tmpfs of `bytes` (one inode per 8 KiB, as the image has) is owned by
- * uid:gid as the sandbox sees them, mounted on dir (an empty folder of the sandbox's, as only
- * the holder sees it; the host's stays empty). 0, or -1 with e set and nothing left. */
+/* Starts a holder (`ps` shows it as the workspace's tmpfs of the sandbox `name`) whose tmpfs
+ * of `bytes` (one inode per 8 KiB, as the image has) is owned by uid:gid as the sandbox sees
+ * them. It is mounted on dir (an empty folder of the sandbox's; the host's stays empty), then
+ * made the holder's root and only mount. 0, or -1 with e set and nothing left. */
 int wsholder_start(struct wsholder *w, const char *name, const char *dir, uint64_t bytes, unsigned uid, unsigned gid,
 		   wsholder_map_fn map, void *ctx, struct err *e);
 
-/* Whether a holder runs. */
+/* Whether a holder runs (or ran and has not been found gone yet). */
 bool wsholder_on(const struct wsholder *w);
+
+/* Whether the holder died (it is reaped then, and w is empty): the instances that have the
+ * workspace mounted keep it, but no new one can have it. */
+bool wsholder_gone(struct wsholder *w);
 
 /* A detached copy of the workspace's mount, for move_mount(2): an fd the caller closes
  * (close-on-exec), or -1 with e set. */
