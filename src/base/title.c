@@ -16,15 +16,21 @@ void title_init(int argc, char **argv)
 	ready = true;
 }
 
+/* Formats into buf and shows it. */
+static void show(char *buf, size_t n, const char *fmt, va_list ap)
+{
+	vsnprintf(buf, n, fmt, ap);
+	setproctitle("%s", buf);
+}
+
 void title_set(const char *fmt, ...)
 {
 	va_list ap;
 	if (!ready)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(current, sizeof current, fmt, ap);
+	show(current, sizeof current, fmt, ap);
 	va_end(ap);
-	setproctitle("%s", current);
 }
 
 void title_before_clone(const char *fmt, ...)
@@ -34,9 +40,8 @@ void title_before_clone(const char *fmt, ...)
 	if (!ready)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(t, sizeof t, fmt, ap);
+	show(t, sizeof t, fmt, ap);
 	va_end(ap);
-	setproctitle("%s", t);
 }
 
 void title_after_clone(void)
