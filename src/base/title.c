@@ -17,6 +17,7 @@ void title_init(int argc, char **argv)
 }
 
 /* Formats into buf and shows it. */
+__attribute__((format(printf, 3, 0)))
 static void show(char *buf, size_t n, const char *fmt, va_list ap)
 {
 	vsnprintf(buf, n, fmt, ap);
