@@ -190,6 +190,10 @@ quota_case() {
 	if [ "$1" = local-unprivileged ]; then
 		unprivileged_server
 		kind="the workspace is a tmpfs of its own (memory, not disk)" fs=tmpfs
+	elif [ "$1" = docker-unprivileged ]; then
+		unprivileged_server
+		unprivileged_docker
+		kind="the workspace is a tmpfs volume of its own (memory, not disk)" fs=tmpfs
 	else
 		[ "$(id -u)" -eq 0 ] || skip_or_fail "the workspace quota on the host's disk needs the server to be root"
 	fi
@@ -203,7 +207,7 @@ $(bash_call 1 'head -c 64M /dev/zero > big; echo "head=$?"; df -k --output=size,
 $(py_call 2 'print("py")')
 $(bash_call 3 'rm big; echo freed')
 $(py_call 4 'print("py again")')
-$(bash_call 5 "awk '\$5 == \"/workspace\" { for (i = 6; i < NF; i++) if (\$i == \"-\") print \$(i + 1) }' /proc/self/mountinfo; grep -c -F '$SANDBOX_STATE_DIR' /proc/self/mountinfo")
+$(bash_call 5 "awk '\$5 == \"/workspace\" { for (i = 6; i < NF; i++) if (\$i == \"-\") print \$(i + 1) }' /proc/self/mountinfo; grep -c -F '$SANDBOX_STATE_DIR' /proc/self/mountinfo; grep -F '$SANDBOX_STATE_DIR' /proc/self/mountinfo | awk '\$5 == \"/workspace\"' | wc -l")
 EOF
 	# The code gets ENOSPC at the quota: the file system is 32 MiB (less its own tables), full
 	# (under 1 MiB left).
@@ -217,15 +221,24 @@ EOF
 	res 4
 	sc '.exit_code == 0 and .stdout == "py again\n" and .notice == null'
 	# /workspace is that file system, and the sandbox's mount table names no path of the state
-	# folder.
+	# folder. Without root, a Docker sandbox's binds of the agent and its socket do (README, "What
+	# the sandbox shares with the host"); its workspace does not.
 	res 5
-	sc ".stdout == \"$fs\n0\n\""
+	if [ "$1" = docker-unprivileged ]; then
+		sc ".stdout | test(\"^$fs\n[0-9]+\n0\n$\")"
+	else
+		sc ".stdout == \"$fs\n0\n0\n\""
+	fi
 	# Nothing is left mounted, attached or running once the server is gone.
 	[ -z "$(grep -F "$SANDBOX_STATE_DIR" /proc/self/mountinfo)" ]
 	run grep -sF "$SANDBOX_STATE_DIR" /sys/block/loop*/loop/backing_file
 	[ "$status" -ne 0 ]
 	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
-	if [ "$1" = local-unprivileged ]; then
+	if [ "${1%-unprivileged}" = docker ]; then
+		[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
+		[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
+	fi
+	if [ "$1" != "${1%-unprivileged}" ]; then
 		no_sandbox_processes "$UNPRIV_UID"
 		unprivileged_cleanup
 	fi
@@ -235,6 +248,9 @@ EOF
 @test "docker: the workspace quota gives the code ENOSPC, the next call works, nothing is left" { quota_case docker; }
 @test "local, not root: the workspace quota (a tmpfs) gives the code ENOSPC, the next call works, nothing is left" {
 	quota_case local-unprivileged
+}
+@test "docker, not root: the workspace quota (a tmpfs volume) gives the code ENOSPC, the next call works, nothing is left" {
+	quota_case docker-unprivileged
 }
 
 # A holder that dies takes the workspace from any instance made after: the sandbox is found
@@ -265,14 +281,19 @@ EOF
 # Where the kernel or a policy refuses what the tmpfs needs, before any sandbox is made on it
 # (open_tree) or in the first one (move_mount), the sandbox is made on its plain folder: the
 # calls work, and --check and the log say that the quota is not enforced, and why.
-quota_refused_case() { # CALLS WHY
-	with_backend local
+quota_refused_case() { # local CALLS WHY | docker FAULT WHY: CALLS refused, or the engine's FAULT
+	with_backend "$1"
 	unprivileged_server
-	UNPRIV_WITHOUT=$1 run "$SANDBOX_MCP" --backend local --check --workspace-size 32M
+	if [ "$1" = docker ]; then
+		unprivileged_docker "$2"
+	else
+		export UNPRIV_WITHOUT=$2
+	fi
+	run "$SANDBOX_MCP" --backend "$1" --check --workspace-size 32M
 	printf '%s\n' "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"disk        32 MiB     NOT enforced: the server is not root, and $2"* ]]
-	UNPRIV_WITHOUT=$1 mcp_session --workspace-size 32M <<EOF
+	[[ "$output" == *"disk        32 MiB     NOT enforced: the server is not root, and $3"* ]]
+	mcp_session --workspace-size 32M <<EOF
 $INIT
 $(bash_call 1 'echo hi > f; cat f')
 $(py_call 2 'print(open("f").read(), end="")')
@@ -282,17 +303,27 @@ EOF
 		sc '.exit_code == 0 and .stdout == "hi\n" and .notice == null'
 	done
 	grep -qF "the workspace quota is not enforced: " "$SERVER_LOG"
-	grep -qF "$2" "$SERVER_LOG"
+	grep -qF "$3" "$SERVER_LOG"
 	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
+	if [ "$1" = docker ]; then
+		[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
+		[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
+	fi
 	no_sandbox_processes "$UNPRIV_UID"
 	unprivileged_cleanup
 }
 
 @test "local, not root: where open_tree is refused, the sandbox is made without the quota and says why" {
-	quota_refused_case open_tree "copying the workspace's mount: open_tree: Function not implemented"
+	quota_refused_case local open_tree "copying the workspace's mount: open_tree: Function not implemented"
 }
 @test "local, not root: where move_mount is refused, the sandbox is made without the quota and says why" {
-	quota_refused_case move_mount "building the sandbox failed while mounting /workspace: Function not implemented"
+	quota_refused_case local move_mount "building the sandbox failed while mounting /workspace: Function not implemented"
+}
+@test "docker, not root: where the engine refuses the workspace's volume, the sandbox is made without the quota and says why" {
+	quota_refused_case docker refuse-volume "the engine refused to make the workspace's volume: volumes are refused here"
+}
+@test "docker, not root: where the engine cannot mount the workspace's volume, the sandbox is made without the quota and says why" {
+	quota_refused_case docker bad-volume "the engine could not mount the workspace's tmpfs volume: invalid argument (HTTP 500)"
 }
 
 # ---------------------------------------------------------------- out of memory

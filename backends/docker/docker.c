@@ -54,6 +54,7 @@
 #include "../hostfs/tree.h"
 #include "../backend.h"
 #include "dkapi.h"
+#include "dkvolume.h"
 
 #define DEFAULT_IMAGE "python:3.12-slim"
 #define AGENT_IN "/.sandbox-agent"
@@ -89,6 +90,7 @@ struct docker {
 	bool rl_memory, rl_pids; /* the engine could not limit these: fall back to rlimits */
 	char hostname[256];    /* labels: this server */
 	char start_time[32];
+	char volume[96];       /* the workspace's tmpfs volume (dkvolume.h); "" when none */
 };
 
 #define DI(in) ((struct docker_inst *)(void *)(in))
@@ -208,16 +210,29 @@ static json_t *mount_spec(const char *src, const char *dst, bool ro)
 	return json_pack("{s:s, s:s, s:s, s:b}", "Type", "bind", "Source", src, "Target", dst, "ReadOnly", ro);
 }
 
+/* The labels of what D makes (new reference): they name this server, so that a later one can
+ * tell its leftovers. role: "main" or "install" for a container, NULL for a volume. */
+static json_t *labels(const struct docker *D, const char *role)
+{
+	char pid[24];
+	snprintf(pid, sizeof pid, "%ld", (long)getpid());
+	json_t *l = json_pack("{s:s, s:s, s:s, s:s, s:s}", LABEL, "1", LABEL ".pid", pid, LABEL ".start", D->start_time,
+			      LABEL ".host", D->hostname, LABEL ".sandbox", D->host.id);
+	if (l && role)
+		json_object_set_new(l, LABEL ".role", json_string(role));
+	return l;
+}
+
 /* The create request of a container on D's workspace; `net`: the engine's default network. */
 static json_t *container_spec(struct docker *D, const struct docker_inst *in, bool net, const char *role,
 			      const char *proxy_dir)
 {
 	const struct config *cfg = D->host.cfg;
-	char user[32], pid[24], tmpfs[96];
+	char user[32], tmpfs[96];
 	snprintf(user, sizeof user, "%u:%u", (unsigned)D->host.uid, (unsigned)D->host.gid);
-	snprintf(pid, sizeof pid, "%ld", (long)getpid());
 	snprintf(tmpfs, sizeof tmpfs, "rw,nosuid,nodev,size=%llu,mode=1777", (unsigned long long)cfg->tmp_size);
-	json_t *mounts = json_pack("[o, o, o]", mount_spec(D->host.h.ws, WORKSPACE, false), mount_spec(in->run, RUN_IN, false),
+	json_t *ws = D->volume[0] ? dkvolume_mount(D->volume, WORKSPACE) : mount_spec(D->host.h.ws, WORKSPACE, false);
+	json_t *mounts = json_pack("[o, o, o]", ws, mount_spec(in->run, RUN_IN, false),
 				   mount_spec(D->agent, AGENT_IN, true));
 	if (mounts && cfg->wheelhouse[0])
 		json_array_append_new(mounts, mount_spec(cfg->wheelhouse, "/wheelhouse", true));
@@ -233,11 +248,10 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 		(json_int_t)cfg->memory, "NanoCpus", (json_int_t)(cfg->cpus * 1e9), "PidsLimit", (json_int_t)cfg->pids,
 		"Tmpfs", "/tmp", tmpfs, "/sys", "ro,nosuid,nodev,noexec,size=4k", "ShmSize", (json_int_t)cfg->tmp_size, "Init", 0, "Privileged", 0, "IpcMode",
 		"private", "CgroupnsMode", "private", "RestartPolicy", "Name", "no");
-	return json_pack("{s:s, s:[s], s:[s, s], s:s, s:s, s:s, s:[], s:I, s:{s:s, s:s, s:s, s:s, s:s, s:s}, s:o}",
-			 "Image", D->image, "Entrypoint", AGENT_IN, "Cmd", "--listen", RUN_IN "/" SOCK_NAME, "User", user,
-			 "WorkingDir", WORKSPACE, "Hostname", "sandbox", "Env", "StopTimeout", (json_int_t)1, "Labels",
-			 LABEL, "1", LABEL ".pid", pid, LABEL ".start", D->start_time, LABEL ".host", D->hostname,
-			 LABEL ".sandbox", D->host.id, LABEL ".role", role, "HostConfig", host);
+	return json_pack("{s:s, s:[s], s:[s, s], s:s, s:s, s:s, s:[], s:I, s:o, s:o}", "Image", D->image, "Entrypoint",
+			 AGENT_IN, "Cmd", "--listen", RUN_IN "/" SOCK_NAME, "User", user, "WorkingDir", WORKSPACE,
+			 "Hostname", "sandbox", "Env", "StopTimeout", (json_int_t)1, "Labels", labels(D, role),
+			 "HostConfig", host);
 }
 
 /* The engine's State of a container (new reference), NULL with *status 404 when it is gone,
@@ -395,9 +409,8 @@ static int start_container(struct docker *D, struct docker_inst *in, struct err 
 }
 
 /* Starts a container on the workspace and connects to its agent. */
-static int docker_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
+static int spawn_once(struct docker *D, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
 {
-	struct docker *D = ctx;
 	struct docker_inst *in = calloc(1, sizeof *in);
 	if (!in)
 		return err_set(e, "out of memory");
@@ -427,6 +440,28 @@ static int docker_spawn(void *ctx, bool net, const char *proxy_dir, struct agent
 			in->id);
 	*out = &in->in;
 	return 0;
+}
+
+static int docker_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
+{
+	struct docker *D = ctx;
+	int rc = spawn_once(D, net, proxy_dir, out, e);
+	/* The engine would not mount the workspace's volume (its errors name it). Before the first
+	 * instance, the sandbox is made on its plain folder instead, without the quota; later, an
+	 * instance on another workspace than the others' would be wrong. */
+	if (rc == 0 || !D->volume[0] || D->host.main || !strstr(e->msg, D->volume))
+		return rc;
+	/* For --check, the engine's reason without its paths: what follows its last ": ". */
+	char why[200];
+	const char *last = strrchr(e->msg, ':');
+	snprintf(why, sizeof why, "the engine could not mount the workspace's tmpfs volume: %.120s",
+		 last ? last + 1 + strspn(last + 1, " ") : e->msg);
+	log_msg(LOG_WARNING, "the workspace quota is not enforced: %s (%s)", why, e->msg);
+	hostdir_quota_lost(&D->host.h, why);
+	dkvolume_remove(&D->eng, D->volume);
+	D->volume[0] = '\0';
+	err_clear(e);
+	return spawn_once(D, net, proxy_dir, out, e);
 }
 
 /* ---------------------------------------------------------------- images */
@@ -482,8 +517,19 @@ static bool owner_dead(const struct docker *D, json_t *labels, bool self_too)
 	return proc_start(p, now, sizeof now) == 0 && strcmp(now, start) != 0;
 }
 
-/* Removes containers of servers of this host that are gone; with self_too, this server's own
- * earlier containers too (they outlived an engine restart). */
+struct reap_ctx {
+	const struct docker *D;
+	bool self_too;
+};
+
+static bool volume_dead(json_t *labels, void *ctx)
+{
+	const struct reap_ctx *r = ctx;
+	return owner_dead(r->D, labels, r->self_too);
+}
+
+/* Removes containers of servers of this host that are gone, then their workspaces' volumes;
+ * with self_too, this server's own earlier ones too (they outlived an engine restart). */
 static void reap_containers(struct docker *D, bool self_too)
 {
 	char path[256];
@@ -510,9 +556,36 @@ static void reap_containers(struct docker *D, bool self_too)
 		}
 	}
 	json_decref(ans);
+	dkvolume_reap(&D->eng, LABEL, volume_dead, &(struct reap_ctx){D, self_too});
 }
 
 /* ---------------------------------------------------------------- the home */
+
+/* The workspace's quota where the host folder has none (the server is not root): a tmpfs
+ * volume of the engine's (dkvolume.h). */
+static int docker_quota(void *ctx, uint64_t *bytes, char *how, size_t n, struct err *e)
+{
+	struct docker *D = ctx;
+	uint64_t memory = D->host.cfg->memory;
+	/* Its files take memory, counted in the container's memory cgroup and never swapped: the
+	 * code must meet ENOSPC long before the memory limit. */
+	bool halved = memory && *bytes > memory / 2;
+	if (halved)
+		*bytes = memory / 2;
+	char name[sizeof D->volume];
+	snprintf(name, sizeof name, "sandbox-mcp-%s", D->host.id);
+	json_t *l = labels(D, NULL);
+	if (!l)
+		return err_set(e, "out of memory");
+	int rc = dkvolume_create(&D->eng, name, *bytes, D->host.uid, D->host.gid, l, e);
+	json_decref(l);
+	if (rc < 0)
+		return -1;
+	snprintf(D->volume, sizeof D->volume, "%s", name);
+	snprintf(how, n, "the workspace is a tmpfs volume of its own (memory, not disk%s)",
+		 halved ? "; at most half of --memory" : "");
+	return 0;
+}
 
 /* What every container needs: the agent's copy, and the image. */
 static int docker_prepare(void *ctx, struct err *e)
@@ -561,6 +634,10 @@ static void docker_end(void *ctx, bool keep)
 	struct docker *D = ctx;
 	if (keep && D->agent[0])
 		unlink(D->agent);
+	/* Its containers are removed by now: the engine has unmounted it. */
+	if (D->volume[0])
+		dkvolume_remove(&D->eng, D->volume);
+	D->volume[0] = '\0';
 	dkapi_close(&D->eng);
 	D->eng.api[0] = '\0';
 }
@@ -593,6 +670,7 @@ static void docker_report_limits(void *ctx, FILE *f)
 
 static const struct agenthost_home docker_home = {
 	.prefix = "docker",
+	.quota = docker_quota,
 	.prepare = docker_prepare,
 	.spawn = docker_spawn,
 	.kill = docker_kill,

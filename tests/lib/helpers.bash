@@ -117,6 +117,7 @@ unprivileged_server() {
 		#!/bin/sh
 		set -- "$UNPRIV_DIR/sandbox-mcp" "\$@"
 		[ -z "\$UNPRIV_WITHOUT" ] || set -- "$UNPRIV_DIR/test-helper" without "\$UNPRIV_WITHOUT" -- "\$@"
+		[ -z "\$UNPRIV_DOCKER_HOST" ] || export DOCKER_HOST="\$UNPRIV_DOCKER_HOST"
 		exec setpriv --reuid=sbxtest --regid=sbxtest --clear-groups env HOME=/nonexistent "\$@"
 	EOF
 	chmod -R a+rX "$UNPRIV_DIR" && chmod a+x "$UNPRIV_DIR/run" && chown sbxtest: "$UNPRIV_DIR" "$UNPRIV_DIR/state"
@@ -124,7 +125,23 @@ unprivileged_server() {
 	export SANDBOX_MCP="$UNPRIV_DIR/run" SANDBOX_STATE_DIR="$UNPRIV_DIR/state" UNPRIV_UID
 }
 
+# unprivileged_docker [FAULT]: after unprivileged_server, lets that server reach the Docker engine of
+# DOCKER_HOST through a relay on a socket of the test user's (lib/sock-relay.py), as a user in
+# the engine's group would; the engine and its socket stay as they are. The tests' own docker
+# commands keep DOCKER_HOST.
+unprivileged_docker() {
+	python3 "$TESTS_DIR/lib/sock-relay.py" "$UNPRIV_DIR/docker.sock" "${DOCKER_HOST#unix://}" sbxtest "$@" 3>&- &
+	UNPRIV_RELAY=$!
+	eventually 10 test -S "$UNPRIV_DIR/docker.sock"
+	export UNPRIV_DOCKER_HOST="unix://$UNPRIV_DIR/docker.sock"
+}
+
 unprivileged_cleanup() {
+	if [ -n "${UNPRIV_RELAY:-}" ]; then
+		kill "$UNPRIV_RELAY" 2>/dev/null
+		wait "$UNPRIV_RELAY" 2>/dev/null || true # ended by the kill
+		unset UNPRIV_RELAY UNPRIV_DOCKER_HOST
+	fi
 	rm -rf "$UNPRIV_DIR"
 }
 

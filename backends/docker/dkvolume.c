@@ -1,0 +1,99 @@
+#include "dkvolume.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../../src/base/log.h"
+
+/* Engine call timeouts, ms: a volume is made and removed at once; a loaded engine gets a
+ * second, longer try at removal rather than leave one behind. */
+#define T_QUICK 15000L
+#define T_SLOW 60000L
+
+static int remove_once(struct dkapi *eng, const char *name, long timeout_ms, long *status, json_t **ans,
+		       struct err *e)
+{
+	char path[256];
+	snprintf(path, sizeof path, "/volumes/%s", name);
+	return dkapi_call(eng, "DELETE", path, NULL, timeout_ms, status, ans, e);
+}
+
+void dkvolume_remove(struct dkapi *eng, const char *name)
+{
+	long status = 0;
+	json_t *ans = NULL;
+	struct err e = {""};
+	int fd = eng->http.cancel_fd;
+	eng->http.cancel_fd = -1;
+	int rc = remove_once(eng, name, T_QUICK, &status, &ans, &e);
+	if (rc < 0) {
+		err_clear(&e);
+		rc = remove_once(eng, name, T_SLOW, &status, &ans, &e);
+	}
+	eng->http.cancel_fd = fd;
+	if (rc < 0)
+		log_msg(LOG_WARNING, "could not remove volume %s: %s", name, e.msg);
+	else if (status != 204 && status != 404)
+		log_msg(LOG_WARNING, "could not remove volume %s: %s (HTTP %ld)", name,
+			dkapi_message(ans, "the engine refused"), status);
+	json_decref(ans);
+}
+
+int dkvolume_create(struct dkapi *eng, const char *name, uint64_t bytes, uid_t uid, gid_t gid, json_t *labels,
+		    struct err *e)
+{
+	char o[160];
+	long status = 0;
+	json_t *ans = NULL;
+	snprintf(o, sizeof o, "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u,nosuid,nodev", (unsigned long long)bytes,
+		 (unsigned long long)(bytes / 8192 ? bytes / 8192 : 1), (unsigned)uid, (unsigned)gid);
+	json_t *spec = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:O}", "Name", name, "Driver", "local", "DriverOpts",
+				 "type", "tmpfs", "device", "tmpfs", "o", o, "Labels", labels);
+	if (!spec)
+		return err_set(e, "out of memory");
+	int rc = dkapi_call(eng, "POST", "/volumes/create", spec, T_QUICK, &status, &ans, e);
+	json_decref(spec);
+	/* Cut short, it may have reached the engine: the name is ours alone. */
+	if (rc < 0 && eng->http.cancelled)
+		dkvolume_remove(eng, name);
+	if (rc == 0 && status != 201 && status != 200)
+		rc = err_set(e, "the engine refused to make the workspace's volume: %s (HTTP %ld)",
+			     dkapi_message(ans, "no reason given"), status);
+	json_decref(ans);
+	return rc;
+}
+
+json_t *dkvolume_mount(const char *name, const char *target)
+{
+	return json_pack("{s:s, s:s, s:s, s:b, s:{s:b}}", "Type", "volume", "Source", name, "Target", target, "ReadOnly",
+			 0, "VolumeOptions", "NoCopy", 1);
+}
+
+void dkvolume_reap(struct dkapi *eng, const char *label, bool (*dead)(json_t *labels, void *ctx), void *ctx)
+{
+	char path[256], filter[128];
+	long status = 0;
+	json_t *ans = NULL;
+	struct err e = {""};
+	snprintf(filter, sizeof filter, "{\"label\":[\"%s=1\"]}", label);
+	char *esc = http_escape(filter);
+	if (!esc)
+		return;
+	snprintf(path, sizeof path, "/volumes?filters=%s", esc);
+	free(esc);
+	if (dkapi_call(eng, "GET", path, NULL, T_QUICK, &status, &ans, &e) < 0 || status != 200) {
+		log_msg(LOG_DEBUG, "docker: listing leftover volumes failed: %s", e.msg[0] ? e.msg : "HTTP error");
+		json_decref(ans);
+		return;
+	}
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(ans, "Volumes"), i, v) {
+		const char *name = json_string_value(json_object_get(v, "Name"));
+		if (name && dead(json_object_get(v, "Labels"), ctx)) {
+			dkvolume_remove(eng, name);
+			log_msg(LOG_INFO, "removed volume %s, left by a server that is gone", name);
+		}
+	}
+	json_decref(ans);
+}
