@@ -400,6 +400,27 @@ EOF
 	grep -q 'left by a server that is gone' "$SERVER_LOG"
 }
 
+# A server that is not root keeps each workspace in a volume (sandbox.bats, quota): a volume of
+# a server of this host that is gone goes at the next server's start; a live server's stays.
+@test "leftover workspace volumes of a server that is gone are removed by the next server; a live one's stay" {
+	local dead start
+	sh -c 'exit 0' &
+	dead=$!
+	wait "$dead"
+	start=$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$$/stat")
+	docker volume create --label sandbox-mcp=1 --label "sandbox-mcp.pid=$dead" --label sandbox-mcp.start=1 \
+		--label "sandbox-mcp.host=$(hostname)" --label sandbox-mcp.sandbox=docker-00000000 sbx-test-dead
+	docker volume create --label sandbox-mcp=1 --label "sandbox-mcp.pid=$$" --label "sandbox-mcp.start=$start" \
+		--label "sandbox-mcp.host=$(hostname)" --label sandbox-mcp.sandbox=docker-00000001 sbx-test-live
+	tool execute_bash_commands '{"code":"echo fresh"}'
+	sc '.stdout == "fresh\n"'
+	run docker volume inspect sbx-test-dead
+	[ "$status" -ne 0 ]
+	docker volume inspect sbx-test-live
+	docker volume rm sbx-test-live
+	grep -qF 'removed volume sbx-test-dead, left by a server that is gone' "$SERVER_LOG"
+}
+
 @test "after the suite: no container, volume, agent process or folder of ours is left" {
 	[ -z "$(our_containers)" ]
 	[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]

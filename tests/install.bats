@@ -81,7 +81,8 @@ EOF
 # started ahead of the install (then it starts plainly) or after it.
 installed_case() {
 	with_backend "${1%-unprivileged}"
-	[ "$1" != local-unprivileged ] || unprivileged_server
+	[ "$1" = "${1%-unprivileged}" ] || unprivileged_server
+	[ "$1" != docker-unprivileged ] || unprivileged_docker
 	mcp_session --log-level debug --no-sandbox-ahead --index-url "$INDEX_URL" <<-EOF
 		$INIT
 		$(py_call 1 'print("before")')
@@ -113,6 +114,14 @@ installed_case() {
 }
 @test "docker: a package a call installs is imported by the next calls, started ahead or not" {
 	installed_case docker
+}
+# Not root, the workspace is a tmpfs volume of the engine's, which the install step's container
+# shares with the main one.
+@test "docker, not root: a package a call installs is imported by the next calls, started ahead or not" {
+	installed_case docker-unprivileged
+	grep -qF "the workspace quota is 256 MiB: the workspace is a tmpfs volume of its own" "$SERVER_LOG"
+	[ -z "$(grep -F "quota is not enforced" "$SERVER_LOG")" ]
+	unprivileged_cleanup
 }
 
 @test "local: the install step has a network namespace of its own (no host loopback, no abstract sockets)" {

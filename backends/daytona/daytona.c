@@ -38,6 +38,7 @@
 #include "../../src/base/clock.h"
 #include "../../src/base/base64.h"
 #include "../../src/base/buf.h"
+#include "../../src/base/procstart.h"
 #include "hosttree.h"
 #include "../../src/base/log.h"
 #include "../run/netpolicy.h"
@@ -120,23 +121,12 @@ static void sleep_ms(int64_t ms)
 /* "host:pid:starttime": who made a sandbox, so that reap can tell a dead server's. */
 static void owner_of(pid_t pid, char *out, size_t n)
 {
-	char host[128] = "?", path[64], buf[1024];
+	char host[128] = "?";
 	unsigned long long start = 0;
 	gethostname(host, sizeof host - 1);
 	host[sizeof host - 1] = '\0';
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (f) {
-		size_t r = fread(buf, 1, sizeof buf - 1, f);
-		buf[r] = '\0';
-		fclose(f);
-		char *p = strrchr(buf, ')');
-		/* Field 22 (starttime) is the 20th after the ") ". */
-		for (int i = 0; p && i < 20; i++)
-			p = strchr(p + 1, ' ');
-		if (p)
-			start = strtoull(p + 1, NULL, 10);
-	}
+	if (procstart(pid, &start) < 0)
+		start = 0;
 	snprintf(out, n, "%s:%d:%llu", host, (int)pid, start);
 }
 

@@ -47,6 +47,7 @@
 
 #include "../../src/base/clock.h"
 #include "../../src/base/log.h"
+#include "../../src/base/procstart.h"
 #include "../agenthost/agenthost.h"
 #include "../agenthost/cgroup.h"
 #include "../agenthost/hostdir.h"
@@ -97,34 +98,13 @@ struct docker {
 
 /* ---------------------------------------------------------------- small helpers */
 
-/* Field 22 of /proc/PID/stat (start time in clock ticks): with the pid, names a process. */
-static int proc_start(long pid, char *buf, size_t n)
+/* A process's start time as a label (procstart.h). */
+static int proc_start(pid_t pid, char *buf, size_t n)
 {
-	char path[64], st[1024];
-	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	unsigned long long t;
+	if (procstart(pid, &t) < 0)
 		return -1;
-	ssize_t r = read(fd, st, sizeof st - 1);
-	close(fd);
-	if (r <= 0)
-		return -1;
-	st[r] = '\0';
-	char *p = strrchr(st, ')');
-	if (!p)
-		return -1;
-	/* After ") " come fields 3 onwards; field 22 is the 20th of them. */
-	p++;
-	for (int field = 2; field < 22 && p; field++) {
-		p = strchr(p + 1, ' ');
-	}
-	if (!p)
-		return -1;
-	size_t len = strcspn(p + 1, " ");
-	if (len == 0 || len >= n)
-		return -1;
-	memcpy(buf, p + 1, len);
-	buf[len] = '\0';
+	snprintf(buf, n, "%llu", t);
 	return 0;
 }
 
@@ -514,7 +494,7 @@ static bool owner_dead(const struct docker *D, json_t *labels, bool self_too)
 	char now[32];
 	if (kill((pid_t)p, 0) < 0 && errno == ESRCH)
 		return true;
-	return proc_start(p, now, sizeof now) == 0 && strcmp(now, start) != 0;
+	return proc_start((pid_t)p, now, sizeof now) == 0 && strcmp(now, start) != 0;
 }
 
 struct reap_ctx {
