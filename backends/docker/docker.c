@@ -21,7 +21,9 @@
  * a later server can tell a dead server's leftovers), the workspace, bind-mounted at
  * /workspace (the engine is on this machine anyway, since we reach the agent's socket through
  * a host folder; a bind keeps ownership simple and --keep meaningful), the agent binary and
- * one run-N folder per container for its socket.
+ * one run-N folder per container for its socket. A server that is not root cannot mount the
+ * workspace's quota there: the engine makes it, a tmpfs volume (dkvolume.h) mounted at
+ * /workspace instead, and the host folder stays empty.
  *
  * With --network install, the install step runs in a second, short-lived container on the same
  * workspace with the engine's default bridge network, running the same agent; it is removed as
