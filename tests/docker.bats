@@ -152,7 +152,7 @@ run_scenario() {
 	fresh_case
 }
 
-@test "mcp-check (official SDK client) passes every check on the docker backend" {
+mcp_check_case() {
 	MCP_CHECK="$REPO_DIR/../shared/tools/mcp-check/run"
 	[ -x "$MCP_CHECK" ] || skip_or_fail "mcp-check not found at $MCP_CHECK"
 	command -v node >/dev/null && command -v npm >/dev/null || skip_or_fail "node and npm are needed"
@@ -162,6 +162,22 @@ run_scenario() {
 	[[ "$output" =~ (^|$'\n')([0-9]+)\ passed,\ 0\ failed$ ]]
 	[ "${BASH_REMATCH[2]}" -ge 13 ]
 	[ -z "$(our_containers)" ]
+	[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
+}
+
+@test "mcp-check (official SDK client) passes every check on the docker backend" {
+	mcp_check_case
+}
+
+# Not root, the workspace is a tmpfs volume of the engine's (sandbox.bats, quota).
+@test "not root: mcp-check (official SDK client) passes every check on the docker backend" {
+	unprivileged_server
+	unprivileged_docker
+	mcp_check_case
+	run "$SANDBOX_MCP" --check
+	[[ "$output" == *"the workspace is a tmpfs volume of its own"* ]]
+	no_sandbox_processes "$UNPRIV_UID"
+	unprivileged_cleanup
 }
 
 @test "files out and resources on the docker backend, from the official SDK client (tests/sdk-files)" {
