@@ -14,9 +14,9 @@
  * blocked and SIGCHLD is read through a signalfd, so code in the sandbox cannot disturb it,
  * and it is not dumpable, so code running as the same user cannot ptrace it or read its memory.
  *
- * Usage: sandbox-agent --fd N          serve the socket N, exit when it closes
- *        sandbox-agent --listen PATH   accept one connection on a unix socket, then remove the
- *                                      socket and serve that connection until it closes
+ * Usage: sandbox-agent --fd N           serve the socket N, exit when it closes
+ *        sandbox-agent --connect PATH   connect to the server's unix socket PATH and serve that
+ *                                       connection until it closes
  */
 #include <dirent.h>
 #include <errno.h>
@@ -1147,13 +1147,13 @@ static void serve(void)
 
 int main(int argc, char **argv)
 {
-	const char *listen_path = NULL;
+	const char *connect_path = NULL;
 	if (argc == 3 && strcmp(argv[1], "--fd") == 0) {
 		ctl = atoi(argv[2]);
-	} else if (argc == 3 && strcmp(argv[1], "--listen") == 0) {
-		listen_path = argv[2];
+	} else if (argc == 3 && strcmp(argv[1], "--connect") == 0) {
+		connect_path = argv[2];
 	} else {
-		fprintf(stderr, "usage: sandbox-agent --fd N | --listen PATH\n");
+		fprintf(stderr, "usage: sandbox-agent --fd N | --connect PATH\n");
 		return 2;
 	}
 	/* kill(-1) from anything but PID 1 of its own namespace would reach far too much. */
@@ -1174,32 +1174,23 @@ int main(int argc, char **argv)
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		die("prctl");
 
-	if (!listen_path) {
+	if (!connect_path) {
 		if (fcntl(ctl, F_SETFD, FD_CLOEXEC) < 0)
 			die("control fd");
 		serve();
 		kill_all();
 		return 0;
 	}
-	int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* The server listens there, on a folder bound read-only, and takes this one connection
+	 * before any code of the sandbox runs; then it closes the socket and removes its file. */
+	ctl = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	if (ls < 0 || strlen(listen_path) >= sizeof sa.sun_path)
+	if (ctl < 0 || strlen(connect_path) >= sizeof sa.sun_path)
 		die("socket");
-	strcpy(sa.sun_path, listen_path);
-	unlink(listen_path);
-	if (bind(ls, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(ls, 1) < 0)
-		die(listen_path);
-	/* One server, one connection: then nothing in the sandbox can connect, queue descriptors
-	 * in the backlog, or put another socket in the path's place. */
-	for (;;) {
-		ctl = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
-		if (ctl >= 0)
-			break;
-		if (errno != EINTR && errno != ECONNABORTED)
-			die("accept");
-	}
-	unlink(listen_path);
-	close(ls);
+	strcpy(sa.sun_path, connect_path);
+	while (connect(ctl, (struct sockaddr *)&sa, sizeof sa) < 0)
+		if (errno != EINTR)
+			die(connect_path);
 	serve();
 	kill_all();
 	return 0;

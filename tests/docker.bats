@@ -204,7 +204,7 @@ $(bash_call 1 'id -u; id -g; grep CapEff /proc/self/status; cat /proc/1/cmdline 
 EOF
 	res 1
 	sc '.exit_code == 1'
-	sc '.stdout | startswith("65534\n65534\nCapEff:\t0000000000000000\n/.sandbox-agent --listen /run/sandbox-agent/agent.sock \n20480\nlo\n")'
+	sc '.stdout | startswith("65534\n65534\nCapEff:\t0000000000000000\n/.sandbox-agent --connect /run/sandbox-agent/agent.sock \n20480\nlo\n")'
 	sc '.stdout | test("Network is unreachable") and test("Read-only file system")'
 	jqe "$(cat "$ins")" 'length == 1 and (.[0] |
 		.Config.User == "65534:65534" and .HostConfig.ReadonlyRootfs and .HostConfig.CapDrop == ["ALL"]
@@ -441,7 +441,7 @@ EOF
 	[ -z "$(our_containers)" ]
 	[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
 	diff "$BATS_FILE_TMPDIR/volumes.before" <(docker volume ls -q | sort)
-	[ -z "$(pgrep -f '^/\.sandbox-agent --listen')" ]
+	[ -z "$(pgrep -f '^/\.sandbox-agent --connect')" ]
 	[ -z "$(find "$BATS_RUN_TMPDIR" "${TMPDIR:-/tmp}/sandbox-mcp-$(id -u)" -type d -name 'docker-????????' 2>/dev/null)" ]
 }
 

@@ -5,8 +5,8 @@
  *
  * The container runs the server's own static sandbox-agent as its PID 1 (no --init): the
  * binary is written under the state folder and bind-mounted read-only at /.sandbox-agent, and
- * it listens on /run/sandbox-agent/agent.sock, a bind of a host folder, so the server connects
- * to it directly (same kernel) and no call goes through the engine: a warm call is one round
+ * it connects to /run/sandbox-agent/agent.sock, where the server listens in a host folder
+ * bound read-only, so the two talk directly (same kernel) and no call goes through the engine: a warm call is one round
  * trip on a unix socket, as on the local backend. Timeouts and cancellation kill the call's
  * processes the same way: the agent kills every process of the container's PID namespace.
  *
@@ -82,6 +82,7 @@ struct docker_inst {
 	struct agent_inst in;  /* its pid: its init (the agent) as this host sees it */
 	char id[80];           /* the container's id; "" when none */
 	char run[PATH_MAX];    /* host folder bound at RUN_IN; "" when none */
+	int listen_fd;         /* the socket the agent connects to, until it did; -1 */
 };
 
 struct docker {
@@ -180,6 +181,8 @@ static void docker_kill(void *ctx, struct agent_inst *ai)
 	if (!in)
 		return;
 	agentlink_close(&in->in.link);
+	if (in->listen_fd >= 0)
+		close(in->listen_fd);
 	if (in->id[0])
 		remove_container(&D->eng, in->id);
 	if (in->run[0] && tree_remove(in->run) < 0)
@@ -214,12 +217,12 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 	snprintf(user, sizeof user, "%u:%u", (unsigned)D->host.uid, (unsigned)D->host.gid);
 	snprintf(tmpfs, sizeof tmpfs, "rw,nosuid,nodev,size=%llu,mode=1777", (unsigned long long)cfg->tmp_size);
 	json_t *ws = D->volume[0] ? dkvolume_mount(D->volume, WORKSPACE) : mount_spec(D->host.h.ws, WORKSPACE, false);
-	json_t *mounts = json_pack("[o, o, o]", ws, mount_spec(in->run, RUN_IN, false),
+	json_t *mounts = json_pack("[o, o, o]", ws, mount_spec(in->run, RUN_IN, true),
 				   mount_spec(D->agent, AGENT_IN, true));
 	if (mounts && cfg->wheelhouse[0])
 		json_array_append_new(mounts, mount_spec(cfg->wheelhouse, "/wheelhouse", true));
 	if (mounts && proxy_dir)
-		json_array_append_new(mounts, mount_spec(proxy_dir, INSTALLNET_DIR, false));
+		json_array_append_new(mounts, mount_spec(proxy_dir, INSTALLNET_DIR, true));
 	/* The install step sees no --mount folder: it runs code from the package index. */
 	for (size_t i = 0; mounts && !proxy_dir && i < cfg->mounts.n; i++)
 		json_array_append_new(mounts, mount_spec(cfg->mounts.v[i].host, cfg->mounts.v[i].inside, !cfg->mounts.v[i].rw));
@@ -231,7 +234,7 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 		"Tmpfs", "/tmp", tmpfs, "/sys", "ro,nosuid,nodev,noexec,size=4k", "ShmSize", (json_int_t)cfg->tmp_size, "Init", 0, "Privileged", 0, "IpcMode",
 		"private", "CgroupnsMode", "private", "RestartPolicy", "Name", "no");
 	return json_pack("{s:s, s:[s], s:[s, s], s:s, s:s, s:s, s:[], s:I, s:o, s:o}", "Image", D->image, "Entrypoint",
-			 AGENT_IN, "Cmd", "--listen", RUN_IN "/" SOCK_NAME, "User", user, "WorkingDir", WORKSPACE,
+			 AGENT_IN, "Cmd", "--connect", RUN_IN "/" SOCK_NAME, "User", user, "WorkingDir", WORKSPACE,
 			 "Hostname", "sandbox", "Env", "StopTimeout", (json_int_t)1, "Labels", labels(D, role),
 			 "HostConfig", host);
 }
@@ -277,8 +280,10 @@ static pid_t container_pid(struct docker *D, const char *id)
 	return pid > 0 ? (pid_t)pid : 0;
 }
 
-/* Connects to the agent's socket once it listens; the fd, or -1 with e set. */
-static int wait_agent(struct docker *D, struct docker_inst *in, struct err *e)
+/* Listens on in's folder for its agent: the folder is bound read-only into the container (the
+ * code can write nothing there, which is on the host's disk when the server is not root), and
+ * connecting to a socket needs no write access to its file system. 0, or -1 with e set. */
+static int listen_agent(struct docker *D, struct docker_inst *in, struct err *e)
 {
 	int dfd = open(in->run, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
@@ -286,22 +291,33 @@ static int wait_agent(struct docker *D, struct docker_inst *in, struct err *e)
 	/* Through /proc/self/fd, so that a long state folder cannot overflow sun_path. */
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/" SOCK_NAME, dfd);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int rc = 0;
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 1) < 0 ||
+	    fchownat(dfd, SOCK_NAME, D->host.uid, D->host.gid, 0) < 0 || fchmodat(dfd, SOCK_NAME, 0600, 0) < 0)
+		rc = err_sys(e, "listening for the sandbox agent in %s", in->run);
+	close(dfd);
+	if (rc < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	in->listen_fd = fd;
+	return 0;
+}
+
+/* Takes the agent's connection once its container runs; then nothing else can connect (the
+ * socket is closed and its file removed). The fd, or -1 with e set. */
+static int wait_agent(struct docker *D, struct docker_inst *in, struct err *e)
+{
 	int64_t until = clock_ms() + AGENT_WAIT_MS, next_check = clock_ms() + 300;
 	int fd = -1;
 	for (;;) {
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			err_sys(e, "socket");
+		fd = accept4(in->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
 			break;
-		}
-		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
-			break;
-		int saved = errno;
-		close(fd);
-		fd = -1;
-		if (saved != ENOENT && saved != ECONNREFUSED && saved != EAGAIN) {
-			errno = saved;
-			err_sys(e, "connecting to the sandbox agent in %s", in->run);
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
+			err_sys(e, "taking the sandbox agent's connection in %s", in->run);
 			break;
 		}
 		if (clock_ms() >= next_check) {
@@ -309,26 +325,30 @@ static int wait_agent(struct docker *D, struct docker_inst *in, struct err *e)
 			bool running;
 			container_state(D, in->id, why, sizeof why, &running);
 			if (!running) {
-				err_set(e, "the sandbox container stopped before its agent listened: %s", why);
+				err_set(e, "the sandbox container stopped before its agent connected: %s", why);
 				break;
 			}
 			next_check = clock_ms() + 300;
 		}
 		if (clock_ms() >= until) {
-			err_set(e, "the sandbox agent did not listen on %s/%s within %d s (the engine must run on this "
+			err_set(e, "the sandbox agent did not connect to %s/%s within %d s (the engine must run on this "
 				   "machine's kernel, with the state folder visible to it)", in->run, SOCK_NAME,
 				AGENT_WAIT_MS / 1000);
 			break;
 		}
-		struct pollfd cp = {D->eng.http.cancel_fd, POLLIN, 0};
-		if (poll(&cp, D->eng.http.cancel_fd >= 0 ? 1 : 0, 5) > 0) {
+		struct pollfd pf[2] = {{in->listen_fd, POLLIN, 0}, {D->eng.http.cancel_fd, POLLIN, 0}};
+		if (poll(pf, D->eng.http.cancel_fd >= 0 ? 2 : 1, 100) > 0 && (pf[1].revents & POLLIN)) {
 			D->eng.http.cancelled = true;
 			err_set(e, "cancelled");
 			break;
 		}
 	}
-	close(dfd);
-	return fd;
+	close(in->listen_fd);
+	in->listen_fd = -1;
+	char sock[PATH_MAX + 16];
+	if (hostdir_path(sock, sizeof sock, "%s/" SOCK_NAME, in->run) == 0)
+		unlink(sock);
+	return fd; /* blocking: accept does not pass the listener's O_NONBLOCK on */
 }
 
 /* Creates the container of in (named after the sandbox and n); notes what the engine cannot
@@ -397,6 +417,7 @@ static int spawn_once(struct docker *D, bool net, const char *proxy_dir, struct 
 	if (!in)
 		return err_set(e, "out of memory");
 	in->in.link.fd = -1;
+	in->listen_fd = -1;
 	unsigned n = D->seq++;
 	int rc = 0;
 	if (hostdir_path(in->run, sizeof in->run, "%s/run-%u", D->host.h.host, n) < 0) {
@@ -405,6 +426,8 @@ static int spawn_once(struct docker *D, bool net, const char *proxy_dir, struct 
 	} else if (mkdir(in->run, 0700) < 0 || chown(in->run, D->host.uid, D->host.gid) < 0) {
 		rc = err_sys(e, "creating %s", in->run);
 	}
+	if (rc == 0)
+		rc = listen_agent(D, in, e);
 	if (rc == 0)
 		rc = create_container(D, in, n, net, proxy_dir, e);
 	if (rc == 0)
