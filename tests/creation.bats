@@ -31,6 +31,7 @@ fresh_daytona() {
 
 teardown() {
 	[ -f "$BATS_TEST_TMPDIR/stall.pid" ] && kill "$(cat "$BATS_TEST_TMPDIR/stall.pid")" 2>/dev/null
+	unprivileged_teardown
 	return 0
 }
 
@@ -77,6 +78,33 @@ EOF
 	jqe "$(printf '%s\n' "$output" | grep exit_after_ms)" '.exit == 0 and .exit_after_ms < 2000'
 	[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
 	[ -z "$(find "$SANDBOX_STATE_DIR" -mindepth 1 -maxdepth 1 -name 'docker-*')" ]
+}
+
+# Not root, the workspace is a volume the engine makes first (sandbox.bats, quota): a create held
+# by the engine is cancelled the same way, and the volume it made goes.
+@test "docker, not root: a call cancelled while the workspace's volume is made ends within a second; nothing is left" {
+	with_backend docker
+	unprivileged_server
+	unprivileged_docker slow-volume
+	mcp_session --workspace-size 32M <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo never"}')
+{"sh": "for i in \$(seq 600); do grep -q 'holding POST /volumes/create' $UNPRIV_DIR/relay.log && exit 0; sleep 0.05; done; exit 1"}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}
+{"sh": "t0=\$(date +%s%N); for i in \$(seq 100); do grep -q 'making the sandbox was cancelled' $SERVER_LOG && { echo \$(( (\$(date +%s%N) - t0) / 1000000 )) > $BATS_TEST_TMPDIR/cancel_ms; exit 0; }; sleep 0.01; done; exit 1"}
+{"jsonrpc":"2.0","id":"p","method":"ping"}
+EOF
+	[ -z "$(response 1)" ]
+	jqe "$(response '"p"')" '.result == {}'
+	echo "cancelled after $(cat "$BATS_TEST_TMPDIR/cancel_ms") ms"
+	[ "$(cat "$BATS_TEST_TMPDIR/cancel_ms")" -lt 1000 ]
+	# Cancelled, not a quota that failed: the making stopped there.
+	[ -z "$(grep -F 'could not bound the workspace' "$SERVER_LOG")" ]
+	[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
+	[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
+	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
+	no_sandbox_processes "$UNPRIV_UID"
+	unprivileged_cleanup
 }
 
 @test "daytona: a call cancelled while its sandbox is created, or starting, ends within a second" {

@@ -41,6 +41,10 @@ setup() {
 	export SANDBOX_BACKEND=docker SANDBOX_IMAGE="$IMAGE"
 }
 
+teardown() {
+	unprivileged_teardown
+}
+
 # Our containers on the engine (any state), one id per line.
 our_containers() {
 	docker ps -aq --filter label=sandbox-mcp=1
@@ -416,25 +420,33 @@ EOF
 	grep -q 'left by a server that is gone' "$SERVER_LOG"
 }
 
-# A server that is not root keeps each workspace in a volume (sandbox.bats, quota): a volume of
-# a server of this host that is gone goes at the next server's start; a live server's stays.
+# A server that is not root keeps each workspace in a volume (sandbox.bats, quota). A volume of a
+# server of this host that is gone goes at the next server's start: its pid is gone, or names a
+# process of another start time. A live server's stays, and so does one labelled by an earlier
+# build (.start, another field of /proc/PID/stat) while its pid lives.
 @test "leftover workspace volumes of a server that is gone are removed by the next server; a live one's stay" {
-	local dead start
+	local dead start left
 	sh -c 'exit 0' &
 	dead=$!
 	wait "$dead"
 	start=$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$$/stat")
-	docker volume create --label sandbox-mcp=1 --label "sandbox-mcp.pid=$dead" --label sandbox-mcp.start=1 \
-		--label "sandbox-mcp.host=$(hostname)" --label sandbox-mcp.sandbox=docker-00000000 sbx-test-dead
-	docker volume create --label sandbox-mcp=1 --label "sandbox-mcp.pid=$$" --label "sandbox-mcp.start=$start" \
-		--label "sandbox-mcp.host=$(hostname)" --label sandbox-mcp.sandbox=docker-00000001 sbx-test-live
+	mkvol() { # NAME PID STARTLABEL=VALUE
+		docker volume create --label sandbox-mcp=1 --label "sandbox-mcp.pid=$2" --label "sandbox-mcp.$3" \
+			--label "sandbox-mcp.host=$(hostname)" --label sandbox-mcp.sandbox=docker-00000000 "$1" >/dev/null
+	}
+	mkvol sbx-test-dead "$dead" "starttime=$start"
+	mkvol sbx-test-reused "$$" "starttime=$((start + 1))"
+	mkvol sbx-test-live "$$" "starttime=$start"
+	mkvol sbx-test-earlier-live "$$" "start=123456"
+	mkvol sbx-test-earlier-dead "$dead" "start=123456"
 	tool execute_bash_commands '{"code":"echo fresh"}'
+	left=$(docker volume ls -q --filter name=sbx-test- | sort | tr '\n' ' ')
+	docker volume rm -f sbx-test-dead sbx-test-reused sbx-test-live sbx-test-earlier-live sbx-test-earlier-dead
 	sc '.stdout == "fresh\n"'
-	run docker volume inspect sbx-test-dead
-	[ "$status" -ne 0 ]
-	docker volume inspect sbx-test-live
-	docker volume rm sbx-test-live
-	grep -qF 'removed volume sbx-test-dead, left by a server that is gone' "$SERVER_LOG"
+	[ "$left" = "sbx-test-earlier-live sbx-test-live " ]
+	for v in dead reused earlier-dead; do
+		grep -qF "removed volume sbx-test-$v, left by a server that is gone" "$SERVER_LOG"
+	done
 }
 
 @test "after the suite: no container, volume, agent process or folder of ours is left" {

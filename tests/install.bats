@@ -40,6 +40,7 @@ setup() {
 teardown() {
 	index_down
 	[ -f "$BATS_TEST_TMPDIR/host.pid" ] && kill "$(cat "$BATS_TEST_TMPDIR/host.pid")" 2>/dev/null
+	unprivileged_teardown
 	return 0
 }
 
@@ -121,6 +122,8 @@ installed_case() {
 	installed_case docker-unprivileged
 	grep -qF "the workspace quota is 256 MiB: the workspace is a tmpfs volume of its own" "$SERVER_LOG"
 	[ -z "$(grep -F "quota is not enforced" "$SERVER_LOG")" ]
+	[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
+	[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
 	unprivileged_cleanup
 }
 

@@ -207,7 +207,7 @@ $(bash_call 1 'head -c 64M /dev/zero > big; echo "head=$?"; df -k --output=size,
 $(py_call 2 'print("py")')
 $(bash_call 3 'rm big; echo freed')
 $(py_call 4 'print("py again")')
-$(bash_call 5 "awk '\$5 == \"/workspace\" { for (i = 6; i < NF; i++) if (\$i == \"-\") print \$(i + 1) }' /proc/self/mountinfo; grep -c -F '$SANDBOX_STATE_DIR' /proc/self/mountinfo; grep -F '$SANDBOX_STATE_DIR' /proc/self/mountinfo | awk '\$5 == \"/workspace\"' | wc -l")
+$(bash_call 5 "awk '\$5 == \"/workspace\" { for (i = 6; i < NF; i++) if (\$i == \"-\") print \$(i + 1) }' /proc/self/mountinfo; grep -c -F '$SANDBOX_STATE_DIR' /proc/self/mountinfo; awk '\$5 == \"/workspace\" { print \$4 }' /proc/self/mountinfo")
 EOF
 	# The code gets ENOSPC at the quota: the file system is 32 MiB (less its own tables), full
 	# (under 1 MiB left).
@@ -220,14 +220,15 @@ EOF
 	sc '.exit_code == 0 and .stdout == "freed\n"'
 	res 4
 	sc '.exit_code == 0 and .stdout == "py again\n" and .notice == null'
-	# /workspace is that file system, and the sandbox's mount table names no path of the state
-	# folder. Without root, a Docker sandbox's binds of the agent and its socket do (README, "What
-	# the sandbox shares with the host"); its workspace does not.
+	# /workspace is that file system, whole (its mount's root is the file system's own: no path
+	# of the host's shows, whatever file system the state folder lies on), and the sandbox's
+	# mount table names no path of the state folder. Without root, a Docker sandbox's binds of
+	# the agent and its socket do (README, "What the sandbox shares with the host").
 	res 5
 	if [ "$1" = docker-unprivileged ]; then
-		sc ".stdout | test(\"^$fs\n[0-9]+\n0\n$\")"
+		sc ".stdout | test(\"^$fs\n[0-9]+\n/\n$\")"
 	else
-		sc ".stdout == \"$fs\n0\n0\n\""
+		sc ".stdout == \"$fs\n0\n/\n\""
 	fi
 	# Nothing is left mounted, attached or running once the server is gone.
 	[ -z "$(grep -F "$SANDBOX_STATE_DIR" /proc/self/mountinfo)" ]
@@ -286,6 +287,7 @@ quota_refused_case() { # local CALLS WHY | docker FAULT WHY: CALLS refused, or t
 	unprivileged_server
 	if [ "$1" = docker ]; then
 		unprivileged_docker "$2"
+		[ "$2" != taken-volume ] || docker volume create --label other=1 sbx-test-taken
 	else
 		export UNPRIV_WITHOUT=$2
 	fi
@@ -309,6 +311,11 @@ EOF
 		[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
 		[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
 	fi
+	if [ "$2" = taken-volume ]; then
+		# The volume that is not the sandbox's is left as it was.
+		[ "$(docker volume inspect -f '{{json .Labels}}' sbx-test-taken)" = '{"other":"1"}' ]
+		docker volume rm sbx-test-taken
+	fi
 	no_sandbox_processes "$UNPRIV_UID"
 	unprivileged_cleanup
 }
@@ -324,6 +331,12 @@ EOF
 }
 @test "docker, not root: where the engine cannot mount the workspace's volume, the sandbox is made without the quota and says why" {
 	quota_refused_case docker bad-volume "the engine could not mount the workspace's tmpfs volume: invalid argument (HTTP 500)"
+}
+@test "docker, not root: where the engine answers with a volume of that name that is not the sandbox's, it is left alone and the sandbox is made without the quota" {
+	quota_refused_case docker taken-volume "the engine already has a volume named sandbox-mcp-docker-"
+}
+@test "docker, not root: where the answer to the volume's making is lost, the volume it made is removed and the sandbox is made without the quota" {
+	quota_refused_case docker lost-volume "the Docker engine at unix://"
 }
 
 # ---------------------------------------------------------------- out of memory
@@ -359,6 +372,7 @@ EOF
 
 teardown() {
 	umount "$BATS_TEST_TMPDIR/m/sub" 2>/dev/null || true
+	unprivileged_teardown
 }
 
 # valgrind has neither mount_setattr nor a usable execveat, and a seccomp policy around the

@@ -9,6 +9,10 @@ setup() {
 	python3 "$TESTS_DIR/lib/make_wheel.py" "$WHEELS" sbxdemo 1.0
 }
 
+teardown() {
+	unprivileged_teardown
+}
+
 # The host folders of this test's sandboxes.
 sandbox_dirs() {
 	find "$SANDBOX_STATE_DIR" -mindepth 1 -maxdepth 1 -name 'local-*' 2>/dev/null

@@ -72,8 +72,11 @@ int agenthost_start(struct agenthost *h, struct err *e)
 		char how[160];
 		uint64_t bytes = cfg->workspace_size;
 		struct err qe = {""};
-		if (h->home->quota(h->ctx, &bytes, how, sizeof how, &qe) == 0) {
+		int rc = h->home->quota(h->ctx, &bytes, how, sizeof how, &qe);
+		if (rc == 0) {
 			hostdir_quota_by(&h->h, bytes, how, false);
+		} else if (rc == BACKEND_CANCELLED) {
+			return err_set(e, "%s", qe.msg);
 		} else {
 			/* Unexpected where the home offers it: said every time. */
 			log_msg(LOG_WARNING, "could not bound the workspace: %s", qe.msg);

@@ -44,8 +44,9 @@ struct agenthost_home {
 	int (*prepare)(void *ctx, struct err *e);
 	/* Once, before prepare, when the host folder does not bound the workspace
 	 * (hostdir_quota_open): bounds it to *bytes (which it may lower) the home's own way, on a
-	 * file system that its instances alone see, saying how in `how` (for --check). 0, or -1 with e saying why not (the sandbox is made without the quota). May be
-	 * NULL. */
+	 * file system that its instances alone see, saying how in `how` (for --check). 0, -1 with
+	 * e saying why not (the sandbox is made without the quota), or BACKEND_CANCELLED when the
+	 * making was cancelled meanwhile (agenthost_start fails). May be NULL. */
 	int (*quota)(void *ctx, uint64_t *bytes, char *how, size_t n, struct err *e);
 	/* Makes an instance on the workspace and connects to its agent (agentlink_open); net:
 	 * the host's network; proxy_dir: the install step's folder of the proxy, or NULL. 0 with

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../src/base/log.h"
 
@@ -18,12 +19,13 @@ static int remove_once(struct dkapi *eng, const char *name, long timeout_ms, lon
 	return dkapi_call(eng, "DELETE", path, NULL, timeout_ms, status, ans, e);
 }
 
-void dkvolume_remove(struct dkapi *eng, const char *name)
+int dkvolume_remove(struct dkapi *eng, const char *name)
 {
 	long status = 0;
 	json_t *ans = NULL;
 	struct err e = {""};
 	int fd = eng->http.cancel_fd;
+	bool cancelled = eng->http.cancelled;
 	eng->http.cancel_fd = -1;
 	int rc = remove_once(eng, name, T_QUICK, &status, &ans, &e);
 	if (rc < 0) {
@@ -31,12 +33,42 @@ void dkvolume_remove(struct dkapi *eng, const char *name)
 		rc = remove_once(eng, name, T_SLOW, &status, &ans, &e);
 	}
 	eng->http.cancel_fd = fd;
-	if (rc < 0)
+	eng->http.cancelled = cancelled;
+	if (rc < 0) {
 		log_msg(LOG_WARNING, "could not remove volume %s: %s", name, e.msg);
-	else if (status != 204 && status != 404)
+	} else if (status != 204 && status != 404) {
 		log_msg(LOG_WARNING, "could not remove volume %s: %s (HTTP %ld)", name,
 			dkapi_message(ans, "the engine refused"), status);
+		rc = -1;
+	}
 	json_decref(ans);
+	return rc;
+}
+
+/* Removes the volume when the engine has one of that name with these labels: a create that got
+ * no answer may or may not have made it, and a volume of that name that is not ours stays. */
+static void remove_if_ours(struct dkapi *eng, const char *name, const json_t *labels)
+{
+	char path[256];
+	long status = 0;
+	json_t *ans = NULL;
+	struct err e = {""};
+	int fd = eng->http.cancel_fd;
+	bool cancelled = eng->http.cancelled;
+	eng->http.cancel_fd = -1;
+	snprintf(path, sizeof path, "/volumes/%s", name);
+	if (dkapi_call(eng, "GET", path, NULL, T_QUICK, &status, &ans, &e) == 0 && status == 200 &&
+	    json_equal(json_object_get(ans, "Labels"), labels))
+		(void)dkvolume_remove(eng, name);
+	eng->http.cancel_fd = fd;
+	eng->http.cancelled = cancelled;
+	json_decref(ans);
+}
+
+static bool str_is(const json_t *obj, const char *key, const char *want)
+{
+	const char *v = json_string_value(json_object_get(obj, key));
+	return v && !strcmp(v, want);
 }
 
 int dkvolume_create(struct dkapi *eng, const char *name, uint64_t bytes, uid_t uid, gid_t gid, json_t *labels,
@@ -53,12 +85,19 @@ int dkvolume_create(struct dkapi *eng, const char *name, uint64_t bytes, uid_t u
 		return err_set(e, "out of memory");
 	int rc = dkapi_call(eng, "POST", "/volumes/create", spec, T_QUICK, &status, &ans, e);
 	json_decref(spec);
-	/* Cut short, it may have reached the engine: the name is ours alone. */
-	if (rc < 0 && eng->http.cancelled)
-		dkvolume_remove(eng, name);
+	/* Cut short or timed out, it may have reached the engine. */
+	if (rc < 0)
+		remove_if_ours(eng, name, labels);
 	if (rc == 0 && status != 201 && status != 200)
 		rc = err_set(e, "the engine refused to make the workspace's volume: %s (HTTP %ld)",
 			     dkapi_message(ans, "no reason given"), status);
+	/* The engine answers a create of a name it has with the volume it has, whatever the
+	 * options and labels asked for: it must be this one, labelled by this server (pid and
+	 * start time) for this sandbox, which only this request can have made. One that is not
+	 * stays as it is. */
+	if (rc == 0 && (!json_equal(json_object_get(ans, "Labels"), labels) ||
+			!str_is(json_object_get(ans, "Options"), "type", "tmpfs")))
+		rc = err_set(e, "the engine already has a volume named %s that is not this sandbox's", name);
 	json_decref(ans);
 	return rc;
 }
@@ -90,10 +129,8 @@ void dkvolume_reap(struct dkapi *eng, const char *label, bool (*dead)(json_t *la
 	json_t *v;
 	json_array_foreach(json_object_get(ans, "Volumes"), i, v) {
 		const char *name = json_string_value(json_object_get(v, "Name"));
-		if (name && dead(json_object_get(v, "Labels"), ctx)) {
-			dkvolume_remove(eng, name);
+		if (name && dead(json_object_get(v, "Labels"), ctx) && dkvolume_remove(eng, name) == 0)
 			log_msg(LOG_INFO, "removed volume %s, left by a server that is gone", name);
-		}
 	}
 	json_decref(ans);
 }

@@ -15,7 +15,7 @@
  * default seccomp profile plus the server's filter (backends/agenthost/filter.h) installed by the agent, a
  * read-only root, /tmp a tmpfs of --tmp-size, network "none" (--network all: the engine's
  * default bridge), memory (no swap), CPU and process limits from the configuration, and labels
- * naming the server that made it (sandbox-mcp=1, sandbox-mcp.pid, .start, .host, .sandbox).
+ * naming the server that made it (sandbox-mcp=1, sandbox-mcp.pid, .starttime, .host, .sandbox).
  *
  * Host side, a sandbox is a folder <state-dir>/docker-<id>, like a local sandbox's: a lock (so
  * a later server can tell a dead server's leftovers), the workspace, bind-mounted at
@@ -29,6 +29,7 @@
  * workspace with the engine's default bridge network, running the same agent; it is removed as
  * soon as pip ends.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -201,7 +202,7 @@ static json_t *labels(const struct docker *D, const char *role)
 {
 	char pid[24];
 	snprintf(pid, sizeof pid, "%ld", (long)getpid());
-	json_t *l = json_pack("{s:s, s:s, s:s, s:s, s:s}", LABEL, "1", LABEL ".pid", pid, LABEL ".start", D->start_time,
+	json_t *l = json_pack("{s:s, s:s, s:s, s:s, s:s}", LABEL, "1", LABEL ".pid", pid, LABEL ".starttime", D->start_time,
 			      LABEL ".host", D->hostname, LABEL ".sandbox", D->host.id);
 	if (l && role)
 		json_object_set_new(l, LABEL ".role", json_string(role));
@@ -447,6 +448,17 @@ static int spawn_once(struct docker *D, bool net, const char *proxy_dir, struct 
 	return 0;
 }
 
+/* Whether the engine's message names the volume: its name, not the start of a container's
+ * (sandbox-mcp-docker-ID-N). */
+static bool names_volume(const char *msg, const char *volume)
+{
+	size_t n = strlen(volume);
+	for (const char *p = strstr(msg, volume); p; p = strstr(p + 1, volume))
+		if (p[n] != '-' && !isalnum((unsigned char)p[n]) && p[n] != '_' && p[n] != '.')
+			return true;
+	return false;
+}
+
 static int docker_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
 {
 	struct docker *D = ctx;
@@ -454,7 +466,7 @@ static int docker_spawn(void *ctx, bool net, const char *proxy_dir, struct agent
 	/* The engine would not mount the workspace's volume (its errors name it). Before the first
 	 * instance, the sandbox is made on its plain folder instead, without the quota; later, an
 	 * instance on another workspace than the others' would be wrong. */
-	if (rc == 0 || !D->volume[0] || D->host.main || !strstr(e->msg, D->volume))
+	if (rc == 0 || !D->volume[0] || D->host.main || !names_volume(e->msg, D->volume))
 		return rc;
 	/* For --check, the engine's reason without its paths: what follows its last ": ". */
 	char why[200];
@@ -502,24 +514,27 @@ static int ensure_image(struct docker *D, struct err *e)
 
 /* ---------------------------------------------------------------- leftovers */
 
-/* Is the server of these labels gone? Only servers of this host are judged. */
+/* Is the server of these labels gone? Only servers of this host are judged: by pid and start
+ * time (a pid reused by another process is not the server). Earlier builds labelled .start
+ * with another field of /proc/PID/stat, one that changes while they live: theirs are judged by
+ * the pid alone, and they never judge ours, which have no .start. */
 static bool owner_dead(const struct docker *D, json_t *labels, bool self_too)
 {
 	const char *host = json_string_value(json_object_get(labels, LABEL ".host"));
 	const char *pid = json_string_value(json_object_get(labels, LABEL ".pid"));
-	const char *start = json_string_value(json_object_get(labels, LABEL ".start"));
-	if (!host || strcmp(host, D->hostname) || !pid || !start)
+	const char *start = json_string_value(json_object_get(labels, LABEL ".starttime"));
+	if (!host || strcmp(host, D->hostname) || !pid)
 		return false;
 	char *end;
 	long p = strtol(pid, &end, 10);
 	if (*end || p <= 0)
 		return false;
-	if (p == (long)getpid() && !strcmp(start, D->start_time))
+	if (p == (long)getpid() && start && !strcmp(start, D->start_time))
 		return self_too;
 	char now[32];
 	if (kill((pid_t)p, 0) < 0 && errno == ESRCH)
 		return true;
-	return proc_start((pid_t)p, now, sizeof now) == 0 && strcmp(now, start) != 0;
+	return start && proc_start((pid_t)p, now, sizeof now) == 0 && strcmp(now, start) != 0;
 }
 
 struct reap_ctx {
@@ -585,7 +600,7 @@ static int docker_quota(void *ctx, uint64_t *bytes, char *how, size_t n, struct 
 	int rc = dkvolume_create(&D->eng, name, *bytes, D->host.uid, D->host.gid, l, e);
 	json_decref(l);
 	if (rc < 0)
-		return -1;
+		return D->eng.http.cancelled ? BACKEND_CANCELLED : -1;
 	snprintf(D->volume, sizeof D->volume, "%s", name);
 	snprintf(how, n, "the workspace is a tmpfs volume of its own (memory, not disk%s)",
 		 halved ? "; at most half of --memory" : "");

@@ -128,9 +128,11 @@ unprivileged_server() {
 # unprivileged_docker [FAULT]: after unprivileged_server, lets that server reach the Docker engine of
 # DOCKER_HOST through a relay on a socket of the test user's (lib/sock-relay.py), as a user in
 # the engine's group would; the engine and its socket stay as they are. The tests' own docker
-# commands keep DOCKER_HOST.
+# commands keep DOCKER_HOST. FAULT: see sock-relay.py; what the relay says is in
+# $UNPRIV_DIR/relay.log.
 unprivileged_docker() {
-	python3 "$TESTS_DIR/lib/sock-relay.py" "$UNPRIV_DIR/docker.sock" "${DOCKER_HOST#unix://}" sbxtest "$@" 3>&- &
+	python3 "$TESTS_DIR/lib/sock-relay.py" "$UNPRIV_DIR/docker.sock" "${DOCKER_HOST#unix://}" sbxtest "$@" \
+		2>"$UNPRIV_DIR/relay.log" 3>&- &
 	UNPRIV_RELAY=$!
 	eventually 10 test -S "$UNPRIV_DIR/docker.sock"
 	export UNPRIV_DOCKER_HOST="unix://$UNPRIV_DIR/docker.sock"
@@ -142,7 +144,14 @@ unprivileged_cleanup() {
 		wait "$UNPRIV_RELAY" 2>/dev/null || true # ended by the kill
 		unset UNPRIV_RELAY UNPRIV_DOCKER_HOST
 	fi
-	rm -rf "$UNPRIV_DIR"
+	[ -z "${UNPRIV_DIR:-}" ] || rm -rf "$UNPRIV_DIR"
+	unset UNPRIV_DIR
+}
+
+# unprivileged_teardown: in a file's teardown, for a test that failed before its own
+# unprivileged_cleanup: its relay and copies go too.
+unprivileged_teardown() {
+	[ -z "${UNPRIV_DIR:-}" ] || unprivileged_cleanup
 }
 
 # eventually SECONDS COMMAND...: runs COMMAND every 0.1 s until it succeeds; fails (with the

@@ -13,6 +13,12 @@ then its answer, as the server's client sends them) and changes one kind of requ
   bad-volume     POST .../volumes/create reaches the engine with tmpfs options the kernel
                  refuses: the engine makes the volume and fails to mount it at the container's
                  start, with its own error
+  taken-volume   POST .../volumes/create asks for the volume sbx-test-taken instead, which the
+                 test made: the engine answers with that one, not the one asked for
+  lost-volume    POST .../volumes/create reaches the engine, which makes the volume, but the
+                 connection is closed before its answer reaches the client
+  slow-volume    the same, but the answer is held until the client goes away; the relay says
+                 "holding POST /volumes/create" on stderr when it holds it
 """
 import json
 import os
@@ -128,10 +134,21 @@ def exchange(client, upstream, fault):
                 client.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
                                b"Content-Length: %d\r\n\r\n%s" % (len(said), said))
                 continue
-            if fault == "bad-volume":
+            if fault in ("bad-volume", "taken-volume"):
                 spec = json.loads(body)
-                spec["DriverOpts"]["o"] = "size=not-a-size"
+                if fault == "bad-volume":
+                    spec["DriverOpts"]["o"] = "size=not-a-size"
+                else:
+                    spec["Name"] = "sbx-test-taken"
                 head, body = with_body(head, json.dumps(spec).encode())
+            if fault in ("lost-volume", "slow-volume"):
+                upstream.sendall(head + body)
+                answer(us, line)
+                if fault == "slow-volume":
+                    print("holding POST /volumes/create", file=sys.stderr, flush=True)
+                    while client.recv(65536):
+                        pass
+                return
         upstream.sendall(head + body)
         ahead, abody = answer(us, line)
         client.sendall(ahead + abody)
@@ -160,7 +177,7 @@ def serve(client, target, fault):
 def main():
     listen, target, owner = sys.argv[1], sys.argv[2], sys.argv[3]
     fault = sys.argv[4] if len(sys.argv) > 4 else ""
-    if fault not in ("", "refuse-volume", "bad-volume"):
+    if fault not in ("", "refuse-volume", "bad-volume", "taken-volume", "lost-volume", "slow-volume"):
         sys.exit("sock-relay.py: unknown fault " + fault)
     pw = pwd.getpwnam(owner)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
