@@ -164,6 +164,19 @@ int dkapi_call(struct dkapi *d, const char *method, const char *path, json_t *bo
 	return rc;
 }
 
+struct dkapi_held dkapi_hold_cancel(struct dkapi *d)
+{
+	struct dkapi_held held = {d->http.cancel_fd, d->http.cancelled};
+	d->http.cancel_fd = -1;
+	return held;
+}
+
+void dkapi_release_cancel(struct dkapi *d, struct dkapi_held held)
+{
+	d->http.cancel_fd = held.cancel_fd;
+	d->http.cancelled = held.cancelled;
+}
+
 const char *dkapi_message(const json_t *answer, const char *fallback)
 {
 	const char *m = json_string_value(json_object_get(answer, "message"));

@@ -53,6 +53,16 @@ int dkapi_open(struct dkapi *d, long timeout_ms, struct err *e);
 int dkapi_call(struct dkapi *d, const char *method, const char *path, json_t *body, long timeout_ms,
 	    long *status, json_t **out, struct err *e);
 
+/* Calls that must run whatever the caller's cancellation says (removing what a cancelled
+ * making left): dkapi_hold_cancel turns d->http.cancel_fd off, dkapi_release_cancel puts it and
+ * d->http.cancelled back as they were, so that the caller still sees its cancellation. */
+struct dkapi_held {
+	int cancel_fd;
+	bool cancelled;
+};
+struct dkapi_held dkapi_hold_cancel(struct dkapi *d);
+void dkapi_release_cancel(struct dkapi *d, struct dkapi_held held);
+
 /* The engine's error text of a failed call ("message" of the answer), or a fallback. */
 const char *dkapi_message(const json_t *answer, const char *fallback);
 

@@ -24,16 +24,13 @@ int dkvolume_remove(struct dkapi *eng, const char *name)
 	long status = 0;
 	json_t *ans = NULL;
 	struct err e = {""};
-	int fd = eng->http.cancel_fd;
-	bool cancelled = eng->http.cancelled;
-	eng->http.cancel_fd = -1;
+	struct dkapi_held held = dkapi_hold_cancel(eng);
 	int rc = remove_once(eng, name, T_QUICK, &status, &ans, &e);
 	if (rc < 0) {
 		err_clear(&e);
 		rc = remove_once(eng, name, T_SLOW, &status, &ans, &e);
 	}
-	eng->http.cancel_fd = fd;
-	eng->http.cancelled = cancelled;
+	dkapi_release_cancel(eng, held);
 	if (rc < 0) {
 		log_msg(LOG_WARNING, "could not remove volume %s: %s", name, e.msg);
 	} else if (status != 204 && status != 404) {
@@ -53,15 +50,12 @@ static void remove_if_ours(struct dkapi *eng, const char *name, const json_t *la
 	long status = 0;
 	json_t *ans = NULL;
 	struct err e = {""};
-	int fd = eng->http.cancel_fd;
-	bool cancelled = eng->http.cancelled;
-	eng->http.cancel_fd = -1;
+	struct dkapi_held held = dkapi_hold_cancel(eng);
 	snprintf(path, sizeof path, "/volumes/%s", name);
 	if (dkapi_call(eng, "GET", path, NULL, T_QUICK, &status, &ans, &e) == 0 && status == 200 &&
 	    json_equal(json_object_get(ans, "Labels"), labels))
 		(void)dkvolume_remove(eng, name);
-	eng->http.cancel_fd = fd;
-	eng->http.cancelled = cancelled;
+	dkapi_release_cancel(eng, held);
 	json_decref(ans);
 }
 

@@ -169,10 +169,9 @@ static void remove_container(struct dkapi *eng, const char *id)
 /* Removes a container by name, whatever the caller's cancellation says (quick, bounded). */
 static void remove_by_name(struct docker *D, const char *name)
 {
-	int fd = D->eng.http.cancel_fd;
-	D->eng.http.cancel_fd = -1;
+	struct dkapi_held held = dkapi_hold_cancel(&D->eng);
 	remove_container(&D->eng, name);
-	D->eng.http.cancel_fd = fd;
+	dkapi_release_cancel(&D->eng, held);
 }
 
 static void docker_kill(void *ctx, struct agent_inst *ai)
