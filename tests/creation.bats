@@ -45,22 +45,32 @@ stall_registry() {
 }
 
 
-@test "docker: a call cancelled during an image pull ends within a second; the server goes on" {
-	with_backend docker
-	stall_registry
-	export SANDBOX_IMAGE="$STALL_IMAGE"
-	mcp_session <<EOF
+# cancelled_while_made COND [ARGS...]: a session (the server started with ARGS) whose call is
+# cancelled once the shell condition COND holds (the making has reached what it tests); the
+# call gets no answer, a ping does, and the server says the making was cancelled within a
+# second of the cancellation.
+cancelled_while_made() {
+	local cond=$1
+	shift
+	mcp_session "$@" <<EOF
 $INIT
 $(call_json 1 execute_bash_commands '{"code":"echo never"}')
-{"sh": "for i in \$(seq 600); do grep -q 'pulling the image' $SERVER_LOG && exit 0; sleep 0.1; done; exit 1"}
+{"sh": "for i in \$(seq 600); do $cond && exit 0; sleep 0.1; done; exit 1"}
 {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}
-{"sh": "t0=\$(date +%s%N); for i in \$(seq 100); do grep -q 'making the sandbox was cancelled' $SERVER_LOG && { echo \$(( (\$(date +%s%N) - t0) / 1000000 )) > $BATS_TEST_TMPDIR/cancel_ms; exit 0; }; sleep 0.01; done; exit 1"}
+{"sh": "t0=\$(date +%s%N); for i in \$(seq 200); do grep -q 'making the sandbox was cancelled' $SERVER_LOG && { echo \$(( (\$(date +%s%N) - t0) / 1000000 )) > $BATS_TEST_TMPDIR/cancel_ms; exit 0; }; sleep 0.01; done; exit 1"}
 {"jsonrpc":"2.0","id":"p","method":"ping"}
 EOF
 	[ -z "$(response 1)" ]
 	jqe "$(response '"p"')" '.result == {}'
 	echo "cancelled after $(cat "$BATS_TEST_TMPDIR/cancel_ms") ms"
 	[ "$(cat "$BATS_TEST_TMPDIR/cancel_ms")" -lt 1000 ]
+}
+
+@test "docker: a call cancelled during an image pull ends within a second; the server goes on" {
+	with_backend docker
+	stall_registry
+	export SANDBOX_IMAGE="$STALL_IMAGE"
+	cancelled_while_made "grep -q 'pulling the image' $SERVER_LOG"
 	[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
 }
 
@@ -86,18 +96,7 @@ EOF
 	with_backend docker
 	unprivileged_server
 	unprivileged_docker slow-volume
-	mcp_session --workspace-size 32M <<EOF
-$INIT
-$(call_json 1 execute_bash_commands '{"code":"echo never"}')
-{"sh": "for i in \$(seq 600); do grep -q 'holding POST /volumes/create' $UNPRIV_DIR/relay.log && exit 0; sleep 0.05; done; exit 1"}
-{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}
-{"sh": "t0=\$(date +%s%N); for i in \$(seq 100); do grep -q 'making the sandbox was cancelled' $SERVER_LOG && { echo \$(( (\$(date +%s%N) - t0) / 1000000 )) > $BATS_TEST_TMPDIR/cancel_ms; exit 0; }; sleep 0.01; done; exit 1"}
-{"jsonrpc":"2.0","id":"p","method":"ping"}
-EOF
-	[ -z "$(response 1)" ]
-	jqe "$(response '"p"')" '.result == {}'
-	echo "cancelled after $(cat "$BATS_TEST_TMPDIR/cancel_ms") ms"
-	[ "$(cat "$BATS_TEST_TMPDIR/cancel_ms")" -lt 1000 ]
+	cancelled_while_made "grep -q 'holding POST /volumes/create' $UNPRIV_DIR/relay.log" --workspace-size 32M
 	# Cancelled, not a quota that failed: the making stopped there.
 	[ -z "$(grep -F 'could not bound the workspace' "$SERVER_LOG")" ]
 	[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
@@ -112,18 +111,8 @@ EOF
 	for mode in '{"fail": "slow", "seconds": 20, "method": "POST", "path": "/api/sandbox"}' '{"fail": "never_start"}'; do
 		daytona_control "$mode" >/dev/null
 		: > "$SERVER_LOG"
-		mcp_session <<EOF
-$INIT
-$(call_json 1 execute_bash_commands '{"code":"echo never"}')
-{"sh": "for i in \$(seq 600); do grep -qE 'slow: holding POST /api/sandbox|created; waiting for it to start' $BATS_FILE_TMPDIR/daytona.log $SERVER_LOG && exit 0; sleep 0.05; done; exit 1"}
-{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}
-{"sh": "t0=\$(date +%s%N); for i in \$(seq 200); do grep -q 'making the sandbox was cancelled' $SERVER_LOG && { echo \$(( (\$(date +%s%N) - t0) / 1000000 )) > $BATS_TEST_TMPDIR/cancel_ms; exit 0; }; sleep 0.01; done; exit 1"}
-{"jsonrpc":"2.0","id":"p","method":"ping"}
-EOF
-		[ -z "$(response 1)" ]
-		jqe "$(response '"p"')" '.result == {}'
-		echo "$mode: cancelled after $(cat "$BATS_TEST_TMPDIR/cancel_ms") ms"
-		[ "$(cat "$BATS_TEST_TMPDIR/cancel_ms")" -lt 1000 ]
+		echo "$mode:"
+		cancelled_while_made "grep -qE 'slow: holding POST /api/sandbox|created; waiting for it to start' $BATS_FILE_TMPDIR/daytona.log $SERVER_LOG"
 		: > "$BATS_FILE_TMPDIR/daytona.log"
 	done
 	# The one that was starting was deleted on the spot.
