@@ -177,6 +177,11 @@ EOF
 	jqe "$(response 2)" '.result.content[0].text | test("not all of it could be removed")'
 	res 3
 	sc '.exit_code == 0 and .stdout == "fresh\n"'
+	# What was left is removed by the next server, at its start.
+	[ -n "$(ls -A "$SANDBOX_STATE_DIR")" ]
+	mcp_session <<<"$INIT"
+	grep -q "left by a server that is gone" "$SERVER_LOG"
+	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
 }
 
 @test "local: a cleanup that cannot remove everything says so instead of claiming it did" { removal_failure_case local; }
