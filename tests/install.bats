@@ -143,6 +143,35 @@ EOF
 	[ "$output" = 0 ]
 }
 
+# Not root, the install step's way to the proxy is bound from a folder of the server's own on
+# /dev/shm: its mount table names no path of the state folder either. Read from the host, during
+# the install.
+install_mounts_case() {
+	with_backend "${1%-unprivileged}"
+	unprivileged_server
+	[ "$1" != docker-unprivileged ] || unprivileged_docker
+	mcp_session --index-url "$INDEX_URL" <<EOF
+$INIT
+$(py_req 1 okpkg==1.0)
+{"sh": "for i in \$(seq 600); do p=\$(pgrep -u $UNPRIV_UID -f -- '-m pip install' | head -1); [ -n \"\$p\" ] && cat /proc/\$p/mountinfo > $BATS_TEST_TMPDIR/mounts && [ -s $BATS_TEST_TMPDIR/mounts ] && exit 0; sleep 0.02; done; exit 1"}
+EOF
+	res 1
+	sc '.exit_code == 0 and .stdout == "okpkg 1.0\n"'
+	cat "$BATS_TEST_TMPDIR/mounts"
+	run grep -cF "$SANDBOX_STATE_DIR" "$BATS_TEST_TMPDIR/mounts"
+	[ "$output" = 0 ]
+	awk '$5 == "/run/sandbox-proxy" { print $4 }' "$BATS_TEST_TMPDIR/mounts" | grep -xE '/sandbox-mcp-[0-9a-f]{18}/[^/]+'
+	no_shm_left
+	unprivileged_cleanup
+}
+
+@test "local, not root: the install step's mount table names no path of the state folder" {
+	install_mounts_case local-unprivileged
+}
+@test "docker, not root: the install step's mount table names no path of the state folder" {
+	install_mounts_case docker-unprivileged
+}
+
 @test "docker: the install step's container has no network but its way to the proxy" {
 	with_backend docker
 	mcp_session --index-url "$INDEX_URL" <<EOF

@@ -212,7 +212,7 @@ $(bash_call 1 'head -c 64M /dev/zero > big; echo "head=$?"; df -k --output=size,
 $(py_call 2 'print("py")')
 $(bash_call 3 'rm big; echo freed')
 $(py_call 4 'print("py again")')
-$(bash_call 5 "awk '\$5 == \"/workspace\" { for (i = 6; i < NF; i++) if (\$i == \"-\") print \$(i + 1) }' /proc/self/mountinfo; grep -c -F '$SANDBOX_STATE_DIR' /proc/self/mountinfo; awk '\$5 == \"/workspace\" { print \$4 }' /proc/self/mountinfo")
+$(bash_call 5 "awk '\$5 == \"/workspace\" { for (i = 6; i < NF; i++) if (\$i == \"-\") print \$(i + 1) }' /proc/self/mountinfo; grep -c -F '$SANDBOX_STATE_DIR' /proc/self/mountinfo; awk '\$5 == \"/workspace\" || \$5 == \"/.sandbox-agent\" { print \$4 }' /proc/self/mountinfo")
 EOF
 	# The code gets ENOSPC at the quota: the file system is 32 MiB (less its own tables), full
 	# (under 1 MiB left).
@@ -227,15 +227,17 @@ EOF
 	sc '.exit_code == 0 and .stdout == "py again\n" and .notice == null'
 	# /workspace is that file system, whole (its mount's root is the file system's own: no path
 	# of the host's shows, whatever file system the state folder lies on), and the sandbox's
-	# mount table names no path of the state folder. Without root, a Docker sandbox's binds of
-	# the agent and its socket do (README, "What the sandbox shares with the host").
+	# mount table names no path of the state folder. A Docker sandbox's agent is bound from a
+	# tmpfs of the sandbox's own as root; without root, from a folder of its own on /dev/shm,
+	# which names that folder alone.
 	res 5
-	if [ "$1" = docker-unprivileged ]; then
-		sc ".stdout | test(\"^$fs\n[0-9]+\n/\n$\")"
-	else
-		sc ".stdout == \"$fs\n0\n/\n\""
-	fi
+	case $1 in
+	docker) sc ".stdout == \"$fs\n0\n/\n/sandbox-agent\n\"" ;;
+	docker-unprivileged) sc ".stdout | test(\"^$fs\n0\n/\n/sandbox-mcp-[0-9a-f]{18}/sandbox-agent\n$\")" ;;
+	*) sc ".stdout == \"$fs\n0\n/\n\"" ;;
+	esac
 	# Nothing is left mounted, attached or running once the server is gone.
+	no_shm_left
 	[ -z "$(grep -F "$SANDBOX_STATE_DIR" /proc/self/mountinfo)" ]
 	run grep -sF "$SANDBOX_STATE_DIR" /sys/block/loop*/loop/backing_file
 	[ "$status" -ne 0 ]
@@ -257,6 +259,40 @@ EOF
 }
 @test "docker, not root: the workspace quota (a tmpfs volume) gives the code ENOSPC, the next call works, nothing is left" {
 	quota_case docker-unprivileged
+}
+
+# Where /dev/shm is no place for the files bound into a sandbox (here: a tmpfs where programs may
+# not run, in a mount namespace of the server's own), they stay in the state folder; calls work,
+# and the log says why the mount table names the state folder.
+shm_unusable_case() {
+	with_backend "${1%-unprivileged}"
+	unprivileged_server
+	[ "$1" != docker-unprivileged ] || unprivileged_docker
+	cat >"$UNPRIV_DIR/run-noexec-shm" <<-EOF
+		#!/bin/sh
+		exec unshare -m --propagation private sh -c 'mount -t tmpfs -o noexec,size=1m tmpfs /dev/shm && exec "\$@"' sh "$UNPRIV_DIR/run" "\$@"
+	EOF
+	chmod +x "$UNPRIV_DIR/run-noexec-shm"
+	SANDBOX_MCP="$UNPRIV_DIR/run-noexec-shm" mcp_session --log-level info <<EOF
+$INIT
+$(bash_call 1 "echo hi; grep -c -F '$SANDBOX_STATE_DIR' /proc/self/mountinfo; true")
+EOF
+	res 1
+	if [ "$1" = docker-unprivileged ]; then
+		sc '.exit_code == 0 and (.stdout | test("^hi\n[1-9]\n$"))'
+	else
+		sc '.exit_code == 0 and .stdout == "hi\n0\n"'
+	fi
+	grep -qF "the files bound into sandboxes are in the state folder, whose path their mount table shows: /dev/shm is not a tmpfs where programs may run" "$SERVER_LOG"
+	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
+	no_shm_left
+	unprivileged_cleanup
+}
+@test "local, not root, /dev/shm unusable: the bound files stay in the state folder, calls work" {
+	shm_unusable_case local-unprivileged
+}
+@test "docker, not root, /dev/shm unusable: the bound files stay in the state folder, calls work" {
+	shm_unusable_case docker-unprivileged
 }
 
 # A holder that dies takes the workspace from any instance made after: the sandbox is found

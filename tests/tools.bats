@@ -564,6 +564,20 @@ EOF
 	grep -q "kept the workspace" "$SERVER_LOG"
 }
 
+# Not root, what the server bound into the sandbox is in a folder on /dev/shm: it goes at
+# shutdown, the kept workspace stays.
+@test "not root: --keep keeps the workspace at shutdown, and nothing on /dev/shm" {
+	unprivileged_server
+	tool execute_bash_commands '{"code":"echo kept > k.txt"}' --keep
+	d=$(sandbox_dirs)
+	[ -n "$d" ]
+	[ "$(cat "$d/workspace/k.txt")" = kept ]
+	grep -q "kept the workspace" "$SERVER_LOG"
+	[ ! -e "$d/host" ]
+	no_shm_left
+	unprivileged_cleanup
+}
+
 @test "a killed server's sandbox dies with it and its folder is removed by the next server" {
 	marker="sbx-crash-$$-$RANDOM"
 	# stalls on purpose: the session stays open while the test kills its server
@@ -603,10 +617,19 @@ no_live_processes() { # UID
 	for _ in $(seq 100); do [ "$(host_procs "$marker")" -gt 0 ] && break; sleep 0.1; done
 	[ "$(host_procs "$marker")" -gt 0 ]
 	sandbox_processes "$UNPRIV_UID" | grep -q "sandbox-mcp: the workspace's tmpfs of local-[0-9a-f]*$"
+	# Its files bound into the sandbox are in a folder of its own on /dev/shm.
+	shm=$(find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user sbxtest)
+	[ -n "$shm" ]
 	kill -9 "$(cat "$BATS_TEST_TMPDIR/pid")"
 	# Dead: at most zombies, for whatever adopted them to reap.
 	eventually 5 no_live_processes "$UNPRIV_UID"
 	kill %1 2>/dev/null || true
+	# The next server removes the dead one's folder at start-up, the one on /dev/shm with it.
+	[ -d "$shm" ]
+	mcp_session <<<"$INIT"
+	grep -q "left by a server that is gone" "$SERVER_LOG"
+	no_shm_left
+	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
 	unprivileged_cleanup
 }
 

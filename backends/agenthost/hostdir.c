@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "hostmount.h"
@@ -53,6 +56,82 @@ void hostdir_init(struct hostdir *h)
 
 /* The tmpfs for what is bound into the sandbox: the Docker agent's copy, sockets, folders. */
 #define HOST_TMPFS_SIZE (16u << 20)
+
+/* Where `host` goes when it cannot be a tmpfs of its own (the server is not root): a folder
+ * of ours on the host's shared-memory tmpfs, so that a bind from it names that folder alone
+ * (/sandbox-mcp-XXXX/...) and nothing of the state folder's path, which may hold the user's
+ * name. <dir>/host is a symlink to it, for remove_dir (and so hostdir_reap) to find. */
+#define SHM_DIR "/dev/shm"
+#define SHM_PREFIX SHM_DIR "/sandbox-mcp-"
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+
+/* Is path a folder this server made on SHM_DIR (SHM_PREFIX and a name, owned by us)? */
+static bool shm_ours(const char *path)
+{
+	size_t n = strlen(SHM_PREFIX);
+	struct stat st;
+	return !strncmp(path, SHM_PREFIX, n) && path[n] && !strchr(path + n, '/') && strcmp(path + n, "..") &&
+	       lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid();
+}
+
+/* Makes h->host a folder on SHM_DIR with <dir>/host linking to it. 0, or -1 (nothing made):
+ * SHM_DIR is no tmpfs, or forbids running programs (the Docker agent runs from there). */
+static int host_on_shm(struct hostdir *h, const char *link)
+{
+	struct statfs sf;
+	if (statfs(SHM_DIR, &sf) < 0 || sf.f_type != TMPFS_MAGIC || (sf.f_flags & ST_NOEXEC))
+		return -1;
+	for (int tries = 0; tries < 8; tries++) {
+		unsigned char r[9];
+		char name[sizeof r * 2 + 1];
+		if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+			return -1;
+		for (size_t i = 0; i < sizeof r; i++)
+			snprintf(name + 2 * i, 3, "%02x", r[i]);
+		if (hostdir_path(h->host, sizeof h->host, SHM_PREFIX "%s", name) < 0 || symlink(h->host, link) < 0)
+			return -1;
+		/* The link first: a server killed between the two leaves no folder it cannot find. */
+		if (mkdir(h->host, 0700) == 0)
+			return 0;
+		int err = errno;
+		unlink(link);
+		if (err != EEXIST)
+			return -1;
+	}
+	return -1;
+}
+
+/* Makes `host`: a tmpfs of its own as root, where the host allows; else a folder on SHM_DIR;
+ * else a plain folder in dir. 0, or -1 with e set. */
+static int make_host(struct hostdir *h, struct err *e)
+{
+	char link[PATH_MAX];
+	snprintf(link, sizeof link, "%s", h->host);
+	if (geteuid() == 0) {
+		struct err me = {""};
+		if (mkdir(link, 0700) < 0)
+			return err_sys(e, "creating %s", link);
+		if (hostmount_tmpfs(link, HOST_TMPFS_SIZE, &me) == 0)
+			return 0;
+		log_msg(LOG_DEBUG, "%s", me.msg);
+		if (rmdir(link) < 0)
+			return 0; /* the plain folder it is */
+	}
+	if (host_on_shm(h, link) == 0)
+		return 0;
+	/* The same every time: said once. */
+	static bool told;
+	log_msg(told ? LOG_DEBUG : LOG_INFO, "the files bound into sandboxes are in the state folder, whose path "
+					     "their mount table shows: %s is not a tmpfs where programs may run, or "
+					     "refused a folder", SHM_DIR);
+	told = true;
+	snprintf(h->host, sizeof h->host, "%s", link);
+	if (mkdir(link, 0700) < 0)
+		return err_sys(e, "creating %s", link);
+	return 0;
+}
 
 /* Makes <state>/<name> locked: under a temporary name, renamed once the lock is held. */
 static int make_locked(struct hostdir *h, const char *state, const char *name, struct err *e)
@@ -106,10 +185,8 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 					  "code must not see", cfg->mounts.v[i].inside, cfg->mounts.v[i].host, sd);
 	if (make_locked(h, state, name, e) < 0)
 		return -1;
-	if (mkdir(h->host, 0700) < 0) {
-		err_sys(e, "creating %s", h->host);
+	if (make_host(h, e) < 0)
 		goto fail;
-	}
 	if (cfg->workspace_dir[0]) {
 		if ((h->ws_fd = wsdir_take(cfg->workspace_dir, uid, gid, h->ws, sizeof h->ws, e)) < 0)
 			goto fail;
@@ -133,11 +210,6 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 		} else {
 			hostdir_quota_by(h, quota, "the workspace is an ext4 image of its own (loop device)", true);
 		}
-	}
-	if (geteuid() == 0) {
-		struct err me = {""};
-		if (hostmount_tmpfs(h->host, HOST_TMPFS_SIZE, &me) < 0)
-			log_msg(LOG_DEBUG, "%s", me.msg);
 	}
 	struct stat st;
 	if (stat(h->ws, &st) < 0) {
@@ -163,6 +235,20 @@ bool hostdir_removed(const struct hostdir *h)
 	return stat(h->ws, &st) < 0 || st.st_ino != h->ws_ino || st.st_dev != h->ws_dev;
 }
 
+/* Ends the `host` of a sandbox folder, link its path: its tmpfs is unmounted, or the folder on
+ * SHM_DIR it links to removed with the link. 0, or -1 with errno. */
+static int release_host(const char *link)
+{
+	char to[PATH_MAX];
+	ssize_t n = readlink(link, to, sizeof to - 1);
+	if (n < 0)
+		return hostmount_release(link);
+	to[n] = '\0';
+	if (shm_ours(to) && tree_remove(to) < 0)
+		return -1;
+	return unlink(link) < 0 && errno != ENOENT ? -1 : 0;
+}
+
 /* Unmounts the sandbox folder dir's mounts and removes it. 0, or -1 with errno. */
 static int remove_dir(const char *dir)
 {
@@ -173,7 +259,7 @@ static int remove_dir(const char *dir)
 	}
 	/* A mount that stays is never emptied through: what is in it is not this folder's. */
 	int rc = hostmount_release(ws), err = errno;
-	if (hostmount_release(host) < 0 && rc == 0) {
+	if (release_host(host) < 0 && rc == 0) {
 		rc = -1;
 		err = errno;
 	}
@@ -192,6 +278,9 @@ int hostdir_close(struct hostdir *h, enum hostdir_end how, struct err *e)
 	if (h->ws_fd >= 0)
 		close(h->ws_fd);
 	h->ws_fd = -1;
+	/* Also when the sandbox folder, and the link in it, were removed on the host. */
+	if (shm_ours(h->host) && tree_remove(h->host) < 0 && rc == 0)
+		rc = err_sys(e, "could not remove %s", h->host);
 	if (h->dir[0] && how == HOSTDIR_KEEP) {
 		char path[PATH_MAX + 8];
 		if (hostdir_path(path, sizeof path, "%s/kept", h->dir) == 0) {
@@ -199,7 +288,9 @@ int hostdir_close(struct hostdir *h, enum hostdir_end how, struct err *e)
 			if (fd >= 0)
 				close(fd);
 		}
-		(void)hostmount_release(h->host);
+		char host[PATH_MAX + 8];
+		if (hostdir_path(host, sizeof host, "%s/host", h->dir) == 0)
+			(void)release_host(host);
 		if (h->quota && !h->ws_away) /* a kept workspace is no image today; never left mounted */
 			(void)hostmount_release(h->ws);
 	} else if (h->dir[0] && remove_dir(h->dir) < 0 && rc == 0) {
@@ -286,16 +377,21 @@ void hostdir_reap(const char *state, const char *prefix)
 		if (strncmp(de->d_name, prefix, pl) != 0)
 			continue;
 		char path[PATH_MAX];
-		if (hostdir_path(path, sizeof path, "%s/%s/kept", state, de->d_name) < 0 || access(path, F_OK) == 0)
+		if (hostdir_path(path, sizeof path, "%s/%s/lock", state, de->d_name) < 0)
 			continue;
-		hostdir_path(path, sizeof path, "%s/%s/lock", state, de->d_name);
 		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
 			close(fd);
 			continue; /* a live server's */
 		}
-		hostdir_path(path, sizeof path, "%s/%s", state, de->d_name);
-		if (remove_dir(path) == 0)
+		hostdir_path(path, sizeof path, "%s/%s/kept", state, de->d_name);
+		bool kept = access(path, F_OK) == 0;
+		/* A kept one's files bound into it are of no use now (its server ends them, unless it
+		 * died doing so). */
+		hostdir_path(path, sizeof path, "%s/%s%s", state, de->d_name, kept ? "/host" : "");
+		if (kept)
+			(void)release_host(path);
+		else if (remove_dir(path) == 0)
 			log_msg(LOG_INFO, "removed %s, left by a server that is gone", path);
 		if (fd >= 0)
 			close(fd);

@@ -29,12 +29,14 @@ int hostdir_state(const struct config *cfg, char *out, size_t n, struct err *e);
  * into the sandbox go (agent, sockets, proxy folder). When the server is root and the host
  * allows (hostmount.h), the workspace is an ext4 image of the quota mounted there and `host` a
  * tmpfs: the code cannot fill the host's disk, and the sandbox's mountinfo shows no host path.
- * Else both are plain folders, and the quota is enforced only where the backend's home does it
- * its own way (hostdir_quota_by); `why` says why it is not. */
+ * Else the workspace is a plain folder, and the quota is enforced only where the backend's home
+ * does it its own way (hostdir_quota_by); `why` says why it is not. `host` is then a folder of
+ * its own on /dev/shm (a tmpfs: a bind from it names no path of the state folder), with
+ * <dir>/host a link to it; where /dev/shm is no tmpfs that may hold programs, a plain folder. */
 struct hostdir {
 	char dir[PATH_MAX];    /* the sandbox's folder; "" when none */
 	char ws[PATH_MAX];     /* its workspace */
-	char host[PATH_MAX];   /* its files bound into the sandbox */
+	char host[PATH_MAX];   /* its files bound into the sandbox (maybe not in dir: see above) */
 	int lock_fd;           /* -1 when none */
 	int ws_fd;             /* --workspace: that folder, locked while the sandbox lives; -1 */
 	dev_t ws_dev;          /* which workspace it is: one removed and made again is not it */
@@ -96,7 +98,8 @@ void hostdir_report_workspace(const struct hostdir *h, const struct config *cfg,
 /* The --check line of the workspace's quota: its size and how it is enforced, or why not. */
 void hostdir_report_quota(const struct hostdir *h, const struct config *cfg, FILE *f);
 
-/* Removes the folders <state>/<prefix>* whose lock no server holds, unless kept. */
+/* Removes the folders <state>/<prefix>* whose lock no server holds, unless kept (of those, only
+ * what was bound into the sandbox goes). */
 void hostdir_reap(const char *state, const char *prefix);
 
 #endif

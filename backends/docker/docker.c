@@ -4,10 +4,11 @@
  * and the same wire protocol as the local backend, so calls give the same results.
  *
  * The container runs the server's own static sandbox-agent as its PID 1 (no --init): the
- * binary is written under the state folder and bind-mounted read-only at /.sandbox-agent, and
- * it connects to /run/sandbox-agent/agent.sock, where the server listens in a host folder
- * bound read-only, so the two talk directly (same kernel) and no call goes through the engine: a warm call is one round
- * trip on a unix socket, as on the local backend. Timeouts and cancellation kill the call's
+ * binary is written to the sandbox's `host` folder (hostdir.h: a tmpfs of its own as root, else
+ * a folder on /dev/shm) and bind-mounted read-only at /.sandbox-agent, and it connects to
+ * /run/sandbox-agent/agent.sock, where the server listens in a folder there bound read-only, so
+ * the two talk directly (same kernel) and no call goes through the engine: a warm call is one
+ * round trip on a unix socket, as on the local backend. Timeouts and cancellation kill the call's
  * processes the same way: the agent kills every process of the container's PID namespace.
  *
  * The container: an unprivileged user (--sandbox-uid, 65534, when the server runs as root;
@@ -20,10 +21,10 @@
  * Host side, a sandbox is a folder <state-dir>/docker-<id>, like a local sandbox's: a lock (so
  * a later server can tell a dead server's leftovers), the workspace, bind-mounted at
  * /workspace (the engine is on this machine anyway, since we reach the agent's socket through
- * a host folder; a bind keeps ownership simple and --keep meaningful), the agent binary and
- * one run-N folder per container for its socket. A server that is not root cannot mount the
- * workspace's quota there: the engine makes it, a tmpfs volume (dkvolume.h) mounted at
- * /workspace instead, and the host folder stays empty.
+ * a host folder; a bind keeps ownership simple and --keep meaningful), and its `host` folder:
+ * the agent binary and one run-N folder per container for its socket. A server that is not
+ * root cannot mount the workspace's quota there: the engine makes it, a tmpfs volume
+ * (dkvolume.h) mounted at /workspace instead, and the host folder stays empty.
  *
  * With --network install, the install step runs in a second, short-lived container on the same
  * workspace with the engine's default bridge network, running the same agent; it is removed as
@@ -332,7 +333,7 @@ static int wait_agent(struct docker *D, struct docker_inst *in, struct err *e)
 		}
 		if (clock_ms() >= until) {
 			err_set(e, "the sandbox agent did not connect to %s/%s within %d s (the engine must run on this "
-				   "machine's kernel, with the state folder visible to it)", in->run, SOCK_NAME,
+				   "machine's kernel, and see that folder as this server does)", in->run, SOCK_NAME,
 				AGENT_WAIT_MS / 1000);
 			break;
 		}

@@ -138,6 +138,17 @@ unprivileged_docker() {
 	export UNPRIV_DOCKER_HOST="unix://$UNPRIV_DIR/docker.sock"
 }
 
+# no_shm_left: no server left a folder on /dev/shm, where one that is not root keeps the files it
+# binds into its sandboxes (hostdir.h).
+no_shm_left() {
+	local left
+	left=$(find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*')
+	[ -z "$left" ] || {
+		echo "left on /dev/shm: $left" >&2
+		return 1
+	}
+}
+
 unprivileged_cleanup() {
 	if [ -n "${UNPRIV_RELAY:-}" ]; then
 		kill "$UNPRIV_RELAY" 2>/dev/null
@@ -146,6 +157,8 @@ unprivileged_cleanup() {
 	fi
 	[ -z "${UNPRIV_DIR:-}" ] || rm -rf "$UNPRIV_DIR"
 	unset UNPRIV_DIR
+	# What a failed test's server left, so that the next test starts clean.
+	find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user sbxtest -exec rm -rf {} +
 }
 
 # unprivileged_teardown: in a file's teardown, for a test that failed before its own
