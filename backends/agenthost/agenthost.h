@@ -110,6 +110,10 @@ void agenthost_report(struct agenthost *h, FILE *f);
 /* At start-up: removes the folders <prefix>-* of the state folder whose server is gone. */
 void agenthost_reap(const struct config *cfg, const char *prefix);
 
+/* What a sandbox is called inside, and its /etc/hosts: nothing of the host's name. */
+#define AGENTHOST_HOSTNAME "sandbox"
+#define AGENTHOST_ETC_HOSTS "127.0.0.1\tlocalhost " AGENTHOST_HOSTNAME "\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+
 /* Writes the embedded sandbox-agent binary to fd (from its start). 0, or -1 with e set. */
 int agenthost_write_agent(int fd, const char *what, struct err *e);
 

@@ -143,6 +143,35 @@ static int write_agent(const char *path, struct err *e)
 	return rc;
 }
 
+/* The container's /etc/hosts, /etc/hostname and /etc/resolv.conf without a network: the
+ * engine's own copies would name its data folder in the mount table, and the host's resolver. */
+static const char *const etc_files[][2] = {
+	{"hosts", AGENTHOST_ETC_HOSTS},
+	{"hostname", AGENTHOST_HOSTNAME "\n"},
+	{"resolv.conf", "# no network\n"},
+};
+
+/* Writes them to dir, as etc-NAME, mode 0444. 0, or -1 with e set. */
+static int write_etc(const char *dir, struct err *e)
+{
+	for (size_t i = 0; i < sizeof etc_files / sizeof etc_files[0]; i++) {
+		char path[PATH_MAX + 32];
+		if (hostdir_path(path, sizeof path, "%s/etc-%s", dir, etc_files[i][0]) < 0)
+			return err_set(e, "the state folder's path is too long");
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+		size_t n = strlen(etc_files[i][1]);
+		if (fd < 0 || write(fd, etc_files[i][1], n) != (ssize_t)n) {
+			err_sys(e, "writing %s", path);
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		if (close(fd) < 0)
+			return err_sys(e, "writing %s", path);
+	}
+	return 0;
+}
+
 /* ---------------------------------------------------------------- containers */
 
 static void remove_container(struct dkapi *eng, const char *id)
@@ -220,6 +249,12 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 	json_t *ws = D->volume[0] ? dkvolume_mount(D->volume, WORKSPACE) : mount_spec(D->host.h.ws, WORKSPACE, false);
 	json_t *mounts = json_pack("[o, o, o]", ws, mount_spec(in->run, RUN_IN, true),
 				   mount_spec(D->agent, AGENT_IN, true));
+	for (size_t i = 0; mounts && !net && i < sizeof etc_files / sizeof etc_files[0]; i++) {
+		char src[PATH_MAX + 32], dst[32];
+		snprintf(src, sizeof src, "%s/etc-%s", D->host.h.host, etc_files[i][0]);
+		snprintf(dst, sizeof dst, "/etc/%s", etc_files[i][0]);
+		json_array_append_new(mounts, mount_spec(src, dst, true));
+	}
 	if (mounts && cfg->wheelhouse[0])
 		json_array_append_new(mounts, mount_spec(cfg->wheelhouse, "/wheelhouse", true));
 	if (mounts && proxy_dir)
@@ -236,7 +271,7 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 		"private", "CgroupnsMode", "private", "RestartPolicy", "Name", "no");
 	return json_pack("{s:s, s:[s], s:[s, s], s:s, s:s, s:s, s:[], s:I, s:o, s:o}", "Image", D->image, "Entrypoint",
 			 AGENT_IN, "Cmd", "--connect", RUN_IN "/" SOCK_NAME, "User", user, "WorkingDir", WORKSPACE,
-			 "Hostname", "sandbox", "Env", "StopTimeout", (json_int_t)1, "Labels", labels(D, role),
+			 "Hostname", AGENTHOST_HOSTNAME, "Env", "StopTimeout", (json_int_t)1, "Labels", labels(D, role),
 			 "HostConfig", host);
 }
 
@@ -613,7 +648,7 @@ static int docker_prepare(void *ctx, struct err *e)
 	struct docker *D = ctx;
 	if (hostdir_path(D->agent, sizeof D->agent, "%s/sandbox-agent", D->host.h.host) < 0)
 		return err_set(e, "the state folder's path is too long");
-	if (write_agent(D->agent, e) < 0)
+	if (write_agent(D->agent, e) < 0 || write_etc(D->host.h.host, e) < 0)
 		return -1;
 	return ensure_image(D, e);
 }

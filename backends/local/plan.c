@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../agenthost/agenthost.h"
 #include "../agenthost/hostdir.h"
 #include "../agenthost/installnet.h"
 #include "remount.h"
@@ -157,8 +158,8 @@ static int plan_etc(struct plan *p)
 	const char *files[][2] = {
 		{"passwd", passwd},
 		{"group", group},
-		{"hosts", "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
-		{"hostname", "sandbox\n"},
+		{"hosts", AGENTHOST_ETC_HOSTS},
+		{"hostname", AGENTHOST_HOSTNAME "\n"},
 	};
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
 		if (!files[i][1] || plan_make(p, OP_MKFILE, plan_str(p, "%s/etc/%s", R, files[i][0]), files[i][1]) < 0)
@@ -388,7 +389,7 @@ static void build_root(const struct plan *p)
 	 * become the root of what the sandbox sees. */
 	if (syscall(SYS_unshare, CLONE_NEWCGROUP) < 0)
 		child_fail(p, STEP_CGROUPNS);
-	if (sethostname("sandbox", 7) < 0)
+	if (sethostname(AGENTHOST_HOSTNAME, strlen(AGENTHOST_HOSTNAME)) < 0)
 		child_fail(p, STEP_HOSTNAME);
 	/* A root of its own, private to this namespace: a tmpfs on the empty folder p->root. */
 	if (mount(NULL, "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
