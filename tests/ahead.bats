@@ -31,6 +31,44 @@ until_made_ahead() { # N: waits until N sandboxes were made ahead
 	run ! grep -q 'started on the local backend' "$SERVER_LOG"
 }
 
+# A call that comes while the sandbox is made waits for the sandbox alone: not for the `true`
+# run and the interpreter started ahead that would prime it for a later call. The workspace's
+# mkfs is held (a wrapper bound over it, in a mount namespace of the server's own) until the
+# server has taken the call.
+@test "ahead: a call that comes while the sandbox is made waits for it, not for its priming" {
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root to hold the workspace's mkfs"
+	mkfs=$(command -v mkfs.ext4) || skip_or_fail "needs mkfs.ext4 (e2fsprogs)"
+	# The real one, copied under its own name (mke2fs chooses the file system by it).
+	mkdir "$BATS_TEST_TMPDIR/real" && cp "$mkfs" "$BATS_TEST_TMPDIR/real/mkfs.ext4"
+	cat >"$BATS_TEST_TMPDIR/mkfs" <<-EOF
+		#!/bin/sh
+		: > "$BATS_TEST_TMPDIR/held"
+		while [ ! -e "$BATS_TEST_TMPDIR/go" ]; do sleep 0.02; done
+		exec "$BATS_TEST_TMPDIR/real/mkfs.ext4" "\$@"
+	EOF
+	cat >"$BATS_TEST_TMPDIR/server" <<-EOF
+		#!/bin/sh
+		exec unshare -m --propagation private sh -c 'mount --bind "$BATS_TEST_TMPDIR/mkfs" "$mkfs" && exec "\$@"' sh "$SANDBOX_MCP" "\$@"
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/mkfs" "$BATS_TEST_TMPDIR/server"
+	SANDBOX_MCP="$BATS_TEST_TMPDIR/server" mcp_session --log-level debug <<-EOF
+		$INIT
+		{"until": "[ -e $BATS_TEST_TMPDIR/held ]"}
+		$(py_call 1 'print("first")')
+		{"until": "grep -q 'came while the sandbox is made ahead' $SERVER_LOG"}
+		{"sh": ": > $BATS_TEST_TMPDIR/go"}
+		{"wait": 1}
+		$(py_call 2 'print("second")')
+	EOF
+	res 1
+	sc '.stdout == "first\n" and .notice == null'
+	res 2
+	sc '.stdout == "second\n"'
+	# 1 ran in a plain start; 2 in the interpreter started after 1.
+	[ "$(prestarted)" = 2 ]
+	[ -n "$(made_ahead)" ]
+}
+
 @test "ahead: a server that gets no call leaves nothing behind, --keep or not" {
 	for keep in --no-keep --keep; do
 		: >"$SERVER_LOG"

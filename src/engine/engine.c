@@ -148,15 +148,16 @@ static void title_idle(const struct engine *g)
 }
 
 /* Makes a sandbox ahead of the next call (sandbox.h), with mu released: a job that comes
- * meanwhile waits for it, which is what it wants; a stop cancels it. Called and returns with
- * mu held. */
+ * meanwhile waits for it, which is what it wants, but not for the priming (the job starts what
+ * it needs itself); a stop cancels it. Called and returns with mu held. */
 static void prepare(struct engine *g)
 {
 	g->preparing = true;
 	drain_eventfd(g->cancel_fd);
 	pthread_mutex_unlock(&g->mu);
 	title_set("making a sandbox ahead of the next call");
-	tools_prepare(&g->sb, g->cancel_fd);
+	/* wake_fd turns readable when a job is submitted: it is drained only when idle. */
+	tools_prepare(&g->sb, g->cancel_fd, g->wake_fd);
 	title_idle(g);
 	pthread_mutex_lock(&g->mu);
 	g->preparing = false;
@@ -315,6 +316,9 @@ int engine_submit(struct engine *g, struct job *j)
 	STAILQ_INSERT_TAIL(&g->queue, j, queue);
 	g->queued++;
 	kick(g->wake_fd);
+	if (g->preparing)
+		log_msg(LOG_DEBUG, "a request came while the sandbox is made ahead: it waits for the sandbox, not for "
+				   "its priming");
 	pthread_mutex_unlock(&g->mu);
 	return 0;
 }

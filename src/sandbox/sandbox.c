@@ -1,6 +1,7 @@
 #include "sandbox.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 
 #include "../base/clock.h"
@@ -134,6 +135,12 @@ int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e
 	return err_set(e, "Failed to initialize sandbox engine: %s", reasons);
 }
 
+static bool readable(int fd)
+{
+	struct pollfd p = {fd, POLLIN, 0};
+	return fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
 bool sandbox_ahead_due(const struct sandbox *s)
 {
 	return s->cfg->sandbox_ahead && !s->b && !s->ahead_made && !s->cfg->workspace_dir[0];
@@ -156,7 +163,7 @@ static int ahead_blocked(const struct sandbox *s, const struct backend_ops *ops,
 	return autosel && rc != 0 ? 0 : 1;
 }
 
-int sandbox_prepare(struct sandbox *s, int cancel_fd, const struct run_req *prime)
+int sandbox_prepare(struct sandbox *s, int cancel_fd, const struct run_req *prime, int call_fd)
 {
 	if (s->b)
 		return 0;
@@ -181,7 +188,7 @@ int sandbox_prepare(struct sandbox *s, int cancel_fd, const struct run_req *prim
 			s->used = false;
 			s->last_used = clock_ms();
 			struct run_res rs;
-			if (prime && backend_run(s->b, prime, &rs, &be) == BACKEND_LOST)
+			if (prime && !readable(call_fd) && backend_run(s->b, prime, &rs, &be) == BACKEND_LOST)
 				lost(s, be.msg);
 			return 0;
 		}

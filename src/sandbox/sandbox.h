@@ -54,11 +54,12 @@ int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e
 /* Between calls: whether a sandbox may be made ahead now (none is there, and none was made
  * ahead since the last call or cleanup); then sandbox_prepare makes it where the backend that
  * call would get allows it (see above), leaving a failure for that call to meet, and runs prime
- * in it (NULL: nothing) for what a first call would otherwise wait for, its outcome ignored. 0
- * when one is there now, 1 when none was made, BACKEND_CANCELLED when cancel_fd turned
- * readable. */
+ * in it (NULL: nothing) for what a first call would otherwise wait for, its outcome ignored,
+ * unless call_fd is readable by then (a call came while it was made: it is not kept waiting for
+ * what it would start itself). 0 when one is there now, 1 when none was made,
+ * BACKEND_CANCELLED when cancel_fd turned readable. */
 bool sandbox_ahead_due(const struct sandbox *s);
-int sandbox_prepare(struct sandbox *s, int cancel_fd, const struct run_req *prime);
+int sandbox_prepare(struct sandbox *s, int cancel_fd, const struct run_req *prime, int call_fd);
 
 /* Runs on the sandbox (see backend.h). A sandbox found dead is removed: when the program had
  * surely not started (rs->started false) the call is retried once on a fresh sandbox and

@@ -260,7 +260,7 @@ static json_t *run_program(struct call_ctx *c, struct inputs *in, const char *co
 	return res;
 }
 
-void call_prepare(struct sandbox *sb, const struct config *cfg, int cancel_fd)
+void call_prepare(struct sandbox *sb, const struct config *cfg, int cancel_fd, int call_fd)
 {
 	/* `true` takes the script path as an argument it ignores: what the interpreter started
 	 * after it needs to know (run.h's prestart). */
@@ -268,7 +268,7 @@ void call_prepare(struct sandbox *sb, const struct config *cfg, int cancel_fd)
 	struct run_req rq = {.argv = argv, .env = call_env, .cwd = WORKSPACE, .cancel_fd = cancel_fd, .cap = 4096,
 			     .deadline_ms = clock_ms() + 10000, .prestart = cfg->python_prestart,
 			     .prestart_env = call_env};
-	(void)sandbox_prepare(sb, cancel_fd, &rq);
+	(void)sandbox_prepare(sb, cancel_fd, &rq, call_fd);
 }
 
 json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct config *cfg)

@@ -41,8 +41,9 @@ int call_check(const json_t *args, struct err *e);
 json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct config *cfg);
 
 /* Makes the sandbox ahead of the next call (sandbox_prepare), and runs `true` in it as an
- * execute_python call's program would run, so that its interpreter is started ahead too. */
-void call_prepare(struct sandbox *sb, const struct config *cfg, int cancel_fd);
+ * execute_python call's program would run, so that its interpreter is started ahead too,
+ * unless call_fd is readable by then (a call is waiting). */
+void call_prepare(struct sandbox *sb, const struct config *cfg, int cancel_fd, int call_fd);
 
 /* cleanup_sandbox. New ref; NULL when out of memory. */
 json_t *call_cleanup(struct sandbox *sb);

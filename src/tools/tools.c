@@ -213,9 +213,9 @@ int tools_check(int tool, const json_t *args, json_t **why)
 	return -1;
 }
 
-void tools_prepare(struct sandbox *sb, int cancel_fd)
+void tools_prepare(struct sandbox *sb, int cancel_fd, int call_fd)
 {
-	call_prepare(sb, T.cfg, cancel_fd);
+	call_prepare(sb, T.cfg, cancel_fd, call_fd);
 }
 
 json_t *tools_run(struct sandbox *sb, struct tool_call *tc)

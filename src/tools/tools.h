@@ -58,8 +58,9 @@ struct tool_call {
 };
 
 /* Between calls (worker thread): makes the sandbox ahead of the next call where it can be
- * (sandbox_prepare), primed as a first call would want it (its Python interpreter started). */
-void tools_prepare(struct sandbox *sb, int cancel_fd);
+ * (sandbox_prepare), primed as a first call would want it (its Python interpreter started)
+ * unless call_fd turned readable meanwhile (a call came, and starts what it needs). */
+void tools_prepare(struct sandbox *sb, int cancel_fd, int call_fd);
 
 /* Runs the call (worker thread). The CallToolResult (new ref); NULL when cancelled
  * (tc->cancelled) or, without tc->cancelled, when out of memory. */
