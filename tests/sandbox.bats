@@ -382,6 +382,30 @@ EOF
 
 # ---------------------------------------------------------------- out of memory
 
+# Making a sandbox takes the kernel's cgroup attach lock ahead (cgroup_prewarm: the server
+# "moved" into the cgroups it is in): the server ends where it started, and limits still hold.
+@test "local: making sandboxes leaves the server in the cgroups it started in" {
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root to make cgroups"
+	grep -qE "^[0-9]+:([^:]*,)?memory:|^0::" /proc/self/cgroup || skip_or_fail "no memory cgroup here"
+	pidf="$BATS_TEST_TMPDIR/server.pid"
+	run python3 "$SESSION" --stderr "$SERVER_LOG" --pidfile "$pidf" --timeout 60 -- "$SANDBOX_MCP" --memory 64M <<EOF
+$INIT
+$(bash_call 1 'echo one')
+{"wait": 1}
+$(call_json 2 cleanup_sandbox '{}')
+{"wait": 2}
+$(py_call 3 'x = bytearray(400 * 1024 * 1024)')
+{"wait": 3}
+{"sh": "cat /proc/\$(cat $pidf)/cgroup > $BATS_TEST_TMPDIR/server; cat /proc/self/cgroup > $BATS_TEST_TMPDIR/here"}
+EOF
+	[ "$status" -eq 0 ]
+	res 1
+	sc '.stdout == "one\n"'
+	res 3
+	sc '.oom_killed == true'
+	diff "$BATS_TEST_TMPDIR/here" "$BATS_TEST_TMPDIR/server"
+}
+
 oom_case() {
 	with_backend "$1"
 	mcp_session --memory 64M <<EOF

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -282,6 +283,29 @@ int cgroup_attach(struct cgroup *cg, pid_t pid, struct err *e)
 			return err_sys(e, "moving the sandbox into %s", cg->dir[c]);
 	}
 	return 0;
+}
+
+static void *prewarm(void *arg)
+{
+	(void)arg;
+	char dir[PATH_MAX], val[32];
+	snprintf(val, sizeof val, "%d", (int)getpid());
+	if (cgroup_dir_of(0, "memory", dir, sizeof dir) == 0 || cgroup_dir_of(0, "", dir, sizeof dir) == 0)
+		(void)write_file(dir, "cgroup.procs", val);
+	return NULL;
+}
+
+void cgroup_prewarm(void)
+{
+	pthread_t t;
+	pthread_attr_t a;
+	if (pthread_attr_init(&a) != 0)
+		return;
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&a, 64 * 1024 + 2 * PATH_MAX);
+	if (pthread_create(&t, &a, prewarm, NULL) != 0)
+		log_msg(LOG_DEBUG, "cgroup: no thread to take the attach lock ahead");
+	pthread_attr_destroy(&a);
 }
 
 void cgroup_destroy(struct cgroup *cg)

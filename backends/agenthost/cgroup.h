@@ -29,6 +29,13 @@ void cgroup_create(struct cgroup *cg, const char *name, uint64_t memory, uint64_
 /* Moves pid (and, as it forks, its descendants) into the cgroup(s). */
 int cgroup_attach(struct cgroup *cg, pid_t pid, struct err *e);
 
+/* The kernel's lock for moving processes between cgroups waits for an RCU grace period when it
+ * is taken after a quiet spell (10-20 ms on cgroup v1 here), and not when it is taken again
+ * soon after. This takes it now, in a thread of its own, by moving the server into the cgroup
+ * it is in (which changes nothing), so that the grace period passes while the rest of a sandbox
+ * is made and cgroup_attach finds it passed. Best effort; returns at once. */
+void cgroup_prewarm(void);
+
 /* Removes the cgroup(s); the processes in them must be gone. Idempotent. */
 void cgroup_destroy(struct cgroup *cg);
 

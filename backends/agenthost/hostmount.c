@@ -48,11 +48,12 @@ static int make_fs(const char *img, uid_t uid, gid_t gid, struct err *e)
 	if (!mkfs)
 		return err_set(e, "no mkfs.ext4 (e2fsprogs is not installed)");
 	char ext[96];
-	/* No journal (the image lives as long as its sandbox), no blocks reserved for root, one
-	 * inode per 8 KiB (packages are many small files); lost+found is removed once mounted.
-	 * mke2fs discards the sparse file first, so the inode tables need no zeroing later. */
+	/* No journal (the image lives as long as its sandbox), no blocks kept for growing it (it
+	 * never grows), no blocks reserved for root, one inode per 8 KiB (packages are many small
+	 * files); lost+found is removed once mounted. mke2fs discards the sparse file first, so the
+	 * inode tables need no zeroing later. */
 	snprintf(ext, sizeof ext, "root_owner=%u:%u", (unsigned)uid, (unsigned)gid);
-	char *const argv[] = {(char *)mkfs, "-q", "-F", "-m", "0", "-i", "8192", "-O", "^has_journal", "-E", ext,
+	char *const argv[] = {(char *)mkfs, "-q", "-F", "-m", "0", "-i", "8192", "-O", "^has_journal,^resize_inode", "-E", ext,
 			      (char *)img, NULL};
 	char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
 	int out = memfd_create("mkfs-output", MFD_CLOEXEC);

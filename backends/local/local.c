@@ -449,6 +449,7 @@ static const struct agenthost_home local_home = {
 	.report_isolation = local_report_isolation,
 	.report_limits = local_report_limits,
 	.end = local_end,
+	.cgroups = true,
 	.shared_net = "the host's network",
 };
 
