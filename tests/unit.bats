@@ -22,6 +22,11 @@ hex() { od -An -tx1 -v | tr -d ' \n'; }
 		vals = [None, True, False, 0, -1, 2**62, 1.5, 0.1, -2.5e-300, 1e300, "", "a", "\"\\/",
 		        "".join(chr(c) for c in range(0, 128)), "h\u00e9 \u20ac \U0001F600 \u2028\u2029\u007f",
 		        [], {}, [[], {}], {"k\n\"": [1, {"": None}]}, {"a": 1, "b": [True, "x" * 70000]}]
+		# Long clean runs with one byte to escape (or not ASCII) at every offset: the 32- and
+		# 8-byte scans and their tails.
+		for k in range(0, 100):
+		    for c in ['"', '\\', '\n', '\x01', '\x1f', '\u00e9', ' ', '~', '\x7f']:
+		        vals.append("x" * k + c + "y" * (k % 37))
 		for _ in range(200):
 		    n = r.randrange(0, 40)
 		    vals.append("".join(chr(r.choice([r.randrange(0, 32), r.randrange(32, 127), r.randrange(128, 0x3000),
@@ -46,6 +51,13 @@ hex() { od -An -tx1 -v | tr -d ' \n'; }
 	[ "$(printf 'x\xe2\x82' | "$HELPER" utf8 | hex)" = "78${fffd}${fffd}" ]
 	# NUL is valid UTF-8 and stays.
 	[ "$(printf 'a\0b' | "$HELPER" utf8 | hex)" = "610062" ]
+	# A bad byte or a valid character after ASCII runs of every length up to 100 (the 32-byte
+	# scan and its tail).
+	for k in 0 1 7 8 31 32 33 63 64 65 99 100; do
+		local run
+		run=$(printf '%*s' "$k" '' | tr ' ' x)
+		[ "$(printf '%s\xffz\xc3\xa9%s' "$run" "$run" | "$HELPER" utf8 | hex)" = "$(printf '%s' "$run" | hex)${fffd}7ac3a9$(printf '%s' "$run" | hex)" ]
+	done
 }
 
 @test "capture: a stream within the cap is kept whole, in chunks of any size" {

@@ -20,11 +20,20 @@ static uint64_t any_zero(uint64_t x)
 	return (x - ONES) & ~x & HIGHS;
 }
 
-/* How many bytes from p on need no escape: 8 at a time while none of them is a control
- * character, '"' or '\\' (a byte of 0x80 or more never looks like one). */
+/* How many bytes from p on need no escape: 32 at a time (in a shape compilers make vector
+ * instructions of), then 8, while none of them is a control character, '"' or '\\'. */
 static size_t clean_run(const unsigned char *p, size_t n)
 {
 	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		unsigned char bad = 0;
+		for (size_t k = 0; k < 32; k++) {
+			unsigned char c = p[i + k];
+			bad |= (unsigned char)((c < 0x20) | (c == '"') | (c == '\\'));
+		}
+		if (bad)
+			break;
+	}
 	for (; i + 8 <= n; i += 8) {
 		uint64_t x;
 		memcpy(&x, p + i, 8);

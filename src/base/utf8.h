@@ -12,6 +12,9 @@
  * none (utf8_sanitize replaces such a byte by U+FFFD). */
 size_t utf8_char_len(const char *s, size_t n);
 
+/* How many bytes from s on are ASCII (below 0x80), of at most n. */
+size_t utf8_ascii_run(const char *s, size_t n);
+
 /* Copies s (n bytes) with every invalid UTF-8 sequence replaced by U+FFFD. Caller frees. */
 char *utf8_sanitize(const char *s, size_t n, size_t *outlen);
 

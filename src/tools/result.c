@@ -8,6 +8,7 @@
 #include "../base/buf.h"
 #include "../base/config.h"
 #include "../base/jsonw.h"
+#include "../base/utf8.h"
 
 /* Serialized size left for what the JSON-RPC envelope adds around the result. */
 #define ENVELOPE 256
@@ -35,9 +36,7 @@ size_t result_json_cost(const char *s, size_t n)
 {
 	size_t cost = 0;
 	for (size_t i = 0; i < n;) {
-		size_t run = i;
-		while (run < n && (unsigned char)s[run] < 0x80)
-			run++;
+		size_t run = i + utf8_ascii_run(s + i, n - i);
 		/* ASCII as jsonw counts it; the rest a character at a time. */
 		cost += jsonw_string_size(s + i, run - i);
 		if (run == n)
