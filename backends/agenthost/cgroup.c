@@ -252,8 +252,11 @@ static bool try_v2(struct cgroup *cg, const char *name, uint64_t memory, uint64_
 	return true;
 }
 
+static void prewarm_join(void);
+
 void cgroup_create(struct cgroup *cg, const char *name, uint64_t memory, uint64_t pids, double cpus)
 {
+	prewarm_join();
 	memset(cg, 0, sizeof *cg);
 	char mnt[PATH_MAX], root[PATH_MAX];
 	bool v1 = find_mount("memory", mnt, root, sizeof mnt) == 0 || find_mount("pids", mnt, root, sizeof mnt) == 0;
@@ -295,15 +298,28 @@ static void *prewarm(void *arg)
 	return NULL;
 }
 
+/* The prewarm thread under way, joined before a cgroup is made: on v2, cgroup_create moves the
+ * server itself, which a prewarm reading its cgroup before and writing after would undo. Both
+ * are called from the one thread that makes sandboxes. */
+static pthread_t prewarm_thread;
+static bool prewarm_running;
+
+static void prewarm_join(void)
+{
+	if (prewarm_running)
+		pthread_join(prewarm_thread, NULL);
+	prewarm_running = false;
+}
+
 void cgroup_prewarm(void)
 {
-	pthread_t t;
 	pthread_attr_t a;
+	prewarm_join();
 	if (pthread_attr_init(&a) != 0)
 		return;
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&a, 64 * 1024 + 2 * PATH_MAX);
-	if (pthread_create(&t, &a, prewarm, NULL) != 0)
+	prewarm_running = pthread_create(&prewarm_thread, &a, prewarm, NULL) == 0;
+	if (!prewarm_running)
 		log_msg(LOG_DEBUG, "cgroup: no thread to take the attach lock ahead");
 	pthread_attr_destroy(&a);
 }

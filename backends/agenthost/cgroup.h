@@ -33,7 +33,8 @@ int cgroup_attach(struct cgroup *cg, pid_t pid, struct err *e);
  * is taken after a quiet spell (10-20 ms on cgroup v1 here), and not when it is taken again
  * soon after. This takes it now, in a thread of its own, by moving the server into the cgroup
  * it is in (which changes nothing), so that the grace period passes while the rest of a sandbox
- * is made and cgroup_attach finds it passed. Best effort; returns at once. */
+ * is made and cgroup_attach finds it passed. Best effort; returns at once; cgroup_create waits
+ * for it. Called from the thread that calls cgroup_create. */
 void cgroup_prewarm(void);
 
 /* Removes the cgroup(s); the processes in them must be gone. Idempotent. */
