@@ -251,6 +251,10 @@ static void *worker_main(void *arg)
 		}
 		STAILQ_REMOVE_HEAD(&g->queue, queue);
 		g->queued--;
+		/* Its kick is spent (submits kick under mu): a sandbox made ahead after it sees only
+		 * later requests on wake_fd. */
+		if (!g->queued)
+			drain_eventfd(g->wake_fd);
 		g->running = j;
 		g->last_len = 0;
 		g->progress_n = 0;
