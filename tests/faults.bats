@@ -11,6 +11,7 @@ public_binary() {
 
 teardown() {
 	[ -z "${PUB:-}" ] || rm -rf "$PUB"
+	unprivileged_teardown
 }
 
 @test "no sandbox can be made (no user namespaces, not root): every call gets the reason, ping still answered" {
@@ -148,6 +149,27 @@ EOF
 	sc '.exit_code == 0 and .stdout == "two\n" and (.notice | test("removed on the host"))'
 	res 3
 	sc '.exit_code == 0 and .stdout == "three\n" and .notice == null'
+}
+
+# Not root, what is bound into the sandbox is in a folder on /dev/shm, which can go on its own
+# (logind's RemoveIPC removes a user's files there when the user's last session ends).
+@test "not root: the sandbox's folder on /dev/shm removed between calls is noticed: a fresh sandbox, and a notice" {
+	unprivileged_server
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo one"}')
+{"wait": 1}
+{"sh": "find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user sbxtest -exec rm -rf {} + ; [ -z \"\$(find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user sbxtest)\" ]"}
+$(call_json 2 execute_bash_commands '{"code":"echo two"}')
+$(call_json 3 execute_bash_commands '{"code":"echo three"}')
+EOF
+	res 2
+	sc '.exit_code == 0 and .stdout == "two\n" and (.notice | test("of what is bound into it, was removed on the host"))'
+	res 3
+	sc '.exit_code == 0 and .stdout == "three\n" and .notice == null'
+	no_shm_left
+	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
+	unprivileged_cleanup
 }
 
 @test "progress is never sent after its call's response, nor after a cancellation" {

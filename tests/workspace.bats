@@ -92,4 +92,12 @@ stdout_of() {
 	mcp_session --mount "$BATS_TEST_TMPDIR:/mnt/up" <<<"$(printf '%s\n' "$INIT" "$INITIALIZED" "$(bash_call 1 'ls /mnt/up')" '{"jsonrpc":"2.0","id":2,"method":"ping"}')"
 	jqe "$(response 1)" '.result.isError == true and (.result.structuredContent.error | test("state folder"))'
 	jqe "$(response 2)" '.result == {}'
+	# Nor /dev/shm, where servers that are not root keep what they bind into sandboxes.
+	mkdir -p /dev/shm/sandbox-mcp-test-mount
+	for spec in /dev/shm:/mnt/shm /dev:/mnt/dev /dev/shm/sandbox-mcp-test-mount:/mnt/shm; do
+		: >"$SERVER_LOG"
+		mcp_session --mount "$spec" <<<"$(printf '%s\n' "$INIT" "$INITIALIZED" "$(bash_call 1 'ls /mnt')")"
+		jqe "$(response 1)" '.result.isError == true and (.result.structuredContent.error | test("holds, or is in, /dev/shm, where the files bound into sandboxes are"))'
+	done
+	rmdir /dev/shm/sandbox-mcp-test-mount
 }

@@ -213,6 +213,9 @@ int agenthost_check(struct agenthost *h, struct err *e)
 		return BACKEND_LOST;
 	if (hostdir_removed(&h->h))
 		return err_set(e, "its workspace %s was removed on the host", h->h.ws), BACKEND_LOST;
+	if (hostdir_host_removed(&h->h))
+		return err_set(e, "its folder %s, of what is bound into it, was removed on the host", h->h.host),
+		       BACKEND_LOST;
 	return 0;
 }
 

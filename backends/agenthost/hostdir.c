@@ -81,7 +81,11 @@ static bool shm_ours(const char *path)
 static int host_on_shm(struct hostdir *h, const char *link)
 {
 	struct statfs sf;
+	struct stat sd;
 	if (statfs(SHM_DIR, &sf) < 0 || sf.f_type != TMPFS_MAGIC || (sf.f_flags & ST_NOEXEC))
+		return -1;
+	/* Others may write there: only where they cannot remove or rename what is ours. */
+	if (lstat(SHM_DIR, &sd) < 0 || !S_ISDIR(sd.st_mode) || ((sd.st_mode & S_IWOTH) && !(sd.st_mode & S_ISVTX)))
 		return -1;
 	for (int tries = 0; tries < 8; tries++) {
 		unsigned char r[9];
@@ -93,8 +97,12 @@ static int host_on_shm(struct hostdir *h, const char *link)
 		if (hostdir_path(h->host, sizeof h->host, SHM_PREFIX "%s", name) < 0 || symlink(h->host, link) < 0)
 			return -1;
 		/* The link first: a server killed between the two leaves no folder it cannot find. */
-		if (mkdir(h->host, 0700) == 0)
+		struct stat st;
+		if (mkdir(h->host, 0700) == 0 && lstat(h->host, &st) == 0) {
+			h->host_dev = st.st_dev;
+			h->host_ino = st.st_ino;
 			return 0;
+		}
 		int err = errno;
 		unlink(link);
 		if (err != EEXIST)
@@ -183,6 +191,13 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 		if (within(sd, cfg->mounts.v[i].host) || within(cfg->mounts.v[i].host, sd))
 			return err_set(e, "--mount %s: the host folder %s holds, or is in, the state folder %s, which the "
 					  "code must not see", cfg->mounts.v[i].inside, cfg->mounts.v[i].host, sd);
+	/* Nor the folders on SHM_DIR of every sandbox's bound files (their agents, sockets). */
+	for (size_t i = 0; i < cfg->mounts.n; i++)
+		if (within(SHM_DIR, cfg->mounts.v[i].host) ||
+		    !strncmp(cfg->mounts.v[i].host, SHM_PREFIX, strlen(SHM_PREFIX)))
+			return err_set(e, "--mount %s: the host folder %s holds, or is in, %s, where the files bound "
+					  "into sandboxes are, which the code must not see", cfg->mounts.v[i].inside,
+				       cfg->mounts.v[i].host, SHM_DIR);
 	if (make_locked(h, state, name, e) < 0)
 		return -1;
 	if (make_host(h, e) < 0)
@@ -233,6 +248,30 @@ bool hostdir_removed(const struct hostdir *h)
 	if (h->lock_fd >= 0 && fstat(h->lock_fd, &st) == 0 && st.st_nlink == 0)
 		return true;
 	return stat(h->ws, &st) < 0 || st.st_ino != h->ws_ino || st.st_dev != h->ws_dev;
+}
+
+int hostdir_host_in_dir(struct hostdir *h, struct err *e)
+{
+	if (!h->host_dev)
+		return 0;
+	char link[sizeof h->host];
+	if (hostdir_path(link, sizeof link, "%s/host", h->dir) < 0)
+		return err_set(e, "the state folder's path is too long");
+	if (shm_ours(h->host) && tree_remove(h->host) < 0)
+		return err_sys(e, "removing %s", h->host);
+	h->host_dev = 0;
+	snprintf(h->host, sizeof h->host, "%s", link);
+	if (unlink(link) < 0 && errno != ENOENT)
+		return err_sys(e, "removing %s", link);
+	if (mkdir(link, 0700) < 0)
+		return err_sys(e, "creating %s", link);
+	return 0;
+}
+
+bool hostdir_host_removed(const struct hostdir *h)
+{
+	struct stat st;
+	return h->host_dev && (lstat(h->host, &st) < 0 || st.st_ino != h->host_ino || st.st_dev != h->host_dev);
 }
 
 /* Ends the `host` of a sandbox folder, link its path: its tmpfs is unmounted, or the folder on

@@ -41,6 +41,8 @@ struct hostdir {
 	int ws_fd;             /* --workspace: that folder, locked while the sandbox lives; -1 */
 	dev_t ws_dev;          /* which workspace it is: one removed and made again is not it */
 	ino_t ws_ino;
+	dev_t host_dev;        /* which folder `host` is when it is not in dir; 0 when it is */
+	ino_t host_ino;
 	uint64_t quota;        /* the workspace's quota; 0 when it is not enforced */
 	char how[160];         /* how it is, for --check (hostdir_quota_by) */
 	bool ws_away;          /* the workspace's files are not in `ws` on the host */
@@ -80,6 +82,16 @@ void hostdir_quota_tell(const struct hostdir *h, const struct config *cfg);
 
 /* Whether the workspace or the whole folder was removed on the host since hostdir_open. */
 bool hostdir_removed(const struct hostdir *h);
+
+/* Moves `host` into the folder, a plain one, where it was not (an engine that does not see
+ * /dev/shm as the server does): what was in it is gone. 0 (also when it was there already), or
+ * -1 with e set. */
+int hostdir_host_in_dir(struct hostdir *h, struct err *e);
+
+/* Whether `host`, where it is not in the folder, was removed since hostdir_open: it goes on its
+ * own (logind's RemoveIPC removes a user's files on /dev/shm when the user's last session
+ * ends). */
+bool hostdir_host_removed(const struct hostdir *h);
 
 enum hostdir_end {
 	HOSTDIR_REMOVE,   /* everything is unmounted and removed; a --workspace folder stays */

@@ -494,10 +494,35 @@ static bool names_volume(const char *msg, const char *volume)
 	return false;
 }
 
+static int write_files(struct docker *D, struct err *e);
+
+/* The engine does not have what the first container binds from /dev/shm (it sees another
+ * /dev/shm than ours: the server in a container of its own, say; its errors name the path):
+ * the files go to the sandbox's folder, as where /dev/shm is unusable. 0 when they moved. */
+static int host_fallback(struct docker *D, struct err *e)
+{
+	if (!D->host.h.host_dev || D->host.main || !strstr(e->msg, D->host.h.host))
+		return -1;
+	log_msg(LOG_WARNING, "the container engine does not see %s as this server does (%s): the files bound into "
+			     "sandboxes go to the sandbox's folder, whose path their mount table shows",
+		D->host.h.host, e->msg);
+	/* The proxy folder of an install step, were this one, would be there: this is the main
+	 * instance's first start, before any install step. */
+	struct err fe = {""};
+	if (hostdir_host_in_dir(&D->host.h, &fe) < 0 || write_files(D, &fe) < 0) {
+		log_msg(LOG_WARNING, "%s", fe.msg);
+		return -1;
+	}
+	err_clear(e);
+	return 0;
+}
+
 static int docker_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
 {
 	struct docker *D = ctx;
 	int rc = spawn_once(D, net, proxy_dir, out, e);
+	if (rc < 0 && host_fallback(D, e) == 0)
+		rc = spawn_once(D, net, proxy_dir, out, e);
 	/* The engine would not mount the workspace's volume (its errors name it). Before the first
 	 * instance, the sandbox is made on its plain folder instead, without the quota; later, an
 	 * instance on another workspace than the others' would be wrong. */
@@ -642,15 +667,19 @@ static int docker_quota(void *ctx, uint64_t *bytes, char *how, size_t n, struct 
 	return 0;
 }
 
-/* What every container needs: the agent's copy, and the image. */
+/* The files every container binds, in the host folder: the agent's copy, the /etc files. */
+static int write_files(struct docker *D, struct err *e)
+{
+	if (hostdir_path(D->agent, sizeof D->agent, "%s/sandbox-agent", D->host.h.host) < 0)
+		return err_set(e, "the state folder's path is too long");
+	return write_agent(D->agent, e) < 0 || write_etc(D->host.h.host, e) < 0 ? -1 : 0;
+}
+
+/* What every container needs: its files, and the image. */
 static int docker_prepare(void *ctx, struct err *e)
 {
 	struct docker *D = ctx;
-	if (hostdir_path(D->agent, sizeof D->agent, "%s/sandbox-agent", D->host.h.host) < 0)
-		return err_set(e, "the state folder's path is too long");
-	if (write_agent(D->agent, e) < 0 || write_etc(D->host.h.host, e) < 0)
-		return -1;
-	return ensure_image(D, e);
+	return write_files(D, e) < 0 ? -1 : ensure_image(D, e);
 }
 
 /* Between calls the agent says nothing: readable means it closed or died. */

@@ -138,11 +138,11 @@ unprivileged_docker() {
 	export UNPRIV_DOCKER_HOST="unix://$UNPRIV_DIR/docker.sock"
 }
 
-# no_shm_left: no server left a folder on /dev/shm, where one that is not root keeps the files it
-# binds into its sandboxes (hostdir.h).
+# no_shm_left: no server of the test user left a folder on /dev/shm, where one that is not root
+# keeps the files it binds into its sandboxes (hostdir.h).
 no_shm_left() {
 	local left
-	left=$(find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*')
+	left=$(find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user sbxtest)
 	[ -z "$left" ] || {
 		echo "left on /dev/shm: $left" >&2
 		return 1

@@ -19,6 +19,9 @@ then its answer, as the server's client sends them) and changes one kind of requ
                  connection is closed before its answer reaches the client
   slow-volume    the same, but the answer is held until the client goes away; the relay says
                  "holding POST /volumes/create" on stderr when it holds it
+  other-shm      POST .../containers/create binding anything from /dev/shm is answered 400 as
+                 the engine answers a bind of a path it does not have: an engine that sees
+                 another /dev/shm than the server's
 """
 import json
 import os
@@ -128,6 +131,15 @@ def exchange(client, upstream, fault):
         length = header(head, rb"Content-Length")
         body = cs.take(int(length)) if length is not None else b""
         line = head.split(b"\r\n", 1)[0]
+        if fault == "other-shm" and re.match(rb"POST /v[0-9.]+/containers/create", line):
+            shm = [m["Source"] for m in json.loads(body)["HostConfig"]["Mounts"]
+                   if m.get("Type") == "bind" and m["Source"].startswith("/dev/shm/")]
+            if shm:
+                said = json.dumps({"message": 'invalid mount config for type "bind": bind source path does not '
+                                              "exist: " + shm[0]}).encode()
+                client.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                               b"Content-Length: %d\r\n\r\n%s" % (len(said), said))
+                continue
         if re.match(rb"POST /v[0-9.]+/volumes/create ", line):
             if fault == "refuse-volume":
                 said = json.dumps({"message": "volumes are refused here (sock-relay.py refuse-volume)"}).encode()
@@ -177,7 +189,7 @@ def serve(client, target, fault):
 def main():
     listen, target, owner = sys.argv[1], sys.argv[2], sys.argv[3]
     fault = sys.argv[4] if len(sys.argv) > 4 else ""
-    if fault not in ("", "refuse-volume", "bad-volume", "taken-volume", "lost-volume", "slow-volume"):
+    if fault not in ("", "refuse-volume", "bad-volume", "taken-volume", "lost-volume", "slow-volume", "other-shm"):
         sys.exit("sock-relay.py: unknown fault " + fault)
     pw = pwd.getpwnam(owner)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
