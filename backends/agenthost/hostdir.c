@@ -77,7 +77,8 @@ static bool shm_ours(const char *path)
 }
 
 /* Makes h->host a folder on SHM_DIR with <dir>/host linking to it. 0, or -1 (nothing made):
- * SHM_DIR is no tmpfs, or forbids running programs (the Docker agent runs from there). */
+ * SHM_DIR is no tmpfs, forbids running programs (the Docker agent runs from there), or lets
+ * others remove what is ours. */
 static int host_on_shm(struct hostdir *h, const char *link)
 {
 	struct statfs sf;
@@ -132,8 +133,8 @@ static int make_host(struct hostdir *h, struct err *e)
 	/* The same every time: said once. */
 	static bool told;
 	log_msg(told ? LOG_DEBUG : LOG_INFO, "the files bound into sandboxes are in the state folder, whose path "
-					     "their mount table shows: %s is not a tmpfs where programs may run, or "
-					     "refused a folder", SHM_DIR);
+					     "their mount table shows: %s is not a tmpfs where programs may run and "
+					     "others cannot remove ours, or refused a folder", SHM_DIR);
 	told = true;
 	snprintf(h->host, sizeof h->host, "%s", link);
 	if (mkdir(link, 0700) < 0)
