@@ -107,7 +107,10 @@ static void call_limits(const struct agenthost *h, const struct agent_inst *in, 
 	memset(lim, 0, sizeof *lim);
 	lim->open_files = cfg->open_files;
 	lim->file_size = cfg->file_size;
-	lim->cpu_s = (uint64_t)(left > 0 ? left : 0) / 1000 + 2;
+	/* What is left of the timeout, in whole seconds rounded up, and one more: the same for
+	 * every call that starts within the second its timeout began, whatever fraction of it
+	 * passed (a prestarted interpreter and a plain start see the same limit). */
+	lim->cpu_s = ((uint64_t)(left > 0 ? left : 0) + 999) / 1000 + 1;
 	lim->nproc = in->rl_pids ? cfg->pids : 0;
 	lim->as = in->rl_memory ? cfg->memory : 0;
 	lim->spill_max = cfg->spill_max;
