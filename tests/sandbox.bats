@@ -212,7 +212,7 @@ $(bash_call 1 'head -c 64M /dev/zero > big; echo "head=$?"; df -k --output=size,
 $(py_call 2 'print("py")')
 $(bash_call 3 'rm big; echo freed')
 $(py_call 4 'print("py again")')
-$(bash_call 5 "awk '\$5 == \"/workspace\" { for (i = 6; i < NF; i++) if (\$i == \"-\") print \$(i + 1) }' /proc/self/mountinfo; grep -c -F '$SANDBOX_STATE_DIR' /proc/self/mountinfo; awk '\$5 == \"/workspace\" || \$5 == \"/.sandbox-agent\" { print \$4 }' /proc/self/mountinfo")
+$(bash_call 5 "awk '\$5 == \"/workspace\" { for (i = 6; i < NF; i++) if (\$i == \"-\") print \$(i + 1) }' /proc/self/mountinfo; grep -c -F '$SANDBOX_STATE_DIR' /proc/self/mountinfo; awk '\$5 == \"/workspace\" { print \$4 }' /proc/self/mountinfo; awk '\$5 == \"/.sandbox-agent\" { print \$4 }' /proc/self/mountinfo")
 EOF
 	# The code gets ENOSPC at the quota: the file system is 32 MiB (less its own tables), full
 	# (under 1 MiB left).
