@@ -56,6 +56,7 @@
 #include "../agenthost/cgroup.h"
 #include "../agenthost/hostdir.h"
 #include "../agenthost/installnet.h"
+#include "../hostfs/beneath.h"
 #include "../hostfs/tree.h"
 #include "../backend.h"
 #include "dkapi.h"
@@ -154,22 +155,18 @@ static const char *const etc_files[][2] = {
 /* Writes them to dir, as etc-NAME, mode 0444. 0, or -1 with e set. */
 static int write_etc(const char *dir, struct err *e)
 {
-	for (size_t i = 0; i < sizeof etc_files / sizeof etc_files[0]; i++) {
-		char path[PATH_MAX + 32];
-		if (hostdir_path(path, sizeof path, "%s/etc-%s", dir, etc_files[i][0]) < 0)
-			return err_set(e, "the state folder's path is too long");
-		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
-		size_t n = strlen(etc_files[i][1]);
-		if (fd < 0 || write(fd, etc_files[i][1], n) != (ssize_t)n) {
-			err_sys(e, "writing %s", path);
-			if (fd >= 0)
-				close(fd);
-			return -1;
-		}
-		if (close(fd) < 0)
-			return err_sys(e, "writing %s", path);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return err_sys(e, "opening %s", dir);
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < sizeof etc_files / sizeof etc_files[0]; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "etc-%s", etc_files[i][0]);
+		if (beneath_write(dfd, name, etc_files[i][1], strlen(etc_files[i][1]), 0444) < 0)
+			rc = err_sys(e, "writing %s/%s", dir, name);
 	}
-	return 0;
+	close(dfd);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- containers */
