@@ -251,6 +251,8 @@ bool hostdir_removed(const struct hostdir *h)
 	return stat(h->ws, &st) < 0 || st.st_ino != h->ws_ino || st.st_dev != h->ws_dev;
 }
 
+static int release_host(const char *link);
+
 int hostdir_host_in_dir(struct hostdir *h, struct err *e)
 {
 	if (!h->host_dev)
@@ -258,12 +260,11 @@ int hostdir_host_in_dir(struct hostdir *h, struct err *e)
 	char link[sizeof h->host];
 	if (hostdir_path(link, sizeof link, "%s/host", h->dir) < 0)
 		return err_set(e, "the state folder's path is too long");
-	if (shm_ours(h->host) && tree_remove(h->host) < 0)
+	/* Through the link; the folder itself too, should the link be gone. */
+	if (release_host(link) < 0 || (shm_ours(h->host) && tree_remove(h->host) < 0))
 		return err_sys(e, "removing %s", h->host);
 	h->host_dev = 0;
 	snprintf(h->host, sizeof h->host, "%s", link);
-	if (unlink(link) < 0 && errno != ENOENT)
-		return err_sys(e, "removing %s", link);
 	if (mkdir(link, 0700) < 0)
 		return err_sys(e, "creating %s", link);
 	return 0;
