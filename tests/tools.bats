@@ -618,7 +618,7 @@ no_live_processes() { # UID
 	[ "$(host_procs "$marker")" -gt 0 ]
 	sandbox_processes "$UNPRIV_UID" | grep -q "sandbox-mcp: the workspace's tmpfs of local-[0-9a-f]*$"
 	# Its files bound into the sandbox are in a folder of its own on /dev/shm.
-	shm=$(find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user sbxtest)
+	shm=$(shm_folders)
 	[ -n "$shm" ]
 	kill -9 "$(cat "$BATS_TEST_TMPDIR/pid")"
 	# Dead: at most zombies, for whatever adopted them to reap.

@@ -138,11 +138,16 @@ unprivileged_docker() {
 	export UNPRIV_DOCKER_HOST="unix://$UNPRIV_DIR/docker.sock"
 }
 
-# no_shm_left: no server of the test user left a folder on /dev/shm, where one that is not root
-# keeps the files it binds into its sandboxes (hostdir.h).
+# shm_folders: the test user's servers' folders on /dev/shm, where one that is not root keeps the
+# files it binds into its sandboxes (hostdir.h), one per line.
+shm_folders() {
+	find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user sbxtest
+}
+
+# no_shm_left: no server of the test user left a folder on /dev/shm.
 no_shm_left() {
 	local left
-	left=$(find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user sbxtest)
+	left=$(shm_folders)
 	[ -z "$left" ] || {
 		echo "left on /dev/shm: $left" >&2
 		return 1
@@ -158,7 +163,7 @@ unprivileged_cleanup() {
 	[ -z "${UNPRIV_DIR:-}" ] || rm -rf "$UNPRIV_DIR"
 	unset UNPRIV_DIR
 	# What a failed test's server left, so that the next test starts clean.
-	find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user sbxtest -exec rm -rf {} +
+	shm_folders | xargs -r rm -rf
 }
 
 # unprivileged_teardown: in a file's teardown, for a test that failed before its own
