@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../src/base/clock.h"
 #include "../../src/base/log.h"
 #include "../backend.h"
 #include "../agenthost/agenthost.h"
@@ -96,8 +97,20 @@ static int agent_memfd(struct err *e)
 		fd = memfd_create("sandbox-agent", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return err_sys(e, "memfd_create");
-	if (agenthost_write_agent(fd, "sandbox-agent", e) < 0 || fchmod(fd, 0555) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+	if (agenthost_write_agent(fd, "sandbox-agent", e) < 0) {
+		close(fd);
+		return -1;
+	}
+	/* F_SEAL_WRITE waits for the kernel to drop passing references to the file's pages and
+	 * says EBUSY when they outlast its wait, which a loaded machine has been seen to do: a few
+	 * more tries before the sandbox is given up. */
+	int rc = fchmod(fd, 0555), tries = 0;
+	while (rc == 0 && (rc = fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)) < 0 &&
+	       errno == EBUSY && tries++ < 5) {
+		clock_sleep_ms(20);
+		rc = 0;
+	}
+	if (rc < 0) {
 		err_sys(e, "sealing sandbox-agent");
 		close(fd);
 		return -1;
