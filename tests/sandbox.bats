@@ -254,6 +254,7 @@ EOF
 
 @test "local: the workspace quota gives the code ENOSPC, the next call works, nothing is left" { quota_case local; }
 @test "docker: the workspace quota gives the code ENOSPC, the next call works, nothing is left" { quota_case docker; }
+
 @test "local, not root: the workspace quota (a tmpfs) gives the code ENOSPC, the next call works, nothing is left" {
 	quota_case local-unprivileged
 }
@@ -403,10 +404,10 @@ EOF
 
 # ---------------------------------------------------------------- out of memory
 
-# Making a sandbox takes the kernel's cgroup attach lock ahead (cgroup_prewarm: the server
-# "moved" into the cgroups it is in): the server ends where it started, and limits still hold.
-# On cgroup v1 only: on v2 the server moves itself into a leaf of its cgroup by design.
-@test "local, cgroup v1: making sandboxes leaves the server in the cgroups it started in" {
+# On cgroup v1 a sandbox's first process moves itself into the sandbox's cgroups (no lock for
+# the server to wait for): the code is in them, every controller's, and the server ends where it
+# started. On cgroup v1 only: on v2 the server moves itself into a leaf of its cgroup by design.
+@test "local, cgroup v1: the code is in its sandbox's cgroups; the server stays in the cgroups it started in" {
 	[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root to make cgroups"
 	grep -qE "^[0-9]+:([^:]*,)?memory:" /proc/self/cgroup || skip_or_fail "no cgroup v1 memory hierarchy here"
 	pidf="$BATS_TEST_TMPDIR/server.pid"
@@ -418,6 +419,11 @@ $(call_json 2 cleanup_sandbox '{}')
 {"wait": 2}
 $(py_call 3 'x = bytearray(400 * 1024 * 1024)')
 {"wait": 3}
+$(bash_call 4 'exec sleep 30')
+{"until": "grep -qsx sleep /proc/[0-9]*/comm"}
+{"sh": "grep -ls \"sandbox-mcp-\$(cat $pidf)-\" /proc/[0-9]*/cgroup > $BATS_TEST_TMPDIR/procs; for f in \$(cat $BATS_TEST_TMPDIR/procs); do cat \$f; done > $BATS_TEST_TMPDIR/code"}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}
+{"wait": 3}
 {"sh": "cat /proc/\$(cat $pidf)/cgroup > $BATS_TEST_TMPDIR/server; cat /proc/self/cgroup > $BATS_TEST_TMPDIR/here"}
 EOF
 	[ "$status" -eq 0 ]
@@ -426,6 +432,16 @@ EOF
 	res 3
 	sc '.oom_killed == true'
 	diff "$BATS_TEST_TMPDIR/here" "$BATS_TEST_TMPDIR/server"
+	# Every process of the sandbox (its agent, the first, and the code) is in the sandbox's
+	# memory, pids and cpu cgroups.
+	local pid n
+	pid=$(cat "$pidf")
+	n=$(wc -l <"$BATS_TEST_TMPDIR/procs")
+	cat "$BATS_TEST_TMPDIR/code" >&2
+	[ "$n" -ge 2 ]
+	[ "$(grep -cE "^[0-9]+:([^:]*,)?memory(,[^:]*)?:.*/sandbox-mcp-$pid-local-" "$BATS_TEST_TMPDIR/code")" -eq "$n" ]
+	[ "$(grep -cE "^[0-9]+:([^:]*,)?pids(,[^:]*)?:.*/sandbox-mcp-$pid-local-" "$BATS_TEST_TMPDIR/code")" -eq "$n" ]
+	[ "$(grep -cE "^[0-9]+:([^:]*,)?cpu(,[^:]*)?:.*/sandbox-mcp-$pid-local-" "$BATS_TEST_TMPDIR/code")" -eq "$n" ]
 }
 
 oom_case() {

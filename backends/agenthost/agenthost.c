@@ -10,7 +10,6 @@
 #include "../../src/base/clock.h"
 #include "../../src/base/embed.h"
 #include "../../src/base/log.h"
-#include "cgroup.h"
 #include "installnet.h"
 
 /* The agent, embedded at build time (the Makefile's embed.S). */
@@ -67,10 +66,6 @@ int agenthost_start(struct agenthost *h, struct err *e)
 	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
 		return err_sys(e, "getrandom");
 	snprintf(h->id, sizeof h->id, "%s-%02x%02x%02x%02x", h->home->prefix, rnd[0], rnd[1], rnd[2], rnd[3]);
-	/* While the folder and workspace are made: the first instance's cgroup_attach is on the
-	 * making's critical path. */
-	if (h->home->cgroups)
-		cgroup_prewarm();
 	if (hostdir_open(&h->h, cfg, h->state, h->id, h->uid, h->gid, e) < 0)
 		return -1;
 	if (hostdir_quota_open(&h->h, cfg) && h->home->quota) {

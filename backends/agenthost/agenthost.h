@@ -70,7 +70,6 @@ struct agenthost_home {
 	/* The sandbox ends: what prepare made goes (keep: the workspace is kept with --keep). May
 	 * be NULL. */
 	void (*end)(void *ctx, bool keep);
-	bool cgroups;              /* its instances join cgroups the server makes (cgroup.h) */
 	const char *shared_net;    /* what --network all gives, for --check */
 	const char *ws_how;        /* how the sandbox sees the workspace, for --check; NULL: nothing */
 };

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,13 +255,18 @@ static bool try_v2(struct cgroup *cg, const char *name, uint64_t memory, uint64_
 
 static void prewarm_join(void);
 
+/* A v1 hierarchy with a controller of ours is mounted: cgroup_create tries v1 first. */
+static bool have_v1(void)
+{
+	char mnt[PATH_MAX], root[PATH_MAX];
+	return find_mount("memory", mnt, root, sizeof mnt) == 0 || find_mount("pids", mnt, root, sizeof mnt) == 0;
+}
+
 void cgroup_create(struct cgroup *cg, const char *name, uint64_t memory, uint64_t pids, double cpus)
 {
 	prewarm_join();
 	memset(cg, 0, sizeof *cg);
-	char mnt[PATH_MAX], root[PATH_MAX];
-	bool v1 = find_mount("memory", mnt, root, sizeof mnt) == 0 || find_mount("pids", mnt, root, sizeof mnt) == 0;
-	if (v1 && try_v1(cg, name, memory, pids, cpus))
+	if (have_v1() && try_v1(cg, name, memory, pids, cpus))
 		goto done;
 	if (try_v2(cg, name, memory, pids, cpus))
 		goto done;
@@ -288,14 +294,43 @@ int cgroup_attach(struct cgroup *cg, pid_t pid, struct err *e)
 	return 0;
 }
 
-static void *prewarm(void *arg)
+int cgroup_self_fds(const struct cgroup *cg, int fds[CG_N])
 {
-	(void)arg;
-	char dir[PATH_MAX], val[32];
-	snprintf(val, sizeof val, "%d", (int)getpid());
-	if (cgroup_dir_of(0, "memory", dir, sizeof dir) == 0 || cgroup_dir_of(0, "", dir, sizeof dir) == 0)
-		(void)write_file(dir, "cgroup.procs", val);
-	return NULL;
+	int n = 0;
+	for (int c = 0; c < CG_N; c++)
+		fds[c] = -1;
+	if (cg->version != 1)
+		return 0;
+	for (int c = 0; c < CG_N; c++) {
+		if (!cg->on[c])
+			continue;
+		bool dup = false;
+		for (int d = 0; d < c; d++)
+			if (cg->on[d] && !strcmp(cg->dir[d], cg->dir[c]))
+				dup = true;
+		if (dup)
+			continue;
+		char path[PATH_MAX + 8];
+		snprintf(path, sizeof path, "%s/tasks", cg->dir[c]);
+		if ((fds[c] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+			for (int d = 0; d < CG_N; d++)
+				if (fds[d] >= 0)
+					close(fds[d]);
+			for (int d = 0; d < CG_N; d++)
+				fds[d] = -1;
+			return 0;
+		}
+		n++;
+	}
+	return n;
+}
+
+int cgroup_join_self(const int fds[CG_N])
+{
+	for (int c = 0; c < CG_N; c++)
+		if (fds[c] >= 0 && write(fds[c], "0", 1) != 1)
+			return -1;
+	return 0;
 }
 
 /* The prewarm thread under way, joined before a cgroup is made: on v2, cgroup_create moves the
@@ -303,6 +338,19 @@ static void *prewarm(void *arg)
  * are called from the one thread that makes sandboxes. */
 static pthread_t prewarm_thread;
 static bool prewarm_running;
+static atomic_bool prewarm_done;
+
+/* Moves the server into the v2 cgroup it is in. */
+static void *prewarm(void *arg)
+{
+	(void)arg;
+	char dir[PATH_MAX], val[32];
+	snprintf(val, sizeof val, "%d", (int)getpid());
+	if (cgroup_dir_of(0, "", dir, sizeof dir) == 0)
+		(void)write_file(dir, "cgroup.procs", val);
+	atomic_store(&prewarm_done, true);
+	return NULL;
+}
 
 static void prewarm_join(void)
 {
@@ -313,8 +361,15 @@ static void prewarm_join(void)
 
 void cgroup_prewarm(void)
 {
+	/* One under way already serves: the lock it waits for is the one a new one would. */
+	if (prewarm_running && !atomic_load(&prewarm_done))
+		return;
+	/* On v1 a sandbox's process moves itself (cgroup_join_self), with no lock to take. */
+	if (have_v1())
+		return;
 	pthread_attr_t a;
 	prewarm_join();
+	atomic_store(&prewarm_done, false);
 	if (pthread_attr_init(&a) != 0)
 		return;
 	pthread_attr_setstacksize(&a, 64 * 1024 + 2 * PATH_MAX);

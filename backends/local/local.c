@@ -172,6 +172,8 @@ static struct plan *make_plan(struct local *L, const char *root, int ws_fd, bool
 	}
 	static char *const argv[] = {"sandbox-agent", "--fd", "3", NULL};
 	p->sync_fd = p->err_fd = p->ctl_fd = p->agent_fd = -1;
+	for (int c = 0; c < CG_N; c++)
+		p->cg_fd[c] = -1;
 	p->root = root;
 	p->new_net = !net;
 	p->setgroups = L->host.as_root;
@@ -211,6 +213,8 @@ static void close_plan_fds(struct plan *p)
 	close_fd(&p->err_fd);
 	close_fd(&p->ctl_fd);
 	close_fd(&p->agent_fd);
+	for (int c = 0; c < CG_N; c++)
+		close_fd(&p->cg_fd[c]);
 }
 
 static void close_child_fds(struct child_fds *c)
@@ -237,12 +241,15 @@ static int child_fds(struct local *L, struct plan *p, struct child_fds *c, struc
 	return 0;
 }
 
-/* After the clone: ids mapped, cgroups joined, the child told to go; then its report (a step
- * that failed) or its agent's greeting. 0, -1 with e set, or WS_MOVE_FAILED when the step that
- * failed is the move of the workspace's mount. */
+/* After the clone: ids mapped, the child moved into its cgroups unless it moves itself, and
+ * told to go; then its report (a step that failed) or its agent's greeting. 0, -1 with e set,
+ * or WS_MOVE_FAILED when the step that failed is the move of the workspace's mount. */
 static int start_child(struct local *L, struct local_inst *li, struct plan *p, struct child_fds *c, struct err *e)
 {
-	if (map_ids(L, li->in.pid, e) < 0 || cgroup_attach(&li->cg, li->in.pid, e) < 0)
+	bool self = false;
+	for (int i = 0; i < CG_N; i++)
+		self |= p->cg_fd[i] >= 0;
+	if (map_ids(L, li->in.pid, e) < 0 || (!self && cgroup_attach(&li->cg, li->in.pid, e) < 0))
 		return -1;
 	if (write(c->sync[1], "x", 1) != 1)
 		return err_sys(e, "starting the sandbox");
@@ -295,6 +302,7 @@ static int spawn_once(struct local *L, bool net, const char *proxy_dir, struct a
 	cgroup_create(&li->cg, name, L->host.cfg->memory, L->host.cfg->pids, L->host.cfg->cpus);
 	li->in.rl_memory = !li->cg.on[CG_MEMORY];
 	li->in.rl_pids = !li->cg.on[CG_PIDS];
+	cgroup_self_fds(&li->cg, p->cg_fd);
 	unsigned long flags = (L->userns ? CLONE_NEWUSER : 0) | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
 			      CLONE_NEWUTS | (net ? 0 : CLONE_NEWNET) | SIGCHLD;
 	pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
@@ -462,7 +470,6 @@ static const struct agenthost_home local_home = {
 	.report_isolation = local_report_isolation,
 	.report_limits = local_report_limits,
 	.end = local_end,
-	.cgroups = true,
 	.shared_net = "the host's network",
 };
 
@@ -553,6 +560,9 @@ static int local_probe(struct backend *b, struct err *e)
 {
 	struct local *L = b->priv;
 	struct err ue = {""};
+	/* A sandbox is about to be made: where moving it into its cgroups waits for the kernel's
+	 * lock, that wait starts now and passes while the rest is made. */
+	cgroup_prewarm();
 	L->userns = userns_probe(&ue) == 0;
 	if (L->userns)
 		return 0;

@@ -385,8 +385,11 @@ static int run_op(const struct op *o)
  * loopback up where the sandbox has a network of its own. */
 static void build_root(const struct plan *p)
 {
-	/* Now, not at clone: the server has moved us into the sandbox's cgroups, which thereby
-	 * become the root of what the sandbox sees. */
+	/* Into the sandbox's cgroups before anything else, where we move ourselves; else the
+	 * server has moved us. */
+	if (cgroup_join_self(p->cg_fd) < 0)
+		child_fail(p, STEP_CGROUP);
+	/* Now, not at clone: the sandbox's cgroups become the root of what the sandbox sees. */
 	if (syscall(SYS_unshare, CLONE_NEWCGROUP) < 0)
 		child_fail(p, STEP_CGROUPNS);
 	if (sethostname(AGENTHOST_HOSTNAME, strlen(AGENTHOST_HOSTNAME)) < 0)
@@ -512,6 +515,7 @@ const char *plan_step_name(const struct plan *p, int step, char *buf, size_t n)
 	case STEP_FDS: return "setting up file descriptors";
 	case STEP_EXEC: return "starting sandbox-agent";
 	case STEP_CGROUPNS: return "making the cgroup namespace";
+	case STEP_CGROUP: return "joining the sandbox's cgroups";
 	case STEP_CAPS: return "dropping capabilities";
 	case STEP_ROOT: return "mounting the sandbox's root";
 	case STEP_MAKE: return "filling the sandbox's root";

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "../../src/base/config.h"
+#include "../agenthost/cgroup.h"
 
 /* The sandbox user, as seen inside. */
 #define SBX_UID 1000
@@ -51,6 +52,8 @@ struct plan {
 	gid_t gid;
 	struct ifreq lo;
 	int sync_fd, err_fd, ctl_fd, agent_fd;
+	int cg_fd[CG_N];       /* where the child moves itself into its cgroups (cgroup_self_fds);
+				* all -1: the server moves it */
 	char agent_path[32];   /* /proc/self/fd/agent_fd, where execveat fails (valgrind) */
 	int ws_step;           /* the step that moves the workspace's mount in; -1 when none */
 	char *const *argv;
@@ -63,7 +66,7 @@ struct child_err {
 };
 enum { STEP_SYNC = -1, STEP_HOSTNAME = -2, STEP_LO = -3, STEP_PIVOT = -4, STEP_IDS = -5,
        STEP_PRCTL = -6, STEP_FDS = -7, STEP_EXEC = -8, STEP_CGROUPNS = -9, STEP_CAPS = -10, STEP_ROOT = -11,
-       STEP_MAKE = -12 };
+       STEP_MAKE = -12, STEP_CGROUP = -13 };
 
 /* Copies a formatted string into the plan's arena. Borrowed from p; NULL when it is full. */
 const char *plan_str(struct plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -75,8 +78,9 @@ const char *plan_str(struct plan *p, const char *fmt, ...) __attribute__((format
  * open until the child has run. 0, or -1 when the plan does not fit. */
 int plan_fill(struct plan *p, const struct config *cfg, const char *ws, int ws_fd, bool net, const char *proxy_dir);
 
-/* Runs in the cloned child: waits for the server's go on sync_fd, builds the root, becomes the
- * sandbox user and executes the agent; a failing step is reported on err_fd. Never returns. */
+/* Runs in the cloned child: waits for the server's go on sync_fd, joins its cgroups where
+ * cg_fd says, builds the root, becomes the sandbox user and executes the agent; a failing step
+ * is reported on err_fd. Never returns. */
 void plan_child(const struct plan *p) __attribute__((noreturn));
 
 /* What step (of struct child_err) was doing, for an error text; buf holds it when needed. */
