@@ -38,8 +38,8 @@ until_made_ahead() { # N: waits until N sandboxes were made ahead
 
 # A call that comes while the sandbox is made waits for the sandbox alone: not for the `true`
 # run and the interpreter started ahead that would prime it for a later call. The workspace's
-# mkfs is held (a wrapper bound over it, in a mount namespace of the server's own) until the
-# server has taken the call.
+# mkfs is held (a wrapper bound over it, in a mount namespace of the server's own, where no
+# template of the file system spares running it) until the server has taken the call.
 @test "ahead: a call that comes while the sandbox is made waits for it, not for its priming" {
 	[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root to hold the workspace's mkfs"
 	mkfs=$(command -v mkfs.ext4) || skip_or_fail "needs mkfs.ext4 (e2fsprogs)"
@@ -53,7 +53,7 @@ until_made_ahead() { # N: waits until N sandboxes were made ahead
 	EOF
 	cat >"$BATS_TEST_TMPDIR/server" <<-EOF
 		#!/bin/sh
-		exec unshare -m --propagation private sh -c 'mount --bind "$BATS_TEST_TMPDIR/mkfs" "$mkfs" && exec "\$@"' sh "$SANDBOX_MCP" "\$@"
+		exec unshare -m --propagation private sh -c 'mkdir -p /run/sandbox-mcp && mount -t tmpfs -o mode=0700 tmpfs /run/sandbox-mcp && mount --bind "$BATS_TEST_TMPDIR/mkfs" "$mkfs" && exec "\$@"' sh "$SANDBOX_MCP" "\$@"
 	EOF
 	chmod +x "$BATS_TEST_TMPDIR/mkfs" "$BATS_TEST_TMPDIR/server"
 	SANDBOX_MCP="$BATS_TEST_TMPDIR/server" mcp_session --log-level debug <<-EOF

@@ -255,6 +255,73 @@ EOF
 @test "local: the workspace quota gives the code ENOSPC, the next call works, nothing is left" { quota_case local; }
 @test "docker: the workspace quota gives the code ENOSPC, the next call works, nothing is left" { quota_case docker; }
 
+# The workspace image's file system is made by mkfs.ext4 once and copied after, from a template
+# in /run/sandbox-mcp. template_server SETUP: $SANDBOX_MCP becomes a wrapper that starts the
+# server in a mount namespace of its own where that folder is an empty tmpfs (root's, 0700),
+# SETUP (shell) has run in it, and mkfs.ext4 notes each run in $BATS_TEST_TMPDIR/mkfs.log.
+template_server() {
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "the workspace image needs the server to be root"
+	mkfs=$(command -v mkfs.ext4) || skip_or_fail "needs mkfs.ext4 (e2fsprogs)"
+	# The real one, copied under its own name (mke2fs chooses the file system by it).
+	mkdir -p "$BATS_TEST_TMPDIR/real" && cp "$mkfs" "$BATS_TEST_TMPDIR/real/mkfs.ext4"
+	cat >"$BATS_TEST_TMPDIR/mkfs" <<-EOF
+		#!/bin/sh
+		echo run >> "$BATS_TEST_TMPDIR/mkfs.log"
+		exec "$BATS_TEST_TMPDIR/real/mkfs.ext4" "\$@"
+	EOF
+	printf '%s\n' "$1" >"$BATS_TEST_TMPDIR/setup"
+	cat >"$BATS_TEST_TMPDIR/server" <<-EOF
+		#!/bin/sh
+		exec unshare -m --propagation private sh -ec 'mkdir -p /run/sandbox-mcp && mount -t tmpfs -o mode=0700 tmpfs /run/sandbox-mcp && mount --bind "$BATS_TEST_TMPDIR/mkfs" "$mkfs" && . "$BATS_TEST_TMPDIR/setup" && exec "\$@"' sh "$REAL_SANDBOX_MCP" "\$@"
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/mkfs" "$BATS_TEST_TMPDIR/server"
+	rm -f "$BATS_TEST_TMPDIR/mkfs.log"
+}
+
+mkfs_runs() { cat "$BATS_TEST_TMPDIR/mkfs.log" 2>/dev/null | wc -l; }
+
+@test "local: the workspace's file system is made once and copied after; the copy is whole and keeps the quota" {
+	REAL_SANDBOX_MCP=$SANDBOX_MCP
+	template_server 'true'
+	SANDBOX_MCP="$BATS_TEST_TMPDIR/server" mcp_session --workspace-size 32M <<EOF
+$INIT
+$(bash_call 1 'echo one > f; cat f')
+$(call_json 2 cleanup_sandbox '{}')
+$(bash_call 3 'ls -A; stat -c "%u:%g %a" .; head -c 64M /dev/zero > big; echo "head=$?"; df -k --output=size /workspace | tail -1; rm big; echo two > g; cat g')
+EOF
+	res 1
+	sc '.exit_code == 0 and .stdout == "one\n"'
+	# A fresh workspace, the sandbox user's, 32 MiB, full at the quota.
+	res 3
+	sc '.exit_code == 0 and (.stdout | test("^1000:1000 755\nhead=1\n +(3[0-2]|2[0-9])[0-9]{3}\ntwo\n$")) and (.stderr | test("No space left on device"))'
+	# Two sandboxes, one mkfs.
+	[ "$(mkfs_runs)" -eq 1 ]
+}
+
+# A template is parsed by the kernel as root: one that anybody but root could have written is
+# never used (each here is zeros: used, it would not mount, and the workspace would go without
+# its quota).
+@test "local: a workspace template that anybody but root may write is not used" {
+	REAL_SANDBOX_MCP=$SANDBOX_MCP
+	local img=/run/sandbox-mcp/ext4-v1-33554432-65534-65534.img
+	for setup in "chmod 0777 /run/sandbox-mcp; truncate -s 32M $img; chmod 0600 $img" \
+		"truncate -s 32M $img; chmod 0666 $img" \
+		"truncate -s 32M $img; chmod 0600 $img; chown 65534 $img"; do
+		template_server "$setup"
+		SANDBOX_MCP="$BATS_TEST_TMPDIR/server" mcp_session --workspace-size 32M <<-EOF
+			$INIT
+			$(bash_call 1 'echo ok; df -k --output=size /workspace | tail -1')
+			$(call_json 2 cleanup_sandbox '{}')
+			$(bash_call 3 'echo ok again; df -k --output=size /workspace | tail -1')
+		EOF
+		# Each workspace is a 32 MiB file system of its own, made by mkfs.
+		res 1
+		sc '.exit_code == 0 and (.stdout | test("^ok\n +(3[0-2]|2[0-9])[0-9]{3}\n$"))'
+		res 3
+		sc '.exit_code == 0 and (.stdout | test("^ok again\n +(3[0-2]|2[0-9])[0-9]{3}\n$"))'
+		[ "$(mkfs_runs)" -eq 2 ] || { echo "$setup: mkfs ran $(mkfs_runs) times" >&2; return 1; }
+	done
+}
 @test "local, not root: the workspace quota (a tmpfs) gives the code ENOSPC, the next call works, nothing is left" {
 	quota_case local-unprivileged
 }

@@ -101,6 +101,100 @@ static int make_fs(const char *img, uid_t uid, gid_t gid, struct err *e)
 	return 0;
 }
 
+/*
+ * A fresh image's file system, kept once made: its data extents (about 80 KiB of a 1 GiB image)
+ * copied into a sparse file are the same file system as mkfs.ext4 would write there, without
+ * running it (3 ms quiet, 15 ms beside a busy client). One file per size, owner and these
+ * options, in a root-only folder on /run (on most hosts a tmpfs, emptied at boot). The kernel
+ * parses what is copied from there as root: the folder and file are used only when they are
+ * root's and no one else may write to them.
+ */
+#define TEMPLATE_DIR "/run/sandbox-mcp"
+#define TEMPLATE_VERSION 1 /* of make_fs's options: another version never reads this one's */
+
+static int template_dir(bool make)
+{
+	if (make)
+		(void)mkdir(TEMPLATE_DIR, 0700);
+	int d = open(TEMPLATE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (d >= 0 && (fstat(d, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022))) {
+		close(d);
+		d = -1;
+	}
+	return d;
+}
+
+static void template_name(char *name, size_t n, uint64_t bytes, uid_t uid, gid_t gid)
+{
+	snprintf(name, n, "ext4-v%d-%llu-%u-%u.img", TEMPLATE_VERSION, (unsigned long long)bytes, (unsigned)uid,
+		 (unsigned)gid);
+}
+
+/* Copies the data extents of from (size bytes) into to, whose holes read as zeros. */
+static int copy_extents(int from, int to, uint64_t size)
+{
+	char buf[64 * 1024];
+	off_t off = 0;
+	for (;;) {
+		off_t data = lseek(from, off, SEEK_DATA);
+		if (data < 0)
+			return errno == ENXIO ? 0 : -1;
+		off_t hole = lseek(from, data, SEEK_HOLE);
+		if (hole < 0)
+			return -1;
+		for (off_t at = data; at < hole;) {
+			size_t want = (size_t)(hole - at) < sizeof buf ? (size_t)(hole - at) : sizeof buf;
+			ssize_t r = pread(from, buf, want, at);
+			if (r <= 0 || pwrite(to, buf, (size_t)r, at) != r)
+				return -1;
+			at += r;
+		}
+		if ((uint64_t)hole >= size)
+			return 0;
+		off = hole;
+	}
+}
+
+/* Fills the image fd (sized `bytes`) from the template. 0, or -1 when there is none to use. */
+static int template_fill(int fd, uint64_t bytes, uid_t uid, gid_t gid)
+{
+	char name[96];
+	int d = template_dir(false);
+	if (d < 0)
+		return -1;
+	template_name(name, sizeof name, bytes, uid, gid);
+	int t = openat(d, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(d);
+	struct stat st;
+	int rc = -1;
+	if (t >= 0 && fstat(t, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022) &&
+	    (uint64_t)st.st_size == bytes)
+		rc = copy_extents(t, fd, bytes);
+	if (t >= 0)
+		close(t);
+	return rc;
+}
+
+/* Keeps the file system mkfs.ext4 just made in fd as the template, unless there is one. Best
+ * effort: a file appears whole or not at all (linked in once written). */
+static void template_save(int fd, uint64_t bytes, uid_t uid, gid_t gid)
+{
+	char name[96], path[64];
+	int d = template_dir(true);
+	if (d < 0)
+		return;
+	template_name(name, sizeof name, bytes, uid, gid);
+	int t = openat(d, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (t >= 0 && ftruncate(t, (off_t)bytes) == 0 && copy_extents(fd, t, bytes) == 0) {
+		snprintf(path, sizeof path, "/proc/self/fd/%d", t);
+		(void)!linkat(AT_FDCWD, path, d, name, AT_SYMLINK_FOLLOW);
+	}
+	if (t >= 0)
+		close(t);
+	close(d);
+}
+
 /* Attaches img to a free loop device that detaches itself at the last umount. Returns the
  * device's open fd and its path in dev, or -1 with e set. */
 static int loop_attach(int img, char *dev, size_t n, struct err *e)
@@ -152,8 +246,16 @@ int hostmount_image(const char *img, const char *dir, uint64_t bytes, uid_t uid,
 		err_sys(e, "sizing %s", img);
 		goto fail;
 	}
-	if (make_fs(img, uid, gid, e) < 0)
-		goto fail;
+	if (template_fill(fd, bytes, uid, gid) < 0) {
+		/* What a failed copy wrote goes: mkfs starts from a sparse file. */
+		if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)bytes) < 0) {
+			err_sys(e, "sizing %s", img);
+			goto fail;
+		}
+		if (make_fs(img, uid, gid, e) < 0)
+			goto fail;
+		template_save(fd, bytes, uid, gid);
+	}
 	char dev[64], lf[PATH_MAX];
 	int loop = loop_attach(fd, dev, sizeof dev, e);
 	if (loop < 0)

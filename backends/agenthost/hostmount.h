@@ -20,7 +20,9 @@ int hostmount_usable(char *why, size_t n);
 
 /* Makes the sparse file img of `bytes`, an ext4 file system in it whose root is dir's owner's
  * (uid:gid, mode 0755, empty), and mounts it on dir (nosuid, nodev) through a loop device that
- * goes away with the mount. 0, or -1 with e set and nothing left mounted. */
+ * goes away with the mount. The file system is copied from a template in /run/sandbox-mcp that
+ * the first mkfs.ext4 for that size and owner left there (hostmount.c says when one is used).
+ * 0, or -1 with e set and nothing left mounted. */
 int hostmount_image(const char *img, const char *dir, uint64_t bytes, uid_t uid, gid_t gid, struct err *e);
 
 /* Mounts a tmpfs of `bytes` on dir (mode 0700, root's; nosuid, nodev). */
