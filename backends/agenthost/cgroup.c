@@ -277,20 +277,25 @@ done:
 					: "cgroups are not delegated to this user");
 }
 
+/* Controller c is on, in a folder no controller before it is in (v2's one folder, or v1
+ * hierarchies mounted together): the folder a process joins for it. */
+static bool joins(const struct cgroup *cg, int c)
+{
+	if (!cg->on[c])
+		return false;
+	for (int d = 0; d < c; d++)
+		if (cg->on[d] && !strcmp(cg->dir[d], cg->dir[c]))
+			return false;
+	return true;
+}
+
 int cgroup_attach(struct cgroup *cg, pid_t pid, struct err *e)
 {
 	char val[32];
 	snprintf(val, sizeof val, "%d", (int)pid);
-	for (int c = 0; c < CG_N; c++) {
-		if (!cg->on[c])
-			continue;
-		bool dup = false;
-		for (int d = 0; d < c; d++)
-			if (cg->on[d] && !strcmp(cg->dir[d], cg->dir[c]))
-				dup = true;
-		if (!dup && write_file(cg->dir[c], "cgroup.procs", val) < 0)
+	for (int c = 0; c < CG_N; c++)
+		if (joins(cg, c) && write_file(cg->dir[c], "cgroup.procs", val) < 0)
 			return err_sys(e, "moving the sandbox into %s", cg->dir[c]);
-	}
 	return 0;
 }
 
@@ -302,13 +307,7 @@ int cgroup_self_fds(const struct cgroup *cg, int fds[CG_N])
 	if (cg->version != 1)
 		return 0;
 	for (int c = 0; c < CG_N; c++) {
-		if (!cg->on[c])
-			continue;
-		bool dup = false;
-		for (int d = 0; d < c; d++)
-			if (cg->on[d] && !strcmp(cg->dir[d], cg->dir[c]))
-				dup = true;
-		if (dup)
+		if (!joins(cg, c))
 			continue;
 		char path[PATH_MAX + 8];
 		snprintf(path, sizeof path, "%s/tasks", cg->dir[c]);
