@@ -45,8 +45,8 @@ int get_str(struct ag_cur *c, char *buf, size_t n);
 
 /*
  * The prestarted Python interpreter (agent/prestart.py): started by this agent after each call,
- * it starts up, imports the modules to preload and waits; the next execute_python call that can
- * runs in it rather than in a new one (proto.h's AG_PRESTART and AG_RUN_PRESTART). It runs as
+ * once the server has sent its answer, it starts up, imports the modules to preload and waits;
+ * the next execute_python call that can runs in it rather than in a new one (proto.h's AG_PRESTART and AG_RUN_PRESTART). It runs as
  * the sandbox's user like the code, so the agent trusts it no further than the code: every wait
  * on it is bounded, and anything odd ends it (the call starts plainly, and a new one is started
  * after it).
@@ -81,7 +81,8 @@ int prestart_kill_others(void (*reaped)(pid_t, int));
  * that; after three that ended before they were ready, none is started again. */
 void prestart_reaped(pid_t p, int status);
 
-/* Between calls: starts one when it is wanted and none runs. */
+/* Between calls, once the server says the call before is answered (AG_SETTLE): starts one
+ * when it is wanted and none runs. */
 void prestart_between_calls(void);
 
 /* AG_PREINFO: answers with its phase, how long the last one took to be ready, and what it

@@ -32,11 +32,15 @@
  *   server -> agent   AG_PRESTART str python, u32 n, n x str env, str source, str script,
  *                                str modules: the prestarted Python interpreter (prestart.py,
  *                                run with env, preloading the comma-separated modules), started
- *                                after each call from then on, for calls whose argv is as long as
- *                                `python script`; answered by AG_OK / AG_ERR
+ *                                after each call (at AG_SETTLE) from then on, for calls whose
+ *                                argv is as long as `python script`; answered by AG_OK / AG_ERR
  *   server -> agent   AG_PREINFO empty: answered by AG_PREINFO u32 phase (AG_PY_*), u32 ms the
  *                                last one took to be ready (0: none was), str text (the modules
  *                                it could not import, or why none runs)
+ *   server -> agent   AG_SETTLE  empty, between calls, not answered: the call before is
+ *                                answered, so the agent starts what it keeps off a call's path
+ *                                (the next prestarted interpreter, which would otherwise take a
+ *                                CPU from the answer on its way)
  *   agent  -> server  AG_OUT     u8 stream (1 stdout, 2 stderr), bytes
  *   agent  -> server  AG_EXIT    i32 wait status, u32 flags, u64 bytes[2], u32 spill_errno[2]
  *                                (why a stream past the cap could not be saved; 0 when it was),
@@ -59,7 +63,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define AG_VERSION 5u
+#define AG_VERSION 6u
 #define AG_MAX_FRAME (64u << 20)
 
 enum ag_type {
@@ -78,6 +82,7 @@ enum ag_type {
 	AG_DATA = 13,
 	AG_PRESTART = 14,
 	AG_PREINFO = 15,
+	AG_SETTLE = 16,
 };
 
 /* AG_LIST */

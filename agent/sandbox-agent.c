@@ -833,7 +833,6 @@ static void finish_call(void)
 	ag_put_u64(&out, call.started_ns);
 	send_frame();
 	call.pid = 0;
-	prestart_between_calls();
 }
 
 
@@ -1095,6 +1094,10 @@ static int handle_frame(void)
 		break;
 	case AG_PREINFO:
 		prestart_info();
+		break;
+	case AG_SETTLE:
+		if (!call.pid)
+			prestart_between_calls();
 		break;
 	default:
 		send_simple(AG_ERR, "unknown frame");

@@ -112,6 +112,16 @@ int backend_get(struct backend *b, const char *path, size_t max, struct ws_file 
 	return b->ops->get ? b->ops->get(b, path, max, out, e) : agenthost_get(host_of(b), path, max, out, e);
 }
 
+void backend_settle(struct backend *b)
+{
+	if (!b->started)
+		return;
+	if (b->ops->settle)
+		b->ops->settle(b);
+	else if (host_of(b))
+		agenthost_settle(host_of(b));
+}
+
 int backend_watch_fd(const struct backend *b)
 {
 	if (!b->started)

@@ -27,7 +27,7 @@ struct backend_ops {
 	size_t priv_size;
 	/* A backend built on the agent host (agenthost.h) names its home here: its private struct
 	 * then begins with a struct agenthost, which backend_new sets up, and every op of start,
-	 * run, put, list, get, watch_fd, check, destroy and report it leaves NULL is the agent
+	 * run, put, list, get, settle, watch_fd, check, destroy and report it leaves NULL is the agent
 	 * host's. NULL for the others. */
 	const struct agenthost_home *home;
 	bool workspace_dir;          /* --workspace is the workspace (else: said in its report) */
@@ -69,6 +69,11 @@ struct backend_ops {
 	 * no symlink and opening nothing that can block; out->err says why a path has no data.
 	 * 0, -1, BACKEND_LOST. */
 	int (*get)(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e);
+	/* Between calls, once the call before is answered (or a sandbox made ahead is primed):
+	 * starts what the backend keeps off a call's path, such as the next call's interpreter, so
+	 * that it takes no CPU from the answer. Never fails (a sandbox that died is found by
+	 * check). May be NULL. */
+	void (*settle)(struct backend *b);
 	/* Between calls: an fd that turns readable when the sandbox may have died (then call
 	 * check), or -1. May be NULL. */
 	int (*watch_fd)(const struct backend *b);
@@ -112,6 +117,7 @@ int backend_put(struct backend *b, const struct run_file *f, struct err *e);
 int backend_list(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out,
 		 struct err *e);
 int backend_get(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e);
+void backend_settle(struct backend *b);
 /* -1 when the backend has nothing to watch. */
 int backend_watch_fd(const struct backend *b);
 /* 0 when whole (or nothing to check), BACKEND_LOST. */

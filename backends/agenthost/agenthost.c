@@ -198,6 +198,14 @@ int agenthost_get(struct agenthost *h, const char *path, size_t max, struct ws_f
 	return agentlink_get(&h->main->link, path, max, out, e);
 }
 
+/* Only an agent told of the prestarted interpreter has something to start. */
+void agenthost_settle(struct agenthost *h)
+{
+	struct err e = {""};
+	if (h->prestart && h->main && h->main->link.fd >= 0 && agentlink_settle(&h->main->link, &e) < 0)
+		log_msg(LOG_DEBUG, "the sandbox agent could not be told the call is answered: %s", e.msg);
+}
+
 int agenthost_watch_fd(const struct agenthost *h)
 {
 	return h->main ? h->main->link.fd : -1;
@@ -237,7 +245,8 @@ int agenthost_destroy(struct agenthost *h, enum backend_end how, struct err *e)
 }
 
 /* --check: whether execute_python calls run in a prestarted interpreter here, tried for real:
- * told of it, the agent starts one after a call, and is asked until it is ready or gave up. */
+ * told of it, the agent starts one after a call is settled, and is asked until it is ready or
+ * gave up. */
 static void report_python(struct agenthost *h, FILE *f)
 {
 	static const char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", NULL};
@@ -254,6 +263,8 @@ static void report_python(struct agenthost *h, FILE *f)
 	struct run_res rs = {0};
 	int64_t until = clock_ms() + 10000;
 	int rc = agenthost_run(h, &rq, &rs, &e);
+	if (rc == 0)
+		agenthost_settle(h);
 	while (rc == 0 && clock_ms() < until &&
 	       (rc = agentlink_preinfo(&h->main->link, &phase, &ready, said, sizeof said, &e)) == 0 &&
 	       (phase == AG_PY_STARTING || phase == AG_PY_NODUMP))

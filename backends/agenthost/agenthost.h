@@ -103,6 +103,7 @@ int agenthost_list(struct agenthost *h, const char *dir, const char *skip, size_
 		   struct err *e);
 int agenthost_get(struct agenthost *h, const char *path, size_t max, struct ws_file *out, struct err *e);
 int agenthost_watch_fd(const struct agenthost *h);
+void agenthost_settle(struct agenthost *h);
 int agenthost_check(struct agenthost *h, struct err *e);
 int agenthost_destroy(struct agenthost *h, enum backend_end how, struct err *e);
 void agenthost_report(struct agenthost *h, FILE *f);

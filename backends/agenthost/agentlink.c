@@ -415,6 +415,15 @@ int agentlink_prestart(struct agentlink *l, const struct agentlink_prestart *ps,
 	return rc ? rc : expect_ok(l, "configuring the prestarted Python interpreter", e);
 }
 
+int agentlink_settle(struct agentlink *l, struct err *e)
+{
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_SETTLE);
+	int rc = send_frame(l, &b, e);
+	free(b.p);
+	return rc ? -1 : 0;
+}
+
 int agentlink_preinfo(struct agentlink *l, unsigned *phase, unsigned *ready_ms, char *text, size_t n, struct err *e)
 {
 	struct ag_buf b = {0};

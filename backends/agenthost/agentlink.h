@@ -60,6 +60,10 @@ struct agentlink_prestart {
 };
 int agentlink_prestart(struct agentlink *l, const struct agentlink_prestart *ps, struct err *e);
 
+/* Between calls, the call before answered: the agent starts the next prestarted interpreter
+ * (proto.h's AG_SETTLE). 0, or -1 when it cannot be told (the watch on its socket says more). */
+int agentlink_settle(struct agentlink *l, struct err *e);
+
 /* Its state (AG_PY_* of proto.h), how long the last one took to be ready (ms, 0: none was) and
  * what it said (text, n bytes). 0, -1, BACKEND_LOST. */
 int agentlink_preinfo(struct agentlink *l, unsigned *phase, unsigned *ready_ms, char *text, size_t n, struct err *e);

@@ -190,6 +190,8 @@ int sandbox_prepare(struct sandbox *s, int cancel_fd, const struct run_req *prim
 			struct run_res rs;
 			if (prime && !readable(call_fd) && backend_run(s->b, prime, &rs, &be) == BACKEND_LOST)
 				lost(s, be.msg);
+			else if (prime)
+				backend_settle(s->b);
 			return 0;
 		}
 		if (rc == BACKEND_CANCELLED)
@@ -311,6 +313,12 @@ int sandbox_cleanup(struct sandbox *s, char *backend, size_t bn, char *id, size_
 	log_msg(rc < 0 ? LOG_WARNING : LOG_INFO, "sandbox %s removed on request%s%s", id, rc < 0 ? ", but " : "",
 		rc < 0 ? e->msg : "");
 	return rc < 0 ? -1 : 1;
+}
+
+void sandbox_settle(struct sandbox *s)
+{
+	if (s->b)
+		backend_settle(s->b);
 }
 
 int sandbox_watch_fd(const struct sandbox *s)

@@ -79,6 +79,9 @@ int sandbox_get(struct sandbox *s, const char *path, size_t max, struct ws_file 
  * was removed entirely, -1 when it was removed but something of it could not be (e says what). */
 int sandbox_cleanup(struct sandbox *s, char *backend, size_t bn, char *id, size_t idn, struct err *e);
 
+/* Between calls, once the call before is answered: the backend starts what it keeps off a
+ * call's path (backend.h's settle). */
+void sandbox_settle(struct sandbox *s);
 /* Between calls: an fd that turns readable when the sandbox may have died, or -1. */
 int sandbox_watch_fd(const struct sandbox *s);
 /* Between calls: removes the sandbox if it died, leaving a notice for the next call. */
