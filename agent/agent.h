@@ -46,10 +46,10 @@ int get_str(struct ag_cur *c, char *buf, size_t n);
 /*
  * The prestarted Python interpreter (agent/prestart.py): started by this agent after each call,
  * once the server has sent its answer, it starts up, imports the modules to preload and waits;
- * the next execute_python call that can runs in it rather than in a new one (proto.h's AG_PRESTART and AG_RUN_PRESTART). It runs as
- * the sandbox's user like the code, so the agent trusts it no further than the code: every wait
- * on it is bounded, and anything odd ends it (the call starts plainly, and a new one is started
- * after it).
+ * the next execute_python call that can runs in it rather than in a new one (proto.h's
+ * AG_PRESTART and AG_RUN_PRESTART). It runs as the sandbox's user like the code, so the agent
+ * trusts it no further than the code: every wait on it is bounded, and anything odd ends it
+ * (the call starts plainly, and a new one is started after it).
  */
 
 /* AG_PRESTART: how to start it (answered AG_OK / AG_ERR). It is started after the call that

@@ -27,8 +27,8 @@ struct backend_ops {
 	size_t priv_size;
 	/* A backend built on the agent host (agenthost.h) names its home here: its private struct
 	 * then begins with a struct agenthost, which backend_new sets up, and every op of start,
-	 * run, put, list, get, settle, watch_fd, check, destroy and report it leaves NULL is the agent
-	 * host's. NULL for the others. */
+	 * run, put, list, get, settle, watch_fd, check, destroy and report it leaves NULL is the
+	 * agent host's. NULL for the others. */
 	const struct agenthost_home *home;
 	bool workspace_dir;          /* --workspace is the workspace (else: said in its report) */
 	/* A sandbox here costs the host a moment and nothing more: one is made ahead of the first

@@ -265,7 +265,7 @@ static void *worker_main(void *arg)
 
 		run_job(g, j);
 		j->reply->free(j);
-		/* Its answer is on its way: now the sandbox may start what waits for that. */
+		/* Its answer, if any, is on its way: the sandbox may start what waits for that. */
 		sandbox_settle(&g->sb);
 		title_idle(g);
 		pthread_mutex_lock(&g->mu);

@@ -188,10 +188,12 @@ int sandbox_prepare(struct sandbox *s, int cancel_fd, const struct run_req *prim
 			s->used = false;
 			s->last_used = clock_ms();
 			struct run_res rs;
-			if (prime && !readable(call_fd) && backend_run(s->b, prime, &rs, &be) == BACKEND_LOST)
-				lost(s, be.msg);
-			else if (prime)
-				backend_settle(s->b);
+			if (prime && !readable(call_fd)) {
+				if (backend_run(s->b, prime, &rs, &be) == BACKEND_LOST)
+					lost(s, be.msg);
+				else
+					backend_settle(s->b);
+			}
 			return 0;
 		}
 		if (rc == BACKEND_CANCELLED)
