@@ -312,11 +312,11 @@ int cgroup_self_fds(const struct cgroup *cg, int fds[CG_N])
 		char path[PATH_MAX + 8];
 		snprintf(path, sizeof path, "%s/tasks", cg->dir[c]);
 		if ((fds[c] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
-			for (int d = 0; d < CG_N; d++)
+			for (int d = 0; d < c; d++) {
 				if (fds[d] >= 0)
 					close(fds[d]);
-			for (int d = 0; d < CG_N; d++)
 				fds[d] = -1;
+			}
 			return 0;
 		}
 		n++;

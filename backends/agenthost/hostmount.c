@@ -112,13 +112,19 @@ static int make_fs(const char *img, uid_t uid, gid_t gid, struct err *e)
 #define TEMPLATE_DIR "/run/sandbox-mcp"
 #define TEMPLATE_VERSION 1 /* of make_fs's options: another version never reads this one's */
 
+/* Root's, and nobody else may write to it. */
+static bool root_only(const struct stat *st)
+{
+	return st->st_uid == 0 && !(st->st_mode & 022);
+}
+
 static int template_dir(bool make)
 {
 	if (make)
 		(void)mkdir(TEMPLATE_DIR, 0700);
 	int d = open(TEMPLATE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
-	if (d >= 0 && (fstat(d, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022))) {
+	if (d >= 0 && (fstat(d, &st) < 0 || !root_only(&st))) {
 		close(d);
 		d = -1;
 	}
@@ -168,7 +174,7 @@ static int template_fill(int fd, uint64_t bytes, uid_t uid, gid_t gid)
 	close(d);
 	struct stat st;
 	int rc = -1;
-	if (t >= 0 && fstat(t, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022) &&
+	if (t >= 0 && fstat(t, &st) == 0 && S_ISREG(st.st_mode) && root_only(&st) &&
 	    (uint64_t)st.st_size == bytes)
 		rc = copy_extents(t, fd, bytes);
 	if (t >= 0)
