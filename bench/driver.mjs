@@ -60,7 +60,8 @@ const CASES = [
   { id: 'first_py_gap', unit: 'ms', title: `first call, Python \`pass\`, ${FIRST_GAP_MS} ms after tools/list (fresh server)`, vs: 'hardened bwrap start of python3 -c pass' },
   { id: 'cleanup', unit: 'ms', title: 'cleanup_sandbox (after a first call)', vs: null },
   { id: 'http', unit: 'req', title: 'HTTP requests per warm bash `true` call (Daytona)', vs: null },
-  { id: 'rss_idle', unit: 'KiB', title: 'server RSS when idle, after the run (VmRSS)', vs: null },
+  { id: 'rss_after', unit: 'KiB', title: 'server RSS a second after the run, its HTTP helper included (VmRSS)', vs: null },
+  { id: 'rss_idle', unit: 'KiB', title: 'server RSS when idle: once its HTTP helper has ended, or 75 s after the run (VmRSS)', vs: null },
   { id: 'rss_peak', unit: 'KiB', title: 'server peak RSS (largest VmHWM of its sessions)', vs: null },
 ];
 const WARM = ['bash_true', 'py_pass', 'py_sum', 'py_numpy', 'print_1mb', 'ws_10k'];
@@ -333,6 +334,22 @@ function status(pid) {
   } catch { return null; }
 }
 
+// The live HTTP helpers of a server (backends/http/helper.h): its children named sandbox-http
+// that have not ended.
+function httpHelpers(pid) {
+  const out = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(d)) continue;
+    try {
+      const st = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const comm = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'));
+      const [state, ppid] = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      if (Number(ppid) === pid && comm === 'sandbox-http' && state !== 'Z') out.push(Number(d));
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
 // A host's calls are a model's turn apart, not back to back: each timed call of a warm case
 // comes this long after the one before it (of any line), so that what a server does between
 // calls is not charged to the next line's call. 0 measures calls back to back.
@@ -396,13 +413,28 @@ async function main() {
     for (const c of cs) for (const l of order) if (hasCase(l, c)) await measureOne(l, c);
     if ((r + 1) % 5 === 0 || r === ROUNDS - 1) log(`round ${r + 1}/${ROUNDS} done (${Math.round((Date.now() - t0) / 1000)} s)`);
   }
-  // Resident size: after a second of idling, of the server process only (not its sandboxes).
+  // Resident size of the server and its HTTP helper (not its sandboxes): a second after the
+  // run, and once idle, when every server's helper has ended (it stays a second after its last
+  // request on a unix socket, a minute over TCP), or 75 s after the run.
   await new Promise((res) => setTimeout(res, 1000));
-  for (const l of live.filter((x) => x.sessions)) {
+  const servers = live.filter((x) => x.sessions);
+  const tree = (pid) => {
+    const own = status(pid);
+    return own && own.rss + httpHelpers(pid).map((h) => status(h)?.rss || 0).reduce((a, b) => a + b, 0);
+  };
+  for (const l of servers) {
     const st = Object.values(l.sessions).map((s) => status(s.pid)).filter(Boolean);
-    const main = status(l.sessions.main.pid);
-    if (main) add('rss_idle', l.name, main.rss);
+    const after = tree(l.sessions.main.pid);
+    if (after) add('rss_after', l.name, after);
     if (st.length) add('rss_peak', l.name, Math.max(...st.map((s) => s.hwm)));
+  }
+  const idleBy = Date.now() + 75000;
+  while (Date.now() < idleBy && servers.some((l) => httpHelpers(l.sessions.main.pid).length))
+    await new Promise((res) => setTimeout(res, 250));
+  log(`idle after ${Math.round((Date.now() - idleBy + 75000) / 1000)} s`);
+  for (const l of servers) {
+    const idle = tree(l.sessions.main.pid);
+    if (idle) add('rss_idle', l.name, idle);
   }
   await Promise.all(live.filter((l) => l.close).map((l) => l.close()));
   spawner.close();

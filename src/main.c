@@ -17,6 +17,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "../backends/http/helper.h"
 #include "base/clock.h"
 #include "cli.h"
 #include "base/config.h"
@@ -153,6 +154,9 @@ static int run(const struct config *cfg, int mode, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* The HTTP helper a backend starts (backends/http/helper.h): not a server at all. */
+	if (argc == 2 && !strcmp(argv[1], HTTP_HELPER_ARG))
+		return http_helper_main();
 	struct config cfg;
 	struct err e = {""};
 	int mode = cli_load(&cfg, argc, argv, &e), rc;

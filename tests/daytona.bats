@@ -168,6 +168,36 @@ sh_step() {
 	jq -cn --arg c "$1" '{sh: $c}'
 }
 
+@test "HTTP runs in a helper: no libcurl in the server, no key in the helper's environment; a helper killed during a request fails that call clearly, the next runs, and the helper ends with the server" {
+	hh="'$TESTS_DIR/lib/http-helper.sh' \$PPID"
+	slow=$(grep -c 'slow: holding' "$DT_LOG" || true)
+	mcp_session <<EOF
+$INIT
+$INITIALIZED
+$(call_json 1 execute_bash_commands '{"code":"echo one"}')
+{"wait": 1}
+$(sh_step "$hh nocurl && $hh nokey")
+$(sh_step "curl -sf -d '{\"fail\": \"slow\", \"seconds\": 20, \"count\": 1}' '$DT_URL/_control' >/dev/null")
+$(call_json 2 execute_bash_commands '{"code":"echo two"}')
+$(jq -cn --arg c "[ \$(grep -c 'slow: holding' '$DT_LOG') -gt $slow ]" '{until: $c}')
+$(sh_step "$hh kill")
+{"wait": 2}
+$(call_json 3 execute_bash_commands '{"code":"echo three"}')
+{"wait": 3}
+$(sh_step "$hh nocurl && $hh live >'$BATS_TEST_TMPDIR/helper'")
+{"signal": "KILL"}
+{"expect_exit": 5}
+$(jq -cn --arg c "! kill -0 \$(cat '$BATS_TEST_TMPDIR/helper') 2>/dev/null" '{until: $c}')
+EOF
+	res 1
+	sc '.stdout == "one\n"'
+	res 2
+	printf '%s\n' "$result" >&2
+	sc '.exit_code != 0 and (.error | test("^the HTTP helper \\(sandbox-http\\) ended during the request"))'
+	res 3
+	sc '.exit_code == 0 and .stdout == "three\n"'
+}
+
 @test "a warm call is one request: one process/execute starts it, with its files, waits for its end, brings its output" {
 	log="$BATS_TEST_TMPDIR/log"
 	mcp_session <<EOF

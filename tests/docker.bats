@@ -327,6 +327,30 @@ EOF
 	[ -z "$(our_containers)" ]
 }
 
+@test "the engine's HTTP runs in a helper that ends when idle: the server never maps libcurl; the next request starts another" {
+	hh="'$TESTS_DIR/lib/http-helper.sh' \$PPID"
+	mcp_session <<EOF
+$INIT
+$(bash_call 1 'echo one')
+{"wait": 1}
+{"sh": "$hh nocurl"}
+{"until": "$hh none"}
+$(call_json 2 cleanup_sandbox '{}')
+{"wait": 2}
+$(bash_call 3 'echo two')
+{"wait": 3}
+{"sh": "$hh nocurl"}
+{"until": "$hh none"}
+EOF
+	res 1
+	sc '.exit_code == 0 and .stdout == "one\n"'
+	res 2
+	sc '.removed == true'
+	res 3
+	sc '.exit_code == 0 and .stdout == "two\n"'
+	[ "$(response 1 | jq -r .result.structuredContent.sandbox_id)" != "$(response 3 | jq -r .result.structuredContent.sandbox_id)" ]
+}
+
 @test "no engine: the docker backend says why; auto falls through to local" {
 	export DOCKER_HOST="unix://$BATS_TEST_TMPDIR/no-such.sock"
 	tool execute_bash_commands '{"code":"echo hi"}'

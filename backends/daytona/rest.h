@@ -4,7 +4,8 @@
  * headers they send, the toolbox's bulk upload, and Daytona's error texts.
  *
  * The API key lives only in the client's header list: it is never logged, never put into an
- * error text, never passed to a process, and it is wiped when the client closes.
+ * error text, never passed to a process but the server's own HTTP helper (http.h), over its
+ * socket, and it is wiped when the client closes.
  *
  * Every request retries what cannot run twice (HTTP_RETRY_SAFE); everything else, whatever the
  * status, is handed to the caller. Not thread-safe: one struct rest per thread.

@@ -1,85 +1,357 @@
 #include "http.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../../src/base/clock.h"
-#include "../../src/base/version.h"
-#include "libcurl.h"
+#include "helper.h"
+#include "wire.h"
 
-#define TRANSPORT_RETRIES 2
-#define RATE_RETRIES 3
-#define RETRY_AFTER_MAX_MS 10000
-#define CONNECT_TIMEOUT_MS 5000L
+/* Past a request's own bounds (its deadline, then one more attempt's timeout), a helper that
+ * has not answered is stuck: it is killed. */
+#define STUCK_MS 5000
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc = CURLE_FAILED_INIT;
-static char curl_why[256];
-
-static void curl_init(void)
-{
-	if (libcurl_load(curl_why, sizeof curl_why) == 0)
-		curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-/* Frees a header list, wiping each entry first: one may hold a key. NULL is fine. */
-static void wipe_free(struct curl_slist *list)
-{
-	for (struct curl_slist *l = list; l; l = l->next)
-		explicit_bzero(l->data, strlen(l->data));
-	curl_slist_free_all(list);
-}
+extern char **environ;
 
 int http_open(struct http *h, const char *unix_socket, struct err *e)
 {
 	memset(h, 0, sizeof *h);
+	h->fd = -1;
 	h->cancel_fd = -1;
 	if (unix_socket && strlen(unix_socket) >= sizeof h->unix_socket)
 		return err_set(e, "the socket path %s is too long", unix_socket);
 	snprintf(h->unix_socket, sizeof h->unix_socket, "%s", unix_socket ? unix_socket : "");
-	pthread_once(&curl_once, curl_init);
-	if (curl_why[0])
-		return err_set(e, "%s", curl_why);
-	if (curl_init_rc != CURLE_OK)
-		return err_set(e, "libcurl: %s", curl_easy_strerror(curl_init_rc));
-	if (!(h->curl = curl_easy_init()) || !(h->multi = curl_multi_init())) {
-		http_close(h);
-		return err_set(e, "libcurl: cannot create a handle");
-	}
+	h->open = true;
 	return 0;
 }
 
 int http_header(struct http *h, const char *line, struct err *e)
 {
-	struct curl_slist *n = curl_slist_append(h->headers, line);
-	if (!n)
+	char **n = realloc(h->headers, (h->nheaders + 1) * sizeof *n);
+	if (n)
+		h->headers = n;
+	if (!n || !(h->headers[h->nheaders] = strdup(line)))
 		return err_set(e, "out of memory");
-	h->headers = n;
+	h->nheaders++;
+	h->stale = true;
 	return 0;
+}
+
+/* How the helper ended, when it has: " (killed by signal 9: Killed)", " (exit status 1)", or "". */
+static void helper_how(struct http *h, char *how, size_t n)
+{
+	int st;
+	how[0] = '\0';
+	if (h->pid <= 0 || waitpid(h->pid, &st, WNOHANG) != h->pid)
+		return;
+	h->pid = 0;
+	if (WIFSIGNALED(st))
+		snprintf(how, n, " (killed by signal %d: %s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+	else if (WIFEXITED(st))
+		snprintf(how, n, " (exit status %d)", WEXITSTATUS(st));
+}
+
+/* Ends the helper, if one runs or ran, and reaps it. */
+static void helper_end(struct http *h)
+{
+	if (h->fd >= 0)
+		close(h->fd);
+	h->fd = -1;
+	if (h->pid > 0) {
+		kill(h->pid, SIGKILL);
+		while (waitpid(h->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	h->pid = 0;
 }
 
 void http_close(struct http *h)
 {
-	if (h->curl)
-		curl_easy_cleanup(h->curl);
-	if (h->multi)
-		curl_multi_cleanup(h->multi);
-	h->curl = h->multi = NULL;
-	wipe_free(h->headers);
+	helper_end(h);
+	for (size_t i = 0; i < h->nheaders; i++) {
+		explicit_bzero(h->headers[i], strlen(h->headers[i]));
+		free(h->headers[i]);
+	}
+	free(h->headers);
 	h->headers = NULL;
+	h->nheaders = 0;
+	h->open = false;
+}
+
+/* The server's environment but DAYTONA_API_KEY, which the helper has no use for (the key it
+ * sends comes in a header line). Caller frees the array only. */
+static char **helper_env(void)
+{
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = calloc(n + 1, sizeof *env);
+	for (size_t i = 0, j = 0; env && i < n; i++)
+		if (strncmp(environ[i], "DAYTONA_API_KEY=", 16))
+			env[j++] = environ[i];
+	return env;
+}
+
+/* Starts a helper and tells it the server and the headers. 0, or -1 with e set. */
+static int helper_start(struct http *h, struct err *e)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return err_set(e, "cannot start the HTTP helper: socketpair: %s", strerror(errno));
+	/* dup2 onto the same number would leave close-on-exec set. */
+	if (sv[1] == HTTP_HELPER_FD) {
+		int d = fcntl(sv[1], F_DUPFD_CLOEXEC, HTTP_HELPER_FD + 1);
+		close(sv[1]);
+		sv[1] = d;
+	}
+	char **env = helper_env();
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, def;
+	sigemptyset(&none);
+	sigemptyset(&def);
+	sigaddset(&def, SIGTERM);
+	sigaddset(&def, SIGINT);
+	sigaddset(&def, SIGHUP);
+	char *argv[] = {"sandbox-mcp", HTTP_HELPER_ARG, NULL};
+	int rc = sv[1] < 0 || !env ? ENOMEM : 0;
+	if (!rc && !(rc = posix_spawn_file_actions_init(&fa))) {
+		if (!(rc = posix_spawnattr_init(&at))) {
+			if (!(rc = posix_spawn_file_actions_adddup2(&fa, sv[1], HTTP_HELPER_FD)) &&
+			    !(rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) &&
+			    !(rc = posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0)) &&
+			    !(rc = posix_spawn_file_actions_addclosefrom_np(&fa, HTTP_HELPER_FD + 1)) &&
+			    !(rc = posix_spawnattr_setsigmask(&at, &none)) && !(rc = posix_spawnattr_setsigdefault(&at, &def)) &&
+			    !(rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)))
+				rc = posix_spawn(&h->pid, "/proc/self/exe", &fa, &at, argv, env);
+			posix_spawnattr_destroy(&at);
+		}
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	free(env);
+	if (sv[1] >= 0)
+		close(sv[1]);
+	if (rc) {
+		close(sv[0]);
+		h->pid = 0;
+		return err_set(e, "cannot start the HTTP helper: %s", strerror(rc));
+	}
+	h->fd = sv[0];
+	h->stale = false;
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, HW_OPEN);
+	ag_put_u32(&b, h->unix_socket[0] ? HTTP_LINGER_UNIX_MS : HTTP_LINGER_TCP_MS);
+	ag_put_str(&b, h->unix_socket, strlen(h->unix_socket));
+	ag_put_u32(&b, (uint32_t)h->nheaders);
+	for (size_t i = 0; i < h->nheaders; i++)
+		ag_put_str(&b, h->headers[i], strlen(h->headers[i]));
+	rc = hw_send(h->fd, &b);
+	explicit_bzero(b.p, b.cap);
+	free(b.p);
+	/* A helper that ended at once says nothing yet: the request finds it gone. */
+	return 0;
+}
+
+/* Sends the request (HW_REQ, then the parts' bytes). 0, or -1 when the helper is gone. */
+static int send_request(struct http *h, const struct http_req *rq, const char *json, struct ag_buf *b)
+{
+	ag_frame_begin(b, HW_REQ);
+	ag_put_str(b, rq->method, strlen(rq->method));
+	ag_put_str(b, rq->url, strlen(rq->url));
+	ag_put_u8(b, json != NULL);
+	ag_put_str(b, json ? json : "", json ? strlen(json) : 0);
+	ag_put_u32(b, (uint32_t)rq->nparts);
+	for (size_t i = 0; i < rq->nparts; i++) {
+		const struct http_part *p = &rq->parts[i];
+		ag_put_str(b, p->name, strlen(p->name));
+		ag_put_u8(b, p->filename != NULL);
+		ag_put_str(b, p->filename ? p->filename : "", p->filename ? strlen(p->filename) : 0);
+		ag_put_u64(b, p->len);
+	}
+	ag_put_u64(b, (uint64_t)rq->timeout_ms);
+	ag_put_u64(b, rq->max_body);
+	ag_put_u64(b, (uint64_t)rq->deadline_ms);
+	ag_put_u8(b, rq->retry == HTTP_RETRY_SAFE);
+	ag_put_u8(b, rq->on_data != NULL);
+	if (hw_send(h->fd, b) < 0)
+		return -1;
+	for (size_t i = 0; i < rq->nparts; i++)
+		for (size_t off = 0; off < rq->parts[i].len; off += HW_CHUNK) {
+			size_t n = rq->parts[i].len - off;
+			ag_frame_begin(b, HW_BYTES);
+			ag_put(b, (const char *)rq->parts[i].data + off, n < HW_CHUNK ? n : HW_CHUNK);
+			if (hw_send(h->fd, b) < 0)
+				return -1;
+		}
+	return 0;
+}
+
+/* Waits for the helper's next frame until give_up. 1 with the frame, 0 when the cancel fd
+ * turned readable (h->cancelled set), -1 when the helper ended or broke, -2 at give_up. */
+static int next_frame(struct http *h, int64_t give_up, struct ag_buf *b, uint8_t *type, struct ag_cur *c)
+{
+	for (;;) {
+		int64_t left = give_up - clock_ms();
+		if (left <= 0)
+			return -2;
+		struct pollfd p[2] = {{h->fd, POLLIN, 0}, {h->cancel_fd, POLLIN, 0}};
+		int r = poll(p, h->cancel_fd >= 0 ? 2 : 1, left > 1000 ? 1000 : (int)left);
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (r > 0 && h->cancel_fd >= 0 && p[1].revents) {
+			h->cancelled = true;
+			return 0;
+		}
+		if (r > 0 && p[0].revents)
+			return hw_recv(h->fd, b, type, c) > 0 ? 1 : -1;
+	}
+}
+
+/* The helper's answer after HW_TAKEN. 0 with rs filled, or -1 with e set (the helper ended,
+ * then, with no way to know what it did). */
+static int take_answer(struct http *h, const struct http_req *rq, int64_t give_up, struct ag_buf *b,
+		       struct http_resp *rs, struct err *e)
+{
+	char *body = NULL;
+	size_t len = 0, cap = 0;
+	int rc;
+	for (;;) {
+		uint8_t type;
+		struct ag_cur c;
+		int r = next_frame(h, give_up, b, &type, &c);
+		if (r <= 0) {
+			char how[96];
+			helper_how(h, how, sizeof how);
+			rc = r == 0 ? err_set(e, "cancelled")
+			   : r == -2 ? err_set(e, "the HTTP helper (" HTTP_HELPER_NAME ") did not answer, long past the request's timeout")
+				     : err_set(e, "the HTTP helper (" HTTP_HELPER_NAME ") ended during the request%s; what "
+						  "the request did is not known", how);
+			break;
+		}
+		if (type == HW_BODY && rq->on_data) {
+			if (rq->on_data((const char *)c.p, c.left, rq->ctx) != c.left) {
+				rc = err_set(e, "the answer's reader stopped it");
+				break;
+			}
+		} else if (type == HW_BODY) {
+			if (len + c.left > rq->max_body) {
+				rc = err_set(e, "the answer was larger than %zu bytes", rq->max_body);
+				break;
+			}
+			if (len + c.left + 1 > cap) {
+				size_t nc = cap ? cap * 2 : 4096;
+				while (nc < len + c.left + 1)
+					nc *= 2;
+				char *nb = realloc(body, nc);
+				if (!nb) {
+					rc = err_set(e, "out of memory");
+					break;
+				}
+				body = nb;
+				cap = nc;
+			}
+			memcpy(body + len, c.p, c.left);
+			len += c.left;
+		} else if (type == HW_DONE) {
+			const uint8_t *ok = ag_get(&c, 1);
+			uint64_t status = ag_get_u64(&c);
+			size_t n;
+			const char *why = ag_get_str(&c, &n);
+			if (c.bad || !ok) {
+				rc = err_set(e, "the HTTP helper broke the protocol");
+				break;
+			}
+			if (!*ok) {
+				free(body);
+				return err_set(e, "%.*s", (int)n, why ? why : "");
+			}
+			if (!body && !(body = malloc(1))) {
+				rc = err_set(e, "out of memory");
+				break;
+			}
+			body[len] = '\0';
+			rs->status = (long)status;
+			rs->body = body;
+			rs->len = len;
+			rs->json = len ? json_loadb(body, len, JSON_DECODE_ANY, NULL) : NULL;
+			return 0;
+		} else {
+			rc = err_set(e, "the HTTP helper broke the protocol");
+			break;
+		}
+	}
+	/* The request is left half done: its helper goes with it. */
+	free(body);
+	helper_end(h);
+	return rc;
+}
+
+int http_call(struct http *h, const struct http_req *rq, struct http_resp *rs, struct err *e)
+{
+	memset(rs, 0, sizeof *rs);
+	h->cancelled = false;
+	if (!h->open)
+		return err_set(e, "the HTTP client is closed");
+	int64_t deadline = rq->deadline_ms ? rq->deadline_ms : clock_ms() + rq->timeout_ms;
+	int64_t give_up = deadline + rq->timeout_ms + STUCK_MS;
+	char *json = rq->json ? json_dumps(rq->json, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	if (rq->json && !json)
+		return err_set(e, "out of memory");
+	struct ag_buf b = {0};
+	int rc = -1;
+	/* Twice at most: a helper that was ending as the request came took none of it. */
+	for (int tries = 0; rc < 0 && tries < 2; tries++) {
+		if (h->pid && h->stale)
+			helper_end(h);
+		if (!h->pid && helper_start(h, e) < 0)
+			break;
+		uint8_t type = 0;
+		struct ag_cur c;
+		int r = send_request(h, rq, json, &b) < 0 ? -1 : next_frame(h, give_up, &b, &type, &c);
+		if (r == 1 && type == HW_TAKEN) {
+			rc = take_answer(h, rq, give_up, &b, rs, e);
+			break;
+		}
+		char how[96];
+		helper_how(h, how, sizeof how);
+		helper_end(h);
+		if (r == 0) {
+			err_set(e, "cancelled");
+			break;
+		}
+		err_set(e, "the HTTP helper (" HTTP_HELPER_NAME ") %s%s", r == -2 ? "did not take the request" : "ended before it took the request", how);
+	}
+	free(json);
+	free(b.p);
+	return rc;
 }
 
 char *http_escape(const char *s)
 {
-	char *c = curl_easy_escape(NULL, s, 0);
-	char *r = c ? strdup(c) : NULL;
-	curl_free(c);
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(s);
+	char *r = malloc(3 * n + 1), *d = r;
+	for (; r && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || strchr("-._~", ch)) {
+			*d++ = (char)ch;
+		} else {
+			*d++ = '%';
+			*d++ = hex[ch >> 4];
+			*d++ = hex[ch & 15];
+		}
+	}
+	if (r)
+		*d = '\0';
 	return r;
 }
 
@@ -88,287 +360,4 @@ void http_resp_free(struct http_resp *rs)
 	free(rs->body);
 	json_decref(rs->json);
 	memset(rs, 0, sizeof *rs);
-}
-
-/* ---------------------------------------------------------------- one attempt */
-
-/* What an attempt gathers besides the answer. */
-struct attempt {
-	const struct http_req *rq;
-	char *buf;                /* the body, up to rq->max_body */
-	size_t len, cap;
-	bool overflow;
-	long retry_after_ms;      /* -1: none */
-	char errbuf[CURL_ERROR_SIZE];
-};
-
-static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
-{
-	struct attempt *a = ud;
-	size_t n = size * nmemb;
-	if (a->rq->on_data)
-		return a->rq->on_data(p, n, a->rq->ctx);
-	if (a->len + n > a->rq->max_body) {
-		a->overflow = true;
-		return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
-	}
-	if (a->len + n + 1 > a->cap) {
-		size_t nc = a->cap ? a->cap : 4096;
-		while (nc < a->len + n + 1)
-			nc *= 2;
-		nc = nc > a->rq->max_body + 1 ? a->rq->max_body + 1 : nc;
-		char *nb = realloc(a->buf, nc);
-		if (!nb)
-			return 0;
-		a->buf = nb;
-		a->cap = nc;
-	}
-	memcpy(a->buf + a->len, p, n);
-	a->len += n;
-	a->buf[a->len] = '\0';
-	return n;
-}
-
-/* Reads Retry-After (seconds; Daytona's rate limiter also sends Retry-After-<throttler>). */
-static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
-{
-	struct attempt *a = ud;
-	size_t n = size * nmemb;
-	const char *colon = n > 12 && !strncasecmp(p, "retry-after", 11) ? memchr(p, ':', n) : NULL;
-	if (colon) {
-		char v[32];
-		size_t l = n - (size_t)(colon + 1 - p);
-		l = l >= sizeof v ? sizeof v - 1 : l;
-		memcpy(v, colon + 1, l);
-		v[l] = '\0';
-		char *end;
-		double s = strtod(v, &end);
-		long ms = (long)(s * 1000);
-		if (end != v && s >= 0 && s < 86400 && ms > a->retry_after_ms)
-			a->retry_after_ms = ms;
-	}
-	return n;
-}
-
-/* curl_easy_perform, but ended at once when h->cancel_fd turns readable. Every request goes
- * through the client's one multi handle, cancellable or not: connections live in a multi
- * handle's cache, so one made for a request alone would close its connection with it, and
- * the next request would connect (and shake hands) again. */
-static CURLcode perform_cancellable(struct http *h)
-{
-	CURLM *m = h->multi;
-	CURLcode rc = CURLE_OK;
-	if (curl_multi_add_handle(m, h->curl) != CURLM_OK)
-		return CURLE_FAILED_INIT;
-	for (int running = 1; running;) {
-		struct curl_waitfd w = {.fd = h->cancel_fd, .events = CURL_WAIT_POLLIN};
-		if (curl_multi_perform(m, &running) != CURLM_OK)
-			rc = CURLE_FAILED_INIT;
-		else if (running && curl_multi_poll(m, &w, h->cancel_fd >= 0 ? 1 : 0, 1000, NULL) != CURLM_OK)
-			rc = CURLE_FAILED_INIT;
-		else if (running && w.revents)
-			h->cancelled = true, rc = CURLE_ABORTED_BY_CALLBACK;
-		if (rc != CURLE_OK)
-			break;
-	}
-	int left;
-	CURLMsg *msg;
-	while (!h->cancelled && (msg = curl_multi_info_read(m, &left)))
-		if (msg->msg == CURLMSG_DONE)
-			rc = msg->data.result;
-	curl_multi_remove_handle(m, h->curl);
-	return rc;
-}
-
-/* The body as a multipart form, or NULL (then *rc says why). */
-static curl_mime *make_mime(CURL *c, const struct http_req *rq, CURLcode *rc)
-{
-	curl_mime *mime = curl_mime_init(c);
-	for (size_t i = 0; mime && i < rq->nparts; i++) {
-		const struct http_part *pt = &rq->parts[i];
-		curl_mimepart *p = curl_mime_addpart(mime);
-		if (!p || (*rc = curl_mime_name(p, pt->name)) ||
-		    (*rc = curl_mime_data(p, pt->len ? pt->data : "", pt->len)) ||
-		    (pt->filename && ((*rc = curl_mime_filename(p, pt->filename)) ||
-				      (*rc = curl_mime_type(p, "application/octet-stream"))))) {
-			curl_mime_free(mime);
-			return NULL;
-		}
-	}
-	return mime;
-}
-
-/* The options of one attempt. */
-static CURLcode set_options(struct http *h, struct attempt *a, struct curl_slist *hl, const char *json,
-			    curl_mime *mime)
-{
-	const struct http_req *rq = a->rq;
-	CURL *c = h->curl;
-	long connect_ms = rq->timeout_ms < CONNECT_TIMEOUT_MS ? rq->timeout_ms : CONNECT_TIMEOUT_MS;
-	char ua[64];
-	snprintf(ua, sizeof ua, "sandbox-mcp/%s", SANDBOX_MCP_VERSION);
-	CURLcode rc;
-	if ((rc = curl_easy_setopt(c, CURLOPT_URL, rq->url)) || (rc = curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, rq->method)) ||
-	    (rc = curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl)) || (rc = curl_easy_setopt(c, CURLOPT_USERAGENT, ua)) ||
-	    (rc = curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L)) || (rc = curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rq->timeout_ms)) ||
-	    (rc = curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_ms)) ||
-	    (rc = curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, h->unix_socket[0] ? "http" : "http,https")) ||
-	    (rc = curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L)) || (rc = curl_easy_setopt(c, CURLOPT_ERRORBUFFER, a->errbuf)) ||
-	    (rc = curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body)) || (rc = curl_easy_setopt(c, CURLOPT_WRITEDATA, a)) ||
-	    (rc = curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header)) || (rc = curl_easy_setopt(c, CURLOPT_HEADERDATA, a)))
-		return rc;
-	if (h->unix_socket[0] && (rc = curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, h->unix_socket)))
-		return rc;
-	if (json && ((rc = curl_easy_setopt(c, CURLOPT_POSTFIELDS, json)) ||
-		     (rc = curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(json)))))
-		return rc;
-	if (!json && !mime && !strcmp(rq->method, "POST") && ((rc = curl_easy_setopt(c, CURLOPT_POSTFIELDS, "")) ||
-							     (rc = curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L))))
-		return rc;
-	if (mime && (rc = curl_easy_setopt(c, CURLOPT_MIMEPOST, mime)))
-		return rc;
-	if (!strcmp(rq->method, "GET"))
-		return curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-	return CURLE_OK;
-}
-
-/* What went wrong, in libcurl's words and the system's. */
-static void failure(struct http *h, struct attempt *a, CURLcode rc, struct err *e)
-{
-	const char *what = curl_easy_strerror(rc);
-	long oserr = 0;
-	char os[128] = "";
-	if (curl_easy_getinfo(h->curl, CURLINFO_OS_ERRNO, &oserr) == CURLE_OK && oserr)
-		snprintf(os, sizeof os, " (%s)", strerror((int)oserr));
-	if (a->overflow)
-		err_set(e, "the answer was larger than %zu bytes", a->rq->max_body);
-	else if (!a->errbuf[0])
-		err_set(e, "%s%s", what, os);
-	else if (strstr(a->errbuf, what))
-		err_set(e, "%s%s", a->errbuf, os);
-	else
-		err_set(e, "%s: %s%s", what, a->errbuf, os);
-}
-
-/* One attempt. CURLE_OK with rs set, or the CURLcode (e set) when no answer came. */
-static CURLcode attempt(struct http *h, struct attempt *a, struct http_resp *rs, struct err *e)
-{
-	const struct http_req *rq = a->rq;
-	char *json = NULL;
-	curl_mime *mime = NULL;
-	struct curl_slist *hl = h->headers, *own = NULL;
-	CURLcode rc = CURLE_OUT_OF_MEMORY;
-	curl_easy_reset(h->curl);
-	if (rq->json) {
-		/* The shared list must not grow per request: a private copy, with the type. */
-		if (!(json = json_dumps(rq->json, JSON_COMPACT)))
-			goto out;
-		for (struct curl_slist *p = h->headers;; p = p->next) {
-			struct curl_slist *n = curl_slist_append(own, p ? p->data : "Content-Type: application/json");
-			if (!n)
-				goto out;
-			hl = own = n;
-			if (!p)
-				break;
-		}
-	}
-	if (rq->nparts && !(mime = make_mime(h->curl, rq, &rc)))
-		goto out;
-	if ((rc = set_options(h, a, hl, json, mime)) == CURLE_OK)
-		rc = perform_cancellable(h);
-	if (rc == CURLE_OK)
-		rc = curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &rs->status);
-	if (rc == CURLE_OK && !(rs->body = a->buf ? a->buf : strdup("")))
-		rc = CURLE_OUT_OF_MEMORY;
-	if (rc == CURLE_OK) {
-		a->buf = NULL;
-		rs->len = a->len;
-		rs->json = rs->len ? json_loadb(rs->body, rs->len, JSON_DECODE_ANY, NULL) : NULL;
-	}
-out:
-	if (rc != CURLE_OK)
-		failure(h, a, rc, e);
-	free(json);
-	curl_mime_free(mime);
-	wipe_free(own);
-	return rc;
-}
-
-/* ---------------------------------------------------------------- retries */
-
-static bool idempotent(const char *method)
-{
-	return !strcmp(method, "GET") || !strcmp(method, "HEAD") || !strcmp(method, "PUT") ||
-	       !strcmp(method, "DELETE") || !strcmp(method, "OPTIONS");
-}
-
-/* A failure before anything was sent (any method may go again), or after (idempotent ones). */
-static bool may_retry(CURLcode rc, const char *method)
-{
-	if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY)
-		return true;
-	return (rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING ||
-		rc == CURLE_PARTIAL_FILE) && idempotent(method);
-}
-
-/* Sleeps ms, or less when h->cancel_fd turns readable (then h->cancelled is set). */
-static void sleep_ms(struct http *h, int64_t ms)
-{
-	int64_t until = clock_ms() + ms;
-	for (int64_t left = ms; left > 0 && !h->cancelled; left = until - clock_ms()) {
-		struct pollfd p = {h->cancel_fd, POLLIN, 0};
-		if (poll(&p, h->cancel_fd >= 0 ? 1 : 0, (int)left) > 0)
-			h->cancelled = true;
-	}
-}
-
-static unsigned jitter(void)
-{
-	unsigned r = 0;
-	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
-		r = (unsigned)clock_ms();
-	return r % 100;
-}
-
-/* How long to wait before trying again, or -1 to stop here. */
-static int64_t next_wait(const struct http_req *rq, CURLcode rc, const struct http_resp *rs, long retry_after_ms,
-			 int *transport, int *rate, int64_t deadline)
-{
-	int64_t wait = -1;
-	if (rq->retry != HTTP_RETRY_SAFE)
-		return -1;
-	if (rc == CURLE_OK && rs->status == 429 && *rate < RATE_RETRIES) {
-		wait = retry_after_ms >= 0 ? retry_after_ms : 1000L << *rate;
-		wait = wait > RETRY_AFTER_MAX_MS ? -1 : wait;
-		(*rate)++;
-	} else if (rc != CURLE_OK && may_retry(rc, rq->method) && *transport < TRANSPORT_RETRIES) {
-		wait = 250 * (*transport + 1) + jitter();
-		(*transport)++;
-	}
-	return wait >= 0 && clock_ms() + wait < deadline ? wait : -1;
-}
-
-int http_call(struct http *h, const struct http_req *rq, struct http_resp *rs, struct err *e)
-{
-	memset(rs, 0, sizeof *rs);
-	if (!h->curl)
-		return err_set(e, "the HTTP client is closed");
-	int64_t deadline = rq->deadline_ms ? rq->deadline_ms : clock_ms() + rq->timeout_ms;
-	int transport = 0, rate = 0;
-	h->cancelled = false;
-	for (;;) {
-		struct attempt a = {.rq = rq, .retry_after_ms = -1};
-		struct err ae = {""};
-		CURLcode rc = attempt(h, &a, rs, &ae);
-		free(a.buf);
-		if (h->cancelled)
-			return err_set(e, "cancelled");
-		int64_t wait = next_wait(rq, rc, rs, a.retry_after_ms, &transport, &rate, deadline);
-		if (wait < 0)
-			return rc == CURLE_OK ? 0 : err_set(e, "%s", ae.msg);
-		http_resp_free(rs);
-		sleep_ms(h, wait);
-		if (h->cancelled)
-			return err_set(e, "cancelled");
-	}
 }

@@ -1,6 +1,6 @@
 /*
  * The one HTTP client of the backends that speak HTTP (Docker's Engine API on its unix socket,
- * Daytona's REST API over TCP), on libcurl, initialised once for the process:
+ * Daytona's REST API over TCP):
  *
  *  - every answer is bounded (max_body), or streamed to the caller (on_data);
  *  - every request has a timeout, and ends at once when the cancel fd turns readable;
@@ -8,8 +8,18 @@
  *    Couldn't connect to server (Connection refused)"), never just a code;
  *  - retries are the request's choice (enum http_retry), and never repeat what may have run.
  *
- * Headers given with http_header go with every request and are wiped from memory when the
- * client closes (they may hold a key). Not thread-safe: one struct http per thread.
+ * The requests run in a helper process (helper.h) with libcurl, so that the server never maps
+ * libcurl and the libraries below it. A client starts its helper at its first request, and
+ * the helper ends once idle for HTTP_LINGER_UNIX_MS (a unix socket: a new connection costs
+ * nothing) or HTTP_LINGER_TCP_MS (TCP: it keeps the connections, and their TLS sessions, for
+ * the requests that follow); the next request starts another. A helper that ends, or is
+ * killed, before it takes a request is started again for it; a request it took and did not
+ * answer fails. Cancelling a request ends its helper. A helper that ended is reaped at the
+ * client's next request or at its close.
+ *
+ * Headers given with http_header go with every request; they go to the helper over its socket,
+ * never through its command line or environment, and are wiped from memory when the client
+ * closes (they may hold a key). Not thread-safe: one struct http per thread.
  */
 #ifndef SANDBOX_HTTP_H
 #define SANDBOX_HTTP_H
@@ -18,15 +28,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "../../src/base/err.h"
 
+#define HTTP_LINGER_UNIX_MS 1000
+#define HTTP_LINGER_TCP_MS 60000
+
 struct http {
-	void *curl;              /* CURL *, reused; NULL when closed */
-	void *multi;             /* CURLM * every request goes through: its connections are kept
-	                          * alive between requests; NULL when closed */
-	void *headers;           /* struct curl_slist *: sent with every request */
+	bool open;
 	char unix_socket[108];   /* the server's socket; "" for TCP */
+	char **headers;          /* sent with every request */
+	size_t nheaders;
+	int fd;                  /* the helper's socket; -1 while none runs */
+	pid_t pid;               /* the helper; 0 while none runs */
+	bool stale;              /* the headers changed since the helper started */
 	int cancel_fd;           /* while >= 0: a request ends at once when it turns readable */
 	bool cancelled;          /* the last request ended so */
 };
@@ -69,7 +85,8 @@ struct http_resp {
 	json_t *json;            /* the body parsed (any JSON value), or NULL; owned */
 };
 
-/* A client of the server at unix_socket (NULL or "": TCP, by each request's URL). 0, or -1. */
+/* A client of the server at unix_socket (NULL or "": TCP, by each request's URL). 0, or -1
+ * (a socket path too long). Nothing starts until the first request. */
 int http_open(struct http *h, const char *unix_socket, struct err *e);
 
 /* Adds a header line ("Name: value") sent with every request. 0, or -1 when out of memory. */
@@ -88,7 +105,7 @@ char *http_escape(const char *s);
 
 void http_resp_free(struct http_resp *rs);
 
-/* Closes the connection and wipes the headers. Idempotent. */
+/* Ends the helper (and with it the connections) and wipes the headers. Idempotent. */
 void http_close(struct http *h);
 
 #endif
