@@ -67,7 +67,7 @@ static int read_request(struct ag_cur *c, struct ag_buf *in, struct request *r)
 	uint32_t nparts = ag_get_u32(c);
 	if (c->bad || !r->rq.method || !r->rq.url || !has_json || !json || nparts > c->left / 17)
 		return -1;
-	if (*has_json && !(r->rq.json = json_loads(json, JSON_DECODE_ANY, NULL)))
+	if (*has_json && !(r->rq.json = json_loads(json, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL)))
 		return -1;
 	size_t total = 0;
 	r->parts = nparts ? calloc(nparts, sizeof *r->parts) : NULL;
@@ -80,7 +80,7 @@ static int read_request(struct ag_cur *c, struct ag_buf *in, struct request *r)
 		const char *fname = take_str(c, &sp);
 		p->filename = hf && *hf ? fname : NULL;
 		p->len = ag_get_u64(c);
-		if (c->bad || !p->name || !fname || p->len > AG_MAX_FRAME * 16ull || total + p->len < total)
+		if (c->bad || !p->name || !fname || p->len > HW_PART_MAX || total + p->len < total)
 			return -1;
 		total += p->len;
 	}
@@ -106,7 +106,7 @@ static int read_request(struct ag_cur *c, struct ag_buf *in, struct request *r)
 	}
 	size_t off = 0;
 	for (uint32_t i = 0; i < nparts; i++) {
-		r->parts[i].data = r->bytes + off;
+		r->parts[i].data = r->bytes ? r->bytes + off : "";
 		off += r->parts[i].len;
 	}
 	return 0;
@@ -165,7 +165,12 @@ int http_helper_main(void)
 		return 2;
 	}
 	prctl(PR_SET_NAME, HTTP_HELPER_NAME, 0, 0, 0);
+	/* A signal to the server's whole group (a terminal's ^C, a service manager's stop) is the
+	 * server's to handle: the helper ends when the server closes its socket, not before. */
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
 	struct ag_buf in = {0}, out = {0};
 	struct curlhttp h = {.cancel_fd = -1};
 	struct err oe = {""};

@@ -3,12 +3,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +24,24 @@
 #define STUCK_MS 5000
 
 extern char **environ;
+
+/* This program, to start as the helper: its path read once from /proc/self/exe (under valgrind
+ * that path is the tool's, its readlink the program's), or that link itself when the file is
+ * gone or moved. */
+static char exe[4096] = "/proc/self/exe";
+static pthread_once_t exe_once = PTHREAD_ONCE_INIT;
+
+static void find_exe(void)
+{
+	char p[sizeof exe];
+	ssize_t n = readlink("/proc/self/exe", p, sizeof p - 1);
+	if (n <= 0 || n >= (ssize_t)sizeof p - 1)
+		return;
+	p[n] = '\0';
+	struct stat a, b;
+	if (stat(p, &a) == 0 && stat("/proc/self/exe", &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		memcpy(exe, p, (size_t)n + 1);
+}
 
 int http_open(struct http *h, const char *unix_socket, struct err *e)
 {
@@ -46,12 +67,20 @@ int http_header(struct http *h, const char *line, struct err *e)
 	return 0;
 }
 
-/* How the helper ended, when it has: " (killed by signal 9: Killed)", " (exit status 1)", or "". */
+/* How the helper ended, when it has (its socket ended: it is exiting, so a moment is given):
+ * " (killed by signal 9: Killed)", " (exit status 1)", or "". */
 static void helper_how(struct http *h, char *how, size_t n)
 {
 	int st;
 	how[0] = '\0';
-	if (h->pid <= 0 || waitpid(h->pid, &st, WNOHANG) != h->pid)
+	if (h->pid <= 0)
+		return;
+	int pfd = (int)syscall(SYS_pidfd_open, h->pid, 0);
+	if (pfd >= 0) {
+		poll(&(struct pollfd){pfd, POLLIN, 0}, 1, 100);
+		close(pfd);
+	}
+	if (waitpid(h->pid, &st, WNOHANG) != h->pid)
 		return;
 	h->pid = 0;
 	if (WIFSIGNALED(st))
@@ -76,6 +105,8 @@ static void helper_end(struct http *h)
 
 void http_close(struct http *h)
 {
+	if (!h->open)
+		return;
 	helper_end(h);
 	for (size_t i = 0; i < h->nheaders; i++) {
 		explicit_bzero(h->headers[i], strlen(h->headers[i]));
@@ -113,6 +144,7 @@ static int helper_start(struct http *h, struct err *e)
 		close(sv[1]);
 		sv[1] = d;
 	}
+	pthread_once(&exe_once, find_exe);
 	char **env = helper_env();
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -132,7 +164,7 @@ static int helper_start(struct http *h, struct err *e)
 			    !(rc = posix_spawn_file_actions_addclosefrom_np(&fa, HTTP_HELPER_FD + 1)) &&
 			    !(rc = posix_spawnattr_setsigmask(&at, &none)) && !(rc = posix_spawnattr_setsigdefault(&at, &def)) &&
 			    !(rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)))
-				rc = posix_spawn(&h->pid, "/proc/self/exe", &fa, &at, argv, env);
+				rc = posix_spawn(&h->pid, exe, &fa, &at, argv, env);
 			posix_spawnattr_destroy(&at);
 		}
 		posix_spawn_file_actions_destroy(&fa);
@@ -147,7 +179,13 @@ static int helper_start(struct http *h, struct err *e)
 	}
 	h->fd = sv[0];
 	h->stale = false;
+	/* Room for the whole frame first: a buffer grown by realloc would leave copies of the header
+	 * lines, which may hold a key, in freed memory. */
+	size_t need = 64 + strlen(h->unix_socket);
+	for (size_t i = 0; i < h->nheaders; i++)
+		need += 4 + strlen(h->headers[i]);
 	struct ag_buf b = {0};
+	ag_put(&b, NULL, need);
 	ag_frame_begin(&b, HW_OPEN);
 	ag_put_u32(&b, h->unix_socket[0] ? HTTP_LINGER_UNIX_MS : HTTP_LINGER_TCP_MS);
 	ag_put_str(&b, h->unix_socket, strlen(h->unix_socket));
@@ -295,6 +333,19 @@ static int take_answer(struct http *h, const struct http_req *rq, int64_t give_u
 	return rc;
 }
 
+/* What the wire cannot carry: the request's own frame past AG_MAX_FRAME, a part past what the
+ * helper takes. 0, or -1 with e set. */
+static int too_large(const struct http_req *rq, const char *json, struct err *e)
+{
+	size_t n = strlen(rq->method) + strlen(rq->url) + (json ? strlen(json) : 0) + 64;
+	for (size_t i = 0; i < rq->nparts; i++) {
+		n += strlen(rq->parts[i].name) + (rq->parts[i].filename ? strlen(rq->parts[i].filename) : 0) + 17;
+		if (rq->parts[i].len > HW_PART_MAX)
+			return err_set(e, "a part of the request is larger than %llu bytes", (unsigned long long)HW_PART_MAX);
+	}
+	return n > AG_MAX_FRAME ? err_set(e, "the request is larger than %u bytes", AG_MAX_FRAME) : 0;
+}
+
 int http_call(struct http *h, const struct http_req *rq, struct http_resp *rs, struct err *e)
 {
 	memset(rs, 0, sizeof *rs);
@@ -307,29 +358,38 @@ int http_call(struct http *h, const struct http_req *rq, struct http_resp *rs, s
 	if (rq->json && !json)
 		return err_set(e, "out of memory");
 	struct ag_buf b = {0};
-	int rc = -1;
+	struct err te = {""};
+	int rc = too_large(rq, json, &te);
 	/* Twice at most: a helper that was ending as the request came took none of it. */
-	for (int tries = 0; rc < 0 && tries < 2; tries++) {
+	for (int tries = 0; rc == 0 && tries < 2; tries++) {
+		te.msg[0] = '\0';
+		rc = -1;
 		if (h->pid && h->stale)
 			helper_end(h);
-		if (!h->pid && helper_start(h, e) < 0)
+		if (!h->pid && helper_start(h, &te) < 0)
 			break;
 		uint8_t type = 0;
 		struct ag_cur c;
 		int r = send_request(h, rq, json, &b) < 0 ? -1 : next_frame(h, give_up, &b, &type, &c);
 		if (r == 1 && type == HW_TAKEN) {
-			rc = take_answer(h, rq, give_up, &b, rs, e);
+			rc = take_answer(h, rq, give_up, &b, rs, &te);
 			break;
 		}
 		char how[96];
 		helper_how(h, how, sizeof how);
 		helper_end(h);
 		if (r == 0) {
-			err_set(e, "cancelled");
+			err_set(&te, "cancelled");
 			break;
 		}
-		err_set(e, "the HTTP helper (" HTTP_HELPER_NAME ") %s%s", r == -2 ? "did not take the request" : "ended before it took the request", how);
+		err_set(&te, "the HTTP helper (" HTTP_HELPER_NAME ") %s%s",
+			r == -2 ? "did not take the request in time" : "ended before it took the request", how);
+		if (r == -2) /* it may have taken it after all */
+			break;
+		rc = 0; /* nothing was sent: once more */
 	}
+	if (rc < 0)
+		err_set(e, "%s", te.msg);
 	free(json);
 	free(b.p);
 	return rc;

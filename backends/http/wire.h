@@ -38,6 +38,7 @@ enum hw_type {
 };
 
 #define HW_CHUNK (1u << 20) /* bytes of one HW_BYTES or HW_BODY frame, at most */
+#define HW_PART_MAX (1ull << 30) /* bytes of one part of a request, at most */
 
 /* Ends the frame in b and writes it whole. 0, or -1 (errno set). */
 int hw_send(int fd, struct ag_buf *b);
