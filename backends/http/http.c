@@ -26,8 +26,8 @@
 extern char **environ;
 
 /* This program, to start as the helper: its path read once from /proc/self/exe (under valgrind
- * that path is the tool's, its readlink the program's), or that link itself when the file is
- * gone or moved. */
+ * that path is the tool's, its readlink the program's), or that link itself when the path
+ * cannot be reached (gone, or in a folder this user cannot enter). */
 static char exe[4096] = "/proc/self/exe";
 static pthread_once_t exe_once = PTHREAD_ONCE_INIT;
 
@@ -38,8 +38,8 @@ static void find_exe(void)
 	if (n <= 0 || n >= (ssize_t)sizeof p - 1)
 		return;
 	p[n] = '\0';
-	struct stat a, b;
-	if (stat(p, &a) == 0 && stat("/proc/self/exe", &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+	struct stat a;
+	if (stat(p, &a) == 0 && S_ISREG(a.st_mode))
 		memcpy(exe, p, (size_t)n + 1);
 }
 
@@ -67,6 +67,44 @@ int http_header(struct http *h, const char *line, struct err *e)
 	return 0;
 }
 
+/* Every helper started and not yet reaped, so that the server's exit reaps them: one left to
+ * end by itself would outlive the server a moment, and as a zombie be init's to reap. */
+#define LIVE_MAX 16
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static pid_t live[LIVE_MAX];
+static pthread_once_t live_once = PTHREAD_ONCE_INIT;
+
+static void reap_live(void)
+{
+	pthread_mutex_lock(&live_mu);
+	for (int i = 0; i < LIVE_MAX; i++)
+		if (live[i] > 0) {
+			kill(live[i], SIGKILL);
+			while (waitpid(live[i], NULL, 0) < 0 && errno == EINTR)
+				;
+			live[i] = 0;
+		}
+	pthread_mutex_unlock(&live_mu);
+}
+
+static void at_exit_reap(void)
+{
+	atexit(reap_live);
+}
+
+/* Adds pid to the helpers reaped at exit (when there is room), or with gone, takes it out. */
+static void live_note(pid_t pid, bool gone)
+{
+	pthread_once(&live_once, at_exit_reap);
+	pthread_mutex_lock(&live_mu);
+	for (int i = 0; i < LIVE_MAX; i++)
+		if (gone ? live[i] == pid : live[i] == 0) {
+			live[i] = gone ? 0 : pid;
+			break;
+		}
+	pthread_mutex_unlock(&live_mu);
+}
+
 /* How the helper ended, when it has (its socket ended: it is exiting, so a moment is given):
  * " (killed by signal 9: Killed)", " (exit status 1)", or "". */
 static void helper_how(struct http *h, char *how, size_t n)
@@ -82,6 +120,7 @@ static void helper_how(struct http *h, char *how, size_t n)
 	}
 	if (waitpid(h->pid, &st, WNOHANG) != h->pid)
 		return;
+	live_note(h->pid, true);
 	h->pid = 0;
 	if (WIFSIGNALED(st))
 		snprintf(how, n, " (killed by signal %d: %s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
@@ -99,6 +138,7 @@ static void helper_end(struct http *h)
 		kill(h->pid, SIGKILL);
 		while (waitpid(h->pid, NULL, 0) < 0 && errno == EINTR)
 			;
+		live_note(h->pid, true);
 	}
 	h->pid = 0;
 }
@@ -177,6 +217,7 @@ static int helper_start(struct http *h, struct err *e)
 		h->pid = 0;
 		return err_set(e, "cannot start the HTTP helper: %s", strerror(rc));
 	}
+	live_note(h->pid, false);
 	h->fd = sv[0];
 	h->stale = false;
 	/* Room for the whole frame first: a buffer grown by realloc would leave copies of the header
@@ -192,7 +233,7 @@ static int helper_start(struct http *h, struct err *e)
 	ag_put_u32(&b, (uint32_t)h->nheaders);
 	for (size_t i = 0; i < h->nheaders; i++)
 		ag_put_str(&b, h->headers[i], strlen(h->headers[i]));
-	rc = hw_send(h->fd, &b);
+	hw_send(h->fd, &b);
 	explicit_bzero(b.p, b.cap);
 	free(b.p);
 	/* A helper that ended at once says nothing yet: the request finds it gone. */
@@ -361,7 +402,7 @@ int http_call(struct http *h, const struct http_req *rq, struct http_resp *rs, s
 	struct err te = {""};
 	int rc = too_large(rq, json, &te);
 	/* Twice at most: a helper that was ending as the request came took none of it. */
-	for (int tries = 0; rc == 0 && tries < 2; tries++) {
+	for (int tries = 0; rc == 0; tries++) {
 		te.msg[0] = '\0';
 		rc = -1;
 		if (h->pid && h->stale)
@@ -384,7 +425,7 @@ int http_call(struct http *h, const struct http_req *rq, struct http_resp *rs, s
 		}
 		err_set(&te, "the HTTP helper (" HTTP_HELPER_NAME ") %s%s",
 			r == -2 ? "did not take the request in time" : "ended before it took the request", how);
-		if (r == -2) /* it may have taken it after all */
+		if (r == -2 || tries == 1) /* it may have taken it after all; or twice is enough */
 			break;
 		rc = 0; /* nothing was sent: once more */
 	}
