@@ -154,9 +154,11 @@ static int run(const struct config *cfg, int mode, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	/* The HTTP helper a backend starts (backends/http/helper.h): not a server at all. */
+	/* The HTTP helper a backend starts (backends/http/helper.h): not a server at all. It ends
+	 * with _exit: nothing of it is buffered, and a sanitizer build's leak check at exit would
+	 * start a tracer process that outlives it when the server kills it meanwhile. */
 	if (argc == 2 && !strcmp(argv[1], HTTP_HELPER_ARG))
-		return http_helper_main();
+		_exit(http_helper_main());
 	struct config cfg;
 	struct err e = {""};
 	int mode = cli_load(&cfg, argc, argv, &e), rc;
