@@ -308,8 +308,9 @@ static int take_answer(struct http *h, const struct http_req *rq, int64_t give_u
 		struct ag_cur c;
 		int r = next_frame(h, give_up, b, &type, &c);
 		if (r <= 0) {
-			char how[96];
-			helper_how(h, how, sizeof how);
+			char how[96] = "";
+			if (r == -1)
+				helper_how(h, how, sizeof how);
 			rc = r == 0 ? err_set(e, "cancelled")
 			   : r == -2 ? err_set(e, "the HTTP helper (" HTTP_HELPER_NAME ") did not answer, long past the request's timeout")
 				     : err_set(e, "the HTTP helper (" HTTP_HELPER_NAME ") ended during the request%s; what "
@@ -416,8 +417,9 @@ int http_call(struct http *h, const struct http_req *rq, struct http_resp *rs, s
 			rc = take_answer(h, rq, give_up, &b, rs, &te);
 			break;
 		}
-		char how[96];
-		helper_how(h, how, sizeof how);
+		char how[96] = "";
+		if (r == -1) /* its socket ended: it is exiting */
+			helper_how(h, how, sizeof how);
 		helper_end(h);
 		if (r == 0) {
 			err_set(&te, "cancelled");
