@@ -165,10 +165,7 @@ def _become(spec, fds, c, resource, signal, keep, dir0, span):
         os._exit(127)
     c[0](_PR_SET_DUMPABLE, 1, 0, 0, 0)
     _cmdline(argv, c[1], span)
-    os.environ.clear()
-    for kv in env:
-        k, _, v = kv.partition(b'=')
-        os.environb[k] = v
+    _environ(env)
     path = os.fsdecode(argv[1])
     sys.argv = [path] + [os.fsdecode(a) for a in argv[2:]]
     sys.orig_argv = [os.fsdecode(a) for a in argv]
@@ -179,6 +176,26 @@ def _become(spec, fds, c, resource, signal, keep, dir0, span):
             del sys.modules[m]
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     return path
+
+
+def _environ(env):
+    """os.environ and C's environment become env (b'KEY=VALUE' strings, in order). Through the
+    mapping both share when it is there: clearing os.environ key by key and setting each through
+    os.environb took about 0.27 ms of a warm call."""
+    data = getattr(os.environ, '_data', None)
+    if not isinstance(data, dict) or getattr(os.environb, '_data', None) is not data:
+        os.environ.clear()
+        for kv in env:
+            k, _, v = kv.partition(b'=')
+            os.environb[k] = v
+        return
+    for k in list(data):
+        os.unsetenv(k)
+    data.clear()
+    for kv in env:
+        k, _, v = kv.partition(b'=')
+        os.putenv(k, v)
+        data[k] = v
 
 
 def _script(path):

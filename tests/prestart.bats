@@ -58,6 +58,8 @@ cases_run() {
 	jqe "$cases_res" '.[] | select(.id == 61).sc | .stdout == "gc cycle del\n"'
 	jqe "$cases_res" '.[] | select(.id == 62).sc | .stdout == "b\na\n"'
 	jqe "$cases_res" '.[] | select(.id == 63).sc | .stdout == "start\nstop\n"'
+	# The environment: in order everywhere, and a change reaches a child's.
+	jqe "$cases_res" '.[] | select(.id == 64).sc | .exit_code == 0 and (.stdout | split("\n") | .[1] == "True" and (.[3] | contains("NEW=1") and (contains("LANG=") | not)) and (.[2] | contains("LANG=C.UTF-8")))'
 }
 
 @test "prestart: the one difference is a frame of the starter below the script's own" {
