@@ -52,26 +52,33 @@ def _nodump():
     return prctl, ctypes.memmove, libc.exit
 
 
-def _site_state():
-    """What `site` looked at when this interpreter started (the folders), and the files of
-    modules it holds from /workspace: what code can change between its start and a call."""
+def _site_paths():
+    """The folders `site` looked at when this interpreter started (the package folders in
+    /workspace and the user site folder), and the files of modules it holds from /workspace or
+    that customize `site`: what code can change between its start and a call. The modules held
+    are the same at a call, so the paths are found once."""
     import site
+    folders = [p for p in sys.path if p.startswith('/workspace/')] + [site.getusersitepackages()]
+    mods = [getattr(m, '__file__', None) for m in list(sys.modules.values())]
+    files = sorted(f for f in mods if isinstance(f, str) and
+                   (f.startswith('/workspace/') or f.endswith(('sitecustomize.py', 'usercustomize.py'))))
+    return folders, files
+
+
+def _site_state(paths):
+    """What is at those paths now: each folder's names (and its .pth files' stats: what a .pth
+    file says is read at start too; bytecode written by imports is not), each file's stat."""
     folders = []
-    for d in [p for p in sys.path if p.startswith('/workspace/')] + [site.getusersitepackages()]:
+    for d in paths[0]:
         try:
             names = sorted(os.listdir(d))
         except OSError as e:
             names = e.errno
-        else:  # what a .pth file says is read at start too; bytecode written by imports is not
+        else:
             names = [(n, _stat(d + '/' + n)) if n.endswith('.pth') else n
                      for n in names if n != '__pycache__']
         folders.append((d, names))
-    files = []
-    mods = [getattr(m, '__file__', None) for m in list(sys.modules.values())]
-    for f in sorted(f for f in mods if isinstance(f, str) and
-                    (f.startswith('/workspace/') or f.endswith(('sitecustomize.py', 'usercustomize.py')))):
-        files.append((f,) + _stat(f))
-    return folders, files
+    return folders, [(f,) + _stat(f) for f in paths[1]]
 
 
 def _stat(f):
@@ -407,7 +414,8 @@ def _serve(preload):
     signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     ctl = socket.socket(fileno=3)
     span = _argspan()
-    state = _site_state()
+    paths = _site_paths()
+    state = _site_state(paths)
     compile(b'pass', _HERE, 'exec', dont_inherit=True)  # what a first compile sets up, done
     # The modules the end of a call uses, imported now and held here: out of sys.modules once
     # the call begins, as in a plain start, and not modules of the script's for _teardown to
@@ -432,7 +440,7 @@ def _serve(preload):
             kind, body, fds = _recv(ctl, socket)
         except (EOFError, OSError):
             os._exit(0)
-        if kind == b'F' and (len(fds) != 2 or _site_state() != state):
+        if kind == b'F' and (len(fds) != 2 or _site_state(paths) != state):
             for fd in fds:
                 os.close(fd)
             ctl.sendall(_frame(b'S') if len(fds) == 2 else _frame(b'E', b'a call needs its two stream fds'))
