@@ -77,7 +77,8 @@ CASES = [
     'import gc\nclass D:\n    def __del__(self): print("gc cycle del")\nd = D(); d.me = d\ngc.keep = d\ndel d',
     # The order of finalizers across generations, and gc.callbacks at the end.
     'import gc\nclass D:\n    def __init__(s, n): s.n = n; s.self = s\n    def __del__(s): print(s.n)\na = D("a"); gc.collect(0); del a\nb = D("b"); del b',
-    'import gc\ngc.callbacks.append(lambda phase, info: print(phase))',    # The environment in order, as os.environ, os.environb and C's environment (a child's) hold it.
+    'import gc\ngc.callbacks.append(lambda phase, info: print(phase))',
+    # The environment in order, as os.environ, os.environb and C's environment (a child's) hold it.
     'import os, subprocess\nprint(list(os.environ.items()))\nprint(list(os.environb) == [k.encode() for k in os.environ])\n'
     'print(subprocess.run(["env"], capture_output=True, text=True).stdout.split("\\n"))\n'
     'os.environ["NEW"] = "1"; del os.environ["LANG"]\nprint(subprocess.run(["env"], capture_output=True, text=True).stdout.split("\\n"))',
