@@ -59,9 +59,11 @@
 #ifndef SANDBOX_AGENT_PROTO_H
 #define SANDBOX_AGENT_PROTO_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #define AG_VERSION 6u
 #define AG_MAX_FRAME (64u << 20)
@@ -234,6 +236,35 @@ static inline const char *ag_get_str(struct ag_cur *c, size_t *n)
 {
 	*n = ag_get_u32(c);
 	return ag_get(c, *n);
+}
+
+/* Blocking reads and writes of whole buffers, for the peers of a frame stream that wait for
+ * nothing else. ag_read_full: 1 when n bytes came, 0 at the end before any, -1 on an error or
+ * an end within them. ag_write_full: 0, or -1 (errno set). */
+static inline int ag_read_full(int fd, void *buf, size_t n)
+{
+	for (size_t got = 0; got < n;) {
+		ssize_t r = read(fd, (char *)buf + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return got || r < 0 ? -1 : 0;
+		got += (size_t)r;
+	}
+	return 1;
+}
+
+static inline int ag_write_full(int fd, const void *buf, size_t n)
+{
+	for (size_t off = 0; off < n;) {
+		ssize_t w = write(fd, (const char *)buf + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		off += (size_t)w;
+	}
+	return 0;
 }
 
 #endif

@@ -83,41 +83,11 @@ static void die(const char *what)
 	_exit(1);
 }
 
-static int read_full(int fd, void *buf, size_t n)
-{
-	unsigned char *p = buf;
-	while (n) {
-		ssize_t r = read(fd, p, n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t n)
-{
-	const unsigned char *p = buf;
-	while (n) {
-		ssize_t r = write(fd, p, n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -1;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 /* Sending fails only when the server is gone; the caller's loop notices on its next read. */
 void send_frame(void)
 {
 	if (ag_frame_end(&out) == 0)
-		(void)write_full(ctl, out.p, out.len);
+		(void)ag_write_full(ctl, out.p, out.len);
 }
 
 void send_simple(uint8_t type, const char *text)
@@ -250,7 +220,7 @@ static void do_put(struct ag_cur *c)
 		send_put_errno(path, errno);
 		return;
 	}
-	if (write_full(fd, data, dlen) < 0) {
+	if (ag_write_full(fd, data, dlen) < 0) {
 		int err = errno;
 		close(fd);
 		send_errno(path, err);
@@ -561,7 +531,7 @@ static void relay_splice(int a, int b)
 					open_a = 0;
 				continue;
 			}
-			if (write_full(to, buf, (size_t)r) < 0)
+			if (ag_write_full(to, buf, (size_t)r) < 0)
 				return;
 		}
 	}
@@ -672,7 +642,7 @@ static void spill_write(struct stream *s, const void *d, size_t n)
 		n = (size_t)(call.spill_max - s->spilled);
 		s->spill_cut = 1;
 	}
-	if (n && write_full(s->spill_fd, d, n) < 0) {
+	if (n && ag_write_full(s->spill_fd, d, n) < 0) {
 		s->spill_errno = errno ? errno : EIO;
 		close(s->spill_fd);
 		s->spill_fd = -1;
@@ -1057,14 +1027,14 @@ static int handle_frame(void)
 {
 	static unsigned char *buf;
 	unsigned char hdr[4];
-	if (read_full(ctl, hdr, 4) < 0)
+	if (ag_read_full(ctl, hdr, 4) <= 0)
 		return -1;
 	uint32_t n = ag_le32(hdr);
 	if (n == 0 || n > AG_MAX_FRAME)
 		return -1;
 	free(buf);
 	buf = malloc(n);
-	if (!buf || read_full(ctl, buf, n) < 0)
+	if (!buf || ag_read_full(ctl, buf, n) <= 0)
 		return -1;
 	struct ag_cur c = {buf + 1, n - 1, 0};
 	switch (buf[0]) {
