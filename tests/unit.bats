@@ -22,8 +22,8 @@ hex() { od -An -tx1 -v | tr -d ' \n'; }
 		vals = [None, True, False, 0, -1, 2**62, 1.5, 0.1, -2.5e-300, 1e300, "", "a", "\"\\/",
 		        "".join(chr(c) for c in range(0, 128)), "h\u00e9 \u20ac \U0001F600 \u2028\u2029\u007f",
 		        [], {}, [[], {}], {"k\n\"": [1, {"": None}]}, {"a": 1, "b": [True, "x" * 70000]}]
-		# Long clean runs with one byte to escape (or not ASCII) at every offset: the 32- and
-		# 8-byte scans and their tails.
+		# Long clean runs with one byte to escape (or not ASCII) at every offset: the 16-byte
+		# scan, the byte it finds in a block, and the tail after the last block.
 		for k in range(0, 100):
 		    for c in ['"', '\\', '\n', '\x01', '\x1f', '\u00e9', ' ', '~', '\x7f']:
 		        vals.append("x" * k + c + "y" * (k % 37))
