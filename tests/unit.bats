@@ -78,6 +78,18 @@ hex() { od -An -tx1 -v | tr -d ' \n'; }
 	done
 }
 
+@test "capture: a stream just past the cap keeps exactly its last half cap, bytes kept before the cap passed included" {
+	local in
+	in=$(mktemp "$BATS_TEST_TMPDIR/in.XXXXXX")
+	seq 1 300 >"$in" # 1,092 bytes: the last 500 are mostly bytes that came before the cap passed
+	for chunk in 1 7 300 995 1092; do
+		run "$HELPER" capture 1000 "$chunk" <"$in"
+		[ "$status" -eq 0 ]
+		printf '%s' "$output" | jq -e --rawfile s "$in" \
+			'.total == 1092 and .cut and .text == $s[:500] + "\n[... 92 bytes left out here; the full output is in /workspace/full ...]\n" + $s[-500:]' >/dev/null
+	done
+}
+
 @test "capture: a cut falls between characters: no U+FFFD appears where a character was split" {
 	# 3-byte characters through a cap that splits them at both ends of the gap.
 	run "$HELPER" capture 1001 13 < <(for _ in $(seq 2000); do printf '\xe2\x82\xac'; done)

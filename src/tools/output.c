@@ -24,8 +24,23 @@ void output_free(struct output *o)
 	o->head = o->tail = NULL;
 }
 
+/* The ring follows the stream from when it passes the cap: until then the head holds every byte
+ * added, so the ring starts as the head's last half cap, and a stream within the cap is copied
+ * once, not twice. */
+static void ring_start(struct output *o, uint64_t more)
+{
+	if (o->ring_live || o->total + more <= o->cap)
+		return;
+	size_t rc = o->cap / 2;
+	size_t k = o->head_len < rc ? o->head_len : rc;
+	memcpy(o->tail, o->head + o->head_len - k, k);
+	o->tail_pos = rc ? k % rc : 0;
+	o->ring_live = true;
+}
+
 void output_skip(struct output *o, uint64_t len)
 {
+	ring_start(o, len);
 	o->total += len;
 }
 
@@ -36,13 +51,15 @@ int output_cut(const struct output *o)
 
 void output_add(struct output *o, const char *buf, size_t len)
 {
+	ring_start(o, len);
 	o->total += len;
 	if (o->head_len < o->cap) {
 		size_t n = o->cap - o->head_len < len ? o->cap - o->head_len : len;
 		memcpy(o->head + o->head_len, buf, n);
 		o->head_len += n;
 	}
-	/* The ring always follows the stream, so the tail is right whenever the cap is passed. */
+	if (!o->ring_live)
+		return;
 	size_t rc = o->cap / 2;
 	if (len > rc) {
 		buf += len - rc;

@@ -6,6 +6,7 @@
 #ifndef SANDBOX_OUTPUT_H
 #define SANDBOX_OUTPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,7 @@ struct output {
 	size_t head_len;
 	char *tail;          /* ring of the last cap/2 bytes, used once total > cap */
 	size_t tail_pos;     /* next write position in the ring */
+	bool ring_live;      /* the ring follows the stream: total passed the cap */
 	uint64_t total;
 };
 
