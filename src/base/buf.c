@@ -5,22 +5,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-void buf_add(struct buf *b, const void *d, size_t n)
+/* Room for n more bytes and the NUL: false once memory ran out. */
+static bool room(struct buf *b, size_t n, bool exact)
 {
 	if (b->oom)
-		return;
+		return false;
 	if (b->len + n + 1 > b->cap) {
-		size_t nc = b->cap ? b->cap : 256;
+		size_t nc = exact ? b->len + n + 1 : b->cap ? b->cap : 256;
 		while (nc < b->len + n + 1)
 			nc *= 2;
 		char *np = realloc(b->p, nc);
 		if (!np) {
 			b->oom = true;
-			return;
+			return false;
 		}
 		b->p = np;
 		b->cap = nc;
 	}
+	return true;
+}
+
+void buf_reserve(struct buf *b, size_t n)
+{
+	if (room(b, n, true) && !b->len)
+		b->p[0] = '\0';
+}
+
+void buf_add(struct buf *b, const void *d, size_t n)
+{
+	if (!room(b, n, false))
+		return;
 	if (n)
 		memcpy(b->p + b->len, d, n);
 	b->len += n;

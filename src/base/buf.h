@@ -15,6 +15,9 @@ struct buf {
 };
 
 void buf_add(struct buf *b, const void *d, size_t n);
+/* Makes room for n more bytes at once, so a buffer whose size is known is not grown step by
+ * step (each step a copy of what it holds). */
+void buf_reserve(struct buf *b, size_t n);
 void buf_str(struct buf *b, const char *s);
 void buf_fmt(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -128,6 +128,11 @@ static int append_clean(char **buf, size_t *len, const char *s, size_t n)
 	char *clean = utf8_sanitize(s, n, &cl);
 	if (!clean)
 		return -1;
+	if (!*buf) {
+		*buf = clean;
+		*len = cl;
+		return 0;
+	}
 	char *nb = realloc(*buf, *len + cl + 1);
 	if (!nb) {
 		free(clean);
@@ -140,14 +145,14 @@ static int append_clean(char **buf, size_t *len, const char *s, size_t n)
 	return 0;
 }
 
-/* The stream's text within budget (JSON cost; SIZE_MAX: no limit). *cut says whether bytes are
- * left out. Caller frees; NULL when out of memory. */
-static char *stream_text(const struct pieces *p, const struct result_stream *st, size_t budget, size_t *len,
-			 bool *cut)
+/* The stream's text within budget (JSON cost; SIZE_MAX: no limit), whole costing `whole` (SIZE_MAX
+ * when its middle is gone). *cut says whether bytes are left out. Caller frees; NULL when out of
+ * memory. */
+static char *stream_text(const struct pieces *p, const struct result_stream *st, size_t whole, size_t budget,
+			 size_t *len, bool *cut)
 {
 	char *t = NULL;
 	*len = 0;
-	size_t whole = p->gap ? SIZE_MAX : result_json_cost(p->a, p->a_len);
 	if (whole <= budget) {
 		*cut = false;
 		return append_clean(&t, len, p->a, p->a_len) < 0 ? NULL : t;
@@ -213,6 +218,7 @@ static char *text_block(const struct result_facts *f, char *const text[2], const
 {
 	struct buf b = {0};
 	char sz[32];
+	buf_reserve(&b, len[0] + len[1] + 1024);
 	if (!f->backend)
 		tb_fmt(&b, "exit_code: %d (no sandbox)\n", f->exit_code);
 	else
@@ -335,7 +341,7 @@ json_t *result_execution(const struct result_facts *f, size_t max, bool cut_out[
 		size_t budget[2] = {b0, b1};
 		for (int i = 0; i < 2; i++) {
 			free(text[i]);
-			text[i] = stream_text(&p[i], &f->s[i], budget[i], &len[i], &cut[i]);
+			text[i] = stream_text(&p[i], &f->s[i], need[i], budget[i], &len[i], &cut[i]);
 			if (!text[i])
 				goto out;
 		}
