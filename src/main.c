@@ -19,6 +19,7 @@
 
 #include "../backends/http/helper.h"
 #include "base/clock.h"
+#include "base/heap.h"
 #include "cli.h"
 #include "base/config.h"
 #include "engine/engine.h"
@@ -41,6 +42,7 @@
 static int serve(const struct config *cfg)
 {
 	struct err e = {""};
+	heap_init();
 	sigset_t sigs;
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);

@@ -10,6 +10,7 @@
 
 #include "../base/buf.h"
 #include "../base/clock.h"
+#include "../base/heap.h"
 #include "../base/jsonw.h"
 
 /* One line waiting for the client. */
@@ -26,6 +27,7 @@ static struct {
 	size_t bytes;              /* queued, not yet written */
 	bool writing;              /* the writer holds a message it took off the queue */
 	bool closed;               /* a write failed: the client is gone */
+	bool wrote;                /* written since the heap was last given back */
 	int fd;
 } out = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1}; /* cv: made by writer_start */
 
@@ -60,8 +62,21 @@ static void *writer_main(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&out.lock);
 	for (;;) {
-		while (!out.head)
-			pthread_cond_wait(&out.cv, &out.lock);
+		while (!out.head) {
+			if (!out.wrote) {
+				pthread_cond_wait(&out.cv, &out.lock);
+				continue;
+			}
+			/* What the last answers used is freed by now: once nothing more comes for a
+			 * while, the server is idle and gives it back. */
+			struct timespec ts = clock_at(clock_ms() + HEAP_IDLE_MS);
+			if (pthread_cond_timedwait(&out.cv, &out.lock, &ts) == ETIMEDOUT && !out.head) {
+				out.wrote = false;
+				pthread_mutex_unlock(&out.lock);
+				heap_release();
+				pthread_mutex_lock(&out.lock);
+			}
+		}
 		struct out_msg *m = out.head;
 		out.head = m->next;
 		if (!out.head)
@@ -85,6 +100,7 @@ static void *writer_main(void *arg)
 		pthread_mutex_lock(&out.lock);
 		out.bytes -= m->len;
 		out.writing = false;
+		out.wrote = true;
 		free(m->line);
 		free(m);
 		if (failed && !out.closed) {
