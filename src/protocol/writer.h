@@ -10,8 +10,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Starts the writer on fd; call it before anything is queued. 0 or -1. */
+/* Starts the writer on fd; call it before anything is queued. 0 or -1. A socket gets a send
+ * buffer of WRITER_SNDBUF bytes, as the kernel counts them (it doubles the figure). */
 int writer_start(int fd);
+#define WRITER_SNDBUF 212992
 
 /* Waits until everything queued was written, the client is gone, or deadline_ms (monotonic)
  * passes; -1 when something was left unwritten. The writer may stay blocked in a write: the
