@@ -39,6 +39,12 @@
 #define FLUSH_MS 250
 #define EXIT_MS 1900
 
+/* The writer has written everything queued: the engine may settle the sandbox. */
+static void output_drained(void *eng)
+{
+	engine_output_drained(eng);
+}
+
 static int serve(const struct config *cfg)
 {
 	struct err e = {""};
@@ -61,10 +67,12 @@ static int serve(const struct config *cfg)
 		return 1;
 	}
 	struct engine *eng;
-	if (engine_start(&eng, cfg, &e) < 0) {
+	static const struct engine_output output = {.drained = writer_drained};
+	if (engine_start(&eng, cfg, &output, &e) < 0) {
 		log_msg(LOG_ERROR, "%s", e.msg);
 		return 1;
 	}
+	writer_on_drained(output_drained, eng);
 	struct mcp *m = mcp_new(cfg, eng);
 	struct reader rd;
 	if (!m || reader_init(&rd, STDIN_FILENO, cfg->max_message) < 0) {
@@ -103,6 +111,7 @@ static int serve(const struct config *cfg)
 		engine_tick(eng);
 	}
 	log_msg(LOG_INFO, "shutting down: %s", why);
+	writer_on_drained(NULL, NULL); /* the engine goes */
 	int64_t t0 = clock_ms();
 	int rc = engine_stop(eng, t0 + SHUTDOWN_MS);
 	if (rc < 0) {

@@ -35,6 +35,10 @@ struct engine {
 	struct job *running;
 	int cancel_fd;             /* eventfd: written to cancel the running call */
 	int wake_fd;               /* eventfd: written when the idle worker has something to do */
+	int drained_fd;            /* eventfd: written when the output has been written */
+	const struct engine_output *output;
+	int64_t settle_by;         /* the sandbox settles by then, or sooner once the output has been
+	                            * written; 0: nothing to settle (the worker's alone) */
 	bool stop;
 	bool preparing;            /* the worker is making a sandbox ahead of the next call */
 	bool done;                 /* the worker has finished */
@@ -217,11 +221,14 @@ static void idle_wait(struct engine *g)
 	int64_t idle = sandbox_idle_deadline(&g->sb);
 	int wfd = sandbox_watch_fd(&g->sb);
 	pthread_mutex_unlock(&g->mu);
-	struct pollfd p[2] = {{g->wake_fd, POLLIN, 0}, {wfd, POLLIN, 0}};
-	int64_t left = idle < 0 ? -1 : idle - clock_ms();
-	int r = poll(p, 2, left < 0 ? -1 : left > 3600000 ? 3600000 : (int)left);
+	struct pollfd p[3] = {{g->wake_fd, POLLIN, 0}, {wfd, POLLIN, 0}, {g->settle_by ? g->drained_fd : -1, POLLIN, 0}};
+	int64_t until = g->settle_by && (idle < 0 || g->settle_by < idle) ? g->settle_by : idle;
+	int64_t left = until < 0 ? -1 : until - clock_ms();
+	int r = poll(p, 3, left < 0 ? -1 : left > 3600000 ? 3600000 : (int)left);
 	if (r > 0 && p[0].revents)
 		drain_eventfd(g->wake_fd);
+	if (r > 0 && p[2].revents)
+		drain_eventfd(g->drained_fd);
 	if (r > 0 && wfd >= 0 && p[1].revents)
 		sandbox_check(&g->sb); /* a sandbox that died is reaped now, not at the next call */
 	if (idle >= 0 && clock_ms() >= idle)
@@ -241,6 +248,19 @@ static void *worker_main(void *arg)
 		if (g->stop)
 			break;
 		struct job *j = STAILQ_FIRST(&g->queue);
+		if (g->settle_by) {
+			/* The last answer on its way: what the sandbox keeps off a call's path starts once
+			 * the client has it, or at once for a call that waits. */
+			if (!j && !g->output->drained() && clock_ms() < g->settle_by) {
+				idle_wait(g);
+				continue;
+			}
+			g->settle_by = 0;
+			pthread_mutex_unlock(&g->mu);
+			sandbox_settle(&g->sb);
+			pthread_mutex_lock(&g->mu);
+			continue;
+		}
 		if (!j && sandbox_ahead_due(&g->sb)) {
 			prepare(g);
 			continue;
@@ -265,8 +285,12 @@ static void *worker_main(void *arg)
 
 		run_job(g, j);
 		j->reply->free(j);
-		/* Its answer, if any, is on its way: the sandbox may start what waits for that. */
-		sandbox_settle(&g->sb);
+		/* Its answer, if any, is on its way: the sandbox may start what waits for that, once
+		 * the client has it. */
+		if (g->output)
+			g->settle_by = clock_ms() + SETTLE_WAIT_MS;
+		else
+			sandbox_settle(&g->sb);
 		title_idle(g);
 		pthread_mutex_lock(&g->mu);
 	}
@@ -280,13 +304,14 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-int engine_start(struct engine **out, const struct config *cfg, struct err *e)
+int engine_start(struct engine **out, const struct config *cfg, const struct engine_output *output, struct err *e)
 {
 	struct engine *g = calloc(1, sizeof *g);
 	if (!g)
 		return err_set(e, "out of memory");
 	g->cfg = cfg;
-	g->cancel_fd = g->wake_fd = -1;
+	g->output = output;
+	g->cancel_fd = g->wake_fd = g->drained_fd = -1;
 	STAILQ_INIT(&g->queue);
 	sandbox_init(&g->sb, cfg);
 	pthread_mutex_init(&g->mu, NULL);
@@ -297,12 +322,16 @@ int engine_start(struct engine **out, const struct config *cfg, struct err *e)
 	pthread_condattr_destroy(&ca);
 	g->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	int rc = g->cancel_fd < 0 || g->wake_fd < 0 ? errno : pthread_create(&g->worker, NULL, worker_main, g);
+	g->drained_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	int rc = g->cancel_fd < 0 || g->wake_fd < 0 || g->drained_fd < 0 ? errno
+									 : pthread_create(&g->worker, NULL, worker_main, g);
 	if (rc) {
 		if (g->cancel_fd >= 0)
 			close(g->cancel_fd);
 		if (g->wake_fd >= 0)
 			close(g->wake_fd);
+		if (g->drained_fd >= 0)
+			close(g->drained_fd);
 		sandbox_shutdown(&g->sb);
 		free(g);
 		errno = rc;
@@ -310,6 +339,11 @@ int engine_start(struct engine **out, const struct config *cfg, struct err *e)
 	}
 	*out = g;
 	return 0;
+}
+
+void engine_output_drained(struct engine *g)
+{
+	kick(g->drained_fd);
 }
 
 int engine_submit(struct engine *g, struct job *j)
@@ -420,6 +454,7 @@ int engine_stop(struct engine *g, int64_t deadline_ms)
 		pthread_join(g->worker, NULL);
 		close(g->cancel_fd);
 		close(g->wake_fd);
+		close(g->drained_fd);
 		pthread_mutex_destroy(&g->mu);
 		pthread_cond_destroy(&g->cv);
 		free(g);

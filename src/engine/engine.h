@@ -64,8 +64,22 @@ struct job {
 	STAILQ_ENTRY(job) queue;
 };
 
-/* Starts the worker. Caller stops it with engine_stop. */
-int engine_start(struct engine **out, const struct config *cfg, struct err *e);
+/* What the engine may know of the client's side of the wire: drained() is true once nothing
+ * the protocol handed over waits to be written to the client, and the protocol calls
+ * engine_output_drained (from any thread) each time that becomes so. */
+struct engine_output {
+	bool (*drained)(void);
+};
+
+/* Starts the worker. Caller stops it with engine_stop. With an output (NULL: none), what the
+ * sandbox starts between calls (sandbox_settle: the next prestarted interpreter) waits, after a
+ * call, until its answer has been written, SETTLE_WAIT_MS at most and not at all when another
+ * call waits: a client taking in a large answer does not share its CPU with that start. */
+int engine_start(struct engine **out, const struct config *cfg, const struct engine_output *output, struct err *e);
+#define SETTLE_WAIT_MS 1000
+
+/* Everything handed over has been written to the client (see struct engine_output). */
+void engine_output_drained(struct engine *g);
 
 /* Queues a job; takes it on success. -1 when the queue is full (the job is not taken). */
 int engine_submit(struct engine *g, struct job *j);

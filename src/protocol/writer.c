@@ -30,6 +30,8 @@ static struct {
 	bool closed;               /* a write failed: the client is gone */
 	bool wrote;                /* written since the heap was last given back */
 	int fd;
+	void (*on_drained)(void *);
+	void *on_drained_ctx;
 } out = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1}; /* cv: made by writer_start */
 
 bool writer_closed(void)
@@ -38,6 +40,22 @@ bool writer_closed(void)
 	bool c = out.closed;
 	pthread_mutex_unlock(&out.lock);
 	return c;
+}
+
+bool writer_drained(void)
+{
+	pthread_mutex_lock(&out.lock);
+	bool d = (!out.head && !out.writing) || out.closed;
+	pthread_mutex_unlock(&out.lock);
+	return d;
+}
+
+void writer_on_drained(void (*fn)(void *ctx), void *ctx)
+{
+	pthread_mutex_lock(&out.lock);
+	out.on_drained = fn;
+	out.on_drained_ctx = ctx;
+	pthread_mutex_unlock(&out.lock);
 }
 
 bool writer_backlog(void)
@@ -112,6 +130,9 @@ static void *writer_main(void *arg)
 			out.bytes = 0;
 		}
 		pthread_cond_broadcast(&out.cv);
+		/* Under the lock: once writer_on_drained(NULL, NULL) returns, no call is under way. */
+		if (!out.head && out.on_drained)
+			out.on_drained(out.on_drained_ctx);
 	}
 	return NULL;
 }

@@ -37,4 +37,12 @@ bool writer_backlog(void);
 /* True once a write to stdout failed (the client is gone). */
 bool writer_closed(void);
 
+/* True when nothing waits to be written (or the client is gone). */
+bool writer_drained(void);
+
+/* fn(ctx) is called on the writer's thread each time it has written all that was queued. It
+ * runs under the writer's lock: quick, and calling nothing of the writer. Once
+ * writer_on_drained(NULL, NULL) has returned, fn is not running and is not called again. */
+void writer_on_drained(void (*fn)(void *ctx), void *ctx);
+
 #endif

@@ -87,7 +87,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	static int out[2];
 	pthread_t t;
 	if (pipe2(out, O_CLOEXEC) < 0 || pthread_create(&t, NULL, check_output, &out[0]) != 0 ||
-	    writer_start(out[1]) < 0 || engine_start(&E, &C, &e) < 0) {
+	    writer_start(out[1]) < 0 || engine_start(&E, &C, NULL, &e) < 0) {
 		fprintf(stderr, "fuzz-message: cannot start: %s\n", e.msg);
 		exit(1);
 	}
