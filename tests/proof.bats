@@ -30,6 +30,39 @@ teardown_file() {
 	jqe "${lines[-1]}" '.calls == 300 and .rss_growth_kb < 1024 and .fds_warm == .fds_end and .left == [] and .bad == []'
 }
 
+@test "memory: an idle server of the release build gives back what its megabyte results used: its RSS falls to where it was" {
+	local t=$BATS_TEST_TMPDIR/mem call
+	# The release build, as the soak's: ASan's quarantine keeps what is freed by design. The
+	# baseline is taken after a first small call, once the server holds what any call needs.
+	run make -C "$REPO_DIR" -s proof-build
+	[ "$status" -eq 0 ]
+	# sh $t FIELD: that field of the server's /proc status, in KiB.
+	printf 'awk -v f="$1:" '\''$1 == f {print $2}'\'' /proc/$(cat %s)/status\n' "$BATS_TEST_TMPDIR/pid" >"$t"
+	call=$(jq -cn '{code: "head -c 1000000 /dev/zero | tr \"\\0\" a"}')
+	run python3 "$SESSION" --stderr "$SERVER_LOG" --timeout 60 --pidfile "$BATS_TEST_TMPDIR/pid" -- "$REPO_DIR/build/proof/sandbox-mcp" \
+		--output-cap 2M --result-max 3M <<EOF
+$INIT
+$INITIALIZED
+$(call_json 0 execute_bash_commands '{"code":"true"}')
+{"wait": 0}
+{"sh": "sh $t VmRSS > $t.before"}
+$(call_json 1 execute_bash_commands "$call")
+{"wait": 1}
+$(call_json 2 execute_bash_commands "$call")
+{"wait": 2}
+$(call_json 3 execute_bash_commands "$call")
+{"wait": 3}
+{"sh": "sh $t VmHWM > $t.peak"}
+{"until": "[ \$(sh $t VmRSS) -le \$((\$(cat $t.before) + 1024)) ]"}
+EOF
+	[ "$status" -eq 0 ]
+	res 3
+	sc '(.stdout | length) == 1000000'
+	# The answers did take memory: the peak is megabytes above where it was before them.
+	echo "before: $(cat "$t.before") KiB, peak: $(cat "$t.peak") KiB"
+	[ "$(cat "$t.peak")" -ge $(($(cat "$t.before") + 4096)) ]
+}
+
 # valgrind_session BACKEND: 60 calls under memcheck; every answer right, nothing left, and the
 # server's log names no error and no definite leak.
 valgrind_session() {

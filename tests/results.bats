@@ -54,33 +54,6 @@ EOF
 	sc '.truncated.stdout == false and (.stdout | length) == 1000000'
 }
 
-@test "an idle server gives back the memory its megabyte results used: its RSS falls to where it was" {
-	local t=$BATS_TEST_TMPDIR/mem call
-	# sh $t FIELD: that field of the server's /proc status, in KiB.
-	printf 'awk -v f="$1:" '\''$1 == f {print $2}'\'' /proc/$(cat %s)/status\n' "$BATS_TEST_TMPDIR/pid" >"$t"
-	call=$(jq -cn '{code: "head -c 1000000 /dev/zero | tr \"\\0\" a"}')
-	run python3 "$SESSION" --stderr "$SERVER_LOG" --timeout 60 --pidfile "$BATS_TEST_TMPDIR/pid" -- "$SANDBOX_MCP" \
-		--output-cap 2M --result-max 3M <<EOF
-$INIT
-$INITIALIZED
-{"sh": "sh $t VmRSS > $t.before"}
-$(call_json 1 execute_bash_commands "$call")
-{"wait": 1}
-$(call_json 2 execute_bash_commands "$call")
-{"wait": 2}
-$(call_json 3 execute_bash_commands "$call")
-{"wait": 3}
-{"sh": "sh $t VmHWM > $t.peak"}
-{"until": "[ \$(sh $t VmRSS) -le \$((\$(cat $t.before) + 1024)) ]"}
-EOF
-	[ "$status" -eq 0 ]
-	res 3
-	sc '(.stdout | length) == 1000000'
-	# The answers did take memory: the peak is megabytes above where it was before them.
-	echo "before: $(cat "$t.before") KiB, peak: $(cat "$t.peak") KiB"
-	[ "$(cat "$t.peak")" -ge $(($(cat "$t.before") + 4096)) ]
-}
-
 @test "a NUL byte does not cut the text block: it shows everything structuredContent has" {
 	tool execute_bash_commands '{"code":"printf \"\\\\0abc\\\\n\"; printf \"x\\\\0y\" >&2"}'
 	sc '.stdout == "\u0000abc\n" and .stderr == "x\u0000y"'
