@@ -42,10 +42,16 @@ bool writer_closed(void)
 	return c;
 }
 
+/* Something still waits to reach a client that is there. Under out.lock. */
+static bool pending(void)
+{
+	return (out.head || out.writing) && !out.closed;
+}
+
 bool writer_drained(void)
 {
 	pthread_mutex_lock(&out.lock);
-	bool d = (!out.head && !out.writing) || out.closed;
+	bool d = !pending();
 	pthread_mutex_unlock(&out.lock);
 	return d;
 }
@@ -166,14 +172,14 @@ int writer_start(int fd)
 int writer_flush(int64_t deadline_ms)
 {
 	pthread_mutex_lock(&out.lock);
-	while ((out.head || out.writing) && !out.closed) {
+	while (pending()) {
 		int64_t left = deadline_ms - clock_ms();
 		if (left <= 0)
 			break;
 		struct timespec ts = clock_at(deadline_ms);
 		pthread_cond_timedwait(&out.cv, &out.lock, &ts);
 	}
-	int rc = (out.head || out.writing) && !out.closed ? -1 : 0;
+	int rc = pending() ? -1 : 0;
 	pthread_mutex_unlock(&out.lock);
 	return rc;
 }
