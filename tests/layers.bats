@@ -1,4 +1,4 @@
-# The source tree's layers (README, "Architecture"): every #include "..." of the project points
+# The source tree's layers (doc/architecture.md): every #include "..." of the project points
 # down, and no backend includes another's files. tests/lib/layers.py holds the layers.
 load lib/helpers
 bats_require_minimum_version 1.5.0

@@ -6,7 +6,7 @@
  *
  * Tool calls reach a Docker backend whose engine socket does not exist, so they fail fast
  * and the fuzzer stays fast; everything before and after the sandbox runs as in the server.
- * Built and run by `make fuzz` (see the README).
+ * Built and run by `make fuzz` (see doc/testing.md).
  */
 #include <fcntl.h>
 #include <jansson.h>

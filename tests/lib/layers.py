@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The include check: every #include "..." of the project points down its layers.
 
-The layers, from the top (README, "Architecture"); a file may include headers of its own folder
+The layers, from the top (doc/architecture.md); a file may include headers of its own folder
 and of any layer below its own, never one above, and a backend never includes another
 backend's files (they are siblings: what two share goes into a layer below them).
 
