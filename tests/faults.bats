@@ -205,3 +205,34 @@ print("ok", len(done))
 	[ "$status" -eq 0 ]
 	[ "$output" = "ok 13" ]
 }
+
+@test "a non-blocking stdout or stdin (a pipe or a socket the parent shares) is waited on, not taken for a client gone: 400 of 400 answers" {
+	for how in pipe socket; do
+		run python3 "$TESTS_DIR/lib/nonblock-client.py" "$how" 400 -- "$SANDBOX_MCP"
+		echo "$how: $output"
+		[ "$status" -eq 0 ]
+		jqe "${lines[${#lines[@]}-1]}" '.answered == 400 and .exit == 0'
+	done
+}
+
+@test "a client that closes its end of stdout while the server is idle is noticed: shutdown within 2 s" {
+	run python3 - "$SANDBOX_MCP" "$SERVER_LOG" <<-'EOF'
+		import json, subprocess, sys, time
+		srv = subprocess.Popen([sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(sys.argv[2], "ab"))
+		srv.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+		srv.stdin.flush()
+		assert json.loads(srv.stdout.readline())["id"] == 1
+		srv.stdout.close()  # stdin stays open: only stdout says the client is gone
+		t0 = time.monotonic()
+		try:
+		    code = srv.wait(timeout=10)
+		except subprocess.TimeoutExpired:
+		    srv.kill()
+		    code = "still running after 10 s"
+		print(json.dumps({"exit": code, "exit_after_ms": int((time.monotonic() - t0) * 1000)}))
+	EOF
+	echo "$output"
+	[ "$status" -eq 0 ]
+	jqe "$output" '.exit == 0 and .exit_after_ms < 2000'
+	grep -q 'shutting down: stdout closed' "$SERVER_LOG"
+}

@@ -1,6 +1,7 @@
 #include "writer.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,20 @@ static void free_queue(struct out_msg *m)
 	}
 }
 
+/* stdout may be non-blocking: O_NONBLOCK belongs to the open file, which a parent can share
+ * with us (its own pipe or socket, made non-blocking). A full pipe is then EAGAIN, not a
+ * client that went away: wait until it drains. 0 once writable (or once the write itself will
+ * tell), -1 when poll fails. */
+static int wait_writable(int fd)
+{
+	struct pollfd p = {fd, POLLOUT, 0};
+	int r;
+	do
+		r = poll(&p, 1, -1);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -1 : 0;
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -114,6 +129,8 @@ static void *writer_main(void *arg)
 		while (left) {
 			ssize_t w = write(out.fd, p, left);
 			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait_writable(out.fd) == 0)
 				continue;
 			if (w <= 0) {
 				failed = true;
