@@ -84,8 +84,11 @@ static int serve(const struct config *cfg)
 	const char *why = "stdin closed";
 	for (;;) {
 		/* While the client is far behind in reading, take no new requests. */
-		struct pollfd p[2] = {{writer_backlog() ? -1 : STDIN_FILENO, POLLIN, 0}, {sfd, POLLIN, 0}};
-		int r = poll(p, 2, 250);
+		/* stdout is polled for nothing: POLLERR (a pipe whose reader closed it) or POLLHUP (a
+		 * socket whose peer is gone) come anyway, and tell a client gone while all is idle. */
+		struct pollfd p[3] = {{writer_backlog() ? -1 : STDIN_FILENO, POLLIN, 0}, {sfd, POLLIN, 0},
+				      {STDOUT_FILENO, 0, 0}};
+		int r = poll(p, 3, 250);
 		if (r < 0 && errno != EINTR) {
 			why = "poll failed";
 			break;
@@ -104,7 +107,7 @@ static int serve(const struct config *cfg)
 			if (mcp_handle_input(m, &rd) == READER_EOF)
 				break;
 		}
-		if (writer_closed()) {
+		if (writer_closed() || (r > 0 && (p[2].revents & (POLLERR | POLLHUP)))) {
 			why = "stdout closed";
 			break;
 		}
