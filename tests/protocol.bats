@@ -18,6 +18,7 @@
 # failing golden case is a server bug to fix, not a file to regenerate.
 
 load lib/helpers
+bats_require_minimum_version 1.5.0
 
 FIXTURES="$TESTS_DIR/fixtures/protocol"
 # A server that leaves a request unanswered must not stall the file for the default 120 s.
@@ -430,6 +431,22 @@ assert_clean_exit() {
 	jqe "$msgs" 'length >= 1'
 	jqe "$msgs" 'all(.[]; (.params | keys) == ["data", "level", "logger"] and (.params.level | IN("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")))'
 	jqe "$msgs" 'all(.[]; has("id") | not)'
+}
+
+@test "logs: a line longer than the log takes is cut on a character boundary, never dropped (stderr and the client)" {
+	local helper="$REPO_DIR/build/test-helper" pad note line
+	[ -x "$helper" ] || skip_or_fail "build/test-helper is missing (make)"
+	# 2,047 bytes are kept (the last three: "…"): with each padding the cut falls at another byte
+	# of a 2-byte "é".
+	for pad in 2039 2040 2041 2042 2043 2044; do
+		note=$("$helper" log "$pad" 2>"$BATS_TEST_TMPDIR/err")
+		jq -e --arg a "$(printf "%${pad}s" | tr ' ' a)" '.method == "notifications/message" and
+			(.params.data | startswith($a) and endswith("\u2026") and (utf8bytelength <= 2047) and
+			 (ltrimstr($a) | rtrimstr("\u2026") | test("^(é)*$")))' <<<"$note" >/dev/null
+		line=$(cat "$BATS_TEST_TMPDIR/err")
+		[ "$line" = "sandbox-mcp: info: $(jq -r .params.data <<<"$note")" ]
+		run ! grep -q 'could not be built' "$BATS_TEST_TMPDIR/err"
+	done
 }
 
 # ------------------------------------------------------------------ the 2026-07-28 revision

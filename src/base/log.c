@@ -4,7 +4,10 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "utf8.h"
 
 static const char *const names[] = {"debug", "info", "notice", "warning", "error", "critical",
 				    "alert", "emergency"};
@@ -63,10 +66,39 @@ void log_thread_is_session(void)
 	session_thread = true;
 }
 
+/* A line longer than LOG_LINE_MAX: cut on a character boundary, with "…" where it was cut
+ * (never inside a character, which would make the rest of the line invalid UTF-8). */
+static void cut_line(char *msg)
+{
+	static const char mark[] = "\xe2\x80\xa6"; /* … */
+	size_t end = LOG_LINE_MAX - (sizeof mark - 1);
+	/* Back to the start of the character that holds byte `end`: it is cut off whole. */
+	while (end > 0 && ((unsigned char)msg[end] & 0xc0) == 0x80)
+		end--;
+	memcpy(msg + end, mark, sizeof mark);
+}
+
 __attribute__((format(printf, 3, 0))) static void emit(int level, bool to_client, const char *fmt, va_list ap)
 {
-	char msg[2048];
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	char msg[LOG_LINE_MAX + 1];
+	int full = vsnprintf(msg, sizeof msg, fmt, ap);
+	if (full < 0)
+		snprintf(msg, sizeof msg, "(a log line could not be formatted)");
+	else if ((size_t)full >= sizeof msg)
+		cut_line(msg);
+	/* A line may quote what code or a client gave (a path, a name): what goes out is valid
+	 * UTF-8 whatever it held, so that the client's notification can always be built. */
+	size_t len = strlen(msg), clean_len = 0;
+	char *clean = NULL;
+	for (size_t i = 0; i < len;) {
+		size_t l = utf8_char_len(msg + i, len - i);
+		if (!l) {
+			clean = utf8_sanitize(msg, len, &clean_len);
+			break;
+		}
+		i += l;
+	}
+	const char *line = clean ? clean : msg;
 
 	pthread_mutex_lock(&lock);
 	int to_stderr = level >= stderr_level;
@@ -79,16 +111,17 @@ __attribute__((format(printf, 3, 0))) static void emit(int level, bool to_client
 		routed_in_flight++;
 	pthread_mutex_unlock(&lock);
 	if (to_stderr)
-		fprintf(stderr, "sandbox-mcp: %s: %s\n", log_level_name(level), msg);
+		fprintf(stderr, "sandbox-mcp: %s: %s\n", log_level_name(level), line);
 	if (sink)
-		sink(level, msg);
+		sink(level, line);
 	if (rfn) {
-		rfn(rctx, level, msg);
+		rfn(rctx, level, line);
 		pthread_mutex_lock(&lock);
 		if (--routed_in_flight == 0)
 			pthread_cond_broadcast(&routed_done);
 		pthread_mutex_unlock(&lock);
 	}
+	free(clean);
 }
 
 void log_msg(int level, const char *fmt, ...)

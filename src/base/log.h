@@ -37,6 +37,10 @@ void log_route_request(log_request_fn fn, void *ctx, int level);
  * the client sink, whatever request runs. */
 void log_thread_is_session(void);
 
+/* The longest line, in bytes: a longer one is cut on a character boundary and ends with "…".
+ * Every line handed on is valid UTF-8 (an invalid byte becomes U+FFFD). */
+#define LOG_LINE_MAX 2047
+
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Like log_msg, to stderr alone: for lines about a request after which nothing may be sent to

@@ -18,6 +18,9 @@
  *   test-helper multipart                stdin read as a multipart answer: a line "NAME FILENAME
  *                                        LEN HEX" per part, then "end" or "malformed"
  *   test-helper utf8                     stdin made valid UTF-8, on stdout
+ *   test-helper log PAD                  logs one line, PAD bytes of "a" then 1000 "é", through
+ *                                        the server's log with a client that asked for every
+ *                                        level: the notification on stdout, the line on stderr
  *   test-helper jsonw                    each line of stdin (a JSON value) written by jsonw and
  *                                        by jansson: "same N" (N: the length jsonw_size says)
  *                                        per line, or "differs" and both texts
@@ -53,8 +56,12 @@
 #include "../../backends/daytona/multipart.h"
 #include "../../backends/hostfs/beneath.h"
 #include "../../backends/hostfs/tree.h"
+#include "../../src/base/clock.h"
 #include "../../src/base/jsonw.h"
+#include "../../src/base/log.h"
 #include "../../src/base/utf8.h"
+#include "../../src/protocol/era.h"
+#include "../../src/protocol/writer.h"
 #include "../../src/tools/output.h"
 #include "../../src/tools/requirements.h"
 #include "../../src/tools/result.h"
@@ -202,6 +209,24 @@ static int cmd_utf8(int argc, char **argv)
 	free(in);
 	free(out);
 	return 0;
+}
+
+static int cmd_log(int argc, char **argv)
+{
+	if (argc != 1)
+		return 2;
+	size_t pad = strtoul(argv[0], NULL, 10);
+	char *msg = malloc(pad + 2001);
+	if (!msg || writer_start(STDOUT_FILENO) < 0)
+		return 1;
+	memset(msg, 'a', pad);
+	for (size_t i = 0; i < 1000; i++)
+		memcpy(msg + pad + 2 * i, "\xc3\xa9", 2);
+	msg[pad + 2000] = 0;
+	log_set_client(era_send_log, LOG_DEBUG);
+	log_msg(LOG_INFO, "%s", msg);
+	free(msg);
+	return writer_flush(clock_ms() + 5000) < 0;
 }
 
 static int cmd_jsonw(int argc, char **argv)
@@ -403,6 +428,7 @@ static const struct {
 	{"multipart", cmd_multipart},
 	{"utf8", cmd_utf8},
 	{"jsonw", cmd_jsonw},
+	{"log", cmd_log},
 	{"capture", cmd_capture},
 	{"result", cmd_result},
 	{"schema", cmd_schema},
