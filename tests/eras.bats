@@ -119,6 +119,56 @@ era_check() {
 		"$WIRE.out" >/dev/null
 }
 
+# resources_check ERA: once a call left a file in a --workspace folder, the Inspector lists the
+# resources and the templates and reads the file; in the modern era each result says how long it
+# may be cached (ttlMs, cacheScope), as the 2026-07-28 client requires.
+resources_check() {
+	local era=$1
+	tapped_server "res-$era"
+	ws="$BATS_TEST_TMPDIR/ws-$era"
+	inspect "$era" --workspace "$ws" --method tools/call --tool-name execute_bash_commands \
+		--tool-args-json '{"code": "printf \"hello\\n\" > note.txt"}'
+	jqe "$output" '.result.structuredContent.exit_code == 0'
+	inspect "$era" --workspace "$ws" --method resources/list
+	jqe "$output" '[.result.resources[].uri] == ["sandbox://workspace/note.txt"]'
+	inspect "$era" --workspace "$ws" --method resources/templates/list
+	jqe "$output" '.result.resourceTemplates == []'
+	inspect "$era" --workspace "$ws" --method resources/read --uri sandbox://workspace/note.txt
+	jqe "$output" '.result.contents[0].text == "hello\n"'
+	wire_methods >&2
+	# Each of the three results went over the wire (and the Inspector took it).
+	[ "$(jq -c 'select(.result.resources != null or .result.resourceTemplates != null or .result.contents != null)' \
+		"$WIRE.out" | wc -l)" -eq 3 ]
+}
+
+@test "eras: the Inspector CLI in protocolEra legacy lists resources and templates and reads one" {
+	inspector_cli
+	resources_check legacy
+	run ! grep -q 'server/discover' "$WIRE.in"
+	jq -e -s 'map(select(.result != null)) | all(.result | has("resultType") or has("ttlMs") | not)' "$WIRE.out" >/dev/null
+}
+
+@test "eras: the Inspector CLI in protocolEra auto lists resources and templates and reads one, modern" {
+	inspector_cli
+	resources_check auto
+	run ! grep -q '"method":"initialize"' "$WIRE.in"
+	jq -e -s 'map(select(.result.resources != null or .result.resourceTemplates != null or .result.contents != null))
+		| length == 3 and all(.result | .resultType == "complete" and (.ttlMs | type) == "number" and .cacheScope == "private")' \
+		"$WIRE.out" >/dev/null
+}
+
+@test "eras: the Inspector CLI in protocolEra modern lists resources and templates and reads one" {
+	inspector_cli
+	resources_check modern
+	run ! grep -q '"method":"initialize"' "$WIRE.in"
+	# The workspace changes with every call: its list and its files are never cached; the
+	# templates (none) are fixed, as the tools are.
+	jq -e -s 'map(select(.result.resources != null or .result.contents != null)) | length == 2 and
+		all(.result | .resultType == "complete" and .ttlMs == 0 and .cacheScope == "private")' "$WIRE.out" >/dev/null
+	jq -e -s 'map(select(.result.resourceTemplates != null)) | length == 1 and
+		all(.result | .ttlMs == 3600000 and .cacheScope == "private")' "$WIRE.out" >/dev/null
+}
+
 @test "resources: the Inspector CLI lists and reads the workspace (a --workspace folder, which outlives each of its servers)" {
 	inspector_cli
 	tapped_server resources

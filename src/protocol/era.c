@@ -84,6 +84,15 @@ int era_read(json_t *id, const json_t *params, struct era *out, json_t **error)
 	return 0;
 }
 
+json_t *era_cacheable(const struct era *e, json_t *result, long ttl_ms)
+{
+	if (result && e->modern) {
+		json_object_set_new(result, "ttlMs", json_integer(ttl_ms));
+		json_object_set_new(result, "cacheScope", json_string("private"));
+	}
+	return result;
+}
+
 json_t *era_server_info(bool with_title)
 {
 	json_t *info = json_pack("{s:s, s:s, s:s}", "name", "sandbox-mcp", "title", "Sandbox MCP", "version",

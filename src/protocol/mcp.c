@@ -23,9 +23,12 @@ static const char instructions[] =
 	"sandbox whose /workspace persists between calls until cleanup_sandbox. Calls run one at "
 	"a time. Each call starts fresh processes: keep state in files.";
 
-/* How long a client may cache server/discover and tools/list: both are fixed for the life of
- * the process. "private": they describe this user's configuration (network policy, wheelhouse). */
+/* How long a client may cache server/discover, tools/list and resources/templates/list: they
+ * are fixed for the life of the process. "private": they describe this user's configuration
+ * (network policy, wheelhouse). The workspace's list and its files change with every call:
+ * resources/list and resources/read are not to be cached (0). */
 #define CACHE_TTL_MS 3600000
+#define WORKSPACE_TTL_MS 0
 
 struct mcp {
 	const struct config *cfg;
@@ -62,6 +65,8 @@ static void job_result(struct job *j, json_t *result)
 {
 	/* What the job changed is told after its response, and after its batch's. */
 	rpc_batch_hold(MJ(j)->batch);
+	if (j->kind != JOB_TOOL)
+		result = era_cacheable(&MJ(j)->era, result, WORKSPACE_TTL_MS);
 	rpc_respond(MJ(j)->batch, rpc_result(j->id, era_result(&MJ(j)->era, result)));
 }
 
@@ -231,12 +236,7 @@ static void m_tools_list(struct mcp *m, struct request *rq)
 		refuse(rq, RPC_INVALID_PARAMS, "Invalid params: unknown cursor (the tool list has one page)");
 		return;
 	}
-	json_t *result = json_pack("{s:o}", "tools", tools_list());
-	if (result && rq->era.modern) {
-		json_object_set_new(result, "ttlMs", json_integer(CACHE_TTL_MS));
-		json_object_set_new(result, "cacheScope", json_string("private"));
-	}
-	answer(rq, result);
+	answer(rq, era_cacheable(&rq->era, json_pack("{s:o}", "tools", tools_list()), CACHE_TTL_MS));
 }
 
 static void m_tools_call(struct mcp *m, struct request *rq)
@@ -297,7 +297,7 @@ static void m_resources_read(struct mcp *m, struct request *rq)
 static void m_templates_list(struct mcp *m, struct request *rq)
 {
 	(void)m;
-	answer(rq, json_pack("{s:[]}", "resourceTemplates"));
+	answer(rq, era_cacheable(&rq->era, json_pack("{s:[]}", "resourceTemplates"), CACHE_TTL_MS));
 }
 
 static void m_set_level(struct mcp *m, struct request *rq)
