@@ -38,9 +38,10 @@ int era_read(json_t *id, const json_t *params, struct era *out, json_t **error);
  * _meta's serverInfo. Stolen and returned (NULL stays NULL). */
 json_t *era_result(const struct era *e, json_t *result);
 
-/* A modern result of a cacheable method (tools/list and the resources' three) says how long the client may
- * keep it: ttlMs (ms; 0: not at all) and cacheScope "private" (it describes this user's
- * sandbox and configuration). Legacy results are left as they are. result stolen and returned. */
+/* A modern result of a cacheable method (tools/list, resources/list, resources/read,
+ * resources/templates/list) says how long the client may keep it: ttlMs (ms; 0: not at all)
+ * and cacheScope "private" (it describes this user's sandbox and configuration). Legacy
+ * results are left as they are. result stolen and returned. */
 json_t *era_cacheable(const struct era *e, json_t *result, long ttl_ms);
 
 /* The server's identity (new reference); `title` is left out for revisions before 2025-06-18. */
