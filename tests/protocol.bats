@@ -449,6 +449,42 @@ assert_clean_exit() {
 	done
 }
 
+@test "ids and progress tokens past 64 bits or a double's range are answered, echoed digit for digit" {
+	# jansson holds none of these: each was a parse error with a null id, never answered. They
+	# are checked on the raw lines (jq would round them to doubles).
+	local nums=(9223372036854775808 18446744073709551616 -9223372036854775809 1e400 123456789012345678901234567890)
+	local script="$INIT" n i=0
+	for n in "${nums[@]}"; do
+		script+=$'\n'"$(jq -cn --arg l "{\"jsonrpc\":\"2.0\",\"id\":$n,\"method\":\"ping\"}"$'\n' '{raw: $l}')"
+		script+=$'\n'"$(jq -cn --arg n "$n" '{wait_line: ("^\\{\"jsonrpc\":\"2.0\",\"id\":" + ($n | gsub("[.+]"; "\\\\\\(.)")) + ",\"result\":\\{\\}\\}$")}')"
+	done
+	# A call per number, the number its id and its progress token: it runs past a second, so
+	# it gets progress.
+	for n in "${nums[@]}"; do
+		i=$((i + 1))
+		script+=$'\n'"$(jq -cn --arg l "{\"jsonrpc\":\"2.0\",\"id\":$n,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_bash_commands\",\"arguments\":{\"code\":\"sleep 1.3; echo call$i\"},\"_meta\":{\"progressToken\":$n}}}"$'\n' '{raw: $l}')"
+		script+=$'\n'"$(jq -cn --arg i "$i" '{wait_line: ("call" + $i + "\\\\n")}')"
+	done
+	mcp_session <<<"$script"
+	i=0
+	for n in "${nums[@]}"; do
+		i=$((i + 1))
+		printf '%s\n' "$output" | grep -qxF "{\"jsonrpc\":\"2.0\",\"id\":$n,\"result\":{}}"
+		printf '%s\n' "$output" | grep -F "\"id\":$n," | grep -qF "call$i\\n"
+		printf '%s\n' "$output" | grep -F '"method":"notifications/progress"' | grep -qF "\"progressToken\":$n,"
+	done
+	# Past a double's range where it is not echoed: the request is refused, with its id.
+	mcp_session <<-EOF
+		$INIT
+		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_bash_commands\",\"arguments\":{\"code\":\"true\",\"timeout_s\":1e400}}}\n"}
+		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":1e400}\n"}
+		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"n\":18446744073709551616}}\n"}
+	EOF
+	jqe "$(response 1)" '.error.code == -32602 and .error.message == "Invalid params: the number 1e400 is past the range of a double"'
+	jqe "$(response 2)" '.error.code == -32600'
+	jqe "$(response 3)" '.result == {}'
+}
+
 # ------------------------------------------------------------------ the 2026-07-28 revision
 
 # modern_meta [EXTRA_JSON]: the _meta of a 2026-07-28 request, with EXTRA's members added.

@@ -107,6 +107,27 @@ static void by_jansson(const json_t *j, struct buf *b)
 	free(t);
 }
 
+json_t *jsonw_number(const char *text, size_t n)
+{
+	char *s = malloc(n + 1);
+	if (!s)
+		return NULL;
+	s[0] = (char)0xff;
+	memcpy(s + 1, text, n);
+	json_t *j = json_stringn_nocheck(s, n + 1);
+	free(s);
+	return j;
+}
+
+const char *jsonw_number_text(const json_t *j, size_t *n)
+{
+	const char *s = json_string_value(j);
+	if (!s || json_string_length(j) < 2 || (unsigned char)s[0] != 0xff)
+		return NULL;
+	*n = json_string_length(j) - 1;
+	return s + 1;
+}
+
 void jsonw_dump(const json_t *j, struct buf *b)
 {
 	char num[32];
@@ -135,7 +156,10 @@ void jsonw_dump(const json_t *j, struct buf *b)
 		buf_add(b, "]", 1);
 		break;
 	case JSON_STRING:
-		string(b, json_string_value(j), json_string_length(j));
+		if ((k = jsonw_number_text(j, &n)))
+			buf_add(b, k, n);
+		else
+			string(b, json_string_value(j), json_string_length(j));
 		break;
 	case JSON_INTEGER:
 		buf_add(b, num, (size_t)snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(j)));
@@ -170,6 +194,8 @@ size_t jsonw_size(const json_t *j)
 			n += 1 + jsonw_size(v);
 		return n ? n + 1 : 2;
 	case JSON_STRING:
+		if (jsonw_number_text(j, &n))
+			return n;
 		return 2 + jsonw_string_size(json_string_value(j), json_string_length(j));
 	default:
 		return json_dumpb(j, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);

@@ -13,6 +13,15 @@
 
 #include "buf.h"
 
+/* A JSON number jansson cannot hold (an integer past 64 bits, a real past a double's range),
+ * kept as the text the client wrote it in, so that an id or a progress token goes back digit
+ * for digit: jsonw writes it as that number. It is a jansson string whose first byte is 0xFF,
+ * which no JSON text can put in a string (jansson's strings are valid UTF-8): no string a
+ * client sends is ever taken for one. New reference; NULL when out of memory. */
+json_t *jsonw_number(const char *text, size_t n);
+/* The number's text (borrowed) when j is a jsonw_number, else NULL; *n its length. */
+const char *jsonw_number_text(const json_t *j, size_t *n);
+
 /* Appends j's JSON text to b (b->oom when memory ran out). */
 void jsonw_dump(const json_t *j, struct buf *b);
 

@@ -4,17 +4,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bignum.h"
 #include "era.h"
+#include "../base/jsonw.h"
 #include "../base/log.h"
 #include "rpc.h"
 #include "writer.h"
 #include "../tools/tools.h"
 
+/* A JSON string as the client sent it: not a number kept as its text (bignum.h). */
+static bool is_text(const json_t *j)
+{
+	size_t n;
+	return json_is_string(j) && !jsonw_number_text(j, &n);
+}
+
 /* The string value of j when it is a JSON string without NUL characters, else NULL: such a
  * string cannot equal any name we know, and must not compare equal to a prefix of one. */
 static const char *plain_string(const json_t *j)
 {
-	const char *v = json_string_value(j);
+	const char *v = is_text(j) ? json_string_value(j) : NULL;
 	return v && strlen(v) == json_string_length(j) ? v : NULL;
 }
 
@@ -354,16 +363,16 @@ static int envelope(json_t *msg, struct rpc_batch *batch, const char **meth)
 	bool id_ok = json_is_string(id) || json_is_integer(id);
 	bool params_ok = !params || json_is_object(params) || json_is_array(params);
 	const char *ver = plain_string(json_object_get(msg, "jsonrpc")), *bad = NULL;
-	bool response = !json_is_string(method) && (json_object_get(msg, "result") || json_object_get(msg, "error"));
+	bool response = !is_text(method) && (json_object_get(msg, "result") || json_object_get(msg, "error"));
 	/* A response to us (we send no requests), or a notification with bad params: dropped. */
-	if (json_is_object(msg) && (response || (!params_ok && !id && json_is_string(method) && ver &&
+	if (json_is_object(msg) && (response || (!params_ok && !id && is_text(method) && ver &&
 						 !strcmp(ver, "2.0")))) {
 		rpc_batch_drop(batch);
 		return -1;
 	}
 	if (!json_is_object(msg))
 		bad = "Invalid Request: not a JSON-RPC object";
-	else if (!json_is_string(method))
+	else if (!is_text(method))
 		bad = "Invalid Request: no method";
 	else if (!ver || strcmp(ver, "2.0"))
 		bad = "Invalid Request: jsonrpc must be \"2.0\"";
@@ -387,6 +396,17 @@ static void handle_message(struct mcp *m, json_t *msg, struct rpc_batch *batch)
 		return;
 	struct request rq = {.id = json_object_get(msg, "id"), .params = json_object_get(msg, "params"),
 			     .era = {.modern = false, .log_level = LOG_OFF}, .batch = batch};
+	/* Numbers past what jansson holds stay as sent where they are echoed; elsewhere they are
+	 * doubles, and one past a double's range is refused. */
+	char why[200];
+	if (bignum_settle(msg, why, sizeof why) < 0) {
+		if (rq.id)
+			refuse(&rq, RPC_INVALID_PARAMS, why);
+		else
+			rpc_batch_drop(batch);
+		return;
+	}
+	rq.params = json_object_get(msg, "params");
 	if (!rq.id) {
 		notification(m, meth, rq.params, batch);
 		return;
@@ -417,7 +437,7 @@ static bool batches_allowed(const struct mcp *m)
 void mcp_handle_line(struct mcp *m, const char *line, size_t len)
 {
 	json_error_t je;
-	json_t *msg = json_loadb(line, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &je);
+	json_t *msg = bignum_loadb(line, len, &je);
 	if (!msg) {
 		char text[300];
 		snprintf(text, sizeof text, "Parse error: %s (at character %d)", je.text, je.position);
