@@ -46,6 +46,9 @@ static const struct opt opts[] = {
 	{"queue", "SANDBOX_QUEUE", OPT_COUNT, F(queue_max), "16", "calls that may wait behind the running one"},
 	{"max-message", "SANDBOX_MAX_MESSAGE", OPT_SIZE, F(max_message), "16M", "longest request line accepted"},
 	{"keep", "SANDBOX_KEEP", OPT_BOOL, F(keep), "false", "keep the sandbox and workspace at shutdown"},
+	{"shutdown-budget", "SANDBOX_SHUTDOWN_BUDGET", OPT_SECONDS, F(shutdown_budget_s), "10",
+	 "on stdin EOF, seconds the requests already read may take to be answered (0: none); then "
+	 "shutdown"},
 	{"workspace", "SANDBOX_WORKSPACE", OPT_STR, F(workspace_dir), "",
 	 "host folder that is the workspace, kept across restarts (Daytona copies it in, and each call's "
 	 "changes back); cleanup_sandbox empties it"},

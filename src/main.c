@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,31 @@
 static void output_drained(void *eng)
 {
 	engine_output_drained(eng);
+}
+
+/* stdin ended: the requests read before are answered as they finish, for budget_s at most,
+ * unless a signal comes or the client goes first. Why the server then shuts down. */
+static const char *answer_what_was_read(struct engine *eng, double budget_s, int sfd)
+{
+	int64_t until = clock_ms() + (int64_t)(budget_s * 1000);
+	log_msg(LOG_INFO, "stdin closed: answering the requests read, for %g s at most", budget_s);
+	for (;;) {
+		if (!engine_pending(eng))
+			return "stdin closed, every request read answered";
+		int64_t left = until - clock_ms();
+		if (left <= 0)
+			return "stdin closed, and the shutdown budget is spent";
+		struct pollfd p[2] = {{sfd, POLLIN, 0}, {STDOUT_FILENO, 0, 0}};
+		int r = poll(p, 2, left < 250 ? (int)left : 250);
+		if (r > 0 && p[0].revents) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+				return strsignal((int)si.ssi_signo);
+		}
+		if (writer_closed() || (r > 0 && (p[1].revents & (POLLERR | POLLHUP))))
+			return "stdout closed";
+		engine_tick(eng);
+	}
 }
 
 static int serve(const struct config *cfg)
@@ -82,6 +108,7 @@ static int serve(const struct config *cfg)
 	log_thread_is_session();
 	log_msg(LOG_INFO, "sandbox-mcp %s ready (backend %s)", SANDBOX_MCP_VERSION, cfg->backend);
 	const char *why = "stdin closed";
+	bool eof = false;
 	for (;;) {
 		/* While the client is far behind in reading, take no new requests. */
 		/* stdout is polled for nothing: POLLERR (a pipe whose reader closed it) or POLLHUP (a
@@ -104,8 +131,10 @@ static int serve(const struct config *cfg)
 				why = "stdin read error";
 				break;
 			}
-			if (mcp_handle_input(m, &rd) == READER_EOF)
+			if (mcp_handle_input(m, &rd) == READER_EOF) {
+				eof = true;
 				break;
+			}
 		}
 		if (writer_closed() || (r > 0 && (p[2].revents & (POLLERR | POLLHUP)))) {
 			why = "stdout closed";
@@ -113,6 +142,8 @@ static int serve(const struct config *cfg)
 		}
 		engine_tick(eng);
 	}
+	if (eof && engine_pending(eng) && cfg->shutdown_budget_s > 0)
+		why = answer_what_was_read(eng, cfg->shutdown_budget_s, sfd);
 	log_msg(LOG_INFO, "shutting down: %s", why);
 	writer_on_drained(NULL, NULL); /* the engine goes */
 	int64_t t0 = clock_ms();

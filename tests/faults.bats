@@ -236,3 +236,47 @@ print("ok", len(done))
 	jqe "$output" '.exit == 0 and .exit_after_ms < 2000'
 	grep -q 'shutting down: stdout closed' "$SERVER_LOG"
 }
+
+@test "a pipe of requests gets every answer, in order: EOF waits for what was read (within the shutdown budget)" {
+	local calls t0 ms
+	calls=$(printf '%s\n' "$INIT" \
+		"$(call_json 1 execute_bash_commands '{"code":"echo bash-ran"}')" \
+		"$(call_json 2 execute_python '{"script":"print(6 * 7)"}')" \
+		"$(call_json 3 execute_bash_commands '{"code":"echo kept > note.txt"}')" \
+		"$(call_json 4 execute_python '{"script":"print(open(\"note.txt\").read().strip())"}')" \
+		'{"jsonrpc":"2.0","id":5,"method":"resources/list"}')
+	t0=$(date +%s%N)
+	run bash -c 'printf "%s\n" "$1" | "$2" 2>>"$3"' _ "$calls" "$SANDBOX_MCP" "$SERVER_LOG"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "$output" | cut -c1-200
+	[ "$status" -eq 0 ]
+	# Within the default budget (10 s), and every line of stdout is JSON.
+	[ "$ms" -lt 10000 ]
+	printf '%s\n' "$output" | jq -e -s 'map(select(.id != null) | .id) == ["init", 1, 2, 3, 4, 5]' >/dev/null
+	jqe "$(response 1)" '.result.structuredContent.stdout == "bash-ran\n"'
+	jqe "$(response 2)" '.result.structuredContent.stdout == "42\n"'
+	jqe "$(response 3)" '.result.structuredContent.exit_code == 0'
+	jqe "$(response 4)" '.result.structuredContent.stdout == "kept\n"'
+	jqe "$(response 5)" '[.result.resources[].uri] == ["sandbox://workspace/note.txt"]'
+	grep -q 'shutting down: stdin closed, every request read answered' "$SERVER_LOG"
+}
+
+@test "EOF: a call that runs past the shutdown budget is killed, logged and not answered; exit within the budget + 2 s" {
+	local calls t0 ms marker="sbx-budget-$$-$RANDOM"
+	calls=$(printf '%s\n' "$INIT" \
+		"$(call_json 1 execute_bash_commands "{\"code\":\"sleep 30; : $marker\"}")" \
+		'{"jsonrpc":"2.0","id":"after","method":"resources/list"}')
+	t0=$(date +%s%N)
+	run bash -c 'printf "%s\n" "$1" | "$2" --shutdown-budget 2 2>>"$3"' _ "$calls" "$SANDBOX_MCP" "$SERVER_LOG"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "$output" | cut -c1-200
+	cat "$SERVER_LOG"
+	[ "$status" -eq 0 ]
+	[ "$ms" -ge 2000 ]
+	[ "$ms" -lt 4000 ]
+	printf '%s\n' "$output" | jq -e -s 'map(select(.id != null) | .id) == ["init"]' >/dev/null
+	grep -q 'shutting down: stdin closed, and the shutdown budget is spent' "$SERVER_LOG"
+	grep -qF 'shutting down: request 1 (tools/call execute_bash_commands) not answered: it was still running' "$SERVER_LOG"
+	grep -qF 'shutting down: request "after" (resources/list) not answered: it had not started' "$SERVER_LOG"
+	no_process_matching "$marker"
+}

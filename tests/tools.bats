@@ -529,13 +529,16 @@ EOF
 	jqe "$result" '.isError == true'
 }
 
+# shutdown_case STEP [SERVER ARGS...]
 shutdown_case() {
+	local step=$1
+	shift
 	marker="sbx-shutdown-$$-$RANDOM"
-	mcp_session <<EOF
+	mcp_session "$@" <<EOF
 $INIT
 $(call_json 1 execute_bash_commands "$(bash_args "echo x > f; setsid $(sleeper "$marker") & $(sleeper "$marker")")")
 $(until_running "$marker")
-$1
+$step
 {"expect_exit": 5}
 EOF
 	exit_line=$(printf '%s\n' "$output" | jq -c 'select(.exit != null)')
@@ -544,8 +547,8 @@ EOF
 	[ -z "$(sandbox_dirs)" ]
 }
 
-@test "shutdown on stdin EOF within 2 s: call killed, sandbox and workspace removed" {
-	shutdown_case '{"close": true}'
+@test "shutdown on stdin EOF within 2 s with --shutdown-budget 0: call killed, sandbox and workspace removed" {
+	shutdown_case '{"close": true}' --shutdown-budget 0
 }
 
 @test "shutdown on SIGTERM within 2 s" {

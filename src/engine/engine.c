@@ -10,7 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/buf.h"
 #include "../base/clock.h"
+#include "../base/jsonw.h"
 #include "../tools/resources.h"
 #include "../base/log.h"
 #include "../base/title.h"
@@ -42,6 +44,7 @@ struct engine {
 	bool stop;
 	bool preparing;            /* the worker is making a sandbox ahead of the next call */
 	bool done;                 /* the worker has finished */
+	bool handling;             /* the worker took a job and has not freed it yet */
 	unsigned long seq;
 	struct sandbox sb;         /* the worker's alone */
 	/* progress of the running call, under mu */
@@ -271,6 +274,7 @@ static void *worker_main(void *arg)
 		}
 		STAILQ_REMOVE_HEAD(&g->queue, queue);
 		g->queued--;
+		g->handling = true;
 		/* Its kick is spent (submits kick under mu): a sandbox made ahead after it sees only
 		 * later requests on wake_fd. */
 		if (!g->queued)
@@ -285,6 +289,9 @@ static void *worker_main(void *arg)
 
 		run_job(g, j);
 		j->reply->free(j);
+		pthread_mutex_lock(&g->mu);
+		g->handling = false;
+		pthread_mutex_unlock(&g->mu);
 		/* Its answer, if any, is on its way: the sandbox may start what waits for that, once
 		 * the client has it. */
 		if (g->output)
@@ -422,6 +429,26 @@ void engine_tick(struct engine *g)
 	pthread_mutex_unlock(&g->mu);
 }
 
+bool engine_pending(struct engine *g)
+{
+	pthread_mutex_lock(&g->mu);
+	bool p = g->handling || g->queued;
+	pthread_mutex_unlock(&g->mu);
+	return p;
+}
+
+/* Says in the log that j gets no answer: its id as the client sent it, and its method. */
+static void log_unanswered(const struct job *j, const char *why)
+{
+	struct buf b = {0};
+	jsonw_dump(j->id, &b);
+	const char *method = j->kind == JOB_TOOL ? "tools/call" : j->kind == JOB_RESOURCES_LIST ? "resources/list"
+											 : "resources/read";
+	log_local(LOG_NOTICE, "shutting down: request %.200s (%s%s%s) not answered: %s", b.p && !b.oom ? b.p : "?",
+		  method, j->kind == JOB_TOOL ? " " : "", j->kind == JOB_TOOL ? tools_name(j->tool) : "", why);
+	buf_free(&b);
+}
+
 int engine_stop(struct engine *g, int64_t deadline_ms)
 {
 	pthread_mutex_lock(&g->mu);
@@ -429,12 +456,18 @@ int engine_stop(struct engine *g, int64_t deadline_ms)
 	struct job *q = STAILQ_FIRST(&g->queue);
 	STAILQ_INIT(&g->queue);
 	g->queued = 0;
+	if (g->running && !g->running->cancelled) {
+		/* Whatever it does now, it is not answered: its result would come too late. */
+		g->running->cancelled = true;
+		log_unanswered(g->running, "it was still running");
+	}
 	if (g->running || g->preparing)
 		kick(g->cancel_fd);
 	kick(g->wake_fd);
 	pthread_mutex_unlock(&g->mu);
 	while (q) {
 		struct job *n = STAILQ_NEXT(q, queue);
+		log_unanswered(q, "it had not started");
 		q->reply->drop(q);
 		q->reply->free(q);
 		q = n;

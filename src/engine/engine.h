@@ -91,8 +91,14 @@ void engine_cancel(struct engine *g, const json_t *request_id);
 /* Called by the reader at least every 250 ms: sends progress for the running call. */
 void engine_tick(struct engine *g);
 
+/* True while a request handed over is queued, or runs and has not had its answer handed back
+ * yet: what a shutdown on EOF waits for (within its budget) before engine_stop. */
+bool engine_pending(struct engine *g);
+
 /* Kills the running call, drops the queue, removes the sandbox and joins the worker, all
- * within deadline_ms (monotonic); returns -1 if the worker did not finish in time. */
+ * within deadline_ms (monotonic); returns -1 if the worker did not finish in time. Each request
+ * that gets no answer so (the running one, the queued ones) is logged with its id and method,
+ * one line each. */
 int engine_stop(struct engine *g, int64_t deadline_ms);
 
 #endif
