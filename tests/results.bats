@@ -167,3 +167,31 @@ EOF
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"holds no wheels"* ]]
 }
+
+@test "one file, one media type: a tool result's files, resources/list and resources/read name the same, told by the bytes" {
+	# A PNG and a JPEG without their extensions, a PNG whose name says text, a text file with
+	# no extension and a binary blob.
+	local code='mkdir -p outputs; cd outputs
+printf "\211PNG\r\n\032\n\0\0\0\rIHDR\0\0\0\1\0\0\0\1\10\2\0\0\0" > plot.dat
+printf "\377\330\377\340\0\20JFIF\0" > photo
+cp plot.dat fake.txt
+printf "hello\n" > notes
+printf "\0\1\2\377\376" > blob.bin'
+	local want='{"outputs/blob.bin": "application/octet-stream", "outputs/fake.txt": "image/png",
+		"outputs/notes": "text/plain", "outputs/photo": "image/jpeg", "outputs/plot.dat": "image/png"}'
+	local script f i=10
+	script=$(printf '%s\n' "$INIT" "$(call_json 1 execute_bash_commands "$(jq -cn --arg c "$code" '{code: $c}')")" '{"wait": 1}' \
+		'{"jsonrpc":"2.0","id":2,"method":"resources/list"}')
+	for f in blob.bin fake.txt notes photo plot.dat; do
+		i=$((i + 1))
+		script+=$'\n'"{\"jsonrpc\":\"2.0\",\"id\":$i,\"method\":\"resources/read\",\"params\":{\"uri\":\"sandbox://workspace/outputs/$f\"}}"
+	done
+	mcp_session <<<"$script"
+	# The tool result: each file's mime_type (the images also come back as image content).
+	jqe "$(response 1 | jq -c '.result.structuredContent.artifacts | map({(.path): .mime_type}) | add')" ". == $want"
+	jqe "$(response 1 | jq -c '[.result.content[] | select(.type == "image") | .mimeType] | sort')" '. == ["image/jpeg", "image/png", "image/png"]'
+	# resources/list names the same type for each.
+	jqe "$(response 2 | jq -c '.result.resources | map({(.name): .mimeType}) | add')" ". == $want"
+	# resources/read too.
+	jqe "$(for i in 11 12 13 14 15; do response $i; done | jq -c -s 'map(.result.contents[0] | {(.uri | ltrimstr("sandbox://workspace/")): .mimeType}) | add')" ". == $want"
+}

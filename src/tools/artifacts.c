@@ -189,7 +189,8 @@ static int present(struct sandbox *sb, const struct cand *c, bool links, bool in
 	snprintf(abs, sizeof abs, "%s/%s", WORKSPACE, c->path);
 	/* A known large file: its first bytes tell an image; a file of unknown size is read up to
 	 * the image cap. */
-	size_t want = c->seen && S_ISREG(c->seen->mode) && c->seen->size > ARTIFACTS_IMAGE_MAX ? 16 : ARTIFACTS_IMAGE_MAX;
+	size_t want = c->seen && S_ISREG(c->seen->mode) && c->seen->size > ARTIFACTS_IMAGE_MAX ? FILEKIND_SNIFF
+												: ARTIFACTS_IMAGE_MAX;
 	struct ws_file f;
 	struct err e = {""};
 	int rc = sandbox_get(sb, abs, want, &f, &e);
@@ -208,9 +209,7 @@ static int present(struct sandbox *sb, const struct cand *c, bool links, bool in
 	} else {
 		bool whole = f.len == f.size;
 		const char *img = filekind_image(f.data, f.len);
-		const char *mime = img ? img : filekind_by_name(c->path);
-		if (!mime && whole)
-			mime = filekind_is_text(f.data, f.len) ? "text/plain" : "application/octet-stream";
+		const char *mime = filekind_mime(c->path, f.data, f.len, !whole);
 		if (img && whole && *images < ARTIFACTS_IMAGES) {
 			(*images)++;
 			rc = show(s, c->path, &f, true, mime, "image", NULL, links);

@@ -18,7 +18,8 @@ const char *filekind_image(const unsigned char *d, size_t n)
 	return NULL;
 }
 
-const char *filekind_by_name(const char *path)
+/* The media type the name's extension stands for, or NULL. */
+static const char *by_name(const char *path)
 {
 	static const char *const map[][2] = {
 		{"txt", "text/plain"}, {"log", "text/plain"}, {"csv", "text/csv"}, {"tsv", "text/tab-separated-values"},
@@ -47,4 +48,25 @@ bool filekind_is_text(const unsigned char *d, size_t n)
 		i += l;
 	}
 	return true;
+}
+
+const char *filekind_mime(const char *path, const unsigned char *d, size_t n, bool more)
+{
+	if (n > FILEKIND_SNIFF) {
+		n = FILEKIND_SNIFF;
+		more = true;
+	}
+	const char *t = filekind_image(d, n);
+	if (t || (t = by_name(path)))
+		return t;
+	/* Where the bytes looked at stop inside a character, that character is left out. */
+	size_t end = n;
+	if (more) {
+		size_t lead = n;
+		while (lead > 0 && n - lead < 4 && (d[lead - 1] & 0xc0) == 0x80)
+			lead--;
+		if (lead > 0 && d[lead - 1] >= 0xc0 && !utf8_char_len((const char *)d + lead - 1, n - lead + 1))
+			end = lead - 1;
+	}
+	return filekind_is_text(d, end) ? "text/plain" : "application/octet-stream";
 }

@@ -57,6 +57,24 @@ static uint64_t digest_of(const struct ws_list *ls)
 	return d;
 }
 
+/* The media type of a listed file (filekind_mime), from its first FILEKIND_SNIFF bytes: one
+ * bounded read per file of the page. NULL when it cannot be read now (gone since the listing,
+ * say): the entry goes without one. */
+static const char *sniff(struct sandbox *sb, const char *path)
+{
+	char abs[sizeof WORKSPACE + INPUTS_PATH_MAX + 8];
+	if ((size_t)snprintf(abs, sizeof abs, "%s/%s", WORKSPACE, path) >= sizeof abs)
+		return NULL;
+	struct ws_file f;
+	struct err e = {""};
+	if (sandbox_get(sb, abs, FILEKIND_SNIFF, &f, &e) < 0)
+		return NULL;
+	const char *mime = !f.err && S_ISREG(f.mode) ? filekind_mime(path, f.data, f.len, f.len < f.size)
+						      : NULL;
+	ws_file_free(&f);
+	return mime;
+}
+
 json_t *resources_list(struct sandbox *sb, const json_t *params, int *code, char *msg, size_t n)
 {
 	uint64_t d;
@@ -97,8 +115,8 @@ json_t *resources_list_digest(struct sandbox *sb, const json_t *params, uint64_t
 		json_t *res = uri && name ? json_pack("{s:s, s:s%, s:I}", "uri", uri, "name", name, cl, "size",
 						      (json_int_t)ls.v[i].size)
 					  : NULL;
-		const char *mime = filekind_by_name(ls.v[i].path);
-		if (res && mime)
+		const char *mime = res ? sniff(sb, ls.v[i].path) : NULL;
+		if (mime)
 			json_object_set_new(res, "mimeType", json_string(mime));
 		bytes += (uri ? strlen(uri) : 0) + cl + 64;
 		free(uri);
@@ -179,7 +197,7 @@ json_t *resources_read(struct sandbox *sb, const json_t *params, int *code, char
 		snprintf(msg, n, "Invalid params: %.300s is %" PRIu64 " bytes, over the %u MiB one read returns; read part of "
 			 "it with execute_bash_commands (head -c, split)", uri, f.size, RESOURCES_READ_MAX >> 20);
 	} else {
-		const char *mime = filekind_by_name(path);
+		const char *mime = filekind_mime(path, f.data, f.len, false);
 		bool text = filekind_is_text(f.data, f.len);
 		json_t *c = json_pack("{s:s}", "uri", uri);
 		if (c && text) {
@@ -190,7 +208,7 @@ json_t *resources_read(struct sandbox *sb, const json_t *params, int *code, char
 			free(b);
 		}
 		if (c)
-			json_object_set_new(c, "mimeType", json_string(mime ? mime : text ? "text/plain" : "application/octet-stream"));
+			json_object_set_new(c, "mimeType", json_string(mime));
 		r = c ? json_pack("{s:[o]}", "contents", c) : NULL;
 		if (!r) {
 			*code = RESOURCES_INTERNAL_ERROR;

@@ -2,7 +2,9 @@
  * The workspace as MCP resources: resources/list names every file under /workspace (but the
  * server's own .sandbox folder) as sandbox://workspace/PATH (wsuri.h), in path order, in pages
  * of RESOURCES_PAGE; resources/read returns one file whole, as text when it is UTF-8 without
- * NUL, else as a base64 blob, up to RESOURCES_READ_MAX bytes. Reads follow no symlink and open
+ * NUL, else as a base64 blob, up to RESOURCES_READ_MAX bytes. Both name the file's media type
+ * as a tool result does (filekind_mime): the list reads the first FILEKIND_SNIFF bytes of each
+ * file of its page for it. Reads follow no symlink and open
  * nothing that can block (the sandbox's get). With no sandbox made yet the list is empty.
  * Worker thread only: the engine runs these in the queue, between calls.
  */
