@@ -4,9 +4,10 @@
  * Threads: this one reads stdin and answers what needs no sandbox (handshake, ping, lists,
  * cancellations) at once; the engine's worker runs tool calls one at a time; the writer
  * (rpc.h) alone writes stdout, so neither ever waits for a client that stops reading. stdout
- * carries protocol only; logs go to stderr. SIGTERM, SIGINT, SIGHUP and EOF on stdin shut
- * down: the running call is killed, the sandbox removed, and the process exits within 2 s,
- * whatever the client does.
+ * carries protocol only; logs go to stderr. EOF on stdin first lets the requests already read
+ * be answered, within --shutdown-budget. SIGTERM, SIGINT, SIGHUP, a closed stdout, or the end of
+ * that budget shut down: the running call is killed, the sandbox removed, and the process exits
+ * within 2 s, whatever the client does.
  */
 #include <errno.h>
 #include <poll.h>
@@ -110,9 +111,9 @@ static int serve(const struct config *cfg)
 	const char *why = "stdin closed";
 	bool eof = false;
 	for (;;) {
-		/* While the client is far behind in reading, take no new requests. */
-		/* stdout is polled for nothing: POLLERR (a pipe whose reader closed it) or POLLHUP (a
-		 * socket whose peer is gone) come anyway, and tell a client gone while all is idle. */
+		/* While the client is far behind in reading, take no new requests. stdout is polled
+		 * for nothing: POLLERR (a pipe whose reader closed it) or POLLHUP (a socket whose peer
+		 * is gone) come anyway, and tell a client gone while all is idle. */
 		struct pollfd p[3] = {{writer_backlog() ? -1 : STDIN_FILENO, POLLIN, 0}, {sfd, POLLIN, 0},
 				      {STDOUT_FILENO, 0, 0}};
 		int r = poll(p, 3, 250);
