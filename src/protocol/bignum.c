@@ -137,10 +137,9 @@ json_t *bignum_loadb(const char *s, size_t len, json_error_t *je)
 	for (size_t i = 0; i < len;) {
 		char c = s[i];
 		if (in_str) {
-			if (c == '\\')
-				i += 2;
-			else
-				in_str = c != '"', i++;
+			if (c == '"')
+				in_str = false;
+			i += c == '\\' ? 2 : 1;
 			continue;
 		}
 		if (c == '"') {
