@@ -216,25 +216,38 @@ print("ok", len(done))
 }
 
 @test "a client that closes its end of stdout while the server is idle is noticed: shutdown within 2 s" {
-	run python3 - "$SANDBOX_MCP" "$SERVER_LOG" <<-'EOF'
-		import json, subprocess, sys, time
-		srv = subprocess.Popen([sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(sys.argv[2], "ab"))
-		srv.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
-		srv.stdin.flush()
-		assert json.loads(srv.stdout.readline())["id"] == 1
-		srv.stdout.close()  # stdin stays open: only stdout says the client is gone
-		t0 = time.monotonic()
-		try:
-		    code = srv.wait(timeout=10)
-		except subprocess.TimeoutExpired:
-		    srv.kill()
-		    code = "still running after 10 s"
-		print(json.dumps({"exit": code, "exit_after_ms": int((time.monotonic() - t0) * 1000)}))
-	EOF
-	echo "$output"
-	[ "$status" -eq 0 ]
-	jqe "$output" '.exit == 0 and .exit_after_ms < 2000'
-	grep -q 'shutting down: stdout closed' "$SERVER_LOG"
+	# stdout a pipe (its reader closes it) or a socket (its peer closes it); stdin, a pipe, stays open.
+	for how in pipe socket; do
+		: >"$SERVER_LOG"
+		run python3 - "$SANDBOX_MCP" "$SERVER_LOG" "$how" <<-'EOF'
+			import json, socket, subprocess, sys, time
+			if sys.argv[3] == "pipe":
+			    srv = subprocess.Popen([sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(sys.argv[2], "ab"))
+			    out = srv.stdout
+			else:
+			    mine, theirs = socket.socketpair()
+			    srv = subprocess.Popen([sys.argv[1]], stdin=subprocess.PIPE, stdout=theirs.fileno(), stderr=open(sys.argv[2], "ab"))
+			    theirs.close()
+			    out = mine.makefile("rb")
+			srv.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+			srv.stdin.flush()
+			assert json.loads(out.readline())["id"] == 1
+			out.close()  # stdin stays open: only stdout says the client is gone
+			if sys.argv[3] == "socket":
+			    mine.close()
+			t0 = time.monotonic()
+			try:
+			    code = srv.wait(timeout=10)
+			except subprocess.TimeoutExpired:
+			    srv.kill()
+			    code = "still running after 10 s"
+			print(json.dumps({"exit": code, "exit_after_ms": int((time.monotonic() - t0) * 1000)}))
+		EOF
+		echo "$how: $output"
+		[ "$status" -eq 0 ]
+		jqe "$output" '.exit == 0 and .exit_after_ms < 2000'
+		grep -q 'shutting down: stdout closed' "$SERVER_LOG"
+	done
 }
 
 @test "a pipe of requests gets every answer, in order: EOF waits for what was read (within the shutdown budget)" {
