@@ -8,21 +8,29 @@
 #
 # The agent runs it as `python3 /proc/self/fd/./././4` (the path as long as the script path, so
 # that the command line can be rewritten in place), fd 4 a pipe holding a first line
-# `_PRELOAD = "MODULE,..."` and this source, with the environment every call has. A call whose
-# own variables change how Python starts (PYTHON* and the like) is not run here. When what
-# `site` read at start (the top level of the package folders and the user site folder, and
-# their .pth files) or a file of a module it holds from /workspace changed before the call (a
-# package install), it says so and the call starts plainly. A bash call does not wait for the
-# modules to preload (only for 'D'); the agent trusts only an interpreter it heard ready before
-# the call, so one that was still importing ends with the call's processes, and no code ever
-# runs beside an interpreter that later becomes a call.
+# `_PRELOAD = "MODULE,..."` and this source, with the environment every call has less what
+# points where code can write: no PYTHONPATH, and a user site folder that cannot exist. So
+# nothing of the workspace runs or is read here before a call: `site` finds only the system's
+# folders (read-only in the sandbox), and so do the preloads. A call puts the call's PYTHONPATH
+# back into sys.path and its user site into `site`; when a plain start would run or import
+# something from there (sitecustomize, usercustomize, a module this one holds, a user site
+# folder and its .pth files), it says so ('S') and the call starts plainly, where that code
+# runs as the call's own. A call whose own variables change how Python starts (PYTHON* and the
+# like) is not run here. A bash call does not wait for the modules to preload (only for 'D');
+# the agent trusts only an interpreter it heard ready before the call, and hands a call only to
+# one that is alone (one thread, stopped by no one, no other process in the sandbox), so one
+# that was still importing ends with the call's processes, and no code ever runs beside an
+# interpreter that later becomes a call.
 #
 # It talks to the agent on fd 3 (a unix stream socket) in frames: u32 length (little endian) of
 # what follows, a type byte, a payload.
 #   interpreter -> agent  'D' nothing: it can no longer be read or written by the code (not
 #                         dumpable); 'R' TEXT: ready (TEXT: the modules that failed to import)
 #   agent -> interpreter  'F' run spec, with the call's stdout and stderr as SCM_RIGHTS: become
-#                         the call -> 'P' (it is the call now), or 'S' (stale), or 'E' TEXT
+#                         the call -> 'P' (it can), or 'S' (a plain start must), or 'E' TEXT;
+#                         after 'P' it waits for 'G' (go: it is the call now) and runs nothing
+#                         of the call before: an agent that did not hear 'P' in time kills it
+#                         and starts the call plainly
 #                         'K' nothing: kill every process of the sandbox but the agent and this
 #                         one -> 'k'
 # Run spec: u32 count of rlimits, each u32 resource and u64 value; then strs (u32 length and

@@ -5,7 +5,11 @@
 # code cannot read or write it while it waits; --check says which start is in use.
 load lib/helpers
 load lib/prestart
+load lib/docker-setup
 bats_require_minimum_version 1.5.0
+
+setup_file() { docker_setup_file; }
+teardown_file() { docker_teardown_file; }
 
 @test "prestart: a call sees nothing of the call before, not even its hash seed" {
 	fresh_case
@@ -290,6 +294,11 @@ planted_case() {
 	planted_case
 }
 
+@test "prestart: code planted where site looks runs only in a call's own start, as in a plain start (Docker)" {
+	with_backend docker
+	planted_case
+}
+
 # wrapped_session MODE [ID SCRIPT]...: a session whose --python is lib/prestart-wrap.py in the
 # workspace, in MODE; call 1 puts it there, call 2 (pass) starts the first interpreter ahead, and
 # the calls given follow.
@@ -312,7 +321,7 @@ wrapped_session() {
 	mcp_session --log-level debug --no-sandbox-ahead --python /workspace/py <"$BATS_TEST_TMPDIR/wrapped.script"
 }
 
-@test "prestart: a call handed to the interpreter ahead runs once, even when its answer is not heard in time" {
+runs_once_case() {
 	wrapped_session mute 3 'open("/workspace/lines", "a").write("once\n")' \
 		4 'print(open("/workspace/lines").read(), end=""); print(open("/workspace/wrapped").read(), end="")'
 	res 3
@@ -323,7 +332,7 @@ wrapped_session() {
 	[ -z "$(prestarted)" ]
 }
 
-@test "prestart: an interpreter ahead that is not alone (a child, a thread) serves no call; what it started is gone" {
+not_alone_case() {
 	local look='import os
 print(open("/workspace/wrapped").read().split()[0])
 print(sorted(open("/proc/%s/comm" % p).read().strip() for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()))'
@@ -332,7 +341,25 @@ print(sorted(open("/proc/%s/comm" % p).read().strip() for p in os.listdir("/proc
 		wrapped_session "$mode" 3 "$look"
 		[ -z "$(prestarted)" ]
 		res 3
-		# The agent and the interpreter started ahead of the next call (after this one began).
+		# Plain, and nothing the discarded one started runs beside it.
 		sc ".exit_code == 0 and (.stdout | startswith(\"$mode\n\")) and (.stdout | contains(\"sleep\") | not)"
 	done
+}
+
+@test "prestart: a call handed to the interpreter ahead runs once, even when its answer is not heard in time (local)" {
+	runs_once_case
+}
+
+@test "prestart: a call handed to the interpreter ahead runs once, even when its answer is not heard in time (Docker)" {
+	with_backend docker
+	runs_once_case
+}
+
+@test "prestart: an interpreter ahead that is not alone (a child, a thread) serves no call; what it started is gone (local)" {
+	not_alone_case
+}
+
+@test "prestart: an interpreter ahead that is not alone (a child, a thread) serves no call; what it started is gone (Docker)" {
+	with_backend docker
+	not_alone_case
 }
