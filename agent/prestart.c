@@ -432,7 +432,8 @@ pid_t prestart_run(const struct run_spec *sp, int outw, int errw)
 		z.phase = NONE;
 		return pid;
 	}
-	/* 'S': what `site` read at its start changed (a package install). Else it is broken. */
+	/* 'S': a plain start would run or import something of the workspace's as it starts (a
+	 * sitecustomize, a package over a module it holds, a user site folder). Else it is broken. */
 	stop(t == 'S' ? "" : t == 'P' ? "the prestarted interpreter could not be told to run the call"
 			 : "the prestarted interpreter failed a call");
 	return -1;
