@@ -69,7 +69,10 @@ void prestart_readable(void);
 void prestart_settle(bool for_python);
 
 /* The call in it, with out and err as its stdout and stderr: the pid of the call's process (a
- * child of the agent), or -1 when it cannot (the call is then started plainly). */
+ * child of the agent), or -1 when it cannot (the call is then started plainly). It is handed
+ * the call only when it is alone (one thread, not stopped, no other process in the sandbox;
+ * else it and every stray are killed), and runs it only once told to go, which it is only
+ * while its answer is awaited: a call runs in one interpreter at most. */
 pid_t prestart_run(const struct run_spec *sp, int outw, int errw);
 
 /* Kills every process of the sandbox but the agent and a ready interpreter, and reaps the

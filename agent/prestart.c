@@ -247,7 +247,7 @@ void prestart_settle(bool for_python)
 static int take_list(struct ag_cur *c, char ***list, char **bp)
 {
 	uint32_t n = ag_get_u32(c);
-	if (c->bad || n > MAX_ARGS || !(*list = calloc(n + 1, sizeof **list)))
+	if (c->bad || n > MAX_ARGS || !(*list = calloc(n + 2, sizeof **list))) /* room for one more */
 		return -1;
 	for (uint32_t i = 0; i < n; i++) {
 		size_t l;
@@ -306,6 +306,16 @@ void prestart_configure(struct ag_cur *c)
 		send_simple(AG_ERR, "bad PRESTART");
 		return;
 	}
+	/* It starts with no path that code can write into: no PYTHONPATH, and a user site folder
+	 * that cannot exist, so that `site` finds nothing of the workspace's (sitecustomize, .pth
+	 * files) and no module it imports comes from there; a call puts them back (prestart.py).
+	 * Not with -S or -s, which the call's sys.flags would show. */
+	size_t k = 0;
+	for (size_t i = 0; z.env[i]; i++)
+		if (strncmp(z.env[i], "PYTHONPATH=", 11) && strncmp(z.env[i], "PYTHONUSERBASE=", 15))
+			z.env[k++] = z.env[i];
+	z.env[k++] = "PYTHONUSERBASE=/dev/null/.local";
+	z.env[k] = NULL;
 	const char *src = ag_get_str(c, &sl);
 	(void)ag_get_str(c, &scl);
 	const char *mods = ag_get_str(c, &ml);
@@ -319,6 +329,26 @@ void prestart_configure(struct ag_cur *c)
 	z.args_len = strlen(z.python) + 1 + scl + 1;
 	z.wanted = 1;
 	send_simple(AG_OK, NULL);
+}
+
+static bool spoiled(void);
+static int kill_rest(bool kill_them);
+static ssize_t read_proc(const char *name, char *buf, size_t n);
+
+/* Why the interpreter is not as the agent started it, or NULL: it must be one thread that no
+ * one stopped, and nothing but it and the agent may run in the sandbox (no process it started,
+ * nothing left of a call), before a call is handed to it. */
+static const char *not_alone(void)
+{
+	char buf[4096];
+	if (spoiled())
+		return "code stopped or killed the prestarted interpreter";
+	const char *t = read_proc("status", buf, sizeof buf) > 0 ? strstr(buf, "\nThreads:\t") : NULL;
+	if (!t || strtol(t + 10, NULL, 10) != 1)
+		return "the prestarted interpreter runs more than one thread";
+	if (kill_rest(false) != 0)
+		return "a process runs beside the prestarted interpreter";
+	return NULL;
 }
 
 /* The call request: the run spec's rlimits, cwd, argv and env. */
@@ -364,6 +394,7 @@ static int send_with_fds(const struct ag_buf *b, int fd1, int fd2)
 
 pid_t prestart_run(const struct run_spec *sp, int outw, int errw)
 {
+	static const unsigned char go_frame[5] = {1, 0, 0, 0, 'G'};
 	static struct ag_buf b;
 	char buf[1024];
 	size_t len, n = 0;
@@ -372,12 +403,27 @@ pid_t prestart_run(const struct run_spec *sp, int outw, int errw)
 	/* The call's command line is written over the interpreter's own: it must be as long. */
 	if (z.phase != READY || n != z.args_len)
 		return -1;
+	const char *why = not_alone();
+	if (why) {
+		/* What it started goes with it, before the call starts plainly: nothing of the call
+		 * runs yet, so every process but the agent is a stray. */
+		stop(why);
+		for (;;) {
+			kill(-1, SIGKILL);
+			if (waitpid(-1, NULL, __WALL) < 0 && errno != EINTR)
+				break; /* ECHILD: nothing is left */
+		}
+		return -1;
+	}
 	if (call_request(sp, &b) < 0 || send_with_fds(&b, outw, errw) < 0) {
 		stop("the prestarted interpreter could not be given a call");
 		return -1;
 	}
+	/* It says it can take the call ('P'), then waits for 'G' before it runs anything of it: a
+	 * call it does not answer in time is started plainly, after it was killed, and must not run
+	 * in it too. Once 'G' is sent, the call is its, however late it is. */
 	int t = read_msg(now_ms() + WAIT_ANSWER_MS, buf, sizeof buf, &len);
-	if (t == 'P') {
+	if (t == 'P' && send(z.ctl, go_frame, sizeof go_frame, MSG_NOSIGNAL) == (ssize_t)sizeof go_frame) {
 		/* It is the call now; the next one starts after it. */
 		pid_t pid = z.pid;
 		close(z.ctl);
@@ -386,8 +432,10 @@ pid_t prestart_run(const struct run_spec *sp, int outw, int errw)
 		z.phase = NONE;
 		return pid;
 	}
-	/* 'S': what `site` read at its start changed (a package install). Else it is broken. */
-	stop(t == 'S' ? "" : "the prestarted interpreter failed a call");
+	/* 'S': a plain start would run or import something of the workspace's as it starts (a
+	 * sitecustomize, a package over a module it holds, a user site folder). Else it is broken. */
+	stop(t == 'S' ? "" : t == 'P' ? "the prestarted interpreter could not be told to run the call"
+			 : "the prestarted interpreter failed a call");
 	return -1;
 }
 
@@ -429,7 +477,7 @@ static ssize_t read_proc(const char *name, char *buf, size_t n)
  * is blocked), or is about to have: a signal sent stays pending until it is next scheduled. */
 static bool spoiled(void)
 {
-	char buf[2048];
+	char buf[4096];
 	if (read_proc("stat", buf, sizeof buf) > 0) {
 		const char *paren = strrchr(buf, ')');
 		if (paren && paren[1] == ' ' && paren[2] && strchr("TtZX", paren[2]))

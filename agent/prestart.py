@@ -8,21 +8,29 @@
 #
 # The agent runs it as `python3 /proc/self/fd/./././4` (the path as long as the script path, so
 # that the command line can be rewritten in place), fd 4 a pipe holding a first line
-# `_PRELOAD = "MODULE,..."` and this source, with the environment every call has. A call whose
-# own variables change how Python starts (PYTHON* and the like) is not run here. When what
-# `site` read at start (the top level of the package folders and the user site folder, and
-# their .pth files) or a file of a module it holds from /workspace changed before the call (a
-# package install), it says so and the call starts plainly. A bash call does not wait for the
-# modules to preload (only for 'D'); the agent trusts only an interpreter it heard ready before
-# the call, so one that was still importing ends with the call's processes, and no code ever
-# runs beside an interpreter that later becomes a call.
+# `_PRELOAD = "MODULE,..."` and this source, with the environment every call has less what
+# points where code can write: no PYTHONPATH, and a user site folder that cannot exist. So
+# nothing of the workspace runs or is read here before a call: `site` finds only the system's
+# folders (read-only in the sandbox), and so do the preloads. A call puts the call's PYTHONPATH
+# back into sys.path and its user site into `site`; when a plain start would run or import
+# something from there (sitecustomize, usercustomize, a module this one holds, a user site
+# folder and its .pth files), it says so ('S') and the call starts plainly, where that code
+# runs as the call's own. A call whose own variables change how Python starts (PYTHON* and the
+# like) is not run here. A bash call does not wait for the modules to preload (only for 'D');
+# the agent trusts only an interpreter it heard ready before the call, and hands a call only to
+# one that is alone (one thread, stopped by no one, no other process in the sandbox), so one
+# that was still importing ends with the call's processes, and no code ever runs beside an
+# interpreter that later becomes a call.
 #
 # It talks to the agent on fd 3 (a unix stream socket) in frames: u32 length (little endian) of
 # what follows, a type byte, a payload.
 #   interpreter -> agent  'D' nothing: it can no longer be read or written by the code (not
 #                         dumpable); 'R' TEXT: ready (TEXT: the modules that failed to import)
 #   agent -> interpreter  'F' run spec, with the call's stdout and stderr as SCM_RIGHTS: become
-#                         the call -> 'P' (it is the call now), or 'S' (stale), or 'E' TEXT
+#                         the call -> 'P' (it can), or 'S' (a plain start must), or 'E' TEXT;
+#                         after 'P' it waits for 'G' (go: it is the call now) and runs nothing
+#                         of the call before: an agent that did not hear 'P' in time kills it
+#                         and starts the call plainly
 #                         'K' nothing: kill every process of the sandbox but the agent and this
 #                         one -> 'k'
 # Run spec: u32 count of rlimits, each u32 resource and u64 value; then strs (u32 length and
@@ -52,41 +60,51 @@ def _nodump():
     return prctl, ctypes.memmove, libc.exit
 
 
-def _site_paths():
-    """The folders `site` looked at when this interpreter started (the package folders in
-    /workspace and the user site folder), and the files of modules it holds from /workspace or
-    that customize `site`: what code can change between its start and a call. The modules held
-    are the same at a call, so the paths are found once."""
-    import site
-    folders = [p for p in sys.path if p.startswith('/workspace/')] + [site.getusersitepackages()]
-    mods = [getattr(m, '__file__', None) for m in list(sys.modules.values())]
-    files = sorted(f for f in mods if isinstance(f, str) and
-                   (f.startswith('/workspace/') or f.endswith(('sitecustomize.py', 'usercustomize.py'))))
-    return folders, files
+def _shadowed():
+    """The names that a file or folder in a folder of PYTHONPATH would take from this interpreter:
+    what `site` imports from the first folder that holds it (sitecustomize, usercustomize), and
+    the top-level modules it holds from a file (a plain start with that folder first in sys.path
+    would import the folder's)."""
+    names = {'sitecustomize', 'usercustomize'}
+    for n, m in list(sys.modules.items()):
+        if getattr(m, '__file__', None):
+            names.add(n.partition('.')[0])
+    return names
 
 
-def _site_state(paths):
-    """What is at those paths now: each folder's names (and its .pth files' stats: what a .pth
-    file says is read at start too; bytecode written by imports is not), each file's stat."""
+def _call_paths(env, shadowed, site):
+    """What a plain start would take from the places code can write, which this interpreter
+    started without (the agent leaves PYTHONPATH and the user site folder out of its environment,
+    so that nothing of the workspace ran here before the call): the folders of the call's
+    PYTHONPATH, to be put back into sys.path; None when a plain start would run or import
+    something from them (a name of shadowed), or would read the user site folder (its .pth files,
+    usercustomize), or when PYTHONPATH is not plain absolute paths: the call then starts plainly,
+    and what is there runs as its own code."""
+    d = {}
+    for kv in reversed(env):
+        k, _, v = kv.partition(b'=')
+        d[k] = v
     folders = []
-    for d in paths[0]:
+    for p in os.fsdecode(d.get(b'PYTHONPATH', b'')).split(':') if d.get(b'PYTHONPATH') else ():
+        if not p.startswith('/') or os.path.normpath(p) != p or p in sys.path or p in folders:
+            return None
         try:
-            names = sorted(os.listdir(d))
-        except OSError as e:
-            names = e.errno
-        else:
-            names = [(n, _stat(d + '/' + n)) if n.endswith('.pth') else n
-                     for n in names if n != '__pycache__']
-        folders.append((d, names))
-    return folders, [(f,) + _stat(f) for f in paths[1]]
-
-
-def _stat(f):
-    try:
-        st = os.stat(f)
-        return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino
-    except OSError as e:
-        return (e.errno,)
+            names = os.listdir(p)
+        except FileNotFoundError:
+            names = ()
+        except OSError:
+            return None
+        if any(n.partition('.')[0] in shadowed for n in names):
+            return None
+        folders.append(p)
+    if site.ENABLE_USER_SITE:
+        base, home = d.get(b'PYTHONUSERBASE'), d.get(b'HOME', b'').rstrip(b'/')
+        if not base and not home:
+            return None
+        base = os.fsdecode(base or home + b'/.local')
+        if not hasattr(site, '_get_path') or os.path.isdir(site._get_path(base)):
+            return None
+    return folders
 
 
 def _recv(ctl, socket):
@@ -153,8 +171,9 @@ def _cmdline(argv, memmove, span):
         memmove(span[0], new, len(new))
 
 
-def _become(spec, fds, c, resource, signal, keep, dir0, span):
-    """The process `python3 SCRIPT ARGS` would be. The script's path."""
+def _become(spec, fds, c, resource, signal, keep, dir0, span, folders):
+    """The process `python3 SCRIPT ARGS` would be, with folders (the call's PYTHONPATH) after
+    the script's in sys.path. The script's path."""
     rl, cwd, argv, env = spec
     os.setsid()
     null = os.open('/dev/null', os.O_RDONLY)
@@ -176,8 +195,14 @@ def _become(spec, fds, c, resource, signal, keep, dir0, span):
     path = os.fsdecode(argv[1])
     sys.argv = [path] + [os.fsdecode(a) for a in argv[2:]]
     sys.orig_argv = [os.fsdecode(a) for a in argv]
+    at = 0
     if sys.path and sys.path[0] == dir0:
         sys.path[0] = os.path.dirname(path)
+        at = 1
+    sys.path[at:at] = folders
+    site = sys.modules['site']
+    site.USER_BASE = site.USER_SITE = None
+    site.getusersitepackages()  # from the call's environment, as its start would have
     for m in list(sys.modules):
         if m not in keep:
             del sys.modules[m]
@@ -414,8 +439,8 @@ def _serve(preload):
     signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     ctl = socket.socket(fileno=3)
     span = _argspan()
-    paths = _site_paths()
-    state = _site_state(paths)
+    shadowed = _shadowed()
+    site = sys.modules['site']
     compile(b'pass', _HERE, 'exec', dont_inherit=True)  # what a first compile sets up, done
     # The modules the end of a call uses, imported now and held here: out of sys.modules once
     # the call begins, as in a plain start, and not modules of the script's for _teardown to
@@ -440,14 +465,24 @@ def _serve(preload):
             kind, body, fds = _recv(ctl, socket)
         except (EOFError, OSError):
             os._exit(0)
-        if kind == b'F' and (len(fds) != 2 or _site_state(paths) != state):
+        spec = _spec(body) if kind == b'F' and len(fds) == 2 else None
+        folders = _call_paths(spec[3], shadowed, site) if spec else None
+        if kind == b'F' and folders is None:
             for fd in fds:
                 os.close(fd)
             ctl.sendall(_frame(b'S') if len(fds) == 2 else _frame(b'E', b'a call needs its two stream fds'))
         elif kind == b'F':
             ctl.sendall(_frame(b'P'))
+            # Nothing of the call runs before the agent says go: one that did not hear the 'P'
+            # in time starts the call plainly and ends this one.
+            try:
+                go = _recv(ctl, socket)
+            except (EOFError, OSError):
+                os._exit(0)
+            if go[0] != b'G':
+                os._exit(0)
             ctl.detach()  # fd 3 is closed with the rest: the object must not close it again later
-            return _script(_become(_spec(body), fds, c, resource, signal, keep, dir0, span))
+            return _script(_become(spec, fds, c, resource, signal, keep, dir0, span, folders))
         elif kind == b'K':
             try:
                 os.kill(-1, 9)

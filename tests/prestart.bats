@@ -5,7 +5,11 @@
 # code cannot read or write it while it waits; --check says which start is in use.
 load lib/helpers
 load lib/prestart
+load lib/docker-setup
 bats_require_minimum_version 1.5.0
+
+setup_file() { docker_setup_file; }
+teardown_file() { docker_teardown_file; }
 
 @test "prestart: a call sees nothing of the call before, not even its hash seed" {
 	fresh_case
@@ -101,45 +105,36 @@ cases_run() {
 	sc '.stdout == "after\n"'
 }
 
-@test "prestart: preloaded modules are imported ahead; a changed module file or package folder means a plain start" {
+@test "prestart: preloaded modules are imported ahead from the system's folders alone; the workspace's wait for the call" {
 	local pkgs=/workspace/.sandbox/packages
-	# 2 and 5 change the package folder from a call with args, which starts plainly but only
-	# once the interpreter waiting ahead is ready (a bash call would not wait, and would end one
-	# still importing with its processes): it is the one that must see the change.
+	# Calls with args start plainly, once the interpreter waiting ahead is ready.
 	local plain='{"args": ["plain"]}'
 	mcp_session --log-level debug --no-sandbox-ahead --python-preload decimal,wsmod <<-EOF
 		$INIT
 		$(py_call 1 'import sys; print("decimal" in sys.modules)')
 		{"wait": 1}
-		$(py_call 2 "import os; os.makedirs('$pkgs'); open('$pkgs/wsmod.py', 'w').write('VALUE=1\\n')" "$plain")
+		$(py_call 2 "import os; os.makedirs('$pkgs'); open('$pkgs/wsmod.py', 'w').write('open(\"/workspace/imported\", \"a\").write(\"x\\\\n\")\nVALUE=1\n')" "$plain")
 		{"wait": 2}
-		$(py_call 3 'import sys, wsmod; print("decimal" in sys.modules, wsmod.VALUE)')
+		$(py_call 3 'import os, sys; print(os.path.exists("/workspace/imported"), "decimal" in sys.modules, "wsmod" in sys.modules)
+import wsmod; print(wsmod.VALUE, open("/workspace/imported").read().count("x"))')
 		{"wait": 3}
-		$(py_call 4 'import sys; print("wsmod" in sys.modules)')
+		$(py_call 4 "open('$pkgs/decimal.py', 'w').write('print(\"the workspace decimal\")\n')" "$plain")
 		{"wait": 4}
-		$(py_call 5 "open('$pkgs/wsmod.py', 'w').write('VALUE=22\\n')" "$plain")
-		{"wait": 5}
-		$(py_call 6 'import wsmod; print(wsmod.VALUE)')
-		{"wait": 6}
-		$(py_call 7 'import sys, wsmod; print("wsmod" in sys.modules, wsmod.VALUE)')
+		$(py_call 5 'import decimal; print(decimal.__file__)')
 	EOF
-	# 1: plain (none started yet). 3: the package folder changed since the interpreter started
-	# (its preload of wsmod failed then): plain. 4: preloaded both. 6: wsmod.py changed: plain.
-	# 7: the new wsmod, preloaded.
-	[ "$(prestarted | tr '\n' ' ')" = "4 7 " ]
+	# 1: plain (none started yet). 3: in one started ahead after 2, which did not import the
+	# workspace's wsmod: the call did, once. 5: a module of the workspace's would be imported in
+	# place of the preloaded decimal: plain, as the workspace's is what a plain start imports.
+	[ "$(prestarted | tr '\n' ' ')" = "3 " ]
 	res 1
 	sc '.stdout == "False\n"'
 	res 3
-	sc '.stdout == "False 1\n"'
-	res 4
-	sc '.stdout == "True\n"'
-	res 6
-	sc '.stdout == "22\n"'
-	res 7
-	sc '.stdout == "True 22\n"'
+	sc '.stdout == "False True False\n1 1\n"'
+	res 5
+	sc '.stdout == "the workspace decimal\n/workspace/.sandbox/packages/decimal.py\n"'
 }
 
-@test "prestart: a .pth file that changes between calls means a plain start" {
+@test "prestart: with a user site folder (.pth files) calls start plainly, and see what it says as it changes" {
 	mcp_session --log-level debug --no-sandbox-ahead <<-EOF
 		$INIT
 		$(py_call 1 'import os, site
@@ -152,50 +147,25 @@ open(d + "/x.pth", "w").write("/workspace/a\n")')
 		{"wait": 1}
 		$(py_call 2 'import m1; print(m1.V)')
 		{"wait": 2}
-		$(py_call 3 'import m1; print(m1.V)')
+		$(py_call 3 'import site; p = site.getusersitepackages() + "/x.pth"; open(p, "w").write("/workspace/b\n"); print(open(p).read(), end="")')
 		{"wait": 3}
-		$(py_call 4 'import site; p = site.getusersitepackages() + "/x.pth"; open(p, "w").write("/workspace/b\n"); print(open(p).read(), end="")' '{"args": ["plain"]}')
+		$(py_call 4 'import m1; print(m1.V)')
 		{"wait": 4}
-		$(py_call 5 'import m1; print(m1.V)')
+		$(call_json 5 execute_bash_commands '{"code": "rm -r /workspace/.local"}')
+		{"wait": 5}
+		$(py_call 6 'import sys; print([p for p in sys.path if "/workspace/" in p])')
 	EOF
-	# 2 and 3: started ahead, after call 1, with x.pth read. 4 (with args) starts plainly, once
-	# the one waiting ahead is ready. 5: x.pth says another folder now (same name and size):
-	# plain.
-	[ "$(prestarted | tr '\n' ' ')" = "2 3 " ]
-	for i in 2 3; do
-		res $i
-		sc '.stdout == "a\n"'
-	done
-	res 4
-	sc '.stdout == "/workspace/b\n"'
-	res 5
-	sc '.stdout == "b\n"'
-}
-
-@test "prestart: an interpreter that became ready while a bash call changed its folders serves no call" {
-	# slowmod, preloaded, waits for the bash call to have written a .pth file, then tells it
-	# so; the call then stays a while, so that the interpreter is ready before the call ends.
-	# It must not serve call 3: its site ran before x.pth was there.
-	local pkgs=/workspace/.sandbox/packages
-	local slow="import os, time\nwhile not os.path.exists('/workspace/go'):\n    time.sleep(0.01)\nopen('/workspace/imported', 'w').close()\n"
-	mcp_session --log-level debug --no-sandbox-ahead --python-preload slowmod <<-EOF
-		$INIT
-		$(py_call 1 "import os, site
-os.makedirs('$pkgs'); os.makedirs('/workspace/lib'); os.makedirs(site.getusersitepackages())
-open('/workspace/usersite', 'w').write(site.getusersitepackages())
-open('/workspace/lib/m1.py', 'w').write('V = 1\\n')
-open('$pkgs/slowmod.py', 'w').write(\"$slow\")" '{"args": ["plain"]}')
-		{"wait": 1}
-		$(call_json 2 execute_bash_commands '{"code":"echo /workspace/lib > \"$(cat /workspace/usersite)/x.pth\"; touch /workspace/go; until [ -e /workspace/imported ]; do sleep 0.01; done; sleep 0.5; echo written"}')
-		{"wait": 2}
-		$(py_call 3 'import m1; print(m1.V)')
-	EOF
-	res 1
-	sc '.exit_code == 0'
+	# The interpreter ahead reads no user site folder: with one there, a plain start; without,
+	# one ahead again.
+	[ "$(prestarted | tr '\n' ' ')" = "6 " ]
 	res 2
-	sc '.stdout == "written\n"'
+	sc '.stdout == "a\n"'
 	res 3
-	sc '.exit_code == 0 and .stdout == "1\n"'
+	sc '.stdout == "/workspace/b\n"'
+	res 4
+	sc '.stdout == "b\n"'
+	res 6
+	sc '.stdout == "[\u0027/workspace/.sandbox\u0027, \u0027/workspace/.sandbox/packages\u0027]\n"'
 }
 
 @test "prestart: --check says whether calls start in an interpreter started ahead, and why not" {
@@ -283,4 +253,113 @@ open('$pkgs/slowmod.py', 'w').write(\"$slow\")" '{"args": ["plain"]}')
 	sc '.stdout == "bash\n"'
 	run "$SANDBOX_MCP" --check --backend local --python /bin/echo
 	[[ "$output" == *"none can be started ahead here (the prestarted interpreter ended while it started: it exited with 0)"* ]]
+}
+
+# planted_case: call 1 plants code wherever `site` could find it (lib/prestart-plant.py); calls 2
+# (with args: a plain start, once the interpreter started after 1 is ready) and 3 (as any call)
+# say what of it ran and what runs in the sandbox (lib/prestart-look.py). Run with
+# --python-prestart and without, the results in $planted_on and $planted_off.
+planted_case() {
+	local plant look opt
+	plant=$(jq -cn --rawfile s "$TESTS_DIR/lib/prestart-plant.py" '{script: $s}')
+	look=$(jq -cn --rawfile s "$TESTS_DIR/lib/prestart-look.py" '{script: $s}')
+	for opt in --python-prestart --no-python-prestart; do
+		: >"$SERVER_LOG"
+		mcp_session --log-level debug --no-sandbox-ahead "$opt" <<-EOF
+			$INIT
+			$(call_json 1 execute_python "$plant")
+			{"wait": 1}
+			$(call_json 2 execute_python "$(jq -c '. + {args: ["look"]}' <<<"$look")")
+			{"wait": 2}
+			$(call_json 3 execute_python "$look")
+		EOF
+		res 1
+		# Planted in the workspace's folders; nowhere else could be written.
+		sc '.exit_code == 0 and (.stdout | endswith("writable outside the workspace: []\n"))'
+		local out
+		out=$(for i in 2 3; do response $i | jq -c '.result.structuredContent | {exit_code, stdout, stderr}'; done)
+		if [ "$opt" = --python-prestart ]; then planted_on=$out; else planted_off=$out; fi
+	done
+	# Nothing planted ran anywhere but in a call's own start, and nothing of it runs beside.
+	jqe "$(jq -sc . <<<"$planted_on")" 'all(.exit_code == 0 and .stderr == "" and (.stdout | endswith("others: []\n")))'
+	# Each call ran what a plain `python3 task.py` runs: the same as with no interpreter ahead.
+	[ "$planted_on" = "$planted_off" ] || {
+		diff <(echo "$planted_off") <(echo "$planted_on") >&2
+		return 1
+	}
+	jqe "$(jq -sc . <<<"$planted_on")" 'all(.stdout | contains("/workspace/.sandbox/packages/sitecustomize.py"))'
+}
+
+@test "prestart: code planted where site looks runs only in a call's own start, as in a plain start (local)" {
+	planted_case
+}
+
+@test "prestart: code planted where site looks runs only in a call's own start, as in a plain start (Docker)" {
+	with_backend docker
+	planted_case
+}
+
+# wrapped_session MODE [ID SCRIPT]...: a session whose --python is lib/prestart-wrap.py in the
+# workspace, in MODE; call 1 puts it there, call 2 (pass) starts the first interpreter ahead, and
+# the calls given follow.
+wrapped_session() {
+	local mode=$1 files
+	shift
+	files=$(jq -cn --rawfile w "$TESTS_DIR/lib/prestart-wrap.py" --arg m "$mode" '{code: "chmod +x py", files: {py: $w, "wrap-mode": $m}}')
+	{
+		echo "$INIT"
+		call_json 1 execute_bash_commands "$files"
+		echo '{"wait": 1}'
+		py_call 2 pass
+		echo '{"wait": 2}'
+		while [ $# -gt 0 ]; do
+			py_call "$1" "$2"
+			echo "{\"wait\": $1}"
+			shift 2
+		done
+	} >"$BATS_TEST_TMPDIR/wrapped.script"
+	mcp_session --log-level debug --no-sandbox-ahead --python /workspace/py <"$BATS_TEST_TMPDIR/wrapped.script"
+}
+
+runs_once_case() {
+	wrapped_session mute 3 'open("/workspace/lines", "a").write("once\n")' \
+		4 'print(open("/workspace/lines").read(), end=""); print(open("/workspace/wrapped").read(), end="")'
+	res 3
+	sc '.exit_code == 0'
+	res 4
+	# The call was handed to a muted one (wrapped), which never ran it: it started plainly, once.
+	sc '.exit_code == 0 and (.stdout | startswith("once\nmute\n")) and (.stdout | split("\n") | map(select(. == "once")) | length == 1)'
+	[ -z "$(prestarted)" ]
+}
+
+not_alone_case() {
+	local look='import os
+print(open("/workspace/wrapped").read().split()[0])
+print(sorted(open("/proc/%s/comm" % p).read().strip() for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()))'
+	for mode in child thread; do
+		: >"$SERVER_LOG"
+		wrapped_session "$mode" 3 "$look"
+		[ -z "$(prestarted)" ]
+		res 3
+		# Plain, and nothing the discarded one started runs beside it.
+		sc ".exit_code == 0 and (.stdout | startswith(\"$mode\n\")) and (.stdout | contains(\"sleep\") | not)"
+	done
+}
+
+@test "prestart: a call handed to the interpreter ahead runs once, even when its answer is not heard in time (local)" {
+	runs_once_case
+}
+
+@test "prestart: a call handed to the interpreter ahead runs once, even when its answer is not heard in time (Docker)" {
+	with_backend docker
+	runs_once_case
+}
+
+@test "prestart: an interpreter ahead that is not alone (a child, a thread) serves no call; what it started is gone (local)" {
+	not_alone_case
+}
+
+@test "prestart: an interpreter ahead that is not alone (a child, a thread) serves no call; what it started is gone (Docker)" {
+	with_backend docker
+	not_alone_case
 }

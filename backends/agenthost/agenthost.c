@@ -217,6 +217,13 @@ int agenthost_check(struct agenthost *h, struct err *e)
 		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
 	if (h->home->check(h->ctx, h->main, e) != 0)
 		return BACKEND_LOST;
+	/* Its process may not be reaped yet, but an agent that died has closed its end. */
+	if (agentlink_ended(&h->main->link)) {
+		if (h->home->lost)
+			h->home->lost(h->ctx, h->main);
+		agentlink_close(&h->main->link);
+		return err_set(e, "the sandbox agent's connection ended"), BACKEND_LOST;
+	}
 	if (hostdir_removed(&h->h))
 		return err_set(e, "its workspace %s was removed on the host", h->h.ws), BACKEND_LOST;
 	if (hostdir_host_removed(&h->h))

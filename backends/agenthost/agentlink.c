@@ -68,9 +68,11 @@ static int wait_readable(int fd, int64_t deadline)
 	}
 }
 
-static int read_all(int fd, void *buf, size_t n, int64_t deadline, struct err *e)
+static int read_all(struct agentlink *l, void *buf, size_t n, int64_t deadline, struct err *e)
 {
 	unsigned char *p = buf;
+	int fd = l->fd;
+	l->reset = 0;
 	while (n) {
 		if (wait_readable(fd, deadline)) {
 			err_set(e, "the sandbox agent stopped answering");
@@ -80,6 +82,7 @@ static int read_all(int fd, void *buf, size_t n, int64_t deadline, struct err *e
 		if (r < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (r <= 0) {
+			l->reset = r < 0 && errno == ECONNRESET;
 			if (r == 0)
 				err_set(e, "the sandbox ended unexpectedly");
 			else
@@ -96,7 +99,7 @@ static int read_all(int fd, void *buf, size_t n, int64_t deadline, struct err *e
 static int read_frame(struct agentlink *l, struct frame *fr, int64_t deadline, struct err *e)
 {
 	unsigned char hdr[5];
-	int rc = read_all(l->fd, hdr, 5, deadline, e);
+	int rc = read_all(l, hdr, 5, deadline, e);
 	if (rc)
 		return rc;
 	uint32_t n = ag_le32(hdr);
@@ -115,7 +118,7 @@ static int read_frame(struct agentlink *l, struct frame *fr, int64_t deadline, s
 	}
 	fr->data = l->rbuf;
 	/* A frame once begun arrives whole: allow the usual answer time for its rest. */
-	rc = read_all(l->fd, fr->data, fr->len, clock_ms() + ANSWER_MS, e);
+	rc = read_all(l, fr->data, fr->len, clock_ms() + ANSWER_MS, e);
 	if (rc)
 		return rc;
 	fr->data[fr->len] = '\0';
@@ -143,6 +146,7 @@ int agentlink_open(struct agentlink *l, int fd, int timeout_ms, struct err *e)
 	l->fd = fd;
 	l->rbuf = NULL;
 	l->rcap = 0;
+	l->reset = 0;
 	struct frame fr;
 	int rc = read_frame(l, &fr, clock_ms() + timeout_ms, e);
 	if (rc)
@@ -336,6 +340,7 @@ int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct ag
 	if ((rc = send_run(l, rq, lim, e)))
 		return rc;
 	rs->started = true;
+	bool heard = false;   /* a frame came after the run request */
 	int64_t kill_by = -1; /* once killed: when the agent must have answered */
 	for (;;) {
 		struct pollfd p[2] = {{l->fd, POLLIN, 0}, {rq->cancel_fd, POLLIN, 0}};
@@ -346,8 +351,15 @@ int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct ag
 			return err_sys(e, "poll");
 		if (r > 0 && p[0].revents) {
 			struct frame fr;
-			if ((rc = read_frame(l, &fr, clock_ms() + ANSWER_MS, e)))
+			if ((rc = read_frame(l, &fr, clock_ms() + ANSWER_MS, e))) {
+				/* Reset with nothing heard and nothing sent since the run request: it
+				 * was among what the agent left unread (one that read it and ended
+				 * leaves none, and its end reads as end-of-file). */
+				if (l->reset && !heard && kill_by < 0)
+					rs->started = false;
 				return rc;
+			}
+			heard = true;
 			if (fr.type == AG_OUT && fr.len >= 1) {
 				/* Counted as it comes, so a run cut short still says what it printed. */
 				if (fr.data[0] == 1 || fr.data[0] == 2)
@@ -451,6 +463,12 @@ void agentlink_report_limits(const struct config *cfg, FILE *f)
 	fprintf(f, "    file size   %-10s rlimit (RLIMIT_FSIZE)\n", config_fmt_size(cfg->file_size, sz, sizeof sz));
 	fprintf(f, "    cpu time    %-10s rlimit (RLIMIT_CPU), the call's timeout\n", "per call");
 	fprintf(f, "    /tmp        %-10s tmpfs size\n", config_fmt_size(cfg->tmp_size, sz, sizeof sz));
+}
+
+bool agentlink_ended(const struct agentlink *l)
+{
+	struct pollfd p = {l->fd, POLLIN | POLLRDHUP, 0};
+	return l->fd >= 0 && poll(&p, 1, 0) > 0;
 }
 
 void agentlink_close(struct agentlink *l)

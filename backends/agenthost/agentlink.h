@@ -6,6 +6,7 @@
 #ifndef SANDBOX_AGENTLINK_H
 #define SANDBOX_AGENTLINK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +19,8 @@ struct agentlink {
 	int fd;              /* owned; -1 when closed */
 	unsigned char *rbuf; /* receive buffer, reused for every frame; owned */
 	size_t rcap;
+	int reset;           /* the last read failed with ECONNRESET: the agent ended with frames of
+	                      * ours unread (agentlink_run) */
 };
 
 /* rlimits applied to each call's processes. */
@@ -43,7 +46,10 @@ int agentlink_put(struct agentlink *l, const struct run_file *f, struct err *e);
 int agentlink_list(struct agentlink *l, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e);
 int agentlink_get(struct agentlink *l, const char *path, size_t max, struct ws_file *out, struct err *e);
 
-/* Writes rq->files, then runs rq to its end (see backend.h). 0, -1, BACKEND_LOST. */
+/* Writes rq->files, then runs rq to its end (see backend.h). 0, -1, BACKEND_LOST. An agent that
+ * ended with the run request unread (its connection reset before it answered anything, and no
+ * kill was sent) never started the program: rs->started is false then, as when the request
+ * could not be sent, so that the call may be run again on a new sandbox. */
 int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim,
 		  struct run_res *rs, struct err *e);
 
@@ -67,6 +73,10 @@ int agentlink_settle(struct agentlink *l, struct err *e);
 /* Its state (AG_PY_* of proto.h), how long the last one took to be ready (ms, 0: none was) and
  * what it said (text, n bytes). 0, -1, BACKEND_LOST. */
 int agentlink_preinfo(struct agentlink *l, unsigned *phase, unsigned *ready_ms, char *text, size_t n, struct err *e);
+
+/* Between requests nothing of the agent's may be waiting: a connection that is readable then
+ * has ended (or the agent broke the protocol). true when it is so. */
+bool agentlink_ended(const struct agentlink *l);
 
 void agentlink_close(struct agentlink *l);
 

@@ -258,6 +258,7 @@ int sandbox_put(struct sandbox *s, const struct run_file *f, struct err *e)
  * none to make, -1 with e set. */
 static int for_reading(struct sandbox *s, struct err *e)
 {
+	sandbox_check(s);
 	if (s->b)
 		return 0;
 	if (!s->cfg->workspace_dir[0])
@@ -272,29 +273,35 @@ static int for_reading(struct sandbox *s, struct err *e)
 int sandbox_list(struct sandbox *s, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
 {
 	*out = (struct ws_list){0};
-	int ready = for_reading(s, e);
-	if (ready)
-		return ready < 0 ? -1 : 0;
-	int rc = backend_list(s->b, dir, skip, max, out, e);
-	if (rc == BACKEND_LOST) {
+	/* A sandbox found lost is replaced (with --workspace) or there is none to read: reading
+	 * changes nothing, so it is done again. */
+	for (int attempt = 0;; attempt++) {
+		int ready = for_reading(s, e);
+		if (ready)
+			return ready < 0 ? -1 : 0;
+		int rc = backend_list(s->b, dir, skip, max, out, e);
+		if (rc != BACKEND_LOST)
+			return rc;
 		lost(s, e->msg);
-		return -1;
+		if (attempt > 0)
+			return -1;
 	}
-	return rc;
 }
 
 int sandbox_get(struct sandbox *s, const char *path, size_t max, struct ws_file *out, struct err *e)
 {
 	*out = (struct ws_file){.err = ENOENT};
-	int ready = for_reading(s, e);
-	if (ready)
-		return ready < 0 ? -1 : 0;
-	int rc = backend_get(s->b, path, max, out, e);
-	if (rc == BACKEND_LOST) {
+	for (int attempt = 0;; attempt++) { /* as sandbox_list */
+		int ready = for_reading(s, e);
+		if (ready)
+			return ready < 0 ? -1 : 0;
+		int rc = backend_get(s->b, path, max, out, e);
+		if (rc != BACKEND_LOST)
+			return rc;
 		lost(s, e->msg);
-		return -1;
+		if (attempt > 0)
+			return -1;
 	}
-	return rc;
 }
 
 int sandbox_cleanup(struct sandbox *s, char *backend, size_t bn, char *id, size_t idn, struct err *e)

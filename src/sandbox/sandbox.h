@@ -71,7 +71,8 @@ int sandbox_put(struct sandbox *s, const struct run_file *f, struct err *e);
 
 /* Lists and reads the sandbox between calls (see backend.h's list and get). With no sandbox,
  * a list is empty and a file is ENOENT, unless --workspace holds files from before: then the
- * sandbox is made. A sandbox found dead is removed, as by sandbox_check. */
+ * sandbox is made. A sandbox found dead, before the read or by it, is removed as by
+ * sandbox_check, and the read is done again: on the sandbox --workspace makes, or on none. */
 int sandbox_list(struct sandbox *s, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e);
 int sandbox_get(struct sandbox *s, const char *path, size_t max, struct ws_file *out, struct err *e);
 
