@@ -122,8 +122,8 @@ installed_case() {
 	installed_case docker-unprivileged
 	grep -qF "the workspace quota is 256 MiB: the workspace is a tmpfs volume of its own" "$SERVER_LOG"
 	[ -z "$(grep -F "quota is not enforced" "$SERVER_LOG")" ]
-	[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
-	[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
+	[ -z "$(our_containers)" ]
+	[ -z "$(our_volumes)" ]
 	unprivileged_cleanup
 }
 
@@ -177,7 +177,7 @@ EOF
 	mcp_session --index-url "$INDEX_URL" <<EOF
 $INIT
 $(py_req 1 slowpkg)
-{"sh": "for i in \$(seq 300); do c=\$(docker ps -q --filter label=sandbox-mcp.role=install); [ -n \"\$c\" ] && docker inspect \$c --format '{{.HostConfig.NetworkMode}}' > $BATS_TEST_TMPDIR/mode && exit 0; sleep 0.05; done; exit 1"}
+{"sh": "for i in \$(seq 300); do c=\$(docker ps -q --filter label=sandbox-mcp.role=install --filter label=sandbox-mcp.pid=\$SERVER_PID); [ -n \"\$c\" ] && docker inspect \$c --format '{{.HostConfig.NetworkMode}}' > $BATS_TEST_TMPDIR/mode && exit 0; sleep 0.05; done; exit 1"}
 EOF
 	[ "$(cat "$BATS_TEST_TMPDIR/mode")" = none ]
 }
