@@ -5,6 +5,8 @@ TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 REPO_DIR=$(cd "$TESTS_DIR/.." && pwd)
 : "${SANDBOX_MCP:=$REPO_DIR/build/sandbox-mcp}"
 SESSION="$TESTS_DIR/lib/session.py"
+# The official MCP TypeScript SDK client checking the tools' contract (tests/mcp-check/run).
+MCP_CHECK="$TESTS_DIR/mcp-check/run"
 INIT='{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}'
 INITIALIZED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
 
