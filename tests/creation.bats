@@ -1,5 +1,6 @@
 # Cancelling a call, or shutting down, while its sandbox is still being made (a Docker image
 # pull, a Daytona create and start): honoured within a second, and nothing left behind.
+# suite: uses docker
 load lib/helpers
 load lib/docker-setup
 load lib/daytona-setup

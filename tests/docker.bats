@@ -6,6 +6,9 @@
 # dockerd in a temp folder (tests/lib/docker-engine.sh), and builds the test image without a
 # registry (backends/docker/test-image.sh: debootstrap, cached). Where no engine can run, every
 # test is skipped with the reason (a failure under CI / SANDBOX_TEST_NO_SKIP).
+# Its servers sweep what gone servers left on the engine, and it checks that nothing of its
+# own is left: no other file uses the engine meanwhile (tests/lib/run.py).
+# suite: owns docker
 load lib/helpers
 load lib/inputs
 load lib/prestart

@@ -2,6 +2,9 @@
 # and nothing else -- not the host's loopback, not a metadata address, not what an index page
 # points at elsewhere -- on every backend. A test index runs on a network of its own
 # (lib/test-index.bash); a listener on the host's loopback stands for the host's services.
+# The test index's network routes 198.51.100.0/24 on the host (tests/lib/run.py).
+# suite: uses docker
+# suite: owns test-index
 load lib/helpers
 load lib/docker-setup
 load lib/daytona-setup

@@ -1,6 +1,7 @@
 # Proof under faults and load, in short forms CI can afford: a libFuzzer run over the message
 # path, a soak of mixed calls on one server, and valgrind's memcheck on a session. The long
 # forms are make targets (make fuzz FUZZ_SECONDS=0, make soak, make valgrind; see doc/testing.md).
+# suite: uses docker
 load lib/helpers
 load lib/docker-setup
 

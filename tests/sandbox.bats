@@ -2,6 +2,7 @@
 # files it plants where the sandbox writes, spill failures, out-of-memory kills, removal of
 # whatever it leaves. Each case runs on the local backend, on Docker, and where it applies on
 # the Daytona test server.
+# suite: uses docker
 load lib/helpers
 load lib/docker-setup
 load lib/daytona-setup
