@@ -139,7 +139,8 @@ unprivileged_user() {
 	local i lockdir=/run/lock
 	[ -d "$lockdir" ] && [ -w "$lockdir" ] || lockdir=/tmp
 	for i in $(seq 0 15); do
-		exec {UNPRIV_LOCK}>>"$lockdir/sandbox-mcp-test-user.$i" || continue
+		# Read-only: the servers the test starts inherit it.
+		: >>"$lockdir/sandbox-mcp-test-user.$i" && exec {UNPRIV_LOCK}<"$lockdir/sandbox-mcp-test-user.$i" || continue
 		if flock -n "$UNPRIV_LOCK"; then
 			UNPRIV_USER=sbxtest$i
 			id "$UNPRIV_USER" >/dev/null 2>&1 ||
