@@ -78,6 +78,8 @@ until_made_ahead() { # N: waits until N sandboxes were made ahead
 }
 
 @test "ahead: a server that gets no call leaves nothing behind, --keep or not" {
+	SANDBOX_UID=$(free_uid) || skip_or_fail "no free uid for the sandbox user"
+	export SANDBOX_UID
 	for keep in --no-keep --keep; do
 		: >"$SERVER_LOG"
 		mcp_session "$keep" <<-EOF
@@ -87,7 +89,7 @@ until_made_ahead() { # N: waits until N sandboxes were made ahead
 		[ -n "$(made_ahead)" ]
 		[ -z "$(find "$SANDBOX_STATE_DIR" -mindepth 1 -maxdepth 1)" ] || { ls -la "$SANDBOX_STATE_DIR" >&2; return 1; }
 	done
-	eventually 5 no_sandbox_processes
+	eventually 5 no_sandbox_processes "$SANDBOX_UID"
 }
 
 @test "ahead: cleanup reports none for a sandbox no call used; one is made again after a cleanup, none after an idle removal" {

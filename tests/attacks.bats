@@ -1,6 +1,7 @@
 # The attack suite: every case of tests/attacks/cases (code an attacker runs in the sandbox,
 # asserting its safe outcome) on each backend it applies to, from the one list. The server
 # runs with small limits so the resource cases bite; it must answer every case and stay up.
+# suite: uses docker
 load lib/helpers
 load lib/docker-setup
 load lib/daytona-setup

@@ -1,5 +1,6 @@
 # Cancelling a call, or shutting down, while its sandbox is still being made (a Docker image
 # pull, a Daytona create and start): honoured within a second, and nothing left behind.
+# suite: uses docker
 load lib/helpers
 load lib/docker-setup
 load lib/daytona-setup
@@ -71,7 +72,7 @@ EOF
 	stall_registry
 	export SANDBOX_IMAGE="$STALL_IMAGE"
 	cancelled_while_made "grep -q 'pulling the image' $SERVER_LOG"
-	[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
+	[ -z "$(our_containers)" ]
 }
 
 @test "docker: SIGTERM during an image pull exits within 2 s and leaves nothing behind" {
@@ -86,7 +87,7 @@ $(call_json 1 execute_bash_commands '{"code":"echo never"}')
 {"expect_exit": 5}
 EOF
 	jqe "$(printf '%s\n' "$output" | grep exit_after_ms)" '.exit == 0 and .exit_after_ms < 2000'
-	[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
+	[ -z "$(our_containers)" ]
 	[ -z "$(find "$SANDBOX_STATE_DIR" -mindepth 1 -maxdepth 1 -name 'docker-*')" ]
 }
 
@@ -99,8 +100,8 @@ EOF
 	cancelled_while_made "grep -q 'holding POST /volumes/create' $UNPRIV_DIR/relay.log" --workspace-size 32M
 	# Cancelled, not a quota that failed: the making stopped there.
 	[ -z "$(grep -F 'could not bound the workspace' "$SERVER_LOG")" ]
-	[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
-	[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
+	[ -z "$(our_containers)" ]
+	[ -z "$(our_volumes)" ]
 	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
 	no_sandbox_processes "$UNPRIV_UID"
 	unprivileged_cleanup

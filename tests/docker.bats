@@ -6,6 +6,9 @@
 # dockerd in a temp folder (tests/lib/docker-engine.sh), and builds the test image without a
 # registry (backends/docker/test-image.sh: debootstrap, cached). Where no engine can run, every
 # test is skipped with the reason (a failure under CI / SANDBOX_TEST_NO_SKIP).
+# Its servers sweep what gone servers left on the engine, and it checks that nothing of its
+# own is left: no other file uses the engine meanwhile (tests/lib/run.py).
+# suite: owns docker
 load lib/helpers
 load lib/inputs
 load lib/prestart
@@ -28,6 +31,7 @@ setup_file() {
 	fi
 	# Volumes that were there before, so that the last test can tell ours apart.
 	docker volume ls -q | sort >"$BATS_FILE_TMPDIR/volumes.before"
+	{ python3 "$TESTS_DIR/lib/ours.py" foreign-volumes; echo none; } >"$BATS_FILE_TMPDIR/volumes.foreign"
 }
 
 teardown_file() {
@@ -43,11 +47,6 @@ setup() {
 
 teardown() {
 	unprivileged_teardown
-}
-
-# Our containers on the engine (any state), one id per line.
-our_containers() {
-	docker ps -aq --filter label=sandbox-mcp=1
 }
 
 # The test's sandbox folders on the host.
@@ -157,16 +156,15 @@ run_scenario() {
 }
 
 mcp_check_case() {
-	MCP_CHECK="$REPO_DIR/../shared/tools/mcp-check/run"
-	[ -x "$MCP_CHECK" ] || skip_or_fail "mcp-check not found at $MCP_CHECK"
 	command -v node >/dev/null && command -v npm >/dev/null || skip_or_fail "node and npm are needed"
 	run env SANDBOX_BACKEND=docker SANDBOX_IMAGE="$IMAGE" MCP_CHECK_SECRET=leak-me "$MCP_CHECK" "$SANDBOX_MCP"
 	printf '%s\n' "$output"
+	[ "$status" -ne 2 ] || skip_or_fail "npm could not install the MCP SDK"
 	[ "$status" -eq 0 ]
 	[[ "$output" =~ (^|$'\n')([0-9]+)\ passed,\ 0\ failed$ ]]
 	[ "${BASH_REMATCH[2]}" -ge 13 ]
 	[ -z "$(our_containers)" ]
-	[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
+	[ -z "$(our_volumes)" ]
 }
 
 @test "mcp-check (official SDK client) passes every check on the docker backend" {
@@ -204,7 +202,7 @@ mcp_check_case() {
 $INIT
 $(bash_call 1 'id -u; id -g; grep CapEff /proc/self/status; cat /proc/1/cmdline | tr "\0" " "; echo; df -k /tmp | tail -1 | awk "{print \$2}"; awk -F: "NR > 2 {gsub(/ /, \"\", \$1); print \$1}" /proc/net/dev; (echo > /dev/tcp/192.0.2.1/80) 2>&1 | tail -1; touch /bin/x 2>&1')
 {"wait": 1}
-{"sh": "docker inspect \$(docker ps -q --filter label=sandbox-mcp=1) > '$ins'"}
+{"sh": "docker inspect \$(docker ps -q --filter label=sandbox-mcp.pid=\$SERVER_PID) > '$ins'"}
 EOF
 	res 1
 	sc '.exit_code == 1'
@@ -250,7 +248,7 @@ $(py_call 1 'print(1)' '["./sbxdemo-1.0-py3-none-any.whl"]')
 {"wait": 1}
 $(call_json 2 execute_python '{"script":"print(1)","requirements":["sbxdemo>=1.0"],"timeout_s":5}')
 {"wait": 2}
-{"sh": "docker ps -aq --filter label=sandbox-mcp.role=install > '$BATS_TEST_TMPDIR/install.ids'"}
+{"sh": "docker ps -aq --filter label=sandbox-mcp.role=install --filter label=sandbox-mcp.pid=\$SERVER_PID > '$BATS_TEST_TMPDIR/install.ids'"}
 $(bash_call 3 'echo still here')
 {"wait": 3}
 EOF
@@ -280,7 +278,7 @@ EOF
 $INIT
 $(bash_call 1 'echo x > f; echo ok')
 {"wait": 1}
-{"sh": "docker rm -f \$(docker ps -q --filter label=sandbox-mcp=1) >/dev/null"}
+{"sh": "docker rm -f \$(docker ps -q --filter label=sandbox-mcp.pid=\$SERVER_PID) >/dev/null"}
 $(bash_call 2 'ls; echo done')
 {"wait": 2}
 EOF
@@ -297,7 +295,7 @@ EOF
 $INIT
 $(call_json 1 execute_bash_commands '{"code":"echo x > f; echo running; sleep 300","timeout_s":20}' '{"progressToken":"p1"}')
 {"wait_line": "\"message\":\"running"}
-{"sh": "docker kill \$(docker ps -q --filter label=sandbox-mcp=1) >/dev/null"}
+{"sh": "docker kill \$(docker ps -q --filter label=sandbox-mcp.pid=\$SERVER_PID) >/dev/null"}
 {"wait": 1}
 $(bash_call 2 'ls; echo done')
 {"wait": 2}
@@ -380,13 +378,13 @@ EOF
 $INIT
 $(bash_call 1 'echo x > f')
 {"wait": 1}
-{"sh": "test -n \"\$(docker ps -q --filter label=sandbox-mcp=1)\""}
-{"until": "test -z \"\$(docker ps -aq --filter label=sandbox-mcp=1)\""}
+{"sh": "test -n \"\$(docker ps -q --filter label=sandbox-mcp.pid=\$SERVER_PID)\""}
+{"until": "test -z \"\$(docker ps -aq --filter label=sandbox-mcp.pid=\$SERVER_PID)\""}
 $(bash_call 2 'ls')
 {"wait": 2}
 $(call_json 3 cleanup_sandbox '{}')
 {"wait": 3}
-{"sh": "test -z \"\$(docker ps -aq --filter label=sandbox-mcp=1)\""}
+{"sh": "test -z \"\$(docker ps -aq --filter label=sandbox-mcp.pid=\$SERVER_PID)\""}
 EOF
 	res 2
 	sc '.stdout == "" and (.notice | test("removed after 1 s"))'
@@ -475,10 +473,18 @@ EOF
 
 @test "after the suite: no container, volume, agent process or folder of ours is left" {
 	[ -z "$(our_containers)" ]
-	[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
-	diff "$BATS_FILE_TMPDIR/volumes.before" <(docker volume ls -q | sort)
-	[ -z "$(pgrep -f '^/\.sandbox-agent --connect')" ]
-	[ -z "$(find "$BATS_RUN_TMPDIR" "${TMPDIR:-/tmp}/sandbox-mcp-$(id -u)" -type d -name 'docker-????????' 2>/dev/null)" ]
+	[ -z "$(our_volumes)" ]
+	# Unlabelled volumes too (a container's anonymous ones), none made and none removed, leaving
+	# out another server's (lib/ours.py), which may come and go meanwhile.
+	docker volume ls -q | sort >"$BATS_TEST_TMPDIR/volumes.now"
+	[ -z "$(comm -13 "$BATS_FILE_TMPDIR/volumes.before" "$BATS_TEST_TMPDIR/volumes.now" |
+		grep -vxF -f <(python3 "$TESTS_DIR/lib/ours.py" foreign-volumes; echo none))" ]
+	[ -z "$(comm -23 "$BATS_FILE_TMPDIR/volumes.before" "$BATS_TEST_TMPDIR/volumes.now" |
+		grep -vxF -f "$BATS_FILE_TMPDIR/volumes.foreign")" ]
+	# Agents and sandbox folders of another server's running containers are not ours.
+	[ -z "$(pgrep -f '^/\.sandbox-agent --connect' | grep -vxF -f <(python3 "$TESTS_DIR/lib/ours.py" foreign-pids; echo none))" ]
+	[ -z "$(find "$BATS_RUN_TMPDIR" "${TMPDIR:-/tmp}/sandbox-mcp-$(id -u)" -type d -name 'docker-????????' 2>/dev/null |
+		grep -vE -f <(python3 "$TESTS_DIR/lib/ours.py" foreign-sandboxes | sed 's,.*,/&$,'; echo '^$'))" ]
 }
 
 @test "once the server is connected, the agent's socket is gone: code cannot reach the agent" {

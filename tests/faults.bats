@@ -69,11 +69,13 @@ EOF2
 @test "a sandbox made ahead while the reader and writer threads allocate never deadlocks (40 fresh servers)" {
 	# The sandbox's first process is a raw clone of the threaded server: a glibc fork() in it
 	# waited forever on a malloc lock another thread held at the clone (3 servers of 40 here).
+	SANDBOX_UID=$(free_uid) || skip_or_fail "no free uid for the sandbox user"
+	export SANDBOX_UID
 	run python3 "$TESTS_DIR/lib/flood.py" "$SANDBOX_MCP" 40
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$(tail -1 <<<"$output")" = "answered 40 of 40" ]
-	eventually 10 no_sandbox_processes
+	eventually 10 no_sandbox_processes "$SANDBOX_UID"
 }
 
 @test "a client that stops reading stdout cannot keep the server from shutting down within 2 s" {
@@ -159,7 +161,7 @@ EOF
 $INIT
 $(call_json 1 execute_bash_commands '{"code":"echo one"}')
 {"wait": 1}
-{"sh": "find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user sbxtest -exec rm -rf {} + ; [ -z \"\$(find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user sbxtest)\" ]"}
+{"sh": "find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user $UNPRIV_USER -exec rm -rf {} + ; [ -z \"\$(find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user $UNPRIV_USER)\" ]"}
 $(call_json 2 execute_bash_commands '{"code":"echo two"}')
 $(call_json 3 execute_bash_commands '{"code":"echo three"}')
 EOF

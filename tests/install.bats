@@ -2,6 +2,9 @@
 # and nothing else -- not the host's loopback, not a metadata address, not what an index page
 # points at elsewhere -- on every backend. A test index runs on a network of its own
 # (lib/test-index.bash); a listener on the host's loopback stands for the host's services.
+# The test index's network routes 198.51.100.0/24 on the host (tests/lib/run.py).
+# suite: uses docker
+# suite: owns test-index
 load lib/helpers
 load lib/docker-setup
 load lib/daytona-setup
@@ -122,8 +125,8 @@ installed_case() {
 	installed_case docker-unprivileged
 	grep -qF "the workspace quota is 256 MiB: the workspace is a tmpfs volume of its own" "$SERVER_LOG"
 	[ -z "$(grep -F "quota is not enforced" "$SERVER_LOG")" ]
-	[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
-	[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
+	[ -z "$(our_containers)" ]
+	[ -z "$(our_volumes)" ]
 	unprivileged_cleanup
 }
 
@@ -177,7 +180,7 @@ EOF
 	mcp_session --index-url "$INDEX_URL" <<EOF
 $INIT
 $(py_req 1 slowpkg)
-{"sh": "for i in \$(seq 300); do c=\$(docker ps -q --filter label=sandbox-mcp.role=install); [ -n \"\$c\" ] && docker inspect \$c --format '{{.HostConfig.NetworkMode}}' > $BATS_TEST_TMPDIR/mode && exit 0; sleep 0.05; done; exit 1"}
+{"sh": "for i in \$(seq 300); do c=\$(docker ps -q --filter label=sandbox-mcp.role=install --filter label=sandbox-mcp.pid=\$SERVER_PID); [ -n \"\$c\" ] && docker inspect \$c --format '{{.HostConfig.NetworkMode}}' > $BATS_TEST_TMPDIR/mode && exit 0; sleep 0.05; done; exit 1"}
 EOF
 	[ "$(cat "$BATS_TEST_TMPDIR/mode")" = none ]
 }

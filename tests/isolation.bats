@@ -114,18 +114,6 @@ need_x86_64() {
 	[ "$(uname -m)" = x86_64 ] || skip_or_fail "the raw syscall numbers of this test are x86_64's (this is $(uname -m))"
 }
 
-# free_uid: a uid no process on the host runs as, for tests that look for the sandbox's processes.
-free_uid() {
-	local u
-	for u in 61234 61357 62468 63579 64123; do
-		if ! ps -e -o uid= | awk -v u="$u" '$1 == u {found=1} END {exit !found}'; then
-			echo "$u"
-			return 0
-		fi
-	done
-	return 1
-}
-
 # start_listener: the host bait (fixtures/isolation/listener.py) on 127.0.0.1 and @isolation-$TAG;
 # sets PORT and LISTEN_DIR, and checks from the host that it answers (two log lines).
 start_listener() {

@@ -3,6 +3,7 @@
 # (tests/lib/runsem.bash) gives the same results, field by field, on local, Docker and the
 # Daytona test server; and so does the /bin/sh fallback of an image without bash, on Docker (an
 # image made without it) and on the Daytona test server (which plays such an image).
+# suite: uses docker
 load lib/helpers
 load lib/runsem
 load lib/docker-setup

@@ -1,6 +1,10 @@
 # Proof under faults and load, in short forms CI can afford: a libFuzzer run over the message
 # path, a soak of mixed calls on one server, and valgrind's memcheck on a session. The long
 # forms are make targets (make fuzz FUZZ_SECONDS=0, make soak, make valgrind; see doc/testing.md).
+# The fuzz run must reach 1,000 executions in its 30 s, and the soak and valgrind want a CPU:
+# the file runs alone (tests/lib/run.py).
+# suite: serial
+# suite: uses docker
 load lib/helpers
 load lib/docker-setup
 

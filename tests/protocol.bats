@@ -642,9 +642,7 @@ line_of() {
 # ------------------------------------------------------------------ the official suite
 
 @test "official MCP conformance scenarios pass (server-initialize, ping, logging-set-level, tools-list)" {
-	# shared/ sits beside the checkout, as CI places it.
-	local runner="$REPO_DIR/../shared/tools/conformance/run"
-	[ -x "$runner" ] || skip_or_fail "the conformance runner is not at $runner (shared/ beside the checkout)"
+	local runner="$TESTS_DIR/conformance/run"
 	command -v npm >/dev/null && command -v node >/dev/null || skip_or_fail "npm and node are needed by the conformance runner"
 	command -v curl >/dev/null || skip_or_fail "curl is needed by the conformance runner"
 	# The conformance package needs Node.js 20 or newer (Debian 12 has 18): one from npm, first on PATH.

@@ -106,7 +106,11 @@ EOF
 	mkdir -p "$BATS_TEST_TMPDIR/wh"
 	python3 "$TESTS_DIR/lib/make_wheel.py" "$BATS_TEST_TMPDIR/wh" okpkg 1.0
 	chmod -R o+rX "$BATS_TEST_TMPDIR"
-	for sep in $'\v' $'\f' $'\x1c' $'\x1d' $'\x1e' $'\u0085' $'\u2028' $'\u2029' $'\r' $'\n'; do
+	# U+0085, U+2028 and U+2029 as their UTF-8 bytes: bash's $'\u...' makes them only in a
+	# UTF-8 locale, and leaves a plain backslash sequence in the C locale of a bare system.
+	for sep in $'\v' $'\f' $'\x1c' $'\x1d' $'\x1e' "$(printf '\302\205')" "$(printf '\342\200\250')" \
+		"$(printf '\342\200\251')" $'\r' $'\n'; do
+		[ "${sep#*\\}" = "$sep" ] # no backslash: a separator, not an escape left as text
 		req="okpkg; python_version < \"1\"${sep}-r /workspace/evil.txt"
 		args=$(jq -cn --arg r "$req" '{script:"print(1)", requirements:[$r]}')
 		tool execute_python "$args" --wheelhouse "$BATS_TEST_TMPDIR/wh"

@@ -2,6 +2,7 @@
 # files it plants where the sandbox writes, spill failures, out-of-memory kills, removal of
 # whatever it leaves. Each case runs on the local backend, on Docker, and where it applies on
 # the Daytona test server.
+# suite: uses docker
 load lib/helpers
 load lib/docker-setup
 load lib/daytona-setup
@@ -243,8 +244,8 @@ EOF
 	[ "$status" -ne 0 ]
 	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
 	if [ "${1%-unprivileged}" = docker ]; then
-		[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
-		[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
+		[ -z "$(our_containers)" ]
+		[ -z "$(our_volumes)" ]
 	fi
 	if [ "$1" != "${1%-unprivileged}" ]; then
 		no_sandbox_processes "$UNPRIV_UID"
@@ -379,8 +380,8 @@ EOF
 	grep -qE "the container engine does not see /dev/shm/sandbox-mcp-[0-9a-f]{18} as this server does \(.*bind source path does not exist" "$SERVER_LOG"
 	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
 	no_shm_left
-	[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
-	[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
+	[ -z "$(our_containers)" ]
+	[ -z "$(our_volumes)" ]
 	unprivileged_cleanup
 }
 
@@ -393,7 +394,7 @@ EOF
 $INIT
 $(bash_call 1 'echo hi > f; cat f')
 {"wait": 1}
-{"until": "pkill -9 -u sbxtest -f \"^sandbox-mcp: the workspace's tmpfs of\"; ! pgrep -u sbxtest -f \"^sandbox-mcp: the workspace's tmpfs of\""}
+{"until": "pkill -9 -u $UNPRIV_USER -f \"^sandbox-mcp: the workspace's tmpfs of\"; ! pgrep -u $UNPRIV_USER -f \"^sandbox-mcp: the workspace's tmpfs of\""}
 $(bash_call 2 'ls')
 $(bash_call 3 'echo again > f; cat f')
 EOF
@@ -438,8 +439,8 @@ EOF
 	grep -qF "$3" "$SERVER_LOG"
 	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
 	if [ "$1" = docker ]; then
-		[ -z "$(docker ps -aq --filter label=sandbox-mcp=1)" ]
-		[ -z "$(docker volume ls -q --filter label=sandbox-mcp=1)" ]
+		[ -z "$(our_containers)" ]
+		[ -z "$(our_volumes)" ]
 	fi
 	if [ "$2" = taken-volume ]; then
 		# The volume that is not the sandbox's is left as it was.
@@ -487,7 +488,7 @@ $(call_json 2 cleanup_sandbox '{}')
 $(py_call 3 'x = bytearray(400 * 1024 * 1024)')
 {"wait": 3}
 $(bash_call 4 'exec sleep 30')
-{"until": "grep -qsx sleep /proc/[0-9]*/comm"}
+{"until": "for c in \$(grep -lsx sleep /proc/[0-9]*/comm); do grep -qs \"sandbox-mcp-\$SERVER_PID-\" \"\${c%comm}cgroup\" && exit 0; done; exit 1"}
 {"sh": "grep -ls \"sandbox-mcp-\$(cat $pidf)-\" /proc/[0-9]*/cgroup > $BATS_TEST_TMPDIR/procs; for f in \$(cat $BATS_TEST_TMPDIR/procs); do cat \$f; done > $BATS_TEST_TMPDIR/code"}
 {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}
 {"wait": 3}

@@ -71,3 +71,78 @@ $(call_json 1 execute_bash_commands '{"code":"true"}')"
 	[ "$status" -eq 6 ]
 	[[ "$output" == *"requests unanswered: 1"* ]]
 }
+
+# runner_files DIR: bats files for the runner's own tests. a.bats and b.bats meet: each makes its
+# mark and waits (10 s at most) for the other's, so both pass only when they run at the same time.
+runner_files() {
+	local d=$1
+	mkdir -p "$d"
+	for me in a b; do
+		other=$([ $me = a ] && echo b || echo a)
+		printf '@test "%s meets %s" {\n\ttouch "%s/%s.mark"\n\tfor _ in $(seq 100); do [ -e "%s/%s.mark" ] && return 0; sleep 0.1; done\n\treturn 1\n}\n' \
+			$me $other "$d" $me "$d" $other >"$d/$me.bats"
+	done
+	# Two serial files, one that owns a name and two that use it: each writes when it starts and
+	# ends, so the log tells which ran beside which. The two users meet as a and b do.
+	for f in s1:serial s2:serial o1:'owns thing'; do
+		printf '# suite: %s\n@test "%s" {\n\techo "start %s" >>"%s/log"\n\tsleep 0.3\n\techo "end %s" >>"%s/log"\n}\n' \
+			"${f#*:}" "${f%%:*}" "${f%%:*}" "$d" "${f%%:*}" "$d" >"$d/${f%%:*}.bats"
+	done
+	for me in u1 u2; do
+		other=$([ $me = u1 ] && echo u2 || echo u1)
+		printf '# suite: uses other thing\n@test "%s" {\n\techo "start %s" >>"%s/log"\n\ttouch "%s/%s.mark"\n\tfor _ in $(seq 100); do [ -e "%s/%s.mark" ] && break; sleep 0.1; done\n\techo "end %s" >>"%s/log"\n\t[ -e "%s/%s.mark" ]\n}\n' \
+			$me $me "$d" "$d" $me "$d" $other $me "$d" "$d" $other >"$d/$me.bats"
+	done
+	printf '@test "p" { true; }\n@test "f" { false; }\n@test "s" { skip "a reason"; }\n' >"$d/mixed.bats"
+	# A bats that dies in its second test, of three: two tests never report.
+	printf '@test "d1" { true; }\n@test "d2" { kill -KILL 0; }\n@test "d3" { true; }\n' >"$d/dies.bats"
+}
+
+@test "suite: tests/run runs files at once; a serial file alone, one that owns a name beside no user of it" {
+	local d="$BATS_TEST_TMPDIR/rt"
+	runner_files "$d"
+	run "$REPO_DIR/tests/run" -j 4 "$d/a.bats" "$d/b.bats" "$d/o1.bats" "$d/u1.bats" "$d/u2.bats" "$d/s1.bats" "$d/s2.bats"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[-1]}" = "7 passed, 0 failed" ]
+	local tap=$output
+	# Nothing starts while s1, s2 or o1 runs, and none of them starts beside another file.
+	cat "$d/log"
+	run python3 -c '
+import sys
+running = set()
+for line in open(sys.argv[1]):
+    what, name = line.split()
+    if what == "start":
+        alone = name in ("s1", "s2", "o1")
+        if (alone and running) or running & {"s1", "s2", "o1"}:
+            sys.exit("%s started beside %s" % (name, sorted(running)))
+        running.add(name)
+    else:
+        running.discard(name)' "$d/log"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^start' "$d/log")" -eq 5 ]
+	# Every test numbered once, in order, and a time for each file.
+	[ "$(grep -E '^ok [0-9]+ ' <<<"$tap" | awk '{print $2}' | tr '\n' ' ')" = "1 2 3 4 5 6 7 " ]
+	[ "$(grep -cE '^# .*\.bats: [0-9.]+ s, 1 tests$' <<<"$tap")" -eq 7 ]
+	# Alone, a never meets b.
+	rm "$d"/*.mark
+	run "$REPO_DIR/tests/run" -j 1 "$d/a.bats"
+	[ "$status" -eq 1 ]
+	[ "${lines[-1]}" = "0 passed, 1 failed" ]
+}
+
+@test "suite: tests/run counts failures, skips, and the tests of a bats that died" {
+	local d="$BATS_TEST_TMPDIR/rt"
+	runner_files "$d"
+	run env -u CI -u SANDBOX_TEST_NO_SKIP "$REPO_DIR/tests/run" -j 2 "$d/mixed.bats" "$d/dies.bats"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ "${lines[-1]}" = "2 passed, 3 failed, 1 skipped" ]
+	[ "$(grep -c "^not ok [0-9]* $d/dies.bats: bats stopped after 1 of 3 tests" <<<"$output")" -eq 2 ]
+	[ "$(grep -c '^1\.\.6$' <<<"$output")" -eq 1 ]
+	# Under CI a skip is a failure.
+	run env CI=true "$REPO_DIR/tests/run" "$d/mixed.bats"
+	[ "$status" -eq 1 ]
+	[ "${lines[-1]}" = "1 passed, 2 failed" ]
+}

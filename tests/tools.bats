@@ -637,8 +637,7 @@ no_live_processes() { # UID
 }
 
 @test "the unprivileged path: a non-root server runs calls in its own sandbox" {
-	id sbxtest >/dev/null 2>&1 || useradd -M -d /nonexistent -s /usr/sbin/nologin sbxtest 2>/dev/null ||
-		skip_or_fail "cannot create a test user"
+	unprivileged_user || skip_or_fail "cannot create a test user"
 	command -v setpriv >/dev/null || skip_or_fail "setpriv(1) is missing"
 	# The system's python3: root's may be a per-user shim (pyenv) the test user cannot run.
 	[ -x /usr/bin/python3 ] || skip_or_fail "/usr/bin/python3 is missing"
@@ -647,14 +646,14 @@ no_live_processes() { # UID
 	# folder other users cannot enter (a clone under a mktemp -d folder, /root).
 	mkdir -p "$dir/tests/lib" "$dir/schemas"
 	cp "$SESSION" "$dir/tests/lib/" && cp "$REPO_DIR"/schemas/*.json "$dir/schemas/" && cp "$SANDBOX_MCP" "$dir/sandbox-mcp"
-	chmod -R a+rX "$dir" && chown sbxtest: "$dir"
-	run setpriv --reuid=sbxtest --regid=sbxtest --clear-groups env SANDBOX_STATE_DIR="$dir/state" HOME=/nonexistent \
+	chmod -R a+rX "$dir" && chown "$UNPRIV_USER:" "$dir"
+	run setpriv --reuid="$UNPRIV_USER" --regid="$UNPRIV_USER" --clear-groups env SANDBOX_STATE_DIR="$dir/state" HOME=/nonexistent \
 		/usr/bin/python3 "$dir/tests/lib/session.py" --stderr "$dir/log" -- "$dir/sandbox-mcp" \
 		<<<"$(printf '%s\n%s\n' "$INIT" "$(call_json 1 execute_bash_commands '{"code":"id -u; grep CapEff /proc/self/status; echo hi > f; cat f"}')")"
 	[ "$status" -eq 0 ] || { cat "$dir/log"; false; }
 	result=$(response 1 | jq -c .result)
 	# Without root there is no image to make: the workspace is a tmpfs of the quota.
-	run setpriv --reuid=sbxtest --regid=sbxtest --clear-groups env SANDBOX_STATE_DIR="$dir/state" HOME=/nonexistent \
+	run setpriv --reuid="$UNPRIV_USER" --regid="$UNPRIV_USER" --clear-groups env SANDBOX_STATE_DIR="$dir/state" HOME=/nonexistent \
 		"$dir/sandbox-mcp" --check --backend local
 	rm -rf "$dir"
 	printf '%s\n' "$output"

@@ -23,6 +23,13 @@ if ! mkdir -p "$cache" 2>/dev/null || ! [ -w "$cache" ]; then
 	mkdir -p "$cache"
 fi
 tarball=$cache/bookworm-python3-r$recipe.tar
+# One build at a time (test files that run at once may all ask for the image): the others wait,
+# then find the image there.
+exec 9>"$cache/.lock"
+flock 9
+if docker image inspect "$image" >/dev/null 2>&1; then
+	exit 0
+fi
 if ! [ -s "$tarball" ]; then
 	command -v debootstrap >/dev/null || { echo "test-image.sh: debootstrap is needed (apt-get install debootstrap)" >&2; exit 1; }
 	root=$(mktemp -d "$cache/root.XXXXXX")

@@ -5,6 +5,8 @@ TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 REPO_DIR=$(cd "$TESTS_DIR/.." && pwd)
 : "${SANDBOX_MCP:=$REPO_DIR/build/sandbox-mcp}"
 SESSION="$TESTS_DIR/lib/session.py"
+# The official MCP TypeScript SDK client checking the tools' contract (tests/mcp-check/run).
+MCP_CHECK="$TESTS_DIR/mcp-check/run"
 INIT='{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}'
 INITIALIZED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
 
@@ -17,7 +19,7 @@ common_setup() {
 	# The generic suites test the local backend whatever engines or keys this machine has;
 	# docker.bats and daytona.bats choose their own backend.
 	export SANDBOX_BACKEND=local
-	unset SANDBOX_TIMEOUT SANDBOX_MAX_TIMEOUT SANDBOX_OUTPUT_CAP SANDBOX_NETWORK \
+	unset SANDBOX_UID SANDBOX_TIMEOUT SANDBOX_MAX_TIMEOUT SANDBOX_OUTPUT_CAP SANDBOX_NETWORK \
 		SANDBOX_WHEELHOUSE SANDBOX_IDLE_TIMEOUT SANDBOX_QUEUE SANDBOX_MAX_MESSAGE SANDBOX_KEEP SANDBOX_SHUTDOWN_BUDGET \
 		SANDBOX_WORKSPACE SANDBOX_MOUNT
 }
@@ -95,20 +97,68 @@ jqe() {
 	}
 }
 
-# Pids of processes that belong to sandboxes of this test's state folder... of any server:
-# processes running as the sandbox's host uid.
+# sandbox_processes [UID]: the processes running as the sandbox's host uid (default 65534),
+# whichever server made them: a test that counts them runs its server with a uid of its own
+# (free_uid), since other servers on this machine may use 65534 meanwhile.
 sandbox_processes() {
 	ps -e -o uid=,pid=,args= | awk -v u="${1:-65534}" '$1 == u {print}'
 }
 
-# unprivileged_server: this test's server runs as the unprivileged user sbxtest (made when
-# missing): SANDBOX_MCP becomes a wrapper that starts it so, on a state folder of that user's.
+# free_uid: a uid no process on the host runs as, for a test's server to run its sandboxes as
+# (--sandbox-uid, SANDBOX_UID) when the test looks for the sandboxes' processes: the user's own
+# servers (as root, uid 65534) and tests running beside this one keep theirs. Random, so that two
+# tests that run at once do not pick the same one.
+free_uid() {
+	local u i
+	for i in $(seq 50); do
+		u=$((200000 + (RANDOM * 32768 + RANDOM) % 800000))
+		if ! ps -e -o uid= | awk -v u="$u" '$1 == u {found=1} END {exit !found}'; then
+			echo "$u"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# our_containers [DOCKER PS ARGS...], our_volumes: the Docker containers (ids, any state) and
+# volumes that servers of this test made, by their labels (lib/ours.py): those of another
+# server on this machine that is running, say the user's own, are not ours. Inside a session
+# script, a step finds its server's with --filter label=sandbox-mcp.pid=$SERVER_PID.
+our_containers() {
+	python3 "$TESTS_DIR/lib/ours.py" containers "$@"
+}
+our_volumes() {
+	python3 "$TESTS_DIR/lib/ours.py" volumes
+}
+
+# unprivileged_user: claims one of the test users sbxtest0 ... sbxtest15 (made when missing) for
+# this test, so that no other test running at once, in this suite or another checkout's, uses
+# it: whatever runs as it (processes, folders on /dev/shm) is this test's. The claim is a lock
+# this test's shell holds (on /run/lock/sandbox-mcp-test-user.N) until it ends. Sets UNPRIV_USER.
+unprivileged_user() {
+	local i lockdir=/run/lock
+	[ -d "$lockdir" ] && [ -w "$lockdir" ] || lockdir=/tmp
+	for i in $(seq 0 15); do
+		# Read-only: the servers the test starts inherit it.
+		: >>"$lockdir/sandbox-mcp-test-user.$i" && exec {UNPRIV_LOCK}<"$lockdir/sandbox-mcp-test-user.$i" || continue
+		if flock -n "$UNPRIV_LOCK"; then
+			UNPRIV_USER=sbxtest$i
+			id "$UNPRIV_USER" >/dev/null 2>&1 ||
+				useradd -M -d /nonexistent -s /usr/sbin/nologin "$UNPRIV_USER" 2>/dev/null || return 1
+			return 0
+		fi
+		exec {UNPRIV_LOCK}>&-
+	done
+	return 1
+}
+
+# unprivileged_server: this test's server runs as an unprivileged user of its own (UNPRIV_USER,
+# see unprivileged_user): SANDBOX_MCP becomes a wrapper that starts it so, on a state folder of that user's.
 # The binary is copied where the user may read it (the checkout may be in a folder others cannot
 # enter); unprivileged_cleanup removes the copy. UNPRIV_UID is the user's uid. With
 # UNPRIV_WITHOUT=CALL[,CALL] set, the server runs under `test-helper without` those calls.
 unprivileged_server() {
-	id sbxtest >/dev/null 2>&1 || useradd -M -d /nonexistent -s /usr/sbin/nologin sbxtest 2>/dev/null ||
-		skip_or_fail "cannot create a test user"
+	unprivileged_user || skip_or_fail "cannot create a test user"
 	command -v setpriv >/dev/null || skip_or_fail "setpriv(1) is missing"
 	UNPRIV_DIR=$(mktemp -d /tmp/sbx-unpriv.XXXXXX)
 	cp "$SANDBOX_MCP" "$UNPRIV_DIR/sandbox-mcp" && cp "$REPO_DIR/build/test-helper" "$UNPRIV_DIR/test-helper"
@@ -118,11 +168,11 @@ unprivileged_server() {
 		set -- "$UNPRIV_DIR/sandbox-mcp" "\$@"
 		[ -z "\$UNPRIV_WITHOUT" ] || set -- "$UNPRIV_DIR/test-helper" without "\$UNPRIV_WITHOUT" -- "\$@"
 		[ -z "\$UNPRIV_DOCKER_HOST" ] || export DOCKER_HOST="\$UNPRIV_DOCKER_HOST"
-		exec setpriv --reuid=sbxtest --regid=sbxtest --clear-groups env HOME=/nonexistent "\$@"
+		exec setpriv --reuid=$UNPRIV_USER --regid=$UNPRIV_USER --clear-groups env HOME=/nonexistent "\$@"
 	EOF
-	chmod -R a+rX "$UNPRIV_DIR" && chmod a+x "$UNPRIV_DIR/run" && chown sbxtest: "$UNPRIV_DIR" "$UNPRIV_DIR/state"
-	UNPRIV_UID=$(id -u sbxtest)
-	export SANDBOX_MCP="$UNPRIV_DIR/run" SANDBOX_STATE_DIR="$UNPRIV_DIR/state" UNPRIV_UID
+	chmod -R a+rX "$UNPRIV_DIR" && chmod a+x "$UNPRIV_DIR/run" && chown "$UNPRIV_USER:" "$UNPRIV_DIR" "$UNPRIV_DIR/state"
+	UNPRIV_UID=$(id -u "$UNPRIV_USER")
+	export SANDBOX_MCP="$UNPRIV_DIR/run" SANDBOX_STATE_DIR="$UNPRIV_DIR/state" UNPRIV_UID UNPRIV_USER
 }
 
 # unprivileged_docker [FAULT]: after unprivileged_server, lets that server reach the Docker engine of
@@ -131,7 +181,7 @@ unprivileged_server() {
 # commands keep DOCKER_HOST. FAULT: see sock-relay.py; what the relay says is in
 # $UNPRIV_DIR/relay.log.
 unprivileged_docker() {
-	python3 "$TESTS_DIR/lib/sock-relay.py" "$UNPRIV_DIR/docker.sock" "${DOCKER_HOST#unix://}" sbxtest "$@" \
+	python3 "$TESTS_DIR/lib/sock-relay.py" "$UNPRIV_DIR/docker.sock" "${DOCKER_HOST#unix://}" "$UNPRIV_USER" "$@" \
 		2>"$UNPRIV_DIR/relay.log" 3>&- &
 	UNPRIV_RELAY=$!
 	eventually 10 test -S "$UNPRIV_DIR/docker.sock"
@@ -141,7 +191,8 @@ unprivileged_docker() {
 # shm_folders: the test user's servers' folders on /dev/shm, where one that is not root keeps the
 # files it binds into its sandboxes (hostdir.h), one per line.
 shm_folders() {
-	find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user sbxtest
+	[ -n "${UNPRIV_USER:-}" ] || return 0
+	find /dev/shm -maxdepth 1 -name 'sandbox-mcp-*' -user "$UNPRIV_USER"
 }
 
 # no_shm_left: no server of the test user left a folder on /dev/shm.

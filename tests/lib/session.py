@@ -12,7 +12,8 @@ Reads a script from stdin, one JSON value per line:
   - {"wait": ID}: wait until the response with that id arrived;
   - {"wait_line": "regex"}: wait until a stdout line matches;
   - {"signal": "TERM"|"INT"|"KILL"}: signal the server;
-  - {"sh": "command"}: run a shell command on the host (it must succeed);
+  - {"sh": "command"}: run a shell command on the host (it must succeed; $SERVER_PID is the
+    server's pid, e.g. to find its containers by their label sandbox-mcp.pid);
   - {"until": "command"}: run a shell command every 0.1 s until it succeeds (within the
     session's timeout): how a script waits for a condition on the host;
   - {"close": true}: close the server's stdin;
@@ -65,6 +66,7 @@ def main():
     script = [json.loads(l) for l in sys.stdin.read().split("\n") if l.strip()]  # not splitlines(): it splits inside JSON on U+2028 and others
     err = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    os.environ["SERVER_PID"] = str(proc.pid)  # for the sh and until steps
     if pidfile:
         with open(pidfile, "w") as f:
             f.write("%d\n" % proc.pid)

@@ -8,7 +8,7 @@ a warm-up (a tenth of the calls, at least 50) it reads the server's resident siz
 count, and again near the end at the same point of the mix (a sandbox up, between calls);
 then it closes stdin, waits for the server to exit, and looks for anything left: a process
 of the sandbox user (SOAK_SANDBOX_UID, default 65534), a mount or a file under the state
-folder ($SANDBOX_STATE_DIR), a cgroup of the server, a container labelled sandbox-mcp=1.
+folder ($SANDBOX_STATE_DIR), a cgroup of the server, a container labelled with the server's pid.
 Prints one JSON line: {"calls", "rss_warm_kb", "rss_end_kb", "rss_growth_kb", "fds_warm",
 "fds_end", "left": [...], "bad": [...]} and exits 1 when an answer was wrong, the server
 misbehaved, the resident size grew by 1 MiB or more, the fd count changed, or anything was
@@ -135,7 +135,7 @@ def leftovers(pid):
         if root.count("/") > 6:
             dirs[:] = []
     try:
-        ids = subprocess.run(["docker", "ps", "-aq", "--filter", "label=sandbox-mcp=1"], capture_output=True, text=True, timeout=20).stdout.split()
+        ids = subprocess.run(["docker", "ps", "-aq", "--filter", "label=sandbox-mcp=1", "--filter", "label=sandbox-mcp.pid=%d" % pid], capture_output=True, text=True, timeout=20).stdout.split()
         left += ["container " + c for c in ids]
     except (OSError, subprocess.TimeoutExpired):
         pass
