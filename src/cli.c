@@ -7,6 +7,7 @@
 
 #include "../agent/proto.h"
 #include "../backends/backend.h"
+#include "../backends/hostfs/wsdir.h"
 #include "../backends/run/netpolicy.h"
 #include "base/opt.h"
 
@@ -232,6 +233,9 @@ static int check_values(const struct config *c, const struct group *g, int ng, s
 		return err_set(e, "--workspace must be an absolute path");
 	if (c->workspace_dir[0] && strlen(c->workspace_dir) > PATH_MAX - 256)
 		return err_set(e, "--workspace: the path is too long");
+	/* Taken only when new, empty or a workspace already: cleanup_sandbox empties it. */
+	if (c->workspace_dir[0] && wsdir_check(c->workspace_dir, e) < 0)
+		return -1;
 	if (mountspec_check_set(c->mounts.v, c->mounts.n, &pe) < 0)
 		return err_set(e, "%s", pe.msg);
 	for (int k = 0; k < ng; k++)

@@ -198,6 +198,14 @@ mcp_check_case() {
 	[ -z "$(our_containers)" ]
 }
 
+@test "--check: a --python the image does not have makes the docker backend unavailable, and names it" {
+	run "$SANDBOX_MCP" --backend docker --check --python sandbox-no-such-python
+	printf '%s\n' "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"docker   unavailable: --python sandbox-no-such-python does not run in the sandbox (exit code 127: sandbox: cannot run sandbox-no-such-python: No such file or directory)"* ]]
+	[ -z "$(our_containers)" ]
+}
+
 @test "isolation: unprivileged user, no capabilities, read-only root, no network, limits and labels from the configuration" {
 	local ins="$BATS_TEST_TMPDIR/inspect.json"
 	mcp_session --memory 300M --pids 77 --cpus 0.5 --tmp-size 20M <<EOF

@@ -215,9 +215,10 @@ tools_via() {
 
 @test "examples: demo.py exits non-zero and says what failed when the steps go wrong" {
 	cd "$REPO_DIR"
-	# An interpreter the sandbox does not have: the Python steps fail, and so does step 2, which
-	# reads the file step 1 should have written; the rest still pass.
-	run python3 examples/demo.py --log "$BATS_TEST_TMPDIR/server.log" "$SANDBOX_MCP" --python sandbox-no-such-python
+	# An "interpreter" that fails whatever it is given (one that does not exist is refused at
+	# start-up): the Python steps fail, and so does step 2, which reads the file step 1 should
+	# have written; the rest still pass.
+	run python3 examples/demo.py --log "$BATS_TEST_TMPDIR/server.log" "$SANDBOX_MCP" --python /bin/false
 	[ "$status" -eq 1 ]
 	[[ "${lines[${#lines[@]} - 1]}" == "summary: "*" steps as expected; FAILED: 1 execute_python, 2 execute_bash_commands, 3 execute_python, 6 execute_python" ]]
 	[[ "$output" == *"FAIL: expected exit_code 0 and no isError"* ]]

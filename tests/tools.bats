@@ -499,8 +499,13 @@ EOF
 }
 
 @test "a result whose texts are not valid UTF-8 is still answered, repaired" {
-	export SANDBOX_STATE_DIR=$'/nonexistent/\xff\xfe'
-	tool execute_bash_commands '{"code":"true"}'
+	# A state folder whose name is not UTF-8, fine at start-up and replaced by a file before
+	# the first call: the call's error names it.
+	export SANDBOX_STATE_DIR="$BATS_TEST_TMPDIR/"$'\xff\xfe'
+	mkdir -m 700 "$SANDBOX_STATE_DIR"
+	gone=$(jq -cn '{sh: "rmdir \"$SANDBOX_STATE_DIR\" && touch \"$SANDBOX_STATE_DIR\""}')
+	mcp_session --no-sandbox-ahead <<<"$(printf '%s\n' "$INIT" "$INITIALIZED" "$gone" "$(bash_call 1 true)")"
+	result=$(response 1 | jq -c .result)
 	sc '.exit_code == 1 and (.error | test("\ufffd")) and (.stderr | startswith("Failed to initialize sandbox engine: "))'
 }
 

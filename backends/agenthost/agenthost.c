@@ -291,6 +291,12 @@ void agenthost_report(struct agenthost *h, FILE *f)
 	hostdir_report_quota(&h->h, h->cfg, f);
 }
 
+int agenthost_config_check(const struct config *cfg, struct err *e)
+{
+	char state[PATH_MAX];
+	return hostdir_state(cfg, state, sizeof state, e);
+}
+
 void agenthost_reap(const struct config *cfg, const char *prefix)
 {
 	char state[PATH_MAX], p[64];

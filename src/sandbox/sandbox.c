@@ -386,6 +386,39 @@ bool sandbox_made_ahead(const struct sandbox *s)
 	return s->b && !s->used;
 }
 
+/* The first line of what a test run wrote to stderr, for --check. */
+struct first_line {
+	char text[200];
+	size_t len;
+};
+
+static void keep_first_line(void *ctx, int stream, const char *buf, size_t len)
+{
+	struct first_line *l = ctx;
+	if (stream != 2)
+		return;
+	for (size_t i = 0; i < len && l->len + 1 < sizeof l->text && !memchr(l->text, '\n', l->len); i++)
+		l->text[l->len++] = buf[i];
+	l->text[l->len] = '\0';
+	l->text[strcspn(l->text, "\n")] = '\0';
+}
+
+/* Runs argv in b as --check's test: 0, or -1 with why in e. */
+static int check_run(struct backend *b, const char *const *argv, struct err *e)
+{
+	static const char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
+	struct first_line l = {"", 0};
+	struct run_req rq = {.argv = argv, .env = env, .cwd = WORKSPACE, .deadline_ms = clock_ms() + 30000,
+			     .cancel_fd = -1, .cap = 4096, .on_output = keep_first_line, .ctx = &l};
+	struct run_res rs;
+	int rc = backend_run(b, &rq, &rs, e);
+	if (rc != 0)
+		return -1;
+	if (rs.exit_code != 0)
+		return err_set(e, "exit code %d%s%s", rs.exit_code, l.text[0] ? ": " : "", l.text);
+	return 0;
+}
+
 int sandbox_check_all(const struct config *cfg, FILE *f)
 {
 	int usable = 0;
@@ -403,17 +436,19 @@ int sandbox_check_all(const struct config *cfg, FILE *f)
 			continue;
 		}
 		static const char *const argv[] = {"true", NULL};
-		static const char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
-		struct run_req rq = {.argv = argv, .env = env, .cwd = WORKSPACE, .deadline_ms = clock_ms() + 30000,
-				     .cancel_fd = -1, .cap = 4096};
-		struct run_res rs;
-		int64_t t0 = clock_ms();
-		int rc = backend_run(b, &rq, &rs, &e);
-		if (rc != 0 || rs.exit_code != 0) {
-			fprintf(f, "  %-8s unavailable: a test run failed: %s\n", ops->name, rc ? e.msg : "exit code not 0");
+		const char *const py[] = {cfg->python, "-c", "pass", NULL};
+		int64_t t0 = clock_ms(), took = -1;
+		if (check_run(b, argv, &e) == 0)
+			took = clock_ms() - t0;
+		if (took < 0) {
+			fprintf(f, "  %-8s unavailable: a test run failed: %s\n", ops->name, e.msg);
+		} else if (check_run(b, py, &e) < 0) {
+			/* Every execute_python call would fail: not a backend that works. */
+			fprintf(f, "  %-8s unavailable: --python %s does not run in the sandbox (%s)\n", ops->name,
+				cfg->python, e.msg);
 		} else {
 			fprintf(f, "  %-8s ok (sandbox made and a test call run; the call took %lld ms)\n", ops->name,
-				(long long)(clock_ms() - t0));
+				(long long)took);
 			backend_report(b, f);
 			usable++;
 		}
