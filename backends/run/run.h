@@ -67,6 +67,10 @@ struct run_res {
 	bool prestarted;             /* the program ran in an interpreter started ahead (prestart) */
 	int changed;                 /* under rq->changes_in: 1 something changed, 0 nothing did,
 	                              * -1 not known (look); a backend that lists cheaply says -1 */
+	bool stopped;                /* the backend ended it, knowing it could not succeed (see
+	                              * unreachable) */
+	char unreachable[300];       /* the install step: the package index host it could not
+	                              * reach and why ("host:port: connection refused"); "" */
 	char notice[768];            /* what the call's result should also say (what a --workspace
 	                              * folder kept in step with the sandbox left out); "" for none */
 };
