@@ -100,6 +100,7 @@ struct backend {
 	const void *opts;            /* the backend's own options, borrowed from cfg */
 	void *priv;
 	bool started;
+	bool checking;               /* for --check: fetch nothing (start says BACKEND_WOULD_FETCH) */
 	char sandbox_id[64];
 };
 

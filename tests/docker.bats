@@ -7,6 +7,7 @@
 # registry (backends/docker/test-image.sh: debootstrap, cached). Where no engine can run, every
 # test is skipped with the reason (a failure under CI / SANDBOX_TEST_NO_SKIP).
 load lib/helpers
+bats_require_minimum_version 1.5.0
 load lib/inputs
 load lib/prestart
 
@@ -198,12 +199,21 @@ mcp_check_case() {
 	[ -z "$(our_containers)" ]
 }
 
+@test "--check pulls no image: it says the first call would pull a missing one" {
+	run --separate-stderr "$SANDBOX_MCP" --backend docker --check --image sandbox-mcp-no-such-image:0
+	printf '%s\n' "$output" "$stderr"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"docker   not tried: the image sandbox-mcp-no-such-image:0 is not on this engine: the first call would pull it (--check pulls nothing"* ]]
+	[[ "$stderr" != *"pulling the image"* ]]
+	[ -z "$(docker_dirs)" ]
+}
+
 @test "--check: a --python the image does not have makes the docker backend unavailable, and names it" {
 	run "$SANDBOX_MCP" --backend docker --check --python sandbox-no-such-python
 	printf '%s\n' "$output"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"docker   unavailable: --python sandbox-no-such-python does not run in the sandbox (exit code 127: sandbox: cannot run sandbox-no-such-python: No such file or directory)"* ]]
-	[ -z "$(our_containers)" ]
+	[ -z "$(docker_dirs)" ]
 }
 
 @test "isolation: unprivileged user, no capabilities, read-only root, no network, limits and labels from the configuration" {

@@ -521,10 +521,23 @@ EOF
 	[ "$status" -eq 0 ]
 	res 1
 	sc '.exit_code == 1 and .backend == null and .sandbox_id == null'
-	sc '.stderr | startswith("Failed to initialize sandbox engine: daytona: DAYTONA_API_KEY is not set; docker: ")'
+	# The backends set up here (DOCKER_HOST names an engine) lead; those that are not, follow.
+	sc '.stderr | startswith("Failed to initialize sandbox engine: docker: ")'
 	sc '.stderr | test("; local: user namespaces are disabled")'
+	sc '.stderr | endswith("; daytona: DAYTONA_API_KEY is not set")'
 	sc '.error | startswith("Failed to initialize sandbox engine: ")'
 	jqe "$result" '.isError == true'
+}
+
+@test "auto logs why it passed over each backend, also when the sandbox is made ahead, and the call says so of one set up here" {
+	SANDBOX_BACKEND=auto DAYTONA_API_KEY= DOCKER_HOST=unix:///nonexistent/docker.sock tool execute_bash_commands '{"code":"true"}'
+	grep -q 'made ahead on the local backend' "$SERVER_LOG"
+	grep -q 'info: backend auto: passed over daytona: DAYTONA_API_KEY is not set' "$SERVER_LOG"
+	grep -q 'warning: backend auto: passed over docker: .*/nonexistent/docker.sock' "$SERVER_LOG"
+	# DOCKER_HOST is the user's: the call learns its code ran locally. No key: Daytona is not named.
+	sc '.exit_code == 0 and .backend == "local"'
+	sc '.notice | test("^--backend auto passed over what is set up here [(]docker: no Docker engine socket at /nonexistent/docker.sock.*[)]; this call ran on the local backend instead[.]$")'
+	sc '.notice | contains("daytona") | not'
 }
 
 @test "a named backend that cannot start says why and does not fall back" {

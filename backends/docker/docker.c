@@ -98,6 +98,8 @@ struct docker {
 	char hostname[256];    /* labels: this server */
 	char start_time[32];
 	char volume[96];       /* the workspace's tmpfs volume (dkvolume.h); "" when none */
+	bool no_pull;          /* --check: a missing image is said, not pulled */
+	bool would_pull;       /* ... and it was missing */
 };
 
 #define DI(in) ((struct docker_inst *)(void *)(in))
@@ -559,6 +561,11 @@ static int ensure_image(struct docker *D, struct err *e)
 		return -1;
 	}
 	json_decref(ans);
+	if (D->no_pull) {
+		D->would_pull = true;
+		return err_set(e, "the image %s is not on this engine: the first call would pull it (--check pulls "
+				  "nothing; docker pull %s makes it ready)", D->image, D->image);
+	}
 	log_msg(LOG_NOTICE, "pulling the image %s (not on this engine yet)", D->image);
 	struct err pe = {""};
 	if (dkapi_pull(&D->eng, D->image, T_PULL, &pe) < 0)
@@ -806,10 +813,13 @@ static int docker_start(struct backend *b, int cancel_fd, struct err *e)
 {
 	struct docker *D = b->priv;
 	D->eng.http.cancel_fd = cancel_fd;
+	D->no_pull = b->checking;
 	int rc = make_sandbox(b, e);
 	bool cancelled = D->eng.http.cancelled || (rc < 0 && cancel_fd >= 0 && poll(&(struct pollfd){cancel_fd, POLLIN, 0}, 1, 0) > 0);
 	D->eng.http.cancel_fd = -1;
 	D->eng.http.cancelled = false;
+	if (rc < 0 && D->would_pull)
+		return BACKEND_WOULD_FETCH;
 	return rc < 0 && cancelled ? BACKEND_CANCELLED : rc;
 }
 

@@ -18,6 +18,8 @@
 #define BACKEND_LOST (-2) /* the sandbox is gone or broken: destroy it; a new one may be started */
 #define BACKEND_ABSENT (-3) /* probe: the backend is not set up here at all (no key, no engine) */
 #define BACKEND_CANCELLED (-4) /* start: the call that needed the sandbox was cancelled */
+#define BACKEND_WOULD_FETCH (-5) /* start under --check (backend.checking): making the sandbox would
+                                  * first fetch what --check does not (an image); e says what */
 
 struct run_file {
 	const char *path;  /* absolute, inside the sandbox */
