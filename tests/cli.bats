@@ -52,6 +52,24 @@ bats_require_minimum_version 1.5.0
 	done
 }
 
+@test "a numeric option below its minimum is named with its minimum and its value, each on its own" {
+	for c in "--pids 1:--pids must be at least 8 (it is 1)" "--queue 0:--queue must be at least 1 (it is 0)" \
+		"--max-message 10:--max-message must be at least 4K (it is 10)" "--open-files 2:--open-files must be at least 16 (it is 2)" \
+		"--memory 1M:--memory must be at least 16M (it is 1M)" "--tmp-size 1K:--tmp-size must be at least 1M (it is 1K)" \
+		"--output-cap 100:--output-cap must be between 1K and 64M (it is 100)" \
+		"--result-max 1G:--result-max must be between 4K and 256M (it is 1G)"; do
+		run --separate-stderr "$SANDBOX_MCP" ${c%%:*} </dev/null
+		[ "$status" -eq 2 ] && [ "$stderr" = "sandbox-mcp: ${c#*:}" ] || { echo "${c%%:*}: $stderr"; false; }
+	done
+}
+
+@test "--network all on local is said to share the host's loopback and abstract sockets, in --help and --check" {
+	run "$SANDBOX_MCP" --help
+	[[ "$output" == *"| all (the code uses the host's network; on local that is the host's own, with its loopback and abstract unix sockets)"* ]]
+	run "$SANDBOX_MCP" --check --backend local --network all
+	[[ "$output" == *"network     the host's own network, with its loopback and abstract unix sockets (--network all), package installs too"* ]]
+}
+
 @test "every option is also read from its SANDBOX_* variable, and flags win" {
 	SANDBOX_OUTPUT_CAP=2K tool execute_bash_commands '{"code":"head -c 10000 /dev/zero | tr \"\\\\0\" a"}'
 	sc '.truncated.stdout == true and (.stdout | length) < 2300'

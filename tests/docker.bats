@@ -298,15 +298,19 @@ EOF
 $INIT
 $(bash_call 1 'echo x > f; echo ok')
 {"wait": 1}
-{"sh": "docker rm -f \$(docker ps -q --filter label=sandbox-mcp=1) >/dev/null"}
+{"sh": "docker rm -f \$(docker ps -q --filter label=sandbox-mcp.sandbox=\$(basename $SANDBOX_STATE_DIR/docker-*)) >/dev/null"}
 $(bash_call 2 'ls; echo done')
 {"wait": 2}
 EOF
 	res 2
 	sc '.exit_code == 0 and .stdout == "done\n" and .error == null'
-	sc '.notice | test("stopped unexpectedly") and test("empty workspace")'
+	# What happened, and that the workspace is a fresh one.
+	sc '.notice | test("^The previous sandbox [(]docker-[0-9a-f]+[)] stopped unexpectedly [(]its container was removed from the engine by something other than this server, such as docker rm or a prune[)]; this call ran in a new sandbox with a fresh, empty workspace [(]earlier files and packages are gone[)][.]$")'
 	[ "$(response 1 | jq -r .result.structuredContent.sandbox_id)" != "$(response 2 | jq -r .result.structuredContent.sandbox_id)" ]
-	[ -z "$(our_containers)" ]
+	# This server's containers alone (others may share the engine).
+	for id in $( (response 1; response 2) | jq -r .result.structuredContent.sandbox_id); do
+		[ -z "$(docker ps -aq --filter "label=sandbox-mcp.sandbox=$id")" ]
+	done
 	[ -z "$(docker_dirs)" ]
 }
 

@@ -480,6 +480,9 @@ $(call_json 10 execute_python "$(jq -cn --arg b "$(head -c 30000 /dev/zero | tr 
 $(call_json 11 execute_bash_commands '{"code": "true", "args": ["x"]}')
 $(call_json 12 execute_bash_commands '{"code": "true", "files": {"/etc/passwd": "x"}}')
 $(call_json 13 execute_bash_commands '{"code": "echo $V; cat a", "env": {"V": "ok"}, "files": {"a": "fine\n"}}')
+$(call_json 14 execute_bash_commands '{"code": "true", "files": {"../x": "x"}}')
+$(call_json 15 execute_bash_commands '{"code": "true", "env": {"http_proxy": "http://p:3128"}}')
+$(call_json 16 execute_bash_commands '{"code": "true", "env": {"HOME": "/x"}}')
 EOF
 	text() { response "$1" | jq -r '"\(.result.isError) \(.result.content[0].text)"'; }
 	[[ "$(text 1)" == true*"files: the files add up to more than 8 MiB"* ]]
@@ -487,14 +490,19 @@ EOF
 	[[ "$(text 3)" == true*"is longer than 1024 characters"* ]]
 	# A NUL in a key cannot be parsed at all (JSON parsers keep keys as C strings).
 	jqe "$(response null)" '.error.code == -32700 and (.error.message | test("NUL byte in object key"))'
-	[[ "$(text 5)" == true*"files.a.base64: is not valid base64"* ]]
-	[[ "$(text 6)" == true*"files.a.base64: is required"* ]]
-	[[ "$(text 7)" == true*"env.1X: must be a variable name"* ]]
-	[[ "$(text 8)" == true*"env.PIP_INDEX_URL: is set by the sandbox and cannot be changed"* ]]
+	# A name the caller chose is quoted, so that a path such as ../x reads as itself.
+	[[ "$(text 5)" == true*'files["a"].base64: is not valid base64'* ]]
+	[[ "$(text 6)" == true*'files["a"].base64: is required'* ]]
+	[[ "$(text 7)" == true*'env["1X"]: must be a variable name'* ]]
+	[[ "$(text 8)" == true*'env["PIP_INDEX_URL"]: is a pip setting, which a call may not set'* ]]
 	[[ "$(text 9)" == true*"args: has more than 256 items"* ]]
 	[[ "$(text 10)" == true*"args: the arguments add up to more than 64 KiB"* ]]
 	[[ "$(text 11)" == true*"args: is not a known argument"* ]]
-	[[ "$(text 12)" == true*"files./etc/passwd: the path must be relative to /workspace"* ]]
+	[[ "$(text 12)" == true*'files["/etc/passwd"]: the path must be relative to /workspace'* ]]
+	[[ "$(text 14)" == true*'files["../x"]: the path '* ]]
+	# The sandbox does not set http_proxy for the code: it is refused for what it is.
+	[[ "$(text 15)" == true*'env["http_proxy"]: is a proxy variable, which a call may not set: the network the code may reach is the server'"'"'s --network policy alone'* ]]
+	[[ "$(text 16)" == true*'env["HOME"]: is set by the sandbox and cannot be changed'* ]]
 	jqe "$(response 13)" '.result.structuredContent.stdout == "ok\nfine\n"'
 }
 

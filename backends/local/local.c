@@ -470,7 +470,7 @@ static const struct agenthost_home local_home = {
 	.report_isolation = local_report_isolation,
 	.report_limits = local_report_limits,
 	.end = local_end,
-	.shared_net = "the host's network",
+	.shared_net = "the host's own network, with its loopback and abstract unix sockets",
 };
 
 /* ---------------------------------------------------------------- ops */

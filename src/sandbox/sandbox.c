@@ -39,7 +39,7 @@ static const char *next_workspace(const struct sandbox *s)
 {
 	return s->cfg->workspace_dir[0] && s->b->ops->workspace_dir
 		       ? "the --workspace folder as the host holds it (its files stay; processes and /tmp do not)"
-		       : "an empty workspace";
+		       : "a fresh, empty workspace (earlier files and packages are gone)";
 }
 
 /* The sandbox died or lost its workspace: removes it, and the next call that makes a new one
