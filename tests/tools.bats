@@ -538,8 +538,14 @@ EOF
 }
 
 @test "auto logs why it passed over each backend, also when the sandbox is made ahead, and the call says so of one set up here" {
-	SANDBOX_BACKEND=auto DAYTONA_API_KEY= DOCKER_HOST=unix:///nonexistent/docker.sock tool execute_bash_commands '{"code":"true"}'
-	grep -q 'made ahead on the local backend' "$SERVER_LOG"
+	# The call waits until the sandbox was made ahead.
+	SANDBOX_BACKEND=auto DAYTONA_API_KEY= DOCKER_HOST=unix:///nonexistent/docker.sock mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		{"until": "grep -q 'made ahead on the local backend' $SERVER_LOG"}
+		$(bash_call 1 true)
+	EOF
+	result=$(response 1 | jq -c .result)
 	grep -q 'info: backend auto: passed over daytona: DAYTONA_API_KEY is not set' "$SERVER_LOG"
 	grep -q 'warning: backend auto: passed over docker: .*/nonexistent/docker.sock' "$SERVER_LOG"
 	# DOCKER_HOST is the user's: the call learns its code ran locally. No key: Daytona is not named.
