@@ -195,7 +195,7 @@ EOF
 
 @test "with --network none and no wheelhouse, installs are said to be off at once, without pip" {
 	tool execute_python '{"script":"print(1)","requirements":["requests"]}' --network none
-	sc '.exit_code == 1 and .stdout == "" and .stderr == "Failed to install requirements: package installs are off here (--network none, and no --wheelhouse to install from); the script was not run"'
+	sc '.exit_code == 1 and .stdout == "" and .stderr == "Failed to install requirements: package installs are off here (--network none, and no --wheelhouse to install from), so requests could not be installed; the script was not run"'
 	sc '.duration_ms < 30000'
 }
 

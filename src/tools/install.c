@@ -114,9 +114,17 @@ json_t *install_requirements(struct call_ctx *c, const json_t *reqs)
 		return NULL;
 	bool offline = cfg->wheelhouse[0] || cfg->network == NET_NONE;
 	/* Nothing pip could install from: said at once, without starting it. */
-	if (cfg->network == NET_NONE && !cfg->wheelhouse[0])
-		return call_early_result(c, 1, "Failed to install requirements: package installs are off here (--network "
-					 "none, and no --wheelhouse to install from); the script was not run", NULL, false);
+	if (cfg->network == NET_NONE && !cfg->wheelhouse[0]) {
+		char names[400] = "", msg[600];
+		size_t used = 0, i;
+		const json_t *r;
+		json_array_foreach(reqs, i, r) if (used < sizeof names)
+			used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", json_string_value(r));
+		snprintf(msg, sizeof msg, "Failed to install requirements: package installs are off here (--network none, "
+			 "and no --wheelhouse to install from), so %s%s could not be installed; the script was not run",
+			 names, used >= sizeof names ? "..." : "");
+		return call_early_result(c, 1, msg, NULL, false);
+	}
 	size_t i;
 	const json_t *r;
 	json_array_foreach(reqs, i, r) {
