@@ -222,7 +222,7 @@ mcp_check_case() {
 $INIT
 $(bash_call 1 'id -u; id -g; grep CapEff /proc/self/status; cat /proc/1/cmdline | tr "\0" " "; echo; df -k /tmp | tail -1 | awk "{print \$2}"; awk -F: "NR > 2 {gsub(/ /, \"\", \$1); print \$1}" /proc/net/dev; (echo > /dev/tcp/192.0.2.1/80) 2>&1 | tail -1; touch /bin/x 2>&1')
 {"wait": 1}
-{"sh": "docker inspect \$(docker ps -q --filter label=sandbox-mcp=1) > '$ins'"}
+{"sh": "docker inspect \$(docker ps -q --filter label=sandbox-mcp.sandbox=\$(basename $SANDBOX_STATE_DIR/docker-*)) > '$ins'"}
 EOF
 	res 1
 	sc '.exit_code == 1'
@@ -319,7 +319,7 @@ EOF
 $INIT
 $(call_json 1 execute_bash_commands '{"code":"echo x > f; echo running; sleep 300","timeout_s":20}' '{"progressToken":"p1"}')
 {"wait_line": "\"message\":\"running"}
-{"sh": "docker kill \$(docker ps -q --filter label=sandbox-mcp=1) >/dev/null"}
+{"sh": "docker kill \$(docker ps -q --filter label=sandbox-mcp.sandbox=\$(basename $SANDBOX_STATE_DIR/docker-*)) >/dev/null"}
 {"wait": 1}
 $(bash_call 2 'ls; echo done')
 {"wait": 2}
