@@ -512,7 +512,8 @@ EOF
 	export SANDBOX_STATE_DIR="$BATS_TEST_TMPDIR/"$'\xff\xfe'
 	mkdir -m 700 "$SANDBOX_STATE_DIR"
 	gone=$(jq -cn '{sh: "rmdir \"$SANDBOX_STATE_DIR\" && touch \"$SANDBOX_STATE_DIR\""}')
-	mcp_session --no-sandbox-ahead <<<"$(printf '%s\n' "$INIT" "$INITIALIZED" "$gone" "$(bash_call 1 true)")"
+	mcp_session --no-sandbox-ahead <<<"$(printf '%s\n' "$INIT" '{"wait": "init"}' "$INITIALIZED" "$gone" \
+		"$(call_json 1 execute_bash_commands '{"code":"true"}')")"
 	result=$(response 1 | jq -c .result)
 	sc '.exit_code == 1 and (.error | test("\ufffd")) and (.stderr | startswith("Failed to initialize sandbox engine: "))'
 }
@@ -543,7 +544,7 @@ EOF
 		$INIT
 		$INITIALIZED
 		{"until": "grep -q 'made ahead on the local backend' $SERVER_LOG"}
-		$(bash_call 1 true)
+		$(call_json 1 execute_bash_commands '{"code":"true"}')
 	EOF
 	result=$(response 1 | jq -c .result)
 	grep -q 'info: backend auto: passed over daytona: DAYTONA_API_KEY is not set' "$SERVER_LOG"
