@@ -54,7 +54,7 @@ int hostdir_state(const struct config *cfg, char *out, size_t n, struct err *e)
 		return err_set(e, "%s %s may be written by %s (mode %04o), who could tamper with the sandboxes' "
 				  "folders: %s", what, out, st.st_mode & 002 ? "every user" : "its group",
 			       (unsigned)(st.st_mode & 07777), fix);
-	if (access(out, W_OK | X_OK) < 0)
+	if (faccessat(AT_FDCWD, out, W_OK | X_OK, AT_EACCESS) < 0)
 		return err_set(e, "%s %s is not writable by this server (mode %04o): %s", what, out,
 			       (unsigned)(st.st_mode & 07777), fix);
 	return 0;

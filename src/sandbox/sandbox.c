@@ -185,7 +185,6 @@ static int ahead_blocked(const struct sandbox *s, const struct backend_ops *ops,
 	return rc != 0 ? 0 : 1;
 }
 
-
 int sandbox_prepare(struct sandbox *s, int cancel_fd, const struct run_req *prime, int call_fd)
 {
 	if (s->b)
