@@ -397,6 +397,14 @@ EOF
 	[ -z "$(docker_dirs)" ]
 }
 
+@test "auto passes over an engine whose image cannot be pulled, and the call says that it ran locally and why" {
+	SANDBOX_BACKEND=auto DAYTONA_API_KEY= SANDBOX_IMAGE=sandbox-mcp-test-missing:nope tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.exit_code == 0 and .stdout == "hi\n" and .backend == "local"'
+	sc '.notice | test("^--backend auto passed over what is set up here [(]docker: the image sandbox-mcp-test-missing:nope is not on this engine and pulling it failed.*; this call ran on the local backend instead[.]$")'
+	grep -q 'warning: backend auto: passed over docker: the image sandbox-mcp-test-missing:nope' "$SERVER_LOG"
+	[ -z "$(docker_dirs)" ]
+}
+
 @test "idle timeout and cleanup_sandbox remove the container and its folder; --keep keeps the workspace only" {
 	mcp_session --idle-timeout 1 <<EOF
 $INIT
