@@ -1,5 +1,6 @@
 #include "backend.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,6 +37,25 @@ const struct backend_ops *backend_find(const char *name)
 static struct agenthost *host_of(const struct backend *b)
 {
 	return b->ops->home ? (struct agenthost *)b->priv : NULL;
+}
+
+int backend_config_check(const struct config *cfg, struct err *e)
+{
+	const bool autosel = !strcmp(cfg->backend, "auto");
+	bool state_checked = false;
+	for (size_t i = 0; backend_table[i]; i++) {
+		const struct backend_ops *ops = backend_table[i];
+		if (!autosel && strcmp(ops->name, cfg->backend))
+			continue;
+		if (ops->home && !state_checked) {
+			if (agenthost_config_check(cfg, e) < 0)
+				return -1;
+			state_checked = true;
+		}
+		if (!autosel && ops->startup_check && ops->startup_check(cfg, e) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 int backend_new(struct backend **out, const struct backend_ops *ops, const struct config *cfg, struct err *e)

@@ -47,6 +47,10 @@ struct backend_ops {
 	/* For --help: a line "  NAME  what it is" for each variable the backend reads besides its
 	 * options, or NULL. */
 	const char *env_help;
+	/* At start-up, when this backend is named (--backend): refuses what of the configuration it
+	 * can know to be wrong before any sandbox is made, so that the server does not start only
+	 * for every call to fail. 0, or -1 with e set. May be NULL. */
+	int (*startup_check)(const struct config *cfg, struct err *e);
 	/* Called once, first, on the zeroed private struct: sets every "none" value that is not
 	 * zero (fds to -1), so that destroy is safe whatever fails later. May be NULL. */
 	void (*init)(struct backend *b);
@@ -96,6 +100,7 @@ struct backend {
 	const void *opts;            /* the backend's own options, borrowed from cfg */
 	void *priv;
 	bool started;
+	bool checking;               /* for --check: fetch nothing (start says BACKEND_WOULD_FETCH) */
 	char sandbox_id[64];
 };
 
@@ -107,6 +112,11 @@ int backend_index(const struct backend_ops *ops);
 
 /* Looks a backend up by name; NULL if unknown. */
 const struct backend_ops *backend_find(const char *name);
+
+/* At start-up: refuses a configuration the backends that may run (the one named, or every one
+ * auto may try) can know to be wrong: a state folder they cannot use, and what a named
+ * backend's startup_check finds. 0, or -1 with e set (one line, naming the option). */
+int backend_config_check(const struct config *cfg, struct err *e);
 
 /* Caller frees with backend_free. */
 int backend_new(struct backend **out, const struct backend_ops *ops, const struct config *cfg, struct err *e);

@@ -7,6 +7,7 @@
 
 #include "../agent/proto.h"
 #include "../backends/backend.h"
+#include "../backends/hostfs/wsdir.h"
 #include "../backends/run/netpolicy.h"
 #include "base/opt.h"
 
@@ -34,7 +35,8 @@ static const struct opt opts[] = {
 	{"workspace-size", "SANDBOX_WORKSPACE_SIZE", OPT_SIZE, F(workspace_size), "1G",
 	 "disk quota of the workspace (0: none); --check says how it is enforced here"},
 	{"network", "SANDBOX_NETWORK", OPT_NET, F(network), "install",
-	 "none | install (only package installs reach the network) | all"},
+	 "none | install (only package installs reach the network) | all (the code uses the host's network; on "
+	 "local that is the host's own, with its loopback and abstract unix sockets)"},
 	{"wheelhouse", "SANDBOX_WHEELHOUSE", OPT_STR, F(wheelhouse), "",
 	 "folder of wheels; requirements install from it alone, with no network"},
 	{"index-url", "SANDBOX_INDEX_URL", OPT_STR, F(index_url), "https://pypi.org/simple",
@@ -194,24 +196,59 @@ static int check_backend(const char *name, struct err *e)
 	return err_set(e, "--backend: '%s' is not auto or one of %s", name, list);
 }
 
+/* A whole-number or size option's bounds: one text for every one, naming it and its bound. */
+struct bound {
+	const char *flag;
+	uint64_t v, min, max; /* max 0: none */
+	bool size;            /* said as a size (1K), else as a number */
+};
+
+static const char *bound_text(uint64_t v, bool size, char *buf, size_t n)
+{
+	static const char *const units[] = {"", "K", "M", "G", "T"};
+	int u = 0;
+	while (size && u < 4 && v >= 1024 && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, n, "%llu%s", (unsigned long long)v, units[u]);
+	return buf;
+}
+
+static int check_bound(const struct bound *b, struct err *e)
+{
+	char v[32], lo[32], hi[32];
+	bound_text(b->v, b->size, v, sizeof v);
+	bound_text(b->min, b->size, lo, sizeof lo);
+	if (b->max && (b->v < b->min || b->v > b->max))
+		return err_set(e, "--%s must be between %s and %s (it is %s)", b->flag, lo,
+			       bound_text(b->max, b->size, hi, sizeof hi), v);
+	if (b->v < b->min)
+		return err_set(e, "--%s must be at least %s (it is %s)", b->flag, lo, v);
+	return 0;
+}
+
 static int check_limits(const struct config *c, struct err *e)
 {
+	const struct bound bounds[] = {
+		{"output-cap", c->output_cap, 1024, 64u << 20, true},
+		{"result-max", c->result_max, 4096, 256u << 20, true},
+		{"memory", c->memory, 16u << 20, 0, true},
+		{"pids", c->pids, 8, 0, false},
+		{"open-files", c->open_files, 16, 0, false},
+		{"queue", c->queue_max, 1, 0, false},
+		{"max-message", c->max_message, 4096, 0, true},
+		{"tmp-size", c->tmp_size, 1u << 20, 0, true},
+	};
+	for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++)
+		if (check_bound(&bounds[i], e) < 0)
+			return -1;
 	if (c->timeout_s <= 0 || c->max_timeout_s <= 0)
 		return err_set(e, "--timeout and --max-timeout must be above 0");
 	if (c->timeout_s > c->max_timeout_s)
 		return err_set(e, "--timeout (%g) is above --max-timeout (%g)", c->timeout_s, c->max_timeout_s);
-	if (c->output_cap < 1024 || c->output_cap > (64u << 20))
-		return err_set(e, "--output-cap must be between 1K and 64M");
-	if (c->result_max < 4096 || c->result_max > (256u << 20))
-		return err_set(e, "--result-max must be between 4K and 256M");
-	if (c->memory < (16u << 20))
-		return err_set(e, "--memory must be at least 16M");
 	if (c->cpus <= 0 || c->cpus > 1024)
-		return err_set(e, "--cpus must be above 0");
-	if (c->pids < 8 || c->open_files < 16 || c->queue_max < 1 || c->max_message < 4096)
-		return err_set(e, "--pids, --open-files, --queue or --max-message is too small");
-	if (c->tmp_size < (1u << 20))
-		return err_set(e, "--tmp-size must be at least 1M");
+		return err_set(e, "--cpus must be above 0 and at most 1024 (it is %g)", c->cpus);
 	if (c->workspace_size && c->workspace_size < (16u << 20))
 		return err_set(e, "--workspace-size must be 0 (no quota) or at least 16M");
 	if (c->sandbox_uid == 0 || c->sandbox_uid > 0xfffffffe)
@@ -235,6 +272,9 @@ static int check_values(const struct config *c, const struct group *g, int ng, s
 		return err_set(e, "--workspace must be an absolute path");
 	if (c->workspace_dir[0] && strlen(c->workspace_dir) > PATH_MAX - 256)
 		return err_set(e, "--workspace: the path is too long");
+	/* Taken only when new, empty or a workspace already: cleanup_sandbox empties it. */
+	if (c->workspace_dir[0] && wsdir_check(c->workspace_dir, e) < 0)
+		return -1;
 	if (mountspec_check_set(c->mounts.v, c->mounts.n, &pe) < 0)
 		return err_set(e, "%s", pe.msg);
 	for (int k = 0; k < ng; k++)

@@ -181,6 +181,12 @@ static int run(const struct config *cfg, int mode, int argc, char **argv)
 		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);
 		return 2;
 	}
+	/* What no call could get past is refused now, not met by every call of a server that
+	 * looked ready to the host. */
+	if (backend_config_check(cfg, &e) < 0) {
+		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);
+		return 2;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	if (tools_init(cfg, &e) < 0) {
 		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);

@@ -1,5 +1,6 @@
 # The command line: --help, --version, --check, and how options and SANDBOX_* variables combine.
 load lib/helpers
+bats_require_minimum_version 1.5.0
 
 @test "--help names every option with its environment variable and default" {
 	run "$SANDBOX_MCP" --help
@@ -51,6 +52,24 @@ load lib/helpers
 	done
 }
 
+@test "a numeric option below its minimum is named with its minimum and its value, each on its own" {
+	for c in "--pids 1:--pids must be at least 8 (it is 1)" "--queue 0:--queue must be at least 1 (it is 0)" \
+		"--max-message 10:--max-message must be at least 4K (it is 10)" "--open-files 2:--open-files must be at least 16 (it is 2)" \
+		"--memory 1M:--memory must be at least 16M (it is 1M)" "--tmp-size 1K:--tmp-size must be at least 1M (it is 1K)" \
+		"--output-cap 100:--output-cap must be between 1K and 64M (it is 100)" \
+		"--result-max 1G:--result-max must be between 4K and 256M (it is 1G)"; do
+		run --separate-stderr "$SANDBOX_MCP" ${c%%:*} </dev/null
+		[ "$status" -eq 2 ] && [ "$stderr" = "sandbox-mcp: ${c#*:}" ] || { echo "${c%%:*}: $stderr"; false; }
+	done
+}
+
+@test "--network all on local is said to share the host's loopback and abstract sockets, in --help and --check" {
+	run "$SANDBOX_MCP" --help
+	[[ "$output" == *"| all (the code uses the host's network; on local that is the host's own, with its loopback and abstract unix sockets)"* ]]
+	run "$SANDBOX_MCP" --check --backend local --network all
+	[[ "$output" == *"network     the host's own network, with its loopback and abstract unix sockets (--network all), package installs too"* ]]
+}
+
 @test "every option is also read from its SANDBOX_* variable, and flags win" {
 	SANDBOX_OUTPUT_CAP=2K tool execute_bash_commands '{"code":"head -c 10000 /dev/zero | tr \"\\\\0\" a"}'
 	sc '.truncated.stdout == true and (.stdout | length) < 2300'
@@ -77,4 +96,52 @@ load lib/helpers
 	[[ "$output" == *"network     none (loopback only); package installs from the wheelhouse alone, with no network"* ]]
 	run "$SANDBOX_MCP" --check --backend local --network none
 	[[ "$output" == *"network     none (loopback only); package installs refused"* ]]
+}
+
+@test "a state folder the server cannot safely use is refused at start-up, with the reason and what to do" {
+	local d=$BATS_TEST_TMPDIR/sd
+	mkdir -m 700 "$d-other" "$d-open" "$d-sticky" "$d-group"
+	chown 65534 "$d-other"
+	chmod 777 "$d-open"
+	chmod 1777 "$d-sticky"
+	chmod 770 "$d-group"
+	for c in "other:is owned by uid 65534, not by this server's uid $(id -u)" "open:may be written by every user (mode 0777)" \
+		"sticky:may be written by every user (mode 1777)" "group:may be written by its group (mode 0770)"; do
+		run --separate-stderr "$SANDBOX_MCP" --state-dir "$d-${c%%:*}" </dev/null
+		[ "$status" -eq 2 ] || { echo "${c%%:*}: status $status"; false; }
+		[ -z "$output" ] && [ "${#stderr_lines[@]}" -eq 1 ]
+		[[ "$stderr" == "sandbox-mcp: --state-dir $d-${c%%:*} ${c#*:}"*"give --state-dir a folder of this user's"* ]]
+	done
+	# --check refuses it the same way.
+	run "$SANDBOX_MCP" --check --backend local --state-dir "$d-open"
+	[ "$status" -eq 2 ] && [[ "$output" == *"--state-dir $d-open may be written by every user"* ]]
+}
+
+@test "a state folder the server's user cannot write is refused at start-up" {
+	unprivileged_server
+	chmod 500 "$SANDBOX_STATE_DIR"
+	run --separate-stderr "$SANDBOX_MCP" </dev/null
+	chmod 700 "$SANDBOX_STATE_DIR"
+	unprivileged_teardown
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "sandbox-mcp: --state-dir $SANDBOX_STATE_DIR is not writable by this server (mode 0500)"* ]]
+}
+
+@test "--workspace on a folder of the user's is refused at start-up: cleanup_sandbox would empty it" {
+	mkdir "$BATS_TEST_TMPDIR/mine"
+	echo keep >"$BATS_TEST_TMPDIR/mine/notes.txt"
+	run --separate-stderr "$SANDBOX_MCP" --workspace "$BATS_TEST_TMPDIR/mine" </dev/null
+	[ "$status" -eq 2 ] && [ -z "$output" ] && [ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "sandbox-mcp: --workspace $BATS_TEST_TMPDIR/mine holds files but is not a workspace (it has no .sandbox folder), and cleanup_sandbox would empty it: give a new or empty folder (--mount shows an existing folder to the code)" ]]
+	[ "$(cat "$BATS_TEST_TMPDIR/mine/notes.txt")" = keep ] && [ ! -e "$BATS_TEST_TMPDIR/mine/.sandbox" ]
+	run --separate-stderr "$SANDBOX_MCP" --workspace "$BATS_TEST_TMPDIR/no/such" </dev/null
+	[ "$status" -eq 2 ] && [[ "$stderr" == *"its parent folder $BATS_TEST_TMPDIR/no does not exist"* ]]
+}
+
+@test "a --python that does not exist is refused at start-up on local, and --check names it on every backend" {
+	run --separate-stderr "$SANDBOX_MCP" --backend local --python sandbox-no-such-python </dev/null
+	[ "$status" -eq 2 ] && [ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "sandbox-mcp: --python sandbox-no-such-python: no such program in the local sandbox's PATH"* ]]
+	run "$SANDBOX_MCP" --check --backend local --python /nonexistent/python3
+	[ "$status" -eq 2 ] && [[ "$output" == *"--python /nonexistent/python3: no such program"* ]]
 }

@@ -201,14 +201,9 @@ EOF
 @test "--workspace on Daytona: a folder of the user's is never taken, nor one another server holds, and no sandbox is made for them" {
 	mkdir -p "$WS"
 	echo mine >"$WS/notes.txt"
-	mcp_session --workspace "$WS" <<EOF
-$INIT
-$INITIALIZED
-$(bash_call 1 ls)
-{"jsonrpc":"2.0","id":2,"method":"ping"}
-EOF
-	jqe "$(response 1)" '.result.isError == true and (.result.structuredContent.error | test("holds files but is not a workspace"))'
-	jqe "$(response 2)" '.result == {}'
+	# Refused at start-up, before any sandbox is asked for.
+	run "$SANDBOX_MCP" --workspace "$WS" </dev/null
+	[ "$status" -eq 2 ] && [[ "$output" == *"holds files but is not a workspace"* ]]
 	[ "$(cat "$WS/notes.txt")" = mine ]
 	[ "$(daytona_control '{}' | jq '[.requests[] | select(.method == "POST" and .path == "/api/sandbox")] | length')" -eq 0 ]
 	rm "$WS/notes.txt"

@@ -359,7 +359,9 @@ EOF
 	control '{"fail": "500"}' >/dev/null
 	tool execute_bash_commands '{"code":"echo hi"}'
 	sc '.stdout == "hi\n" and .backend != "daytona" and .backend != null'
-	grep -q 'warning: backend daytona: the Daytona API at .*HTTP 500' "$SERVER_LOG"
+	grep -q 'warning: backend auto: passed over daytona: the Daytona API at .*HTTP 500' "$SERVER_LOG"
+	# The user set Daytona up: the call says that its code ran elsewhere, and why.
+	sc '.notice | test("^--backend auto passed over what is set up here \\(daytona: the Daytona API at .*HTTP 500.*\\); this call ran on the (docker|local) backend instead[.]$")'
 }
 
 @test "reap: a sandbox labelled by a server that is gone is deleted at start-up" {

@@ -10,6 +10,7 @@
 # own is left: no other file uses the engine meanwhile (tests/lib/run.py).
 # suite: owns docker
 load lib/helpers
+bats_require_minimum_version 1.5.0
 load lib/inputs
 load lib/prestart
 
@@ -196,6 +197,23 @@ mcp_check_case() {
 	[ -z "$(our_containers)" ]
 }
 
+@test "--check pulls no image: it says the first call would pull a missing one" {
+	run --separate-stderr "$SANDBOX_MCP" --backend docker --check --image sandbox-mcp-no-such-image:0
+	printf '%s\n' "$output" "$stderr"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"docker   not tried: the image sandbox-mcp-no-such-image:0 is not on this engine: the first call would pull it (--check pulls nothing"* ]]
+	[[ "$stderr" != *"pulling the image"* ]]
+	[ -z "$(docker_dirs)" ]
+}
+
+@test "--check: a --python the image does not have makes the docker backend unavailable, and names it" {
+	run "$SANDBOX_MCP" --backend docker --check --python sandbox-no-such-python
+	printf '%s\n' "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"docker   unavailable: --python sandbox-no-such-python does not run in the sandbox (exit code 127: sandbox: cannot run sandbox-no-such-python: No such file or directory)"* ]]
+	[ -z "$(docker_dirs)" ]
+}
+
 @test "isolation: unprivileged user, no capabilities, read-only root, no network, limits and labels from the configuration" {
 	local ins="$BATS_TEST_TMPDIR/inspect.json"
 	mcp_session --memory 300M --pids 77 --cpus 0.5 --tmp-size 20M <<EOF
@@ -284,9 +302,13 @@ $(bash_call 2 'ls; echo done')
 EOF
 	res 2
 	sc '.exit_code == 0 and .stdout == "done\n" and .error == null'
-	sc '.notice | test("stopped unexpectedly") and test("empty workspace")'
+	# What happened, and that the workspace is a fresh one.
+	sc '.notice | test("^The previous sandbox [(]docker-[0-9a-f]+[)] stopped unexpectedly [(]its container was removed from the engine by something other than this server, such as docker rm or a prune[)]; this call ran in a new sandbox with a fresh, empty workspace [(]earlier files and packages are gone[)][.]$")'
 	[ "$(response 1 | jq -r .result.structuredContent.sandbox_id)" != "$(response 2 | jq -r .result.structuredContent.sandbox_id)" ]
-	[ -z "$(our_containers)" ]
+	# This server's containers alone (others may share the engine).
+	for id in $( (response 1; response 2) | jq -r .result.structuredContent.sandbox_id); do
+		[ -z "$(docker ps -aq --filter "label=sandbox-mcp.sandbox=$id")" ]
+	done
 	[ -z "$(docker_dirs)" ]
 }
 
@@ -370,6 +392,14 @@ EOF
 	sc '.exit_code == 1 and .backend == null'
 	sc '.error | test("the image sandbox-mcp-test-missing:nope is not on this engine and pulling it failed") and test("SANDBOX_IMAGE")'
 	[ -z "$(our_containers)" ]
+	[ -z "$(docker_dirs)" ]
+}
+
+@test "auto passes over an engine whose image cannot be pulled, and the call says that it ran locally and why" {
+	SANDBOX_BACKEND=auto DAYTONA_API_KEY= SANDBOX_IMAGE=sandbox-mcp-test-missing:nope tool execute_bash_commands '{"code":"echo hi"}'
+	sc '.exit_code == 0 and .stdout == "hi\n" and .backend == "local"'
+	sc '.notice | test("^--backend auto passed over what is set up here [(]docker: the image sandbox-mcp-test-missing:nope is not on this engine and pulling it failed.*; this call ran on the local backend instead[.]$")'
+	grep -q 'warning: backend auto: passed over docker: the image sandbox-mcp-test-missing:nope' "$SERVER_LOG"
 	[ -z "$(docker_dirs)" ]
 }
 

@@ -185,6 +185,31 @@ tools_via() {
 	[ "$status" -eq 2 ]
 }
 
+@test "examples: claude-code.sh --run says how to replace an entry that is there, and --replace does" {
+	# A stand-in for the CLI that refuses to add a name it has, as the real one does.
+	mkdir -p "$BATS_TEST_TMPDIR/bin"
+	cat >"$BATS_TEST_TMPDIR/bin/claude" <<-'STUB'
+		#!/bin/sh
+		echo "$*" >>"$STUB_DIR/calls"
+		case "$1 $2" in
+		"mcp add") [ ! -e "$STUB_DIR/has" ] || { echo "MCP server sandbox already exists in user config" >&2; exit 1; }
+			touch "$STUB_DIR/has" ;;
+		"mcp remove") [ -e "$STUB_DIR/has" ] || exit 1; rm "$STUB_DIR/has" ;;
+		esac
+	STUB
+	chmod +x "$BATS_TEST_TMPDIR/bin/claude"
+	export STUB_DIR=$BATS_TEST_TMPDIR PATH="$BATS_TEST_TMPDIR/bin:$PATH"
+	run sh "$EXAMPLES/claude-code.sh" --replace
+	[ "$status" -eq 0 ] && [ -e "$BATS_TEST_TMPDIR/has" ]
+	run sh "$EXAMPLES/claude-code.sh" --run
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"already exists"* && "$output" == *"sh examples/claude-code.sh --replace (it runs 'claude mcp remove --scope user sandbox' first)"* ]]
+	: >"$BATS_TEST_TMPDIR/calls"
+	run sh "$EXAMPLES/claude-code.sh" --replace
+	[ "$status" -eq 0 ]
+	[ "$(cut -d' ' -f1-2 "$BATS_TEST_TMPDIR/calls" | tr '\n' ,)" = "mcp remove,mcp add," ]
+}
+
 @test "examples: the README points at every example file" {
 	local f
 	for f in "$EXAMPLES"/*; do
@@ -215,9 +240,10 @@ tools_via() {
 
 @test "examples: demo.py exits non-zero and says what failed when the steps go wrong" {
 	cd "$REPO_DIR"
-	# An interpreter the sandbox does not have: the Python steps fail, and so does step 2, which
-	# reads the file step 1 should have written; the rest still pass.
-	run python3 examples/demo.py --log "$BATS_TEST_TMPDIR/server.log" "$SANDBOX_MCP" --python sandbox-no-such-python
+	# An "interpreter" that fails whatever it is given (one that does not exist is refused at
+	# start-up): the Python steps fail, and so does step 2, which reads the file step 1 should
+	# have written; the rest still pass.
+	run python3 examples/demo.py --log "$BATS_TEST_TMPDIR/server.log" "$SANDBOX_MCP" --python /bin/false
 	[ "$status" -eq 1 ]
 	[[ "${lines[${#lines[@]} - 1]}" == "summary: "*" steps as expected; FAILED: 1 execute_python, 2 execute_bash_commands, 3 execute_python, 6 execute_python" ]]
 	[[ "$output" == *"FAIL: expected exit_code 0 and no isError"* ]]
@@ -298,6 +324,14 @@ readme_claude_command() {
 	claude_cli
 	cd "$BATS_TEST_TMPDIR"
 	run env PATH="$(dirname "$CLAUDE"):$PATH" SANDBOX_MCP_BIN="$SANDBOX_MCP" sh "$EXAMPLES/claude-code.sh" --run
+	printf '%s\n' "$output"
+	[ "$status" -eq 0 ]
+	claude_has_server
+	# Once more: the CLI refuses a name it has, and the script says how to replace it; --replace does.
+	run env PATH="$(dirname "$CLAUDE"):$PATH" SANDBOX_MCP_BIN="$SANDBOX_MCP" sh "$EXAMPLES/claude-code.sh" --run
+	printf '%s\n' "$output"
+	[ "$status" -ne 0 ] && [[ "$output" == *"sh examples/claude-code.sh --replace"* ]]
+	run env PATH="$(dirname "$CLAUDE"):$PATH" SANDBOX_MCP_BIN="$SANDBOX_MCP" sh "$EXAMPLES/claude-code.sh" --replace
 	printf '%s\n' "$output"
 	[ "$status" -eq 0 ]
 	claude_has_server

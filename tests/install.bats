@@ -81,6 +81,35 @@ EOF
 	grep -q "install step: refused .*127.0.0.1:$HOST_PORT" "$SERVER_LOG"
 }
 
+# An index the proxy cannot reach: a name that does not resolve (.invalid never does), and a
+# port of the test index's address where nothing listens. The result says so, with the proxy's
+# reason, at once (pip's retries, seconds of backing off, are not waited for), and points to
+# --wheelhouse; the script is not run.
+unreachable_case() {
+	with_backend "$1"
+	mcp_session --index-url http://index.invalid/simple <<-EOF
+		$INIT
+		$(py_req 1 okpkg==1.0)
+	EOF
+	res 1
+	sc '.exit_code == 1 and .stdout == "" and (.stderr | startswith("Failed to install requirements: the package index could not be reached (index.invalid:80: name resolution failed ("))'
+	sc '(.stderr | contains("give --wheelhouse DIR")) and .duration_ms < 6000'
+	mcp_session --index-url "http://198.51.100.2:8081/simple" <<-EOF
+		$INIT
+		$(py_req 1 okpkg==1.0)
+	EOF
+	res 1
+	sc '.exit_code == 1 and (.stderr | startswith("Failed to install requirements: the package index could not be reached (198.51.100.2:8081: connection refused)"))'
+	sc '.duration_ms < 6000'
+}
+
+@test "local: an index that cannot be reached is said so at once, with the proxy's reason" {
+	unreachable_case local
+}
+@test "docker: an index that cannot be reached is said so at once, with the proxy's reason" {
+	unreachable_case docker
+}
+
 # A package installed by one call is imported by the next ones, whether their interpreter was
 # started ahead of the install (then it starts plainly) or after it.
 installed_case() {

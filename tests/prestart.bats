@@ -174,8 +174,8 @@ open(d + "/x.pth", "w").write("/workspace/a\n")')
 	[[ "$output" =~ "python      each call in a python3 started ahead of it (ready "[0-9]+" ms after the call before)" ]]
 	run "$SANDBOX_MCP" --check --backend local --no-python-prestart
 	[[ "$output" == *"python      a new interpreter started for each call (--no-python-prestart)"* ]]
-	run "$SANDBOX_MCP" --check --backend local --python nosuchpython
-	[[ "$output" == *"python      a new interpreter started for each call: none can be started ahead here (the prestarted interpreter ended while it started: nosuchpython could not be started)"* ]]
+	run "$SANDBOX_MCP" --check --backend local --python /bin/echo
+	[[ "$output" == *"python      a new interpreter started for each call: none can be started ahead here (the prestarted interpreter ended while it started: it exited with 0)"* ]]
 	run "$SANDBOX_MCP" --check --backend local --python-preload json,nosuchmod
 	[[ "$output" == *"preloading json,nosuchmod"* ]]
 	[[ "$output" == *"not preloaded: nosuchmod (ModuleNotFoundError: No module named 'nosuchmod')"* ]]

@@ -193,9 +193,9 @@ EOF
 	jqe "$(response 2)" '.result.structuredContent.exit_code != 0'
 }
 
-@test "with --network none and no wheelhouse, installs fail fast without the network" {
+@test "with --network none and no wheelhouse, installs are said to be off at once, without pip" {
 	tool execute_python '{"script":"print(1)","requirements":["requests"]}' --network none
-	sc '.exit_code == 1 and (.stderr | startswith("Failed to install requirements: "))'
+	sc '.exit_code == 1 and .stdout == "" and .stderr == "Failed to install requirements: package installs are off here (--network none, and no --wheelhouse to install from), so requests could not be installed; the script was not run"'
 	sc '.duration_ms < 30000'
 }
 
@@ -480,6 +480,9 @@ $(call_json 10 execute_python "$(jq -cn --arg b "$(head -c 30000 /dev/zero | tr 
 $(call_json 11 execute_bash_commands '{"code": "true", "args": ["x"]}')
 $(call_json 12 execute_bash_commands '{"code": "true", "files": {"/etc/passwd": "x"}}')
 $(call_json 13 execute_bash_commands '{"code": "echo $V; cat a", "env": {"V": "ok"}, "files": {"a": "fine\n"}}')
+$(call_json 14 execute_bash_commands '{"code": "true", "files": {"../x": "x"}}')
+$(call_json 15 execute_bash_commands '{"code": "true", "env": {"http_proxy": "http://p:3128"}}')
+$(call_json 16 execute_bash_commands '{"code": "true", "env": {"HOME": "/x"}}')
 EOF
 	text() { response "$1" | jq -r '"\(.result.isError) \(.result.content[0].text)"'; }
 	[[ "$(text 1)" == true*"files: the files add up to more than 8 MiB"* ]]
@@ -487,20 +490,31 @@ EOF
 	[[ "$(text 3)" == true*"is longer than 1024 characters"* ]]
 	# A NUL in a key cannot be parsed at all (JSON parsers keep keys as C strings).
 	jqe "$(response null)" '.error.code == -32700 and (.error.message | test("NUL byte in object key"))'
-	[[ "$(text 5)" == true*"files.a.base64: is not valid base64"* ]]
-	[[ "$(text 6)" == true*"files.a.base64: is required"* ]]
-	[[ "$(text 7)" == true*"env.1X: must be a variable name"* ]]
-	[[ "$(text 8)" == true*"env.PIP_INDEX_URL: is set by the sandbox and cannot be changed"* ]]
+	# A name the caller chose is quoted, so that a path such as ../x reads as itself.
+	[[ "$(text 5)" == true*'files["a"].base64: is not valid base64'* ]]
+	[[ "$(text 6)" == true*'files["a"].base64: is required'* ]]
+	[[ "$(text 7)" == true*'env["1X"]: must be a variable name'* ]]
+	[[ "$(text 8)" == true*'env["PIP_INDEX_URL"]: is a pip setting, which a call may not set'* ]]
 	[[ "$(text 9)" == true*"args: has more than 256 items"* ]]
 	[[ "$(text 10)" == true*"args: the arguments add up to more than 64 KiB"* ]]
 	[[ "$(text 11)" == true*"args: is not a known argument"* ]]
-	[[ "$(text 12)" == true*"files./etc/passwd: the path must be relative to /workspace"* ]]
+	[[ "$(text 12)" == true*'files["/etc/passwd"]: the path must be relative to /workspace'* ]]
+	[[ "$(text 14)" == true*'files["../x"]: the path '* ]]
+	# The sandbox does not set http_proxy for the code: it is refused for what it is.
+	[[ "$(text 15)" == true*'env["http_proxy"]: is a proxy variable, which a call may not set: the network the code may reach is the server'"'"'s --network policy alone'* ]]
+	[[ "$(text 16)" == true*'env["HOME"]: is set by the sandbox and cannot be changed'* ]]
 	jqe "$(response 13)" '.result.structuredContent.stdout == "ok\nfine\n"'
 }
 
 @test "a result whose texts are not valid UTF-8 is still answered, repaired" {
-	export SANDBOX_STATE_DIR=$'/nonexistent/\xff\xfe'
-	tool execute_bash_commands '{"code":"true"}'
+	# A state folder whose name is not UTF-8, fine at start-up and replaced by a file before
+	# the first call: the call's error names it.
+	export SANDBOX_STATE_DIR="$BATS_TEST_TMPDIR/"$'\xff\xfe'
+	mkdir -m 700 "$SANDBOX_STATE_DIR"
+	gone=$(jq -cn '{sh: "rmdir \"$SANDBOX_STATE_DIR\" && touch \"$SANDBOX_STATE_DIR\""}')
+	mcp_session --no-sandbox-ahead <<<"$(printf '%s\n' "$INIT" '{"wait": "init"}' "$INITIALIZED" "$gone" \
+		"$(call_json 1 execute_bash_commands '{"code":"true"}')")"
+	result=$(response 1 | jq -c .result)
 	sc '.exit_code == 1 and (.error | test("\ufffd")) and (.stderr | startswith("Failed to initialize sandbox engine: "))'
 }
 
@@ -516,10 +530,29 @@ EOF
 	[ "$status" -eq 0 ]
 	res 1
 	sc '.exit_code == 1 and .backend == null and .sandbox_id == null'
-	sc '.stderr | startswith("Failed to initialize sandbox engine: daytona: DAYTONA_API_KEY is not set; docker: ")'
+	# The backends set up here (DOCKER_HOST names an engine) lead; those that are not, follow.
+	sc '.stderr | startswith("Failed to initialize sandbox engine: docker: ")'
 	sc '.stderr | test("; local: user namespaces are disabled")'
+	sc '.stderr | endswith("; daytona: DAYTONA_API_KEY is not set")'
 	sc '.error | startswith("Failed to initialize sandbox engine: ")'
 	jqe "$result" '.isError == true'
+}
+
+@test "auto logs why it passed over each backend, also when the sandbox is made ahead, and the call says so of one set up here" {
+	# The call waits until the sandbox was made ahead.
+	SANDBOX_BACKEND=auto DAYTONA_API_KEY= DOCKER_HOST=unix:///nonexistent/docker.sock mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		{"until": "grep -q 'made ahead on the local backend' $SERVER_LOG"}
+		$(call_json 1 execute_bash_commands '{"code":"true"}')
+	EOF
+	result=$(response 1 | jq -c .result)
+	grep -q 'info: backend auto: passed over daytona: DAYTONA_API_KEY is not set' "$SERVER_LOG"
+	grep -q 'warning: backend auto: passed over docker: .*/nonexistent/docker.sock' "$SERVER_LOG"
+	# DOCKER_HOST is the user's: the call learns its code ran locally. No key: Daytona is not named.
+	sc '.exit_code == 0 and .backend == "local"'
+	sc '.notice | test("^--backend auto passed over what is set up here [(]docker: no Docker engine socket at /nonexistent/docker.sock.*[)]; this call ran on the local backend instead[.]$")'
+	sc '.notice | contains("daytona") | not'
 }
 
 @test "a named backend that cannot start says why and does not fall back" {

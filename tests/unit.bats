@@ -135,7 +135,7 @@ hex() { od -An -tx1 -v | tr -d ' \n'; }
 	[ "$("$HELPER" schema execute_python.input.json <<<'{"script":""}')" = "script: must not be empty" ]
 	[[ "$("$HELPER" schema execute_python.input.json <<<'{"script":"x","requirements":[1]}')" == "requirements[0]: must be a string" ]]
 	[ "$("$HELPER" schema execute_bash_commands.input.json <<<'{"code":"true","env":{"A":"1"}}')" = ok ]
-	[[ "$("$HELPER" schema execute_bash_commands.input.json <<<'{"code":"true","env":{"1A":"1"}}')" == env.1A:* ]]
+	[[ "$("$HELPER" schema execute_bash_commands.input.json <<<'{"code":"true","env":{"1A":"1"}}')" == 'env["1A"]: '* ]]
 	[ "$("$HELPER" schema cleanup_sandbox.input.json <<<'{}')" = ok ]
 }
 

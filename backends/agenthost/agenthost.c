@@ -127,8 +127,12 @@ static int run_install(struct agenthost *h, const struct run_req *rq, struct run
 		step.env = installnet_env(&inet);
 		call_limits(h, in, rq, &lim);
 		installnet_limits(&inet, &lim);
-		rc = agentlink_run(&in->link, &step, &lim, rs, e);
+		/* An index host that cannot be reached ends the step at once: pip would spend its
+		 * retries, seconds of backing off, on what the proxy already knows. */
+		rc = agentlink_run_until(&in->link, &step, &lim, proxy_unreachable_fd(inet.px), rs, e);
 		h->home->kill(h->ctx, in);
+		if (rc == 0)
+			proxy_unreachable(inet.px, rs->unreachable, sizeof rs->unreachable);
 	}
 	installnet_close(&inet);
 	return rc == BACKEND_LOST ? -1 : rc;
@@ -296,6 +300,12 @@ void agenthost_report(struct agenthost *h, FILE *f)
 	report_python(h, f);
 	hostdir_report_workspace(&h->h, h->cfg, h->home->ws_how, f);
 	hostdir_report_quota(&h->h, h->cfg, f);
+}
+
+int agenthost_config_check(const struct config *cfg, struct err *e)
+{
+	char state[PATH_MAX];
+	return hostdir_state(cfg, state, sizeof state, e);
 }
 
 void agenthost_reap(const struct config *cfg, const char *prefix)

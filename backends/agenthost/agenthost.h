@@ -108,6 +108,10 @@ int agenthost_check(struct agenthost *h, struct err *e);
 int agenthost_destroy(struct agenthost *h, enum backend_end how, struct err *e);
 void agenthost_report(struct agenthost *h, FILE *f);
 
+/* At start-up, before anything is made: whether the state folder is usable (hostdir_state),
+ * so that a bad one is refused then and not met by the first call. 0, or -1 with e set. */
+int agenthost_config_check(const struct config *cfg, struct err *e);
+
 /* At start-up: removes the folders <prefix>-* of the state folder whose server is gone. */
 void agenthost_reap(const struct config *cfg, const char *prefix);
 

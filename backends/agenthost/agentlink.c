@@ -333,6 +333,12 @@ static int send_kill(struct agentlink *l, struct err *e)
 int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim,
 		  struct run_res *rs, struct err *e)
 {
+	return agentlink_run_until(l, rq, lim, -1, rs, e);
+}
+
+int agentlink_run_until(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim,
+			int stop_fd, struct run_res *rs, struct err *e)
+{
 	int rc;
 	for (size_t i = 0; i < rq->nfiles; i++)
 		if ((rc = agentlink_put(l, &rq->files[i], e)))
@@ -343,10 +349,12 @@ int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct ag
 	bool heard = false;   /* a frame came after the run request */
 	int64_t kill_by = -1; /* once killed: when the agent must have answered */
 	for (;;) {
-		struct pollfd p[2] = {{l->fd, POLLIN, 0}, {rq->cancel_fd, POLLIN, 0}};
+		/* Once killed, only the agent's answer is waited for. */
+		struct pollfd p[3] = {{l->fd, POLLIN, 0}, {kill_by < 0 ? rq->cancel_fd : -1, POLLIN, 0},
+				      {kill_by < 0 ? stop_fd : -1, POLLIN, 0}};
 		int64_t now = clock_ms(), until = kill_by >= 0 ? kill_by : rq->deadline_ms;
 		int t = until - now <= 0 ? 0 : (until - now > 1000000 ? 1000000 : (int)(until - now));
-		int r = poll(p, rq->cancel_fd >= 0 && kill_by < 0 ? 2 : 1, t);
+		int r = poll(p, 3, t);
 		if (r < 0 && errno != EINTR)
 			return err_sys(e, "poll");
 		if (r > 0 && p[0].revents) {
@@ -400,10 +408,13 @@ int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct ag
 			}
 			continue;
 		}
-		bool cancelled = r > 0 && rq->cancel_fd >= 0 && p[1].revents;
-		if (cancelled || clock_ms() >= rq->deadline_ms) {
+		bool cancelled = r > 0 && p[1].fd >= 0 && p[1].revents;
+		bool stopped = !cancelled && r > 0 && p[2].fd >= 0 && p[2].revents;
+		if (cancelled || stopped || clock_ms() >= rq->deadline_ms) {
 			if (cancelled)
 				rs->cancelled = true;
+			else if (stopped)
+				rs->stopped = true;
 			else
 				rs->timed_out = true;
 			if ((rc = send_kill(l, e)))

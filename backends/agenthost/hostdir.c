@@ -36,14 +36,27 @@ int hostdir_state(const struct config *cfg, char *out, size_t n, struct err *e)
 			       : hostdir_path(out, n, "%s/sandbox-mcp-%u", t && *t ? t : "/tmp", (unsigned)geteuid())) < 0 ||
 	    strlen(out) > PATH_MAX - 256)
 		return err_set(e, "the state folder's path is too long");
+	/* Named as the user gave it: the option, or where the default comes from. */
+	const char *what = cfg->state_dir[0] ? "--state-dir" : "the state folder";
+	const char *fix = "give --state-dir a folder of this user's that no one else may write (mode 0700), or a "
+			  "path where one can be made";
 	if (mkdir(out, 0700) < 0 && errno != EEXIST)
-		return err_sys(e, "creating %s", out);
+		return err_set(e, "%s %s cannot be made (%s): %s", what, out, strerror(errno), fix);
 	struct stat st;
 	if (lstat(out, &st) < 0)
-		return err_sys(e, "%s", out);
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
-		return err_set(e, "%s must be a folder owned by uid %u and writable by it alone", out,
-			       (unsigned)geteuid());
+		return err_set(e, "%s %s: %s: %s", what, out, strerror(errno), fix);
+	if (!S_ISDIR(st.st_mode))
+		return err_set(e, "%s %s is not a folder (a symlink is not followed): %s", what, out, fix);
+	if (st.st_uid != geteuid())
+		return err_set(e, "%s %s is owned by uid %u, not by this server's uid %u: %s", what, out,
+			       (unsigned)st.st_uid, (unsigned)geteuid(), fix);
+	if (st.st_mode & 022)
+		return err_set(e, "%s %s may be written by %s (mode %04o), who could tamper with the sandboxes' "
+				  "folders: %s", what, out, st.st_mode & 002 ? "every user" : "its group",
+			       (unsigned)(st.st_mode & 07777), fix);
+	if (faccessat(AT_FDCWD, out, W_OK | X_OK, AT_EACCESS) < 0)
+		return err_set(e, "%s %s is not writable by this server (mode %04o): %s", what, out,
+			       (unsigned)(st.st_mode & 07777), fix);
 	return 0;
 }
 

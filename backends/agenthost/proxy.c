@@ -42,6 +42,8 @@ struct proxy {
 	bool stopped;               /* proxy_stop was called: the call it served is over */
 	struct conn conns[PROXY_MAX_CONN];
 	unsigned allowed, refused;
+	int unreachable_fd;         /* eventfd: readable once an index host could not be reached */
+	char unreachable[PROXY_WHY_MAX]; /* the first such failure, "host:port: why"; "" for none */
 };
 
 static void release(struct proxy *px)
@@ -52,6 +54,7 @@ static void release(struct proxy *px)
 	if (!last)
 		return;
 	close(px->stop_fd);
+	close(px->unreachable_fd);
 	pthread_mutex_destroy(&px->mu);
 	free(px);
 }
@@ -137,46 +140,80 @@ static ssize_t read_head(struct proxy *px, int fd, char *buf, size_t cap, size_t
 	return -1;
 }
 
-/* Connects to one address within PROXY_CONNECT_MS. The fd, or -1. */
-static int dial(struct proxy *px, const struct addrinfo *ai)
+/* Connects to one address within PROXY_CONNECT_MS. The fd, or -1 with *err the errno
+ * (ETIMEDOUT when no answer came in time). */
+static int dial(struct proxy *px, const struct addrinfo *ai, int *err)
 {
 	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
-	if (fd < 0)
+	if (fd < 0) {
+		*err = errno;
 		return -1;
+	}
 	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
 		return fd;
-	int err = 0;
-	socklen_t el = sizeof err;
-	if (errno == EINPROGRESS && wait_fd(px, fd, POLLOUT, PROXY_CONNECT_MS) &&
-	    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0)
-		return fd;
+	*err = errno;
+	if (*err == EINPROGRESS) {
+		socklen_t el = sizeof *err;
+		*err = ETIMEDOUT;
+		if (wait_fd(px, fd, POLLOUT, PROXY_CONNECT_MS) &&
+		    getsockopt(fd, SOL_SOCKET, SO_ERROR, err, &el) == 0 && *err == 0)
+			return fd;
+	}
 	close(fd);
 	return -1;
+}
+
+/* The first index host that could not be reached is kept, and unreachable_fd fired: the
+ * install step is hopeless, and whoever runs it stops it rather than let pip retry. */
+static void note_unreachable(struct proxy *px, const char *host, unsigned port, const char *why)
+{
+	pthread_mutex_lock(&px->mu);
+	bool first = !px->unreachable[0] && !px->stopped;
+	if (first)
+		snprintf(px->unreachable, sizeof px->unreachable, "%.200s:%u: %s", host, port, why);
+	pthread_mutex_unlock(&px->mu);
+	uint64_t one = 1;
+	if (first)
+		(void)!write(px->unreachable_fd, &one, sizeof one);
 }
 
 /* Resolves host:port and connects to its first allowed address. The fd, or -1 with *why. */
 static int open_upstream(struct proxy *px, const char *host, unsigned port, const char **why)
 {
-	char service[8];
+	char service[8], detail[160];
 	snprintf(service, sizeof service, "%u", port);
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-	if (getaddrinfo(host, service, &hints, &res) != 0) {
+	int gai = getaddrinfo(host, service, &hints, &res);
+	if (gai != 0) {
 		*why = "the index host does not resolve";
+		snprintf(detail, sizeof detail, "name resolution failed (%s)", gai_strerror(gai));
+		note_unreachable(px, host, port, detail);
 		return -1;
 	}
-	int fd = -1;
+	int fd = -1, err = 0;
 	bool any_allowed = false;
 	for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
 		if (!netpolicy_addr_allowed(&px->pol, host, ai->ai_addr))
 			continue;
 		any_allowed = true;
-		fd = dial(px, ai);
+		fd = dial(px, ai, &err);
 	}
 	freeaddrinfo(res);
-	if (fd < 0)
-		*why = any_allowed ? "the index host does not answer"
-				   : "the index host resolves to a local or private address, which the install step may not reach";
-	return fd;
+	if (fd >= 0)
+		return fd;
+	if (!any_allowed) {
+		*why = "the index host resolves to a local or private address, which the install step may not reach";
+		return -1;
+	}
+	*why = "the index host does not answer";
+	if (err == ECONNREFUSED)
+		snprintf(detail, sizeof detail, "connection refused");
+	else if (err == ETIMEDOUT)
+		snprintf(detail, sizeof detail, "connecting timed out after %d s", PROXY_CONNECT_MS / 1000);
+	else
+		snprintf(detail, sizeof detail, "cannot connect (%s)", strerror(err));
+	note_unreachable(px, host, port, detail);
+	return -1;
 }
 
 /* Copies both ways until both sides are done or PROXY_IDLE_MS pass without a byte. */
@@ -436,14 +473,15 @@ int proxy_start(struct proxy **out, const char *path, const struct netpolicy *po
 	if (!px)
 		return err_set(e, "out of memory");
 	px->pol = *pol;
-	px->listen_fd = px->stop_fd = -1;
+	px->listen_fd = px->stop_fd = px->unreachable_fd = -1;
 	px->refs = 1;
 	snprintf(px->path, sizeof px->path, "%s", path);
 	strcpy(sa.sun_path, path);
 	pthread_mutex_init(&px->mu, NULL);
 	px->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	px->unreachable_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	px->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (px->stop_fd < 0 || px->listen_fd < 0) {
+	if (px->stop_fd < 0 || px->unreachable_fd < 0 || px->listen_fd < 0) {
 		err_sys(e, "the install step's proxy");
 		goto fail;
 	}
@@ -466,6 +504,8 @@ fail:
 	}
 	if (px->stop_fd >= 0)
 		close(px->stop_fd);
+	if (px->unreachable_fd >= 0)
+		close(px->unreachable_fd);
 	pthread_mutex_destroy(&px->mu);
 	free(px);
 	return -1;
@@ -500,4 +540,17 @@ void proxy_counts(const struct proxy *px, unsigned *allowed, unsigned *refused)
 	*allowed = px->allowed;
 	*refused = px->refused;
 	pthread_mutex_unlock((pthread_mutex_t *)&px->mu);
+}
+
+int proxy_unreachable_fd(const struct proxy *px)
+{
+	return px->unreachable_fd;
+}
+
+bool proxy_unreachable(struct proxy *px, char *buf, size_t n)
+{
+	pthread_mutex_lock(&px->mu);
+	snprintf(buf, n, "%s", px->unreachable);
+	pthread_mutex_unlock(&px->mu);
+	return buf[0] != '\0';
 }

@@ -33,6 +33,7 @@
 #define PROXY_HEAD_MS 15000
 #define PROXY_CONNECT_MS 15000
 #define PROXY_IDLE_MS 120000
+#define PROXY_WHY_MAX 300
 
 struct proxy;
 
@@ -43,6 +44,15 @@ int proxy_start(struct proxy **out, const char *path, const struct netpolicy *p,
 /* Closes the socket (removing its file) and ends every connection at once; one still waiting
  * for the resolver ends on its own, and the last one frees what is left. NULL is fine. */
 void proxy_stop(struct proxy *p);
+
+/* An fd that turns readable once an index host could not be reached (it does not resolve, it
+ * refused, it did not answer in time): pip would only retry in vain. Borrowed; valid until
+ * proxy_stop. */
+int proxy_unreachable_fd(const struct proxy *p);
+
+/* The first such failure, "host:port: why" (name resolution failed (...) / connection refused
+ * / connecting timed out after 15 s), into buf; whether there was one. */
+bool proxy_unreachable(struct proxy *p, char *buf, size_t n);
 
 /* Connections let through and refused so far, for logs and tests. */
 void proxy_counts(const struct proxy *p, unsigned *allowed, unsigned *refused);

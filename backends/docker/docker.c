@@ -98,6 +98,8 @@ struct docker {
 	char hostname[256];    /* labels: this server */
 	char start_time[32];
 	char volume[96];       /* the workspace's tmpfs volume (dkvolume.h); "" when none */
+	bool no_pull;          /* --check: a missing image is said, not pulled */
+	bool would_pull;       /* ... and it was missing */
 };
 
 #define DI(in) ((struct docker_inst *)(void *)(in))
@@ -285,6 +287,10 @@ static json_t *inspect(struct docker *D, const char *id, long *status, struct er
 	return json_incref(json_object_get(ans, "State"));
 }
 
+/* What the engine's 404 for a container that should be running means. */
+#define CONTAINER_REMOVED "its container was removed from the engine by something other than this server, " \
+	"such as docker rm or a prune"
+
 /* Reads what the engine says about a container that should be running. */
 static void container_state(struct docker *D, const char *id, char *buf, size_t n, bool *running)
 {
@@ -299,7 +305,7 @@ static void container_state(struct docker *D, const char *id, char *buf, size_t 
 			 (long long)json_integer_value(json_object_get(st, "ExitCode")), err && *err ? ": " : "",
 			 err ? err : "", json_is_true(json_object_get(st, "OOMKilled")) ? ", out of memory" : "");
 	} else {
-		snprintf(buf, n, "%s", status == 404 ? "the container is gone" : e.msg[0] ? e.msg : "state unknown");
+		snprintf(buf, n, "%s", status == 404 ? CONTAINER_REMOVED : e.msg[0] ? e.msg : "state unknown");
 	}
 }
 
@@ -559,6 +565,11 @@ static int ensure_image(struct docker *D, struct err *e)
 		return -1;
 	}
 	json_decref(ans);
+	if (D->no_pull) {
+		D->would_pull = true;
+		return err_set(e, "the image %s is not on this engine: the first call would pull it (--check pulls "
+				  "nothing; docker pull %s makes it ready)", D->image, D->image);
+	}
 	log_msg(LOG_NOTICE, "pulling the image %s (not on this engine yet)", D->image);
 	struct err pe = {""};
 	if (dkapi_pull(&D->eng, D->image, T_PULL, &pe) < 0)
@@ -688,8 +699,17 @@ static int docker_alive(void *ctx, struct agent_inst *in, struct err *e)
 		return 0;
 	char why[512];
 	bool running;
+	/* The agent goes first when the container is removed (docker rm -f kills it, then removes
+	 * it): the engine may call it running, then stopped, for a moment. Asked again until it is
+	 * gone, for at most a second, so that the notice says what happened. */
 	container_state(D, DI(in)->id, why, sizeof why, &running);
+	for (int i = 0; strcmp(why, CONTAINER_REMOVED) && i < 10; i++) {
+		nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
+		container_state(D, DI(in)->id, why, sizeof why, &running);
+	}
 	agentlink_close(&in->link);
+	if (!strcmp(why, CONTAINER_REMOVED))
+		return err_set(e, "%s", why), BACKEND_LOST;
 	return err_set(e, "its agent went away (%s)", why), BACKEND_LOST;
 }
 
@@ -806,10 +826,13 @@ static int docker_start(struct backend *b, int cancel_fd, struct err *e)
 {
 	struct docker *D = b->priv;
 	D->eng.http.cancel_fd = cancel_fd;
+	D->no_pull = b->checking;
 	int rc = make_sandbox(b, e);
 	bool cancelled = D->eng.http.cancelled || (rc < 0 && cancel_fd >= 0 && poll(&(struct pollfd){cancel_fd, POLLIN, 0}, 1, 0) > 0);
 	D->eng.http.cancel_fd = -1;
 	D->eng.http.cancelled = false;
+	if (rc < 0 && D->would_pull)
+		return BACKEND_WOULD_FETCH;
 	return rc < 0 && cancelled ? BACKEND_CANCELLED : rc;
 }
 

@@ -32,6 +32,38 @@ static bool dir_empty(int fd)
 	return empty;
 }
 
+/* Why a folder of the user's is never taken: one text for start-up and for each sandbox. */
+#define NOT_A_WORKSPACE "--workspace %s holds files but is not a workspace (it has no " WSDIR_MARK " folder), " \
+	"and cleanup_sandbox would empty it: give a new or empty folder (--mount shows an existing folder to the code)"
+
+int wsdir_check(const char *path, struct err *e)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		char parent[PATH_MAX];
+		const char *slash = strrchr(path, '/');
+		size_t n = slash && slash != path ? (size_t)(slash - path) : 1;
+		struct stat st;
+		if (n >= sizeof parent)
+			return err_set(e, "--workspace %s: the path is too long", path);
+		memcpy(parent, path, n);
+		parent[n] = '\0';
+		if (stat(parent, &st) < 0 || !S_ISDIR(st.st_mode))
+			return err_set(e, "--workspace %s: its parent folder %s does not exist (the server makes the "
+					  "workspace folder, not the folders above it)", path, parent);
+		return 0;
+	}
+	if (fd < 0)
+		return err_sys(e, "--workspace %s", path);
+	struct stat st;
+	bool ours = fstatat(fd, WSDIR_MARK, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+	bool empty = dir_empty(fd);
+	close(fd);
+	if (!ours && !empty)
+		return err_set(e, NOT_A_WORKSPACE, path);
+	return 0;
+}
+
 int wsdir_take(const char *path, uid_t uid, gid_t gid, char *real, size_t n, struct err *e)
 {
 	char buf[PATH_MAX];
@@ -53,8 +85,7 @@ int wsdir_take(const char *path, uid_t uid, gid_t gid, char *real, size_t n, str
 	bool ours = fstatat(fd, WSDIR_MARK, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 	if (!ours && !dir_empty(fd)) {
 		close(fd);
-		return err_set(e, "--workspace %s holds files but is not a workspace (it has no " WSDIR_MARK " folder): "
-				  "give a new or empty folder (--mount shows an existing folder to the code)", path);
+		return err_set(e, NOT_A_WORKSPACE, path);
 	}
 	if ((!ours && (mkdirat(fd, WSDIR_MARK, 0755) < 0 ||
 		       fchownat(fd, WSDIR_MARK, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)) ||

@@ -26,6 +26,12 @@
  * not be made, opened or chowned. */
 int wsdir_take(const char *path, uid_t uid, gid_t gid, char *real, size_t n, struct err *e);
 
+/* At start-up: whether wsdir_take could take path, changing nothing. A missing folder whose
+ * parent is a folder is fine (it will be made); else path must be a folder that is empty or
+ * already a workspace. The lock is not looked at: a server may end in between. 0, or -1 with e
+ * set ("--workspace PATH holds files but is not a workspace ..."). */
+int wsdir_check(const char *path, struct err *e);
+
 /* Empties the folder fd, and marks it a workspace again (an empty WSDIR_MARK, owned as the
  * folder is), so that it is still one when no sandbox uses it. 0, or -1 with errno (the first
  * failure; what could be removed is). */

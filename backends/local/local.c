@@ -470,7 +470,7 @@ static const struct agenthost_home local_home = {
 	.report_isolation = local_report_isolation,
 	.report_limits = local_report_limits,
 	.end = local_end,
-	.shared_net = "the host's network",
+	.shared_net = "the host's own network, with its loopback and abstract unix sockets",
 };
 
 /* ---------------------------------------------------------------- ops */
@@ -592,6 +592,25 @@ static void local_reap(const struct config *cfg)
 	cgroup_reap();
 }
 
+/* The local sandbox's system is the host's (/usr, /bin, /lib bound read-only), so --python is
+ * looked up as the sandbox's PATH would find it: a name that is not there is known at start-up. */
+static int local_startup_check(const struct config *cfg, struct err *e)
+{
+	static const char *const path[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"};
+	if (strchr(cfg->python, '/'))
+		return access(cfg->python, X_OK) == 0
+			       ? 0
+			       : err_set(e, "--python %s: no such program (%s): name a Python interpreter the host has "
+					    "in /usr or /bin, which the local sandbox shares", cfg->python, strerror(errno));
+	for (size_t i = 0; i < sizeof path / sizeof path[0]; i++) {
+		char p[PATH_MAX];
+		if (hostdir_path(p, sizeof p, "%s/%s", path[i], cfg->python) == 0 && access(p, X_OK) == 0)
+			return 0;
+	}
+	return err_set(e, "--python %s: no such program in the local sandbox's PATH (/usr/local/bin:/usr/bin:/bin): "
+			  "name a Python interpreter the host has there", cfg->python);
+}
+
 const struct backend_ops local_backend_ops = {
 	.name = "local",
 	.workspace_dir = true,
@@ -600,5 +619,6 @@ const struct backend_ops local_backend_ops = {
 	.home = &local_home,
 	.init = local_init,
 	.probe = local_probe,
+	.startup_check = local_startup_check,
 	.reap = local_reap,
 };

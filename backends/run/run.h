@@ -18,6 +18,8 @@
 #define BACKEND_LOST (-2) /* the sandbox is gone or broken: destroy it; a new one may be started */
 #define BACKEND_ABSENT (-3) /* probe: the backend is not set up here at all (no key, no engine) */
 #define BACKEND_CANCELLED (-4) /* start: the call that needed the sandbox was cancelled */
+#define BACKEND_WOULD_FETCH (-5) /* start under --check (backend.checking): making the sandbox would
+                                  * first fetch what --check does not (an image); e says what */
 
 struct run_file {
 	const char *path;  /* absolute, inside the sandbox */
@@ -67,6 +69,10 @@ struct run_res {
 	bool prestarted;             /* the program ran in an interpreter started ahead (prestart) */
 	int changed;                 /* under rq->changes_in: 1 something changed, 0 nothing did,
 	                              * -1 not known (look); a backend that lists cheaply says -1 */
+	bool stopped;                /* the backend ended it, knowing it could not succeed (see
+	                              * unreachable) */
+	char unreachable[300];       /* the install step: the package index host it could not
+	                              * reach and why ("host:port: connection refused"); "" */
 	char notice[768];            /* what the call's result should also say (what a --workspace
 	                              * folder kept in step with the sandbox left out); "" for none */
 };

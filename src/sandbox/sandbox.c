@@ -39,7 +39,7 @@ static const char *next_workspace(const struct sandbox *s)
 {
 	return s->cfg->workspace_dir[0] && s->b->ops->workspace_dir
 		       ? "the --workspace folder as the host holds it (its files stay; processes and /tmp do not)"
-		       : "an empty workspace";
+		       : "a fresh, empty workspace (earlier files and packages are gone)";
 }
 
 /* The sandbox died or lost its workspace: removes it, and the next call that makes a new one
@@ -57,6 +57,22 @@ static void lost(struct sandbox *s, const char *why)
 		 "The previous sandbox (%s) stopped unexpectedly (%s); this call ran in a new sandbox with %s.",
 		 s->b->sandbox_id, why, next_workspace(s));
 	drop(s, BACKEND_END_DROP, &(struct err){""});
+}
+
+/* The notice of a call whose code ran on another backend than one auto found set up here. */
+static void note_passed_over(struct sandbox *s, const char *failed, const char *used)
+{
+	if (failed[0] && !s->pending[0])
+		snprintf(s->pending, sizeof s->pending,
+			 "--backend auto passed over what is set up here (%.600s); this call ran on the %s backend "
+			 "instead.", failed, used);
+}
+
+/* Adds "name: why" to a list of reasons ("; " between). */
+static void add_reason(char *list, size_t n, const char *name, const char *why)
+{
+	size_t used = strlen(list);
+	snprintf(list + used, n - used, "%s%s: %s", used ? "; " : "", name, why);
 }
 
 /* Tries one backend: probe, then start. 0 with s->b set, or -1 / BACKEND_ABSENT /
@@ -100,8 +116,9 @@ int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e
 		}
 		lost(s, ce.msg);
 	}
-	char reasons[sizeof e->msg] = "";
-	size_t used = 0;
+	/* The reasons of backends that were set up here and failed lead; those of backends that are
+	 * not set up here at all (no key, no engine) follow. */
+	char failed[sizeof e->msg] = "", absent[sizeof e->msg] = "";
 	bool any = false;
 	const bool autosel = !strcmp(s->cfg->backend, "auto");
 	for (size_t i = 0; backend_table[i]; i++) {
@@ -115,6 +132,8 @@ int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e
 			log_msg(LOG_INFO, "sandbox %s started on the %s backend", s->b->sandbox_id, ops->name);
 			s->last_used = clock_ms();
 			s->used = false;
+			/* Code meant for a backend the user set up runs elsewhere: the call says so. */
+			note_passed_over(s, failed, ops->name);
 			take(s, notice);
 			return 0;
 		}
@@ -123,16 +142,15 @@ int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e
 			return BACKEND_CANCELLED;
 		}
 		/* auto passing over a backend that is not set up here is the normal case. */
-		log_msg(!autosel ? LOG_ERROR : rc == BACKEND_ABSENT ? LOG_INFO : LOG_WARNING, "backend %s: %s",
-			ops->name, be.msg);
-		used += (size_t)snprintf(reasons + used, sizeof reasons - (used < sizeof reasons ? used : sizeof reasons),
-					 "%s%s: %s", used ? "; " : "", ops->name, be.msg);
-		if (used >= sizeof reasons)
-			used = sizeof reasons - 1;
+		log_msg(!autosel ? LOG_ERROR : rc == BACKEND_ABSENT ? LOG_INFO : LOG_WARNING, "backend %s%s: %s",
+			autosel ? "auto: passed over " : "", ops->name, be.msg);
+		add_reason(rc == BACKEND_ABSENT ? absent : failed, sizeof failed, ops->name, be.msg);
 	}
 	if (!any)
-		snprintf(reasons, sizeof reasons, "%s: this build has no %s backend", s->cfg->backend, s->cfg->backend);
-	return err_set(e, "Failed to initialize sandbox engine: %s", reasons);
+		return err_set(e, "Failed to initialize sandbox engine: %s: this build has no %s backend", s->cfg->backend,
+			       s->cfg->backend);
+	return err_set(e, "Failed to initialize sandbox engine: %s%s%s", failed, failed[0] && absent[0] ? "; " : "",
+		       absent);
 }
 
 static bool readable(int fd)
@@ -146,21 +164,25 @@ bool sandbox_ahead_due(const struct sandbox *s)
 	return s->cfg->sandbox_ahead && !s->b && !s->ahead_made && !s->cfg->workspace_dir[0];
 }
 
-/* May a sandbox be made ahead on ops, or must the next call choose (1), or is ops not there
- * for auto to pass over (0, auto only)? Nothing is made; only a local probe may run. */
-static int ahead_blocked(const struct sandbox *s, const struct backend_ops *ops, bool autosel)
+/* May a sandbox be made ahead on ops (-1), or must the next call choose (1), or is ops not there
+ * for auto to pass over (0, auto only; e says why, and *set_up whether it is set up here but
+ * failed, rather than not set up at all)? Nothing is made; only a local probe may run (a backend
+ * whose probe would reach the network is probed only where it is not present). */
+static int ahead_blocked(const struct sandbox *s, const struct backend_ops *ops, bool autosel, struct err *e,
+			 bool *set_up)
 {
+	*set_up = false;
 	if (ops->ahead)
 		return -1;
-	if (ops->present)
-		return autosel && !ops->present(s->cfg) ? 0 : 1;
-	struct backend *b;
-	struct err e = {""};
-	if (backend_new(&b, ops, s->cfg, &e) < 0)
+	if (!autosel || (ops->present && ops->present(s->cfg)))
 		return 1;
-	int rc = backend_probe(b, &e);
+	struct backend *b;
+	if (backend_new(&b, ops, s->cfg, e) < 0)
+		return 1;
+	int rc = backend_probe(b, e);
 	backend_free(b);
-	return autosel && rc != 0 ? 0 : 1;
+	*set_up = rc != 0 && rc != BACKEND_ABSENT;
+	return rc != 0 ? 0 : 1;
 }
 
 int sandbox_prepare(struct sandbox *s, int cancel_fd, const struct run_req *prime, int call_fd)
@@ -171,20 +193,27 @@ int sandbox_prepare(struct sandbox *s, int cancel_fd, const struct run_req *prim
 		return 1;
 	s->ahead_made = true;
 	const bool autosel = !strcmp(s->cfg->backend, "auto");
+	char failed[SANDBOX_NOTICE_MAX / 2] = "";
 	for (size_t i = 0; backend_table[i]; i++) {
 		const struct backend_ops *ops = backend_table[i];
 		if (!autosel && strcmp(ops->name, s->cfg->backend))
 			continue;
-		int blocked = ahead_blocked(s, ops, autosel);
+		struct err be = {""};
+		bool set_up;
+		int blocked = ahead_blocked(s, ops, autosel, &be, &set_up);
 		if (blocked >= 0) {
 			if (blocked)
 				return 1;
+			/* Said whenever auto passes one over, made ahead or not. */
+			log_msg(set_up ? LOG_WARNING : LOG_INFO, "backend auto: passed over %s: %s", ops->name, be.msg);
+			if (set_up)
+				add_reason(failed, sizeof failed, ops->name, be.msg);
 			continue;
 		}
-		struct err be = {""};
 		int rc = try_backend(s, ops, cancel_fd, &be);
 		if (rc == 0) {
 			log_msg(LOG_INFO, "sandbox %s made ahead on the %s backend", s->b->sandbox_id, ops->name);
+			note_passed_over(s, failed, ops->name);
 			s->used = false;
 			s->last_used = clock_ms();
 			struct run_res rs;
@@ -393,9 +422,42 @@ bool sandbox_made_ahead(const struct sandbox *s)
 	return s->b && !s->used;
 }
 
+/* The first line of what a test run wrote to stderr, for --check. */
+struct first_line {
+	char text[200];
+	size_t len;
+};
+
+static void keep_first_line(void *ctx, int stream, const char *buf, size_t len)
+{
+	struct first_line *l = ctx;
+	if (stream != 2)
+		return;
+	for (size_t i = 0; i < len && l->len + 1 < sizeof l->text && !memchr(l->text, '\n', l->len); i++)
+		l->text[l->len++] = buf[i];
+	l->text[l->len] = '\0';
+	l->text[strcspn(l->text, "\n")] = '\0';
+}
+
+/* Runs argv in b as --check's test: 0, or -1 with why in e. */
+static int check_run(struct backend *b, const char *const *argv, struct err *e)
+{
+	static const char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
+	struct first_line l = {"", 0};
+	struct run_req rq = {.argv = argv, .env = env, .cwd = WORKSPACE, .deadline_ms = clock_ms() + 30000,
+			     .cancel_fd = -1, .cap = 4096, .on_output = keep_first_line, .ctx = &l};
+	struct run_res rs;
+	int rc = backend_run(b, &rq, &rs, e);
+	if (rc != 0)
+		return -1;
+	if (rs.exit_code != 0)
+		return err_set(e, "exit code %d%s%s", rs.exit_code, l.text[0] ? ": " : "", l.text);
+	return 0;
+}
+
 int sandbox_check_all(const struct config *cfg, FILE *f)
 {
-	int usable = 0;
+	int usable = 0, would_fetch = 0;
 	const bool autosel = !strcmp(cfg->backend, "auto");
 	fprintf(f, "backends (%s):\n", autosel ? "auto tries them in this order" : "as configured");
 	for (size_t i = 0; backend_table[i]; i++) {
@@ -404,23 +466,39 @@ int sandbox_check_all(const struct config *cfg, FILE *f)
 			continue;
 		struct backend *b = NULL;
 		struct err e = {""};
-		if (backend_new(&b, ops, cfg, &e) < 0 || backend_probe(b, &e) < 0 || backend_start(b, -1, &e) < 0) {
+		int rc = backend_new(&b, ops, cfg, &e);
+		if (rc == 0) {
+			b->checking = true;
+			rc = backend_probe(b, &e);
+		}
+		if (rc == 0)
+			rc = backend_start(b, -1, &e);
+		if (rc == BACKEND_WOULD_FETCH) {
+			/* Nothing is wrong: the first call takes longer. */
+			fprintf(f, "  %-8s not tried: %s\n", ops->name, e.msg);
+			would_fetch++;
+			backend_free(b);
+			continue;
+		}
+		if (rc < 0) {
 			fprintf(f, "  %-8s unavailable: %s\n", ops->name, e.msg);
 			backend_free(b);
 			continue;
 		}
 		static const char *const argv[] = {"true", NULL};
-		static const char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
-		struct run_req rq = {.argv = argv, .env = env, .cwd = WORKSPACE, .deadline_ms = clock_ms() + 30000,
-				     .cancel_fd = -1, .cap = 4096};
-		struct run_res rs;
-		int64_t t0 = clock_ms();
-		int rc = backend_run(b, &rq, &rs, &e);
-		if (rc != 0 || rs.exit_code != 0) {
-			fprintf(f, "  %-8s unavailable: a test run failed: %s\n", ops->name, rc ? e.msg : "exit code not 0");
+		const char *const py[] = {cfg->python, "-c", "pass", NULL};
+		int64_t t0 = clock_ms(), took = -1;
+		if (check_run(b, argv, &e) == 0)
+			took = clock_ms() - t0;
+		if (took < 0) {
+			fprintf(f, "  %-8s unavailable: a test run failed: %s\n", ops->name, e.msg);
+		} else if (check_run(b, py, &e) < 0) {
+			/* Every execute_python call would fail: not a backend that works. */
+			fprintf(f, "  %-8s unavailable: --python %s does not run in the sandbox (%s)\n", ops->name,
+				cfg->python, e.msg);
 		} else {
 			fprintf(f, "  %-8s ok (sandbox made and a test call run; the call took %lld ms)\n", ops->name,
-				(long long)(clock_ms() - t0));
+				(long long)took);
 			backend_report(b, f);
 			usable++;
 		}
@@ -428,6 +506,11 @@ int sandbox_check_all(const struct config *cfg, FILE *f)
 	}
 	if (!autosel && !backend_find(cfg->backend))
 		fprintf(f, "  %-8s unavailable: this build has no %s backend\n", cfg->backend, cfg->backend);
-	fprintf(f, "%s\n", usable ? "ready" : "no backend works here: calls will fail");
-	return usable ? 0 : -1;
+	if (usable)
+		fprintf(f, "ready\n");
+	else if (would_fetch)
+		fprintf(f, "not checked to the end: the first call fetches what --check did not, then runs\n");
+	else
+		fprintf(f, "no backend works here: calls will fail\n");
+	return usable || would_fetch ? 0 : -1;
 }

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "../base/base64.h"
+#include "schema.h"
 #include "tools.h"
 
 /* ------------------------------------------------------------ checks */
@@ -59,11 +60,13 @@ static int check_files(const json_t *files, struct err *e)
 	size_t total = 0;
 	json_object_foreach((json_t *)files, k, v) {
 		const char *why = inputs_path_problem(k, false);
+		char name[320];
+		schema_entry_name(name, sizeof name, "files", k, true);
 		if (why)
-			return err_set(e, "files.%.300s: the path %s", k, why);
+			return err_set(e, "%s: the path %s", name, why);
 		long n = file_size(v);
 		if (n < 0)
-			return err_set(e, "files.%.300s.base64: is not valid base64", k);
+			return err_set(e, "%s.base64: is not valid base64", name);
 		total += (size_t)n;
 		if (total > INPUTS_FILE_BYTES)
 			return err_set(e, "files: the files add up to more than 8 MiB (the limit for all files of "
@@ -72,19 +75,23 @@ static int check_files(const json_t *files, struct err *e)
 	return 0;
 }
 
-/* Whether the call may set this variable: not one the sandbox sets itself, nor one that steers
- * pip or a proxy (the network policy rests on them). */
-static bool env_reserved(const char *name, const char *const *base_env)
+/* Why the call may not set this variable, or NULL: one the sandbox sets itself, or one that
+ * steers pip or a proxy (the network policy rests on them), each said as it is. */
+static const char *env_reserved(const char *name, const char *const *base_env)
 {
 	static const char *const proxies[] = {"http_proxy", "https_proxy", "ftp_proxy", "all_proxy", "no_proxy"};
 	size_t n = strlen(name);
 	for (const char *const *b = base_env; *b; b++)
 		if (!strncmp(*b, name, n) && (*b)[n] == '=')
-			return true;
+			return "is set by the sandbox and cannot be changed (PATH, HOME, PYTHONPATH, TMPDIR, LANG, TERM, "
+			       "USER, LOGNAME, SHELL, MPLBACKEND, PYTHONUNBUFFERED)";
 	for (size_t i = 0; i < sizeof proxies / sizeof proxies[0]; i++)
 		if (!strcasecmp(name, proxies[i]))
-			return true;
-	return !strncmp(name, "PIP_", 4);
+			return "is a proxy variable, which a call may not set: the network the code may reach is the "
+			       "server's --network policy alone";
+	return !strncmp(name, "PIP_", 4) ? "is a pip setting, which a call may not set: package installs follow "
+					   "the server's --index-url and --wheelhouse alone"
+					 : NULL;
 }
 
 static int check_env(const json_t *env, const char *const *base_env, struct err *e)
@@ -93,10 +100,10 @@ static int check_env(const json_t *env, const char *const *base_env, struct err 
 	json_t *v;
 	size_t total = 0;
 	json_object_foreach((json_t *)env, k, v) {
-		if (env_reserved(k, base_env))
-			return err_set(e, "env.%.200s: is set by the sandbox and cannot be changed (PATH, HOME, "
-					  "PYTHONPATH, TMPDIR, LANG, TERM, USER, LOGNAME, SHELL, MPLBACKEND, "
-					  "PYTHONUNBUFFERED, PIP_* and proxy variables)", k);
+		char name[320];
+		const char *why = env_reserved(k, base_env);
+		if (why)
+			return err_set(e, "%s: %s", schema_entry_name(name, sizeof name, "env", k, true), why);
 		total += strlen(k) + 1 + json_string_length(v);
 		if (total > INPUTS_ENV_BYTES)
 			return err_set(e, "env: the variables add up to more than 64 KiB");

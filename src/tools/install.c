@@ -48,11 +48,15 @@ static json_t *install_failed(struct call_ctx *c, const struct run_res *rs, stru
 	size_t ol = 0, el = 0;
 	char *out = output_text(&col->out[0], NULL, &ol), *err = output_text(&col->out[1], NULL, &el);
 	const char *pip = err && el ? err : out ? out : "";
-	size_t n = strlen(pip) + 128;
+	size_t n = strlen(pip) + sizeof rs->unreachable + 384;
 	char *msg = malloc(n);
 	json_t *r = NULL;
 	if (msg) {
-		if (rs->timed_out)
+		if (rs->unreachable[0])
+			snprintf(msg, n, "Failed to install requirements: the package index could not be reached (%s), "
+				 "so pip was stopped. Check --index-url and the host's network, or give --wheelhouse DIR "
+				 "to install from a folder of wheels with no network.\n%s", rs->unreachable, pip);
+		else if (rs->timed_out)
 			snprintf(msg, n, "Failed to install requirements: timed out after %g s\n%s", c->timeout, pip);
 		else
 			snprintf(msg, n, "Failed to install requirements: %s", pip);
@@ -109,6 +113,18 @@ json_t *install_requirements(struct call_ctx *c, const json_t *reqs)
 	if (!json_array_size(reqs) || all_installed(c->sb, reqs))
 		return NULL;
 	bool offline = cfg->wheelhouse[0] || cfg->network == NET_NONE;
+	/* Nothing pip could install from: said at once, without starting it. */
+	if (cfg->network == NET_NONE && !cfg->wheelhouse[0]) {
+		char names[400] = "", msg[600];
+		size_t used = 0, i;
+		const json_t *r;
+		json_array_foreach(reqs, i, r) if (used < sizeof names)
+			used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", json_string_value(r));
+		snprintf(msg, sizeof msg, "Failed to install requirements: package installs are off here (--network none, "
+			 "and no --wheelhouse to install from), so %s%s could not be installed; the script was not run",
+			 names, used >= sizeof names ? "..." : "");
+		return call_early_result(c, 1, msg, NULL, false);
+	}
 	size_t i;
 	const json_t *r;
 	json_array_foreach(reqs, i, r) {
@@ -148,7 +164,7 @@ json_t *install_requirements(struct call_ctx *c, const json_t *reqs)
 		res = call_early_result(c, 1, msg, e.msg, false);
 	} else if (rs.cancelled) {
 		c->tc->cancelled = true;
-	} else if (rs.exit_code != 0 || rs.timed_out) {
+	} else if (rs.exit_code != 0 || rs.timed_out || rs.stopped || rs.unreachable[0]) {
 		res = install_failed(c, &rs, &col);
 	} else {
 		json_array_foreach(reqs, i, r) json_object_set_new(c->sb->installed, json_string_value(r), json_true());

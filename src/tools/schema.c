@@ -60,6 +60,28 @@ static size_t utf8_chars(const char *s, size_t n)
 	return c;
 }
 
+const char *schema_entry_name(char *buf, size_t n, const char *at, const char *k, bool chosen)
+{
+	if (!chosen) {
+		snprintf(buf, n, "%s%s%.200s", at, *at ? "." : "", k);
+		return buf;
+	}
+	size_t used = (size_t)snprintf(buf, n, "%s[\"", at);
+	for (size_t i = 0; k[i] && i < 200 && used + 8 < n; i++) {
+		unsigned char c = (unsigned char)k[i];
+		if (c == '"' || c == '\\')
+			used += (size_t)snprintf(buf + used, n - used, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			used += (size_t)snprintf(buf + used, n - used, "\\u%04x", c);
+		else
+			buf[used++] = (char)c;
+	}
+	if (used + 3 > n)
+		used = n - 3;
+	snprintf(buf + used, n - used, "\"]");
+	return buf;
+}
+
 static const char *name_or(const char *at, const char *dflt)
 {
 	return *at ? at : dflt;
@@ -156,8 +178,10 @@ static int check_entry(const json_t *schema, const char *k, const json_t *val, c
 {
 	const json_t *names = json_object_get(schema, "propertyNames");
 	const json_t *extra = json_object_get(schema, "additionalProperties");
-	char sub[256];
-	snprintf(sub, sizeof sub, "%s%s%.200s", at, *at ? "." : "", k);
+	const json_t *ps = json_object_get(json_object_get(schema, "properties"), k);
+	char sub[320];
+	/* The names of a map (files, env) are the caller's; an unknown argument's is not. */
+	schema_entry_name(sub, sizeof sub, at, k, !ps && (json_is_object(extra) || json_is_object(names)));
 	if (json_is_object(names)) {
 		json_t *key = json_string(k);
 		int rc = key ? schema_validate(names, key, sub, e) : err_set(e, "out of memory");
@@ -165,7 +189,6 @@ static int check_entry(const json_t *schema, const char *k, const json_t *val, c
 		if (rc < 0)
 			return -1;
 	}
-	const json_t *ps = json_object_get(json_object_get(schema, "properties"), k);
 	if (!ps && json_is_object(extra))
 		ps = extra;
 	if (ps)
