@@ -241,7 +241,25 @@ static int child_fds(struct local *L, struct plan *p, struct child_fds *c, struc
 	return 0;
 }
 
-/* After the clone: ids mapped, the child moved into its cgroups unless it moves itself, and
+/* The sandbox never runs under a real-time policy that the server may have been started with
+ * (chrt): its code must not starve the host, and the kernel refuses to move a real-time task
+ * into a cgroup with a cpu controller (EINVAL), which the child is about to join. The nice
+ * value it keeps: a user may lower a server's priority, and its sandbox's with it. */
+static int plain_scheduling(pid_t pid, struct err *e)
+{
+	int pol = sched_getscheduler(pid);
+	if (pol < 0)
+		return err_sys(e, "reading the sandbox's scheduling policy");
+	pol &= ~SCHED_RESET_ON_FORK;
+	if (pol == SCHED_OTHER || pol == SCHED_BATCH || pol == SCHED_IDLE)
+		return 0;
+	struct sched_param sp = {.sched_priority = 0};
+	if (sched_setscheduler(pid, SCHED_OTHER, &sp) < 0)
+		return err_sys(e, "giving the sandbox the normal scheduling policy instead of the server's real-time one");
+	return 0;
+}
+
+/* After the clone: its scheduling policy made the normal one, ids mapped, the child moved into its cgroups unless it moves itself, and
  * told to go; then its report (a step that failed) or its agent's greeting. 0, -1 with e set,
  * or WS_MOVE_FAILED when the step that failed is the move of the workspace's mount. */
 static int start_child(struct local *L, struct local_inst *li, struct plan *p, struct child_fds *c, struct err *e)
@@ -249,7 +267,7 @@ static int start_child(struct local *L, struct local_inst *li, struct plan *p, s
 	bool self = false;
 	for (int i = 0; i < CG_N; i++)
 		self |= p->cg_fd[i] >= 0;
-	if (map_ids(L, li->in.pid, e) < 0 || (!self && cgroup_attach(&li->cg, li->in.pid, e) < 0))
+	if (plain_scheduling(li->in.pid, e) < 0 || map_ids(L, li->in.pid, e) < 0 || (!self && cgroup_attach(&li->cg, li->in.pid, e) < 0))
 		return -1;
 	if (write(c->sync[1], "x", 1) != 1)
 		return err_sys(e, "starting the sandbox");
