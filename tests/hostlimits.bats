@@ -3,6 +3,17 @@
 # servers in other PID namespaces.
 load lib/helpers
 
+# What a failed test's servers left under its state folder goes, so that the next starts clean.
+teardown() {
+	local bin p
+	bin=$(readlink -f "$SANDBOX_MCP")
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/exe" 2>/dev/null)" = "$bin" ] && [ -n "$(find "$p/fd" -lname "$SANDBOX_STATE_DIR/*" 2>/dev/null)" ] &&
+			kill -KILL "${p#/proc/}" 2>/dev/null
+	done
+	awk -v s="$SANDBOX_STATE_DIR/" 'index($5, s) == 1 {print $5}' /proc/self/mountinfo | sort -r | xargs -r umount -l
+}
+
 @test "local, under a real-time policy (chrt -f 10): calls work, and the code runs SCHED_OTHER" {
 	[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root to start a server under a real-time policy"
 	chrt -f 10 true 2>/dev/null || skip_or_fail "the kernel refuses real-time policies here"
@@ -17,4 +28,164 @@ EOF
 	sc '.exit_code == 0 and (.stdout | test("policy: SCHED_OTHER\n")) and (.stdout | endswith("done\n"))'
 	res 2
 	sc '.exit_code == 0 and .stdout == "True\n"'
+}
+
+# What of this test's state folder is still there: its entries, the mounts and loop devices
+# under it, and the processes of the binary under test (the servers killed, the sandboxes'
+# first processes made from them). One line each; nothing when all is gone.
+state_leftovers() {
+	local bin
+	bin=$(readlink -f "$SANDBOX_MCP")
+	ls -A "$SANDBOX_STATE_DIR" | sed 's/^/entry /'
+	awk -v s="$SANDBOX_STATE_DIR" 'index($5, s) == 1 {print "mount " $5}' /proc/self/mountinfo
+	for f in /sys/block/loop*/loop/backing_file; do
+		[ -r "$f" ] && grep -q "^$SANDBOX_STATE_DIR/" "$f" && echo "loop $f $(cat "$f")"
+	done
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/exe" 2>/dev/null)" = "$bin" ] && echo "process ${p#/proc/} $(tr '\0' ' ' <"$p/cmdline")"
+	done
+	return 0
+}
+
+# cgroups_of PID...: the cgroups that the servers of these pids made, wherever they are.
+cgroups_of() {
+	local pid
+	for pid in "$@"; do
+		find /sys/fs/cgroup -maxdepth 5 -type d -name "sandbox-mcp-$pid-*" 2>/dev/null
+	done
+}
+
+nothing_left() {
+	[ -z "$(state_leftovers)$(cgroups_of "$@")" ]
+}
+
+@test "servers killed at any point of making a sandbox leave nothing once the next server has started" {
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "as root the sandbox has mounts, a loop device and cgroups to leave"
+	local fifo="$BATS_TEST_TMPDIR/in" pids=() i pid
+	mkfifo "$fifo"
+	# 40 servers, each killed a little later after its start than the one before (0 to 780 ms):
+	# before, during and after the sandbox is made ahead and the first call runs in it.
+	for i in $(seq 0 39); do
+		"$SANDBOX_MCP" <"$fifo" >/dev/null 2>>"$SERVER_LOG" &
+		pid=$!
+		exec 6>"$fifo"
+		printf '%s\n%s\n' "$INIT" "$(call_json 1 execute_bash_commands '{"code":"echo hi > f"}')" >&6
+		sleep "$(awk -v i="$i" 'BEGIN {printf "%.2f", i * 0.02}')"
+		kill -KILL "$pid"
+		wait "$pid" || true # killed on purpose
+		exec 6>&-
+		pids+=("$pid")
+	done
+	# Each left something (a folder at least) that only the next server on the folder removes.
+	[ -n "$(ls -A "$SANDBOX_STATE_DIR")" ]
+	mcp_session <<<"$INIT"
+	eventually 5 nothing_left "${pids[@]}" || {
+		state_leftovers
+		cgroups_of "${pids[@]}"
+		false
+	}
+}
+
+# first_process_of PID: the sandbox's first process that the server PID cloned, before it
+# executes the agent: a live child running the server's binary in a PID namespace of its own.
+first_process_of() {
+	local bin c
+	bin=$(readlink -f "$SANDBOX_MCP")
+	for c in $(pgrep -P "$1"); do
+		[ "$(readlink "/proc/$c/exe" 2>/dev/null)" = "$bin" ] &&
+			[ "$(awk '$1 == "NSpid:" {print NF - 1}' "/proc/$c/status" 2>/dev/null)" = 2 ] &&
+			! grep -q '^State:.*Z' "/proc/$c/status" && echo "$c"
+	done
+	return 0
+}
+
+tracer_gone() {
+	! kill -0 "$1" 2>/dev/null
+}
+
+has_first_process() {
+	[ -n "$(first_process_of "$1")" ]
+}
+
+@test "a server killed between cloning the sandbox's first process and telling it to go leaves nothing" {
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "as root the sandbox has mounts, a loop device and cgroups to leave"
+	command -v strace >/dev/null || skip_or_fail "strace(1) is needed to hold the server right after its clone"
+	local fifo="$BATS_TEST_TMPDIR/in" pid tracer
+	mkfifo "$fifo"
+	# strace holds every clone(2) of the server for 3 s once it returns: the sandbox's first
+	# process is made and waits for the server's go, which the server is killed before giving.
+	strace -f -qq -o /dev/null -e trace=clone -e inject=clone:delay_exit=3000000 \
+		"$SANDBOX_MCP" <"$fifo" >/dev/null 2>>"$SERVER_LOG" &
+	tracer=$!
+	exec 6>"$fifo"
+	printf '%s\n%s\n' "$INIT" "$(call_json 1 execute_bash_commands '{"code":"echo hi"}')" >&6
+	eventually 10 pgrep -P "$tracer" -x sandbox-mcp
+	pid=$(pgrep -P "$tracer" -x sandbox-mcp)
+	eventually 30 has_first_process "$pid"
+	kill -KILL "$pid"
+	# strace ends with its last tracee: the first process, unless it outlives its server.
+	eventually 5 tracer_gone "$tracer" || kill -KILL "$tracer"
+	wait "$tracer" || true # its tracee was killed
+	exec 6>&-
+	mcp_session <<<"$INIT"
+	eventually 5 nothing_left "$pid" || {
+		state_leftovers
+		cgroups_of "$pid"
+		false
+	}
+}
+
+# A pid that no process has on this host (nor had lately): what a server in a PID namespace of
+# its own may well be numbered there.
+free_pid() {
+	local p
+	for _ in $(seq 50); do
+		p=$((300000 + RANDOM * 8 + RANDOM % 8))
+		[ "$p" -lt "$(cat /proc/sys/kernel/pid_max)" ] || p=$((p % 30000 + 1000))
+		kill -0 "$p" 2>/dev/null || { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+@test "a server in a PID namespace of its own keeps its sandbox when a server with another state folder starts" {
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root to make a PID namespace and cgroups"
+	unshare -p -f --mount-proc true 2>/dev/null || skip_or_fail "unshare(1) cannot make a PID namespace here"
+	local pid flag="$BATS_TEST_TMPDIR/second-started" other="$BATS_TEST_TMPDIR/other-state"
+	pid=$(free_pid)
+	mkdir -m 700 "$other"
+	# A second server starts on the host, on another state folder, while the first's sandbox lives.
+	printf '%s\n' "$INIT" >"$BATS_TEST_TMPDIR/init"
+	second="SANDBOX_STATE_DIR='$other' python3 '$SESSION' --stderr '$BATS_TEST_TMPDIR/second.log' -- '$SANDBOX_MCP' \
+<'$BATS_TEST_TMPDIR/init' >/dev/null && touch '$flag'"
+	# The first server runs as pid $pid of its namespace, a pid that nothing has on the host; its
+	# sandbox's cgroups are named with it.
+	run python3 "$SESSION" --stderr "$SERVER_LOG" --timeout 120 -- unshare -p -f --mount-proc \
+		bash -c 'echo $(($1 - 1)) > /proc/sys/kernel/ns_last_pid && ("$2")' - "$pid" "$SANDBOX_MCP" <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo kept > f"}')
+{"wait": 1}
+{"sh": "find /sys/fs/cgroup -maxdepth 5 -name 'sandbox-mcp-$pid-local-*' | grep -q ."}
+$(jq -cn --arg c "$second" '{sh: $c}')
+$(call_json 2 execute_bash_commands '{"code":"cat f"}')
+EOF
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -e "$flag" ]
+	res 1
+	sc '.exit_code == 0'
+	id1=$(printf '%s' "$result" | jq -r .structuredContent.sandbox_id)
+	res 2
+	sc ".exit_code == 0 and .stdout == \"kept\n\" and .sandbox_id == \"$id1\" and .notice == null"
+}
+
+@test "a folder a server died making (its temporary name) is removed by the next server, never one being made" {
+	local dead="$SANDBOX_STATE_DIR/new-local-0000dead" making="$SANDBOX_STATE_DIR/new-local-0000beef"
+	mkdir "$dead" && : >"$dead/lock"
+	mcp_session <<<"$INIT"
+	[ ! -e "$dead" ]
+	grep -q "removed $dead, left by a server that is gone" "$SERVER_LOG"
+	# While a server makes one, it holds the state folder's lock shared: the folder stays.
+	mkdir "$making"
+	flock -s "$SANDBOX_STATE_DIR" python3 "$SESSION" --stderr "$SERVER_LOG" -- "$SANDBOX_MCP" <<<"$INIT" >/dev/null
+	[ -d "$making" ]
 }

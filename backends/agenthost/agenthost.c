@@ -291,11 +291,12 @@ void agenthost_report(struct agenthost *h, FILE *f)
 	hostdir_report_quota(&h->h, h->cfg, f);
 }
 
-void agenthost_reap(const struct config *cfg, const char *prefix)
+void agenthost_reap(const struct config *cfg, const char *prefix, void (*gone)(const char *name, void *arg),
+		    void *arg)
 {
 	char state[PATH_MAX], p[64];
 	struct err e = {""};
 	snprintf(p, sizeof p, "%s-", prefix);
 	if (hostdir_state(cfg, state, sizeof state, &e) == 0)
-		hostdir_reap(state, p);
+		hostdir_reap(state, p, gone, arg);
 }

@@ -108,8 +108,10 @@ int agenthost_check(struct agenthost *h, struct err *e);
 int agenthost_destroy(struct agenthost *h, enum backend_end how, struct err *e);
 void agenthost_report(struct agenthost *h, FILE *f);
 
-/* At start-up: removes the folders <prefix>-* of the state folder whose server is gone. */
-void agenthost_reap(const struct config *cfg, const char *prefix);
+/* At start-up: removes the folders <prefix>-* of the state folder whose server is gone; gone
+ * (may be NULL) as hostdir_reap says. */
+void agenthost_reap(const struct config *cfg, const char *prefix, void (*gone)(const char *name, void *arg),
+		    void *arg);
 
 /* What a sandbox is called inside, and its /etc/hosts: nothing of the host's name. */
 #define AGENTHOST_HOSTNAME "sandbox"

@@ -171,7 +171,8 @@ static struct plan *make_plan(struct local *L, const char *root, int ws_fd, bool
 		return NULL;
 	}
 	static char *const argv[] = {"sandbox-agent", "--fd", "3", NULL};
-	p->sync_fd = p->err_fd = p->ctl_fd = p->agent_fd = -1;
+	p->sync_fd = p->err_fd = p->ctl_fd = p->agent_fd = p->server_fd = -1;
+	p->lock_fd = L->host.h.lock_fd;
 	for (int c = 0; c < CG_N; c++)
 		p->cg_fd[c] = -1;
 	p->root = root;
@@ -213,6 +214,7 @@ static void close_plan_fds(struct plan *p)
 	close_fd(&p->err_fd);
 	close_fd(&p->ctl_fd);
 	close_fd(&p->agent_fd);
+	close_fd(&p->server_fd);
 	for (int c = 0; c < CG_N; c++)
 		close_fd(&p->cg_fd[c]);
 }
@@ -237,6 +239,10 @@ static int child_fds(struct local *L, struct plan *p, struct child_fds *c, struc
 	p->agent_fd = fcntl(L->agent_fd, F_DUPFD_CLOEXEC, 64);
 	if (p->sync_fd < 0 || p->err_fd < 0 || p->ctl_fd < 0 || p->agent_fd < 0)
 		return err_sys(e, "dup");
+	/* pidfd_open's fd is close-on-exec. ENOSYS: a kernel before 5.3. */
+	p->server_fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (p->server_fd < 0 && errno != ENOSYS)
+		return err_sys(e, "pidfd_open");
 	snprintf(p->agent_path, sizeof p->agent_path, "/proc/self/fd/%d", p->agent_fd);
 	return 0;
 }
@@ -604,10 +610,17 @@ static void local_init(struct backend *b)
 	wsholder_init(&L->ws);
 }
 
+/* A dead server's sandbox: its cgroups go with its folder. */
+static void reap_cgroups(const char *name, void *arg)
+{
+	(void)arg;
+	cgroup_reap(name);
+}
+
 static void local_reap(const struct config *cfg)
 {
-	agenthost_reap(cfg, "local");
-	cgroup_reap();
+	agenthost_reap(cfg, "local", reap_cgroups, NULL);
+	cgroup_reap_leaves();
 }
 
 const struct backend_ops local_backend_ops = {
