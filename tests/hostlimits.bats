@@ -189,3 +189,77 @@ EOF
 	flock -s "$SANDBOX_STATE_DIR" python3 "$SESSION" --stderr "$SERVER_LOG" -- "$SANDBOX_MCP" <<<"$INIT" >/dev/null
 	[ -d "$making" ]
 }
+
+@test "the install step's proxy out of descriptors (EMFILE) waits for one instead of spinning on accept" {
+	local sock="$BATS_TEST_TMPDIR/proxy.sock" in="$BATS_TEST_TMPDIR/proxy.in" out="$BATS_TEST_TMPDIR/proxy.out" px
+	mkfifo "$in"
+	# 16 descriptors: a few connections fill them, the rest wait in the listener's backlog.
+	prlimit --nofile=16 "$REPO_DIR/build/test-helper" proxy "$sock" pypi.org <"$in" >"$out" &
+	px=$!
+	exec 7>"$in"
+	eventually 10 grep -q ready "$out"
+	# 40 clients that connect and say nothing (each accepted one holds a descriptor for the
+	# proxy's head timeout); the proxy's CPU time over the next second is measured meanwhile.
+	run python3 - "$sock" "$px" <<'PY'
+import os, socket, sys, time
+def ticks(pid):
+    f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+    return int(f[11]) + int(f[12])
+held = []
+for _ in range(40):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    held.append(s)
+time.sleep(0.2)
+t0 = ticks(sys.argv[2])
+time.sleep(1)
+print(ticks(sys.argv[2]) - t0, os.sysconf("SC_CLK_TCK"))
+PY
+	echo "$output"
+	exec 7>&-
+	wait "$px"
+	[ "$status" -eq 0 ]
+	read -r used hz <<<"$output"
+	# A spinning accept loop takes the whole second; waiting, next to nothing.
+	[ "$used" -lt $((hz / 10)) ]
+}
+
+@test "an open files limit too small to work (20, 32, 63) is refused at start-up, naming it; nothing is made" {
+	local n
+	for n in 20 32 63; do
+		run prlimit --nofile="$n" "$SANDBOX_MCP" <<<"$INIT"
+		echo "$n: $output"
+		[ "$status" -eq 2 ]
+		[ "$output" = "sandbox-mcp: the open files limit is $n (ulimit -Hn): the server needs at least 64; raise it (ulimit -n 64, or LimitNOFILE= in a systemd unit)" ]
+	done
+	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
+}
+
+@test "a small soft open files limit under a larger hard one is raised: calls work" {
+	local n
+	for n in 20 63; do
+		run python3 "$SESSION" --stderr "$SERVER_LOG" --timeout 60 -- prlimit --nofile="$n:4096" "$SANDBOX_MCP" <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"ulimit -n; echo hi"}')
+EOF
+		echo "$output"
+		[ "$status" -eq 0 ]
+		res 1
+		sc '.exit_code == 0 and .stdout == "1024\nhi\n"'
+	done
+}
+
+@test "a hard open files limit below --open-files: calls get the hard limit, and the log and --check say so" {
+	run python3 "$SESSION" --stderr "$SERVER_LOG" --timeout 60 -- prlimit --nofile=256:512 "$SANDBOX_MCP" <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"ulimit -n; echo hi"}')
+EOF
+	echo "$output"
+	[ "$status" -eq 0 ]
+	res 1
+	sc '.exit_code == 0 and .stdout == "512\nhi\n"'
+	grep -q "warning: the sandbox's calls may open 512 files, this server's hard limit (ulimit -Hn), not --open-files 1024" "$SERVER_LOG"
+	run prlimit --nofile=256:512 "$SANDBOX_MCP" --check
+	echo "$output"
+	[[ "$output" == *"open files  512        rlimit (RLIMIT_NOFILE): the server's hard limit, below --open-files 1024"* ]]
+}

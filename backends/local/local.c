@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -67,6 +68,8 @@ struct local {
 	unsigned seq;          /* instances made, for cgroup names */
 	struct wsholder ws;    /* the workspace's tmpfs, where it is the quota (wsholder.h) */
 	bool userns;           /* a user namespace (else: root making the other namespaces alone) */
+	uint64_t nofile_max;   /* the server's hard open files limit, which its sandbox inherits;
+	                        * 0 when unlimited */
 	char no_userns[300];   /* without one: why the kernel refused it */
 };
 
@@ -228,17 +231,25 @@ static void close_child_fds(struct child_fds *c)
 	}
 }
 
+/* A copy of fd that the child's dup2 onto 0 to 3 leaves alone: 64 or above, out of the way of
+ * the fds the server opens, or, where the open files limit is not above 64, 4 or above. */
+static int dup_high(int fd)
+{
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, 64);
+	return d < 0 && errno == EINVAL ? fcntl(fd, F_DUPFD_CLOEXEC, 4) : d;
+}
+
 static int child_fds(struct local *L, struct plan *p, struct child_fds *c, struct err *e)
 {
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->sv) < 0 || pipe2(c->sync, O_CLOEXEC) < 0 ||
 	    pipe2(c->err, O_CLOEXEC) < 0)
 		return err_sys(e, "socketpair/pipe");
-	p->sync_fd = fcntl(c->sync[0], F_DUPFD_CLOEXEC, 64);
-	p->err_fd = fcntl(c->err[1], F_DUPFD_CLOEXEC, 64);
-	p->ctl_fd = fcntl(c->sv[1], F_DUPFD_CLOEXEC, 64);
-	p->agent_fd = fcntl(L->agent_fd, F_DUPFD_CLOEXEC, 64);
+	p->sync_fd = dup_high(c->sync[0]);
+	p->err_fd = dup_high(c->err[1]);
+	p->ctl_fd = dup_high(c->sv[1]);
+	p->agent_fd = dup_high(L->agent_fd);
 	if (p->sync_fd < 0 || p->err_fd < 0 || p->ctl_fd < 0 || p->agent_fd < 0)
-		return err_sys(e, "dup");
+		return err_sys(e, "copying the sandbox's descriptors");
 	/* pidfd_open's fd is close-on-exec. ENOSYS: a kernel before 5.3. */
 	p->server_fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	if (p->server_fd < 0 && errno != ENOSYS)
@@ -326,6 +337,7 @@ static int spawn_once(struct local *L, bool net, const char *proxy_dir, struct a
 	cgroup_create(&li->cg, name, L->host.cfg->memory, L->host.cfg->pids, L->host.cfg->cpus);
 	li->in.rl_memory = !li->cg.on[CG_MEMORY];
 	li->in.rl_pids = !li->cg.on[CG_PIDS];
+	li->in.nofile_max = L->nofile_max;
 	cgroup_self_fds(&li->cg, p->cg_fd);
 	unsigned long flags = (L->userns ? CLONE_NEWUSER : 0) | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
 			      CLONE_NEWUTS | (net ? 0 : CLONE_NEWNET) | SIGCHLD;
@@ -414,6 +426,17 @@ static int local_prepare(void *ctx, struct err *e)
 {
 	struct local *L = ctx;
 	char path[PATH_MAX + 32];
+	/* The sandbox's agent may not raise its hard limit of open files above the server's: the
+	 * calls get what that allows. Said once, as it is the same for every sandbox. */
+	struct rlimit r;
+	L->nofile_max = getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_max != RLIM_INFINITY ? r.rlim_max : 0;
+	static bool told;
+	if (L->nofile_max && L->nofile_max < L->host.cfg->open_files && !told) {
+		log_msg(LOG_WARNING, "the sandbox's calls may open %llu files, this server's hard limit (ulimit -Hn), "
+				     "not --open-files %llu", (unsigned long long)L->nofile_max,
+			(unsigned long long)L->host.cfg->open_files);
+		told = true;
+	}
 	hostdir_path(path, sizeof path, "%s/root", L->host.h.dir);
 	if (mkdir(path, 0755) < 0)
 		return err_sys(e, "creating %s", path);
