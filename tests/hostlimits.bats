@@ -12,6 +12,7 @@ teardown() {
 			kill -KILL "${p#/proc/}" 2>/dev/null
 	done
 	awk -v s="$SANDBOX_STATE_DIR/" 'index($5, s) == 1 {print $5}' /proc/self/mountinfo | sort -r | xargs -r umount -l
+	[ -z "${SMALL:-}" ] || umount -l "$SMALL"
 }
 
 @test "local, under a real-time policy (chrt -f 10): calls work, and the code runs SCHED_OTHER" {
@@ -262,4 +263,60 @@ EOF
 	run prlimit --nofile=256:512 "$SANDBOX_MCP" --check
 	echo "$output"
 	[[ "$output" == *"open files  512        rlimit (RLIMIT_NOFILE): the server's hard limit, below --open-files 1024"* ]]
+}
+
+# small_state SIZE: this test's state folder on a tmpfs of SIZE of its own (unmounted by teardown).
+small_state() {
+	SMALL="$BATS_TEST_TMPDIR/small"
+	mkdir -p "$SMALL"
+	mount -t tmpfs -o "size=$1" tmpfs "$SMALL" || skip_or_fail "cannot mount a tmpfs here"
+	mkdir -m 700 "$SMALL/state"
+	export SANDBOX_STATE_DIR="$SMALL/state"
+}
+
+@test "as root, a workspace image is reserved on the host: a full state folder costs the code no write it was told succeeded" {
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "the workspace is an image as root only"
+	small_state 128m
+	local py='import hashlib, os, sys
+data = os.urandom(40 << 20)
+with open("f", "wb") as f:
+    f.write(data)
+    f.flush()
+    os.fsync(f.fileno())
+# Read back past every cache: what the host holds of the image.
+fd = os.open("f", os.O_RDONLY | os.O_DIRECT)
+buf = bytearray()
+m = __import__("mmap").mmap(-1, 1 << 20)
+while True:
+    n = os.readv(fd, [m])
+    if n <= 0:
+        break
+    buf += m[:n]
+print(hashlib.sha256(data).hexdigest() == hashlib.sha256(buf).hexdigest())'
+	run python3 "$SESSION" --stderr "$SERVER_LOG" --timeout 120 -- "$SANDBOX_MCP" --workspace-size 64M <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"true"}')
+{"wait": 1}
+{"sh": "dd if=/dev/zero of=$SMALL/filler bs=1M 2>/dev/null; test \$(stat -fc %a $SMALL) -lt 8"}
+$(call_json 2 execute_python "$(jq -cn --arg s "$py" '{script: $s}')")
+$(call_json 3 execute_bash_commands '{"code":"dd if=/dev/zero of=g bs=1M count=40 2>&1; sync; echo synced $?"}')
+$(call_json 4 execute_python "$(jq -cn '{script: "import hashlib; print(len(open(\"f\", \"rb\").read()) == 40 << 20)"}')")
+EOF
+	echo "$output"
+	[ "$status" -eq 0 ]
+	res 2
+	sc '.exit_code == 0 and .stdout == "True\n"'
+	res 3
+	sc '.stdout | test("No space left on device")'
+	res 4
+	sc '.exit_code == 0 and .stdout == "True\n"'
+	grep -q "disk        64 MiB     the workspace is an ext4 image of its own, its blocks reserved on the host (loop device): the code gets ENOSPC when it is full" <(SANDBOX_WORKSPACE_SIZE=64M "$SANDBOX_MCP" --check)
+}
+
+@test "as root, a state folder without room for the workspace's image: the sandbox is refused, saying why; nothing is left" {
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "the workspace is an image as root only"
+	small_state 48m
+	tool execute_bash_commands '{"code":"echo hi"}' --workspace-size 64M
+	sc '.exit_code == 1 and (.error | test("reserving the workspace.s 64 MiB \\(--workspace-size\\) on the state folder.s file system, which has [0-9]+ MiB free: No space left on device"))'
+	[ -z "$(ls -A "$SANDBOX_STATE_DIR")" ]
 }

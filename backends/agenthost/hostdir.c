@@ -237,13 +237,20 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 	else if (quota && hostmount_usable(h->why, sizeof h->why)) {
 		char img[PATH_MAX + 16];
 		struct err me = {""};
-		if (hostdir_path(img, sizeof img, "%s/workspace.img", h->dir) < 0 ||
-		    hostmount_image(img, h->ws, quota, uid, gid, &me) < 0) {
+		int r = hostdir_path(img, sizeof img, "%s/workspace.img", h->dir) < 0 ? -1
+			: hostmount_image(img, h->ws, quota, uid, gid, &me);
+		if (r == HOSTMOUNT_NO_ROOM) {
+			/* Without the quota the code would fill that file system instead: refused. */
+			err_set(e, "%s", me.msg);
+			goto fail;
+		} else if (r < 0) {
 			/* Unexpected where images can be made: said every time. */
 			snprintf(h->why, sizeof h->why, "%s", me.msg[0] ? me.msg : "the state folder's path is too long");
 			log_msg(LOG_WARNING, "could not make the workspace's image: %s", h->why);
 		} else {
-			hostdir_quota_by(h, quota, "the workspace is an ext4 image of its own (loop device)", true);
+			hostdir_quota_by(h, quota,
+					 "the workspace is an ext4 image of its own, its blocks reserved on the host "
+					 "(loop device)", true);
 		}
 	}
 	struct stat st;
