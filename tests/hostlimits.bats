@@ -67,17 +67,19 @@ nothing_left() {
 	# 40 servers, each killed a little later after its start than the one before (0 to 780 ms):
 	# before, during and after the sandbox is made ahead and the first call runs in it.
 	for i in $(seq 0 39); do
-		"$SANDBOX_MCP" <"$fifo" >/dev/null 2>>"$SERVER_LOG" &
+		"$SANDBOX_MCP" <"$fifo" >"$BATS_TEST_TMPDIR/out" 2>>"$SERVER_LOG" &
 		pid=$!
 		exec 6>"$fifo"
 		printf '%s\n%s\n' "$INIT" "$(call_json 1 execute_bash_commands '{"code":"echo hi > f"}')" >&6
 		sleep "$(awk -v i="$i" 'BEGIN {printf "%.2f", i * 0.02}')"
+		# The last one once its call is answered, however slow the machine: a whole sandbox.
+		[ "$i" -lt 39 ] || eventually 60 grep -q '"id":1' "$BATS_TEST_TMPDIR/out"
 		kill -KILL "$pid"
 		wait "$pid" || true # killed on purpose
 		exec 6>&-
 		pids+=("$pid")
 	done
-	# Each left something (a folder at least) that only the next server on the folder removes.
+	# They left something (the last a whole sandbox) that only the next server on the folder removes.
 	[ -n "$(ls -A "$SANDBOX_STATE_DIR")" ]
 	mcp_session <<<"$INIT"
 	eventually 5 nothing_left "${pids[@]}" || {
