@@ -187,6 +187,10 @@ static int run(const struct config *cfg, int mode, int argc, char **argv)
 		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);
 		return 2;
 	}
+	if (sandbox_fd_limit(&e) < 0) {
+		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);
+		return 2;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	if (tools_init(cfg, &e) < 0) {
 		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);

@@ -191,7 +191,7 @@ EOF
 # ---------------------------------------------------------------- workspace quota
 
 quota_case() {
-	local kind="the workspace is an ext4 image of its own (loop device)" fs=ext4
+	local kind="the workspace is an ext4 image of its own, its blocks reserved on the host (loop device)" fs=ext4
 	with_backend "${1%-unprivileged}"
 	if [ "$1" = local-unprivileged ]; then
 		unprivileged_server

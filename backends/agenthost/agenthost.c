@@ -100,7 +100,7 @@ static void call_limits(const struct agenthost *h, const struct agent_inst *in, 
 	const struct config *cfg = h->cfg;
 	int64_t left = rq->deadline_ms - clock_ms();
 	memset(lim, 0, sizeof *lim);
-	lim->open_files = cfg->open_files;
+	lim->open_files = in->nofile_max && in->nofile_max < cfg->open_files ? in->nofile_max : cfg->open_files;
 	lim->file_size = cfg->file_size;
 	/* What is left of the timeout, in whole seconds rounded up, and one more: the same for
 	 * every call that starts within the second its timeout began, whatever fraction of it
@@ -296,7 +296,7 @@ void agenthost_report(struct agenthost *h, FILE *f)
 	h->home->report_isolation(h->ctx, f);
 	fprintf(f, "    network     %s\n", installnet_describe(h->cfg, h->home->shared_net, net, sizeof net));
 	h->home->report_limits(h->ctx, f);
-	agentlink_report_limits(h->cfg, f);
+	agentlink_report_limits(h->cfg, h->main ? h->main->nofile_max : 0, f);
 	report_python(h, f);
 	hostdir_report_workspace(&h->h, h->cfg, h->home->ws_how, f);
 	hostdir_report_quota(&h->h, h->cfg, f);
@@ -308,11 +308,12 @@ int agenthost_config_check(const struct config *cfg, struct err *e)
 	return hostdir_state(cfg, state, sizeof state, e);
 }
 
-void agenthost_reap(const struct config *cfg, const char *prefix)
+void agenthost_reap(const struct config *cfg, const char *prefix, void (*gone)(const char *name, void *arg),
+		    void *arg)
 {
 	char state[PATH_MAX], p[64];
 	struct err e = {""};
 	snprintf(p, sizeof p, "%s-", prefix);
 	if (hostdir_state(cfg, state, sizeof state, &e) == 0)
-		hostdir_reap(state, p);
+		hostdir_reap(state, p, gone, arg);
 }

@@ -32,6 +32,8 @@ struct agent_inst {
 	struct agentlink link;
 	pid_t pid;                 /* its init, as this host sees it; 0 when not known */
 	bool rl_memory, rl_pids;   /* the home cannot bound these: rlimits for each call instead */
+	uint64_t nofile_max;       /* the most open files a call may be given (the hard limit its
+	                            * agent inherits, which it may not raise); 0: no bound known */
 };
 
 struct agenthost;
@@ -112,8 +114,10 @@ void agenthost_report(struct agenthost *h, FILE *f);
  * so that a bad one is refused then and not met by the first call. 0, or -1 with e set. */
 int agenthost_config_check(const struct config *cfg, struct err *e);
 
-/* At start-up: removes the folders <prefix>-* of the state folder whose server is gone. */
-void agenthost_reap(const struct config *cfg, const char *prefix);
+/* At start-up: removes the folders <prefix>-* of the state folder whose server is gone; gone
+ * (may be NULL) as hostdir_reap says. */
+void agenthost_reap(const struct config *cfg, const char *prefix, void (*gone)(const char *name, void *arg),
+		    void *arg);
 
 /* What a sandbox is called inside, and its /etc/hosts: nothing of the host's name. */
 #define AGENTHOST_HOSTNAME "sandbox"

@@ -467,10 +467,14 @@ int agentlink_preinfo(struct agentlink *l, unsigned *phase, unsigned *ready_ms, 
 	return 0;
 }
 
-void agentlink_report_limits(const struct config *cfg, FILE *f)
+void agentlink_report_limits(const struct config *cfg, uint64_t open_files_max, FILE *f)
 {
 	char sz[32];
-	fprintf(f, "    open files  %-10llu rlimit (RLIMIT_NOFILE)\n", (unsigned long long)cfg->open_files);
+	if (open_files_max && open_files_max < cfg->open_files)
+		fprintf(f, "    open files  %-10llu rlimit (RLIMIT_NOFILE): the server's hard limit, below --open-files %llu\n",
+			(unsigned long long)open_files_max, (unsigned long long)cfg->open_files);
+	else
+		fprintf(f, "    open files  %-10llu rlimit (RLIMIT_NOFILE)\n", (unsigned long long)cfg->open_files);
 	fprintf(f, "    file size   %-10s rlimit (RLIMIT_FSIZE)\n", config_fmt_size(cfg->file_size, sz, sizeof sz));
 	fprintf(f, "    cpu time    %-10s rlimit (RLIMIT_CPU), the call's timeout\n", "per call");
 	fprintf(f, "    /tmp        %-10s tmpfs size\n", config_fmt_size(cfg->tmp_size, sz, sizeof sz));

@@ -86,7 +86,8 @@ bool agentlink_ended(const struct agentlink *l);
 void agentlink_close(struct agentlink *l);
 
 /* For --check: the per-call rlimits the agent applies (see agentlink_run), and /tmp's size,
- * one line each, as the backends that run the agent print their limits. */
-void agentlink_report_limits(const struct config *cfg, FILE *f);
+ * one line each, as the backends that run the agent print their limits. open_files_max: the
+ * most open files the agent may give (agent_inst's nofile_max; 0: no bound). */
+void agentlink_report_limits(const struct config *cfg, uint64_t open_files_max, FILE *f);
 
 #endif

@@ -2,6 +2,7 @@
 #include "../../src/base/log.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -413,7 +414,7 @@ static bool process_gone(int pid)
 	return end && end[1] == ' ' && end[2] == 'Z';
 }
 
-/* Removes the cgroup of a server that is gone. Its sandbox's processes die with their server,
+/* Removes the cgroup of a sandbox whose server is gone. Its processes die with their server,
  * but the last may still be exiting (a server started right after the kill): they are killed
  * again and the removal retried, for at most a second. */
 static void remove_dead(const char *path)
@@ -432,36 +433,62 @@ static void remove_dead(const char *path)
 	log_msg(LOG_NOTICE, "could not remove %s, left by a server that is gone: %s", path, strerror(errno));
 }
 
-static void reap_dir(const char *base)
+/* Is name a cgroup of sandbox id: sandbox-mcp-PID-<id>-N? */
+static bool of_sandbox(const char *name, const char *id)
+{
+	int pid, end = 0;
+	if (sscanf(name, "sandbox-mcp-%d-%n", &pid, &end) != 1 || !end)
+		return false;
+	size_t n = strlen(id);
+	const char *rest = name + end;
+	if (strncmp(rest, id, n) != 0 || rest[n] != '-' || !rest[n + 1])
+		return false;
+	return strspn(rest + n + 1, "0123456789") == strlen(rest + n + 1);
+}
+
+/* In each folder our cgroups are made in (every v1 hierarchy of ours, and v2's): id set, the
+ * cgroups of that sandbox; else the v2 leaves of servers. */
+static void reap_in(const char *base, const char *id)
 {
 	DIR *d = opendir(base);
 	if (!d)
 		return;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		int pid;
-		if (sscanf(de->d_name, "sandbox-mcp-server-%d", &pid) != 1 &&
-		    sscanf(de->d_name, "sandbox-mcp-%d-", &pid) != 1)
-			continue;
-		if (pid <= 0 || pid == (int)getpid())
-			continue;
-		if (!process_gone(pid))
-			continue; /* that server is alive */
 		char path[PATH_MAX + 256];
+		int pid;
 		snprintf(path, sizeof path, "%s/%s", base, de->d_name);
-		remove_dead(path);
+		if (id) {
+			if (of_sandbox(de->d_name, id))
+				remove_dead(path);
+		} else if (sscanf(de->d_name, "sandbox-mcp-server-%d", &pid) == 1 && pid > 0 && pid != (int)getpid() &&
+			   process_gone(pid)) {
+			/* Removed only when empty: nothing in it is killed, as that pid may be of
+			 * another PID namespace, where its server still runs in it. */
+			(void)rmdir(path);
+		}
 	}
 	closedir(d);
 }
 
-void cgroup_reap(void)
+static void reap(const char *id)
 {
 	char base[PATH_MAX];
 	for (int c = 0; c < CG_N; c++)
 		if (cgroup_dir_of(0, names[c], base, sizeof base) == 0)
-			reap_dir(base);
+			reap_in(base, id);
 	if (cgroup_dir_of(0, "", base, sizeof base) == 0)
-		reap_dir(base);
+		reap_in(base, id);
+}
+
+void cgroup_reap(const char *id)
+{
+	reap(id);
+}
+
+void cgroup_reap_leaves(void)
+{
+	reap(NULL);
 }
 
 /* "oom_kill N" of a memory cgroup folder's file: memory.events on v2, memory.oom_control on

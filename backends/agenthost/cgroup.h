@@ -54,9 +54,15 @@ void cgroup_prewarm(void);
 /* Removes the cgroup(s); the processes in them must be gone. Idempotent. */
 void cgroup_destroy(struct cgroup *cg);
 
-/* Removes the (empty) cgroups that servers which died left below ours: their names carry the
- * pid of the server that made them ("sandbox-mcp-PID-...", and v2's "sandbox-mcp-server-PID"). */
-void cgroup_reap(void);
+/* Removes the cgroups of sandbox id ("sandbox-mcp-PID-<id>-N" below ours), killing what is
+ * left in them. Only for a sandbox whose server is proven gone: its folder's lock was free
+ * (hostdir_reap). The PID in a name is never trusted for that: a server of another PID
+ * namespace (a container, a CI job) may share the hierarchy, and its PID means nothing here. */
+void cgroup_reap(const char *id);
+
+/* Removes v2's empty leaves "sandbox-mcp-server-PID" of servers that look gone; never kills:
+ * a leaf that holds a process stays. */
+void cgroup_reap_leaves(void);
 
 /* How many times the kernel's out-of-memory killer has ended a process of the sandbox's memory
  * cgroup so far (-1 when there is no memory cgroup). Compared before and after a call, it

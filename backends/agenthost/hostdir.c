@@ -155,10 +155,24 @@ static int make_host(struct hostdir *h, struct err *e)
 	return 0;
 }
 
+/* The state folder, flocked as `how` says (LOCK_SH | LOCK_EX, maybe | LOCK_NB): shared while a
+ * server makes a sandbox's folder under its temporary name and locks it, exclusive while
+ * hostdir_reap removes such folders (they are then a dead server's). Its fd, or -1. */
+static int state_lock(const char *state, int how)
+{
+	int fd = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && flock(fd, how) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 /* Makes <state>/<name> locked: under a temporary name, renamed once the lock is held. */
 static int make_locked(struct hostdir *h, const char *state, const char *name, struct err *e)
 {
 	char tmp[PATH_MAX], lock[PATH_MAX + 8];
+	int sfd = -1, rc = -1;
 	if (hostdir_path(tmp, sizeof tmp, "%s/new-%s", state, name) < 0 ||
 	    hostdir_path(h->dir, sizeof h->dir, "%s/%s", state, name) < 0 ||
 	    hostdir_path(h->ws, sizeof h->ws, "%s/workspace", h->dir) < 0 ||
@@ -167,9 +181,10 @@ static int make_locked(struct hostdir *h, const char *state, const char *name, s
 		h->dir[0] = h->ws[0] = h->host[0] = '\0';
 		return err_set(e, "the state folder's path is too long");
 	}
-	if (mkdir(tmp, 0700) < 0) {
+	if ((sfd = state_lock(state, LOCK_SH)) < 0 || mkdir(tmp, 0700) < 0) {
+		err_sys(e, "creating %s", tmp);
 		h->dir[0] = h->ws[0] = h->host[0] = '\0';
-		return err_sys(e, "creating %s", tmp);
+		goto out;
 	}
 	int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 || rename(tmp, h->dir) < 0) {
@@ -179,10 +194,14 @@ static int make_locked(struct hostdir *h, const char *state, const char *name, s
 		unlink(lock);
 		rmdir(tmp);
 		h->dir[0] = h->ws[0] = h->host[0] = '\0';
-		return -1;
+		goto out;
 	}
 	h->lock_fd = fd;
-	return 0;
+	rc = 0;
+out:
+	if (sfd >= 0)
+		close(sfd);
+	return rc;
 }
 
 /* Is a the same path as b, or inside it? */
@@ -231,13 +250,20 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 	else if (quota && hostmount_usable(h->why, sizeof h->why)) {
 		char img[PATH_MAX + 16];
 		struct err me = {""};
-		if (hostdir_path(img, sizeof img, "%s/workspace.img", h->dir) < 0 ||
-		    hostmount_image(img, h->ws, quota, uid, gid, &me) < 0) {
+		int r = hostdir_path(img, sizeof img, "%s/workspace.img", h->dir) < 0 ? -1
+			: hostmount_image(img, h->ws, quota, uid, gid, &me);
+		if (r == HOSTMOUNT_NO_ROOM) {
+			/* Without the quota the code would fill that file system instead: refused. */
+			err_set(e, "%s", me.msg);
+			goto fail;
+		} else if (r < 0) {
 			/* Unexpected where images can be made: said every time. */
 			snprintf(h->why, sizeof h->why, "%s", me.msg[0] ? me.msg : "the state folder's path is too long");
 			log_msg(LOG_WARNING, "could not make the workspace's image: %s", h->why);
 		} else {
-			hostdir_quota_by(h, quota, "the workspace is an ext4 image of its own (loop device)", true);
+			hostdir_quota_by(h, quota,
+					 "the workspace is an ext4 image of its own, its blocks reserved on the host "
+					 "(loop device)", true);
 		}
 	}
 	struct stat st;
@@ -420,8 +446,41 @@ void hostdir_report_quota(const struct hostdir *h, const struct config *cfg, FIL
 		fprintf(f, "    disk        no quota (--workspace-size 0)\n");
 }
 
-void hostdir_reap(const char *state, const char *prefix)
+/* Removes the folders new-<prefix>* of servers that died while they made them (hostdir_open's
+ * temporary names): those there while no server is making one, which the state folder's
+ * exclusive lock says. Tried for a second at most; else they wait for the next start. */
+static void reap_unfinished(const char *state, const char *prefix)
 {
+	int sfd = -1;
+	for (int i = 0; i < 100 && (sfd = state_lock(state, LOCK_EX | LOCK_NB)) < 0; i++)
+		usleep(10 * 1000);
+	DIR *d = sfd >= 0 ? opendir(state) : NULL;
+	if (!d) {
+		if (sfd >= 0)
+			close(sfd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char path[PATH_MAX];
+		if (strncmp(de->d_name, "new-", 4) != 0 || strncmp(de->d_name + 4, prefix, strlen(prefix)) != 0 ||
+		    hostdir_path(path, sizeof path, "%s/%s/lock", state, de->d_name) < 0)
+			continue;
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		bool held = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0;
+		hostdir_path(path, sizeof path, "%s/%s", state, de->d_name);
+		if (!held && remove_dir(path) == 0)
+			log_msg(LOG_INFO, "removed %s, left by a server that is gone", path);
+		if (fd >= 0)
+			close(fd);
+	}
+	closedir(d);
+	close(sfd);
+}
+
+void hostdir_reap(const char *state, const char *prefix, void (*gone)(const char *name, void *arg), void *arg)
+{
+	reap_unfinished(state, prefix);
 	DIR *d = opendir(state);
 	if (!d)
 		return;
@@ -438,6 +497,9 @@ void hostdir_reap(const char *state, const char *prefix)
 			close(fd);
 			continue; /* a live server's */
 		}
+		/* What else the dead server made for it goes first, while its lock is ours. */
+		if (gone)
+			gone(de->d_name, arg);
 		hostdir_path(path, sizeof path, "%s/%s/kept", state, de->d_name);
 		bool kept = access(path, F_OK) == 0;
 		/* A kept one's files bound into it are of no use now (its server ends them, unless it

@@ -111,7 +111,10 @@ void hostdir_report_workspace(const struct hostdir *h, const struct config *cfg,
 void hostdir_report_quota(const struct hostdir *h, const struct config *cfg, FILE *f);
 
 /* Removes the folders <state>/<prefix>* whose lock no server holds, unless kept (of those, only
- * what was bound into the sandbox goes). */
-void hostdir_reap(const char *state, const char *prefix);
+ * what was bound into the sandbox goes), and the folders new-<prefix>* of servers that died
+ * while they made one. gone (may be NULL) is called with the name of each whose lock was free,
+ * while this process holds that lock, before its folder goes: the caller removes what else the
+ * dead server made for that sandbox (its cgroups). */
+void hostdir_reap(const char *state, const char *prefix, void (*gone)(const char *name, void *arg), void *arg);
 
 #endif

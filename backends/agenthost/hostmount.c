@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -245,6 +246,7 @@ static int loop_attach(int img, char *dev, size_t n, struct err *e)
 
 int hostmount_image(const char *img, const char *dir, uint64_t bytes, uid_t uid, gid_t gid, struct err *e)
 {
+	int rc_fail = -1;
 	int fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return err_sys(e, "creating %s", img);
@@ -261,6 +263,24 @@ int hostmount_image(const char *img, const char *dir, uint64_t bytes, uid_t uid,
 		if (make_fs(img, uid, gid, e) < 0)
 			goto fail;
 		template_save(fd, bytes, uid, gid);
+	}
+	/* Every block of the image reserved on the host, now: a sparse image would take them as
+	 * the code writes, and where the host's file system has filled up meanwhile the loop
+	 * device's writes fail after the code's own succeeded (the kernel's "lost async page
+	 * write"), its data silently gone. Reserved, the code meets ENOSPC at the quota and only
+	 * there. After the file system is written: fallocate keeps what is there. */
+	if ((errno = posix_fallocate(fd, 0, (off_t)bytes)) != 0) {
+		int err = errno;
+		struct statvfs sv;
+		char free_s[32] = "?";
+		if (fstatvfs(fd, &sv) == 0)
+			snprintf(free_s, sizeof free_s, "%llu MiB",
+				 (unsigned long long)sv.f_bavail * sv.f_frsize >> 20);
+		errno = err;
+		err_sys(e, "reserving the workspace's %llu MiB (--workspace-size) on the state folder's file system, "
+			   "which has %s free", (unsigned long long)(bytes >> 20), free_s);
+		rc_fail = err == ENOSPC || err == EDQUOT || err == EFBIG ? HOSTMOUNT_NO_ROOM : -1;
+		goto fail;
 	}
 	char dev[64], lf[PATH_MAX];
 	int loop = loop_attach(fd, dev, sizeof dev, e);
@@ -281,7 +301,7 @@ int hostmount_image(const char *img, const char *dir, uint64_t bytes, uid_t uid,
 fail:
 	close(fd);
 	unlink(img);
-	return -1;
+	return rc_fail;
 }
 
 int hostmount_tmpfs(const char *dir, uint64_t bytes, struct err *e)

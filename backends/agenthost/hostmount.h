@@ -18,11 +18,15 @@
  * in why. Trying may still fail (no mount rights); hostmount_image says why then. */
 int hostmount_usable(char *why, size_t n);
 
-/* Makes the sparse file img of `bytes`, an ext4 file system in it whose root is dir's owner's
+/* Makes the file img of `bytes`, an ext4 file system in it whose root is dir's owner's
  * (uid:gid, mode 0755, empty), and mounts it on dir (nosuid, nodev) through a loop device that
- * goes away with the mount. The file system is copied from a template in /run/sandbox-mcp that
- * the first mkfs.ext4 for that size and owner left there (hostmount.c says when one is used).
- * 0, or -1 with e set and nothing left mounted. */
+ * goes away with the mount. Every block of img is reserved on the host (fallocate), so that the
+ * code meets ENOSPC at the quota and never loses a write the host had no room for. The file
+ * system is copied from a template in /run/sandbox-mcp that the first mkfs.ext4 for that size
+ * and owner left there (hostmount.c says when one is used). 0; HOSTMOUNT_NO_ROOM with e set when
+ * the host's file system cannot hold `bytes`; or -1 with e set. Nothing is left mounted or
+ * made on failure. */
+#define HOSTMOUNT_NO_ROOM (-2)
 int hostmount_image(const char *img, const char *dir, uint64_t bytes, uid_t uid, gid_t gid, struct err *e);
 
 /* Mounts a tmpfs of `bytes` on dir (mode 0700, root's; nosuid, nodev). */

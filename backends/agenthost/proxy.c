@@ -424,20 +424,28 @@ static struct conn *free_slot(struct proxy *px)
 	return NULL;
 }
 
+/* How long the listener is left alone when no descriptor (or memory) is left to accept with:
+ * the connection stays in the backlog, and polling the listener meanwhile would only spin. */
+#define ACCEPT_BACKOFF_MS 100
+
 static void *accept_main(void *arg)
 {
 	struct proxy *px = arg;
+	bool starved = false;
 	for (;;) {
-		struct pollfd p[2] = {{px->listen_fd, POLLIN, 0}, {px->stop_fd, POLLIN, 0}};
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		struct pollfd p[2] = {{px->stop_fd, POLLIN, 0}, {px->listen_fd, POLLIN, 0}};
+		if (poll(p, starved ? 1 : 2, starved ? ACCEPT_BACKOFF_MS : -1) < 0 && errno != EINTR)
 			break;
-		if (p[1].revents)
+		if (p[0].revents)
 			break;
-		if (!p[0].revents)
+		starved = false;
+		if (!p[1].revents)
 			continue;
 		int fd = accept4(px->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0)
+		if (fd < 0) {
+			starved = errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
 			continue;
+		}
 		pthread_mutex_lock(&px->mu);
 		struct conn *c = free_slot(px);
 		if (c) {

@@ -849,7 +849,7 @@ static void docker_reap(const struct config *cfg)
 		self_labels(D);
 		reap_containers(D, false);
 	}
-	agenthost_reap(cfg, "docker");
+	agenthost_reap(cfg, "docker", NULL, NULL);
 	dkapi_close(&D->eng);
 	free(D);
 }

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -67,6 +68,8 @@ struct local {
 	unsigned seq;          /* instances made, for cgroup names */
 	struct wsholder ws;    /* the workspace's tmpfs, where it is the quota (wsholder.h) */
 	bool userns;           /* a user namespace (else: root making the other namespaces alone) */
+	uint64_t nofile_max;   /* the server's hard open files limit, which its sandbox inherits;
+	                        * 0 when unlimited */
 	char no_userns[300];   /* without one: why the kernel refused it */
 };
 
@@ -171,7 +174,8 @@ static struct plan *make_plan(struct local *L, const char *root, int ws_fd, bool
 		return NULL;
 	}
 	static char *const argv[] = {"sandbox-agent", "--fd", "3", NULL};
-	p->sync_fd = p->err_fd = p->ctl_fd = p->agent_fd = -1;
+	p->sync_fd = p->err_fd = p->ctl_fd = p->agent_fd = p->server_fd = -1;
+	p->lock_fd = L->host.h.lock_fd;
 	for (int c = 0; c < CG_N; c++)
 		p->cg_fd[c] = -1;
 	p->root = root;
@@ -213,6 +217,7 @@ static void close_plan_fds(struct plan *p)
 	close_fd(&p->err_fd);
 	close_fd(&p->ctl_fd);
 	close_fd(&p->agent_fd);
+	close_fd(&p->server_fd);
 	for (int c = 0; c < CG_N; c++)
 		close_fd(&p->cg_fd[c]);
 }
@@ -226,22 +231,52 @@ static void close_child_fds(struct child_fds *c)
 	}
 }
 
+/* A copy of fd that the child's dup2 onto 0 to 3 leaves alone: 64 or above, out of the way of
+ * the fds the server opens, or, where the open files limit is not above 64, 4 or above. */
+static int dup_high(int fd)
+{
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, 64);
+	return d < 0 && errno == EINVAL ? fcntl(fd, F_DUPFD_CLOEXEC, 4) : d;
+}
+
 static int child_fds(struct local *L, struct plan *p, struct child_fds *c, struct err *e)
 {
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->sv) < 0 || pipe2(c->sync, O_CLOEXEC) < 0 ||
 	    pipe2(c->err, O_CLOEXEC) < 0)
 		return err_sys(e, "socketpair/pipe");
-	p->sync_fd = fcntl(c->sync[0], F_DUPFD_CLOEXEC, 64);
-	p->err_fd = fcntl(c->err[1], F_DUPFD_CLOEXEC, 64);
-	p->ctl_fd = fcntl(c->sv[1], F_DUPFD_CLOEXEC, 64);
-	p->agent_fd = fcntl(L->agent_fd, F_DUPFD_CLOEXEC, 64);
+	p->sync_fd = dup_high(c->sync[0]);
+	p->err_fd = dup_high(c->err[1]);
+	p->ctl_fd = dup_high(c->sv[1]);
+	p->agent_fd = dup_high(L->agent_fd);
 	if (p->sync_fd < 0 || p->err_fd < 0 || p->ctl_fd < 0 || p->agent_fd < 0)
-		return err_sys(e, "dup");
+		return err_sys(e, "copying the sandbox's descriptors");
+	/* pidfd_open's fd is close-on-exec. ENOSYS: a kernel before 5.3. */
+	p->server_fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (p->server_fd < 0 && errno != ENOSYS)
+		return err_sys(e, "pidfd_open");
 	snprintf(p->agent_path, sizeof p->agent_path, "/proc/self/fd/%d", p->agent_fd);
 	return 0;
 }
 
-/* After the clone: ids mapped, the child moved into its cgroups unless it moves itself, and
+/* The sandbox never runs under a real-time policy that the server may have been started with
+ * (chrt): its code must not starve the host, and the kernel refuses to move a real-time task
+ * into a cgroup with a cpu controller (EINVAL), which the child is about to join. The nice
+ * value it keeps: a user may lower a server's priority, and its sandbox's with it. */
+static int plain_scheduling(pid_t pid, struct err *e)
+{
+	int pol = sched_getscheduler(pid);
+	if (pol < 0)
+		return err_sys(e, "reading the sandbox's scheduling policy");
+	pol &= ~SCHED_RESET_ON_FORK;
+	if (pol == SCHED_OTHER || pol == SCHED_BATCH || pol == SCHED_IDLE)
+		return 0;
+	struct sched_param sp = {.sched_priority = 0};
+	if (sched_setscheduler(pid, SCHED_OTHER, &sp) < 0)
+		return err_sys(e, "giving the sandbox the normal scheduling policy instead of the server's real-time one");
+	return 0;
+}
+
+/* After the clone: its scheduling policy made the normal one, ids mapped, the child moved into its cgroups unless it moves itself, and
  * told to go; then its report (a step that failed) or its agent's greeting. 0, -1 with e set,
  * or WS_MOVE_FAILED when the step that failed is the move of the workspace's mount. */
 static int start_child(struct local *L, struct local_inst *li, struct plan *p, struct child_fds *c, struct err *e)
@@ -249,7 +284,7 @@ static int start_child(struct local *L, struct local_inst *li, struct plan *p, s
 	bool self = false;
 	for (int i = 0; i < CG_N; i++)
 		self |= p->cg_fd[i] >= 0;
-	if (map_ids(L, li->in.pid, e) < 0 || (!self && cgroup_attach(&li->cg, li->in.pid, e) < 0))
+	if (plain_scheduling(li->in.pid, e) < 0 || map_ids(L, li->in.pid, e) < 0 || (!self && cgroup_attach(&li->cg, li->in.pid, e) < 0))
 		return -1;
 	if (write(c->sync[1], "x", 1) != 1)
 		return err_sys(e, "starting the sandbox");
@@ -302,6 +337,7 @@ static int spawn_once(struct local *L, bool net, const char *proxy_dir, struct a
 	cgroup_create(&li->cg, name, L->host.cfg->memory, L->host.cfg->pids, L->host.cfg->cpus);
 	li->in.rl_memory = !li->cg.on[CG_MEMORY];
 	li->in.rl_pids = !li->cg.on[CG_PIDS];
+	li->in.nofile_max = L->nofile_max;
 	cgroup_self_fds(&li->cg, p->cg_fd);
 	unsigned long flags = (L->userns ? CLONE_NEWUSER : 0) | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
 			      CLONE_NEWUTS | (net ? 0 : CLONE_NEWNET) | SIGCHLD;
@@ -390,6 +426,17 @@ static int local_prepare(void *ctx, struct err *e)
 {
 	struct local *L = ctx;
 	char path[PATH_MAX + 32];
+	/* The sandbox's agent may not raise its hard limit of open files above the server's: the
+	 * calls get what that allows. Said once, as it is the same for every sandbox. */
+	struct rlimit r;
+	L->nofile_max = getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_max != RLIM_INFINITY ? r.rlim_max : 0;
+	static bool told;
+	if (L->nofile_max && L->nofile_max < L->host.cfg->open_files && !told) {
+		log_msg(LOG_WARNING, "the sandbox's calls may open %llu files, this server's hard limit (ulimit -Hn), "
+				     "not --open-files %llu", (unsigned long long)L->nofile_max,
+			(unsigned long long)L->host.cfg->open_files);
+		told = true;
+	}
 	hostdir_path(path, sizeof path, "%s/root", L->host.h.dir);
 	if (mkdir(path, 0755) < 0)
 		return err_sys(e, "creating %s", path);
@@ -586,10 +633,17 @@ static void local_init(struct backend *b)
 	wsholder_init(&L->ws);
 }
 
+/* A dead server's sandbox: its cgroups go with its folder. */
+static void reap_cgroups(const char *name, void *arg)
+{
+	(void)arg;
+	cgroup_reap(name);
+}
+
 static void local_reap(const struct config *cfg)
 {
-	agenthost_reap(cfg, "local");
-	cgroup_reap();
+	agenthost_reap(cfg, "local", reap_cgroups, NULL);
+	cgroup_reap_leaves();
 }
 
 /* The local sandbox's system is the host's (/usr, /bin, /lib bound read-only), so --python is

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -311,6 +312,13 @@ static void child_fail(const struct plan *p, int step)
 	_exit(127);
 }
 
+/* Has the server died? Its pidfd is readable then. Where there is none, it cannot be told. */
+static bool server_gone(const struct plan *p)
+{
+	struct pollfd pf = {p->server_fd, POLLIN, 0};
+	return p->server_fd >= 0 && poll(&pf, 1, 0) > 0;
+}
+
 /* A making step, its path taken relative to the root (skip: the root's length and its '/'). */
 static int run_make(const struct op *o, size_t skip)
 {
@@ -457,6 +465,8 @@ static void become_user(const struct plan *p)
 	/* After the credential change: commit_creds clears the parent-death signal. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		child_fail(p, STEP_PRCTL);
+	if (server_gone(p))
+		_exit(127);
 }
 
 /* Executes the agent with /dev/null, /dev/null, /dev/null and its socket: nothing of the
@@ -495,6 +505,13 @@ static void exec_agent(const struct plan *p)
 void plan_child(const struct plan *p)
 {
 	char c;
+	/* A server killed from here on must take this child with it: nothing else would (it holds
+	 * the sync pipe's write end itself, so it would wait forever), and what it holds of the
+	 * sandbox (its folder's lock, the mounts in its namespace) would stay for good. */
+	if (p->lock_fd >= 0)
+		close(p->lock_fd);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || server_gone(p))
+		_exit(127);
 	if (read(p->sync_fd, &c, 1) != 1)
 		child_fail(p, STEP_SYNC);
 	build_root(p);

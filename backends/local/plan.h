@@ -52,6 +52,10 @@ struct plan {
 	gid_t gid;
 	struct ifreq lo;
 	int sync_fd, err_fd, ctl_fd, agent_fd;
+	int lock_fd;           /* the sandbox folder's lock (hostdir.h), closed first: a server
+				* killed now leaves nothing that keeps the next from removing it */
+	int server_fd;         /* a pidfd of the server, to see it died before the child asked to
+				* die with it; -1 where the kernel has none */
 	int cg_fd[CG_N];       /* where the child moves itself into its cgroups (cgroup_self_fds);
 				* all -1: the server moves it */
 	char agent_path[32];   /* /proc/self/fd/agent_fd, where execveat fails (valgrind) */
@@ -78,7 +82,8 @@ const char *plan_str(struct plan *p, const char *fmt, ...) __attribute__((format
  * open until the child has run. 0, or -1 when the plan does not fit. */
 int plan_fill(struct plan *p, const struct config *cfg, const char *ws, int ws_fd, bool net, const char *proxy_dir);
 
-/* Runs in the cloned child: waits for the server's go on sync_fd, joins its cgroups where
+/* Runs in the cloned child: closes lock_fd and dies with the server (and at once, should the
+ * server be dead already), waits for the server's go on sync_fd, joins its cgroups where
  * cg_fd says, builds the root, becomes the sandbox user and executes the agent; a failing step
  * is reported on err_fd. Never returns. */
 void plan_child(const struct plan *p) __attribute__((noreturn));

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "../base/clock.h"
 #include "../base/log.h"
@@ -13,6 +14,23 @@ void sandbox_init(struct sandbox *s, const struct config *cfg)
 	s->cfg = cfg;
 	s->installed = json_object();
 	s->outputs_seen = json_object();
+}
+
+int sandbox_fd_limit(struct err *e)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) < 0)
+		return err_sys(e, "getrlimit(RLIMIT_NOFILE)");
+	if (r.rlim_cur >= SANDBOX_MIN_FDS)
+		return 0;
+	if (r.rlim_max < SANDBOX_MIN_FDS)
+		return err_set(e, "the open files limit is %llu (ulimit -Hn): the server needs at least %d; raise it "
+				  "(ulimit -n %d, or LimitNOFILE= in a systemd unit)",
+			       (unsigned long long)r.rlim_max, SANDBOX_MIN_FDS, SANDBOX_MIN_FDS);
+	r.rlim_cur = r.rlim_max < 1024 ? r.rlim_max : 1024;
+	if (setrlimit(RLIMIT_NOFILE, &r) < 0)
+		return err_sys(e, "raising the open files limit to %llu", (unsigned long long)r.rlim_cur);
+	return 0;
 }
 
 void sandbox_reap_leftovers(const struct config *cfg)

@@ -42,6 +42,14 @@ struct sandbox {
 
 void sandbox_init(struct sandbox *s, const struct config *cfg);
 
+/* The fewest open files (RLIMIT_NOFILE) the server works with: a sandbox's making takes about
+ * 25 at once, and the install step's proxy, sessions and background processes more. */
+#define SANDBOX_MIN_FDS 64
+
+/* At start-up: where the soft open files limit is below SANDBOX_MIN_FDS, raises it to the hard
+ * one (1024 at most). 0, or -1 with e naming the limit when the hard one is below it. */
+int sandbox_fd_limit(struct err *e);
+
 /* Removes what servers that died left behind (every backend's reap). */
 void sandbox_reap_leftovers(const struct config *cfg);
 
