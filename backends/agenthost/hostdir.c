@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "hostmount.h"
+#include "../../src/base/hostfolders.h"
 #include "../../src/base/log.h"
 #include "../hostfs/tree.h"
 #include "../hostfs/wsdir.h"
@@ -31,10 +32,7 @@ int hostdir_path(char *buf, size_t n, const char *fmt, ...)
 
 int hostdir_state(const struct config *cfg, char *out, size_t n, struct err *e)
 {
-	const char *t = getenv("TMPDIR");
-	if ((cfg->state_dir[0] ? hostdir_path(out, n, "%s", cfg->state_dir)
-			       : hostdir_path(out, n, "%s/sandbox-mcp-%u", t && *t ? t : "/tmp", (unsigned)geteuid())) < 0 ||
-	    strlen(out) > PATH_MAX - 256)
+	if (hostfolders_state(cfg, out, n) < 0 || strlen(out) > PATH_MAX - 256)
 		return err_set(e, "the state folder's path is too long");
 	if (mkdir(out, 0700) < 0 && errno != EEXIST)
 		return err_sys(e, "creating %s", out);

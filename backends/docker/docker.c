@@ -384,6 +384,38 @@ static int wait_agent(struct docker *D, struct docker_inst *in, struct err *e)
 	return fd; /* blocking: accept does not pass the listener's O_NONBLOCK on */
 }
 
+/* Is the host folder at path still dev:ino? */
+static int still(const char *what, const char *path, dev_t dev, ino_t ino, struct err *e)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+		return 0;
+	return err_set(e, "%s: the host folder %s is no longer the folder checked at start-up (it was replaced, or "
+			  "renamed and something put in its place): the sandbox is not made", what, path);
+}
+
+/*
+ * The engine binds host folders by path: each is checked to be the folder checked at start-up
+ * (the workspace: the one hostdir_open took) right before the container is made. No sandbox's
+ * code can re-point a name on their paths meanwhile: none lies in a folder the code may write
+ * (hostfolders.h), and the workspace's path is in the state folder or given by --workspace.
+ */
+static int verify_binds(const struct docker *D, const char *proxy_dir, struct err *e)
+{
+	const struct config *cfg = D->host.cfg;
+	if (!D->volume[0] && still("the workspace", D->host.h.ws, D->host.h.ws_dev, D->host.h.ws_ino, e) < 0)
+		return -1;
+	if (cfg->wheelhouse[0] && still("--wheelhouse", cfg->wheelhouse, cfg->wheelhouse_dev, cfg->wheelhouse_ino, e) < 0)
+		return -1;
+	for (size_t i = 0; !proxy_dir && i < cfg->mounts.n; i++) {
+		char what[MOUNT_INSIDE_MAX + 16];
+		snprintf(what, sizeof what, "--mount %s", cfg->mounts.v[i].inside);
+		if (still(what, cfg->mounts.v[i].host, cfg->mounts.v[i].dev, cfg->mounts.v[i].ino, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Creates the container of in (named after the sandbox and n); notes what the engine cannot
  * limit here. 0, or -1 with e set. */
 static int create_container(struct docker *D, struct docker_inst *in, unsigned n, bool net, const char *proxy_dir,
@@ -391,6 +423,8 @@ static int create_container(struct docker *D, struct docker_inst *in, unsigned n
 {
 	char name[128], path[256];
 	long status = 0;
+	if (verify_binds(D, proxy_dir, e) < 0)
+		return -1;
 	json_t *ans = NULL, *spec = container_spec(D, in, net, proxy_dir ? "install" : "main", proxy_dir);
 	if (!spec)
 		return err_set(e, "out of memory");
