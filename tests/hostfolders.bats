@@ -186,6 +186,28 @@ redirect_case() {
 	redirect_case docker-unprivileged
 }
 
+# Daytona copies a --mount folder in when it makes a sandbox: only while it is the folder checked.
+@test "redirect: daytona: a host folder replaced after start-up is not copied in" {
+	as daytona
+	local D="$T/data"
+	mcp_session --mount "$D:/mnt/d" <<-EOF
+		$INIT
+		$INITIALIZED
+		$(bash_call 1 'ls /mnt/d')
+		$(call_json 2 cleanup_sandbox '{}')
+		{"wait": 2}
+		{"sh": "mv '$D' '$D.old' && ln -s '$T/secret' '$D'"}
+		$(bash_call 3 'ls /mnt/d')
+		{"wait": 3}
+		{"sh": "rm '$D' && mv '$D.old' '$D'"}
+		$(bash_call 4 'ls /mnt/d')
+	EOF
+	[ "$(stdout_of 1)" = mine.txt ]
+	jqe "$(response 3)" '.result.isError == true and (.result.structuredContent.error | test("--mount /mnt/d: the host folder .* is no longer the folder checked at start-up"))'
+	jqe "$(response 3)" '.result.structuredContent.stdout | test("secret") | not'
+	[ "$(stdout_of 4)" = mine.txt ]
+}
+
 # Code that tries every way to leave something set-id, or a file capability, in a :rw mount and
 # in a --workspace folder (made in a set-gid folder: it would pass the bit on to every folder
 # made in it) leaves nothing of the kind on the host.
