@@ -266,3 +266,15 @@ setid_case() {
 @test "set-id: docker, not root: nothing set-id or with a file capability reaches a host folder" {
 	setid_case docker-unprivileged
 }
+
+# Daytona's sandbox is no host folder: what comes back into the --workspace folder carries the
+# permission bits alone.
+@test "set-id: daytona: what a call leaves in the cloud sandbox comes back into the --workspace folder without set-id bits" {
+	as daytona
+	local WS="$T/ws"
+	mcp_session --workspace "$WS" <<<"$(printf '%s\n' "$INIT" "$INITIALIZED" \
+		"$(bash_call 1 'echo x > f && chmod 6755 f && mkdir d && chmod 2755 d && echo x > d/g && chmod 4755 d/g && stat -c %a f d d/g')")"
+	[ "$(stdout_of 1)" = $'6755\n2755\n4755' ]
+	[ -f "$WS/f" ] && [ -f "$WS/d/g" ]
+	[ -z "$(find "$WS" -perm /6000)" ]
+}

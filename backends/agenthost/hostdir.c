@@ -225,8 +225,9 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 			hostdir_quota_by(h, quota, "the workspace is an ext4 image of its own (loop device)", true);
 		}
 	}
+	/* Which folder it is: a --workspace folder, the one locked (what is bound must be it). */
 	struct stat st;
-	if (stat(h->ws, &st) < 0) {
+	if ((h->ws_fd >= 0 ? fstat(h->ws_fd, &st) : stat(h->ws, &st)) < 0) {
 		err_sys(e, "%s", h->ws);
 		goto fail;
 	}
