@@ -249,6 +249,10 @@ setid_case() {
 	done
 	[ "$(grep -c '^openat2 0o[246]755 ENOSYS$' <<<"$(stdout_of 1)")" -eq 6 ]
 	[ "$(grep -cE '^(f|l)?setxattr(at)? 0o0 (EPERM|EOPNOTSUPP|ENOTSUP)$' <<<"$(stdout_of 1)")" -eq 8 ]
+	# --check says so.
+	run "$SANDBOX_MCP" --check --mount "$OUT:/mnt/out:rw"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"host folders: each bound only while it is the folder checked at start-up; the code can leave no set-id file or folder, nor a file capability, in them"* ]]
 }
 
 @test "set-id: local: nothing set-id or with a file capability reaches a host folder" {
