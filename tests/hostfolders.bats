@@ -186,6 +186,42 @@ redirect_case() {
 	redirect_case docker-unprivileged
 }
 
+# The same as a race: the folder is swapped with a symlink and back as fast as the host can while
+# sandboxes are made one after another; none ever shows the link's target.
+race_case() {
+	as "$1"
+	local D="$T/data" i
+	local script="$INIT"$'\n'"$INITIALIZED"$'\n'"$(bash_call 1 'ls /mnt/d')"$'\n''{"wait": 1}'
+	# The flipper starts once the server has checked the folder.
+	script+=$'\n'"$(jq -cn --arg c "python3 '$TESTS_DIR/hostfolders/flip.py' '$D' '$T/secret' '$T/stop' </dev/null >/dev/null 2>&1 & echo \$! >'$T/flipper'" '{sh: $c}')"
+	for i in $(seq 2 13); do
+		script+=$'\n'"$(call_json "$((100 + i))" cleanup_sandbox '{}')"$'\n'"$(bash_call "$i" 'ls /mnt/d')"$'\n'"{\"wait\": $i}"
+	done
+	mcp_session --no-sandbox-ahead --mount "$D:/mnt/d" <<<"$script"
+	touch "$T/stop"
+	eventually 10 flipper_gone
+	[ -d "$D" ] && [ ! -L "$D" ]
+	[ "$(stdout_of 1)" = mine.txt ]
+	local seen=0
+	for i in $(seq 2 13); do
+		jqe "$(response "$i")" '.result.structuredContent.stdout | test("secret") | not'
+		[ "$(stdout_of "$i")" != mine.txt ] || seen=$((seen + 1))
+	done
+	echo "$seen of 12 sandboxes bound the folder"
+}
+
+flipper_gone() {
+	! kill -0 "$(cat "$T/flipper")" 2>/dev/null
+}
+
+@test "race: local: a host folder swapped with a symlink while sandboxes are made never binds the link's target" {
+	race_case local
+}
+
+@test "race: docker: a host folder swapped with a symlink while sandboxes are made never binds the link's target" {
+	race_case docker
+}
+
 # Daytona copies a --mount folder in when it makes a sandbox: only while it is the folder checked.
 @test "redirect: daytona: a host folder replaced after start-up is not copied in" {
 	as daytona
