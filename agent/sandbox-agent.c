@@ -174,8 +174,9 @@ static int create_fresh(const char *path, unsigned mode)
 	int dfd = open_parent(path, &base, 1);
 	if (dfd < 0)
 		return -1;
-	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode & 07777);
-	if (fd >= 0 && (fchmod(fd, mode & 07777) < 0 || renameat(dfd, tmp, dfd, base) < 0)) {
+	/* Permission bits alone: nothing written into the workspace, a host folder, is set-id. */
+	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode & 0777);
+	if (fd >= 0 && (fchmod(fd, mode & 0777) < 0 || renameat(dfd, tmp, dfd, base) < 0)) {
 		int err = errno;
 		close(fd);
 		unlinkat(dfd, tmp, 0);

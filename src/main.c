@@ -22,6 +22,7 @@
 #include "../backends/http/helper.h"
 #include "base/clock.h"
 #include "base/heap.h"
+#include "base/hostfolders.h"
 #include "cli.h"
 #include "base/config.h"
 #include "engine/engine.h"
@@ -218,7 +219,9 @@ int main(int argc, char **argv)
 	struct config cfg;
 	struct err e = {""};
 	int mode = cli_load(&cfg, argc, argv, &e), rc;
-	if (mode < 0) {
+	/* The host folders are checked once, here, whatever the backend: a sandbox made later binds
+	 * or copies them as checked now (hostfolders.h). */
+	if (mode < 0 || ((mode == MODE_SERVE || mode == MODE_CHECK) && hostfolders_check(&cfg, &e) < 0)) {
 		fprintf(stderr, "sandbox-mcp: %s\n", e.msg);
 		rc = 2;
 	} else {

@@ -10,6 +10,7 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef CLONE_NEWTIME
@@ -41,6 +42,36 @@ static const char *const denied[] = {
 	"mbind", "migrate_pages", "move_pages", "set_mempolicy", "set_mempolicy_home_node",
 };
 
+/*
+ * No set-uid or set-gid bit is ever set by the code (it would land on a host folder the
+ * sandbox shows, a :rw --mount or the --workspace folder, where nosuid does not apply): every
+ * call that takes a mode is refused (EPERM) when the mode holds one, wherever the file is.
+ * Which argument is the mode, by call; names this architecture lacks are skipped, and calls newer
+ * than this libseccomp may know are given by their numbers on x86_64 and aarch64.
+ */
+#if defined(__x86_64__) || defined(__aarch64__)
+#define NEW_NR(nr) (nr)
+#else
+#define NEW_NR(nr) (-1)
+#endif
+static const struct {
+	const char *name;
+	int nr;           /* when libseccomp does not know the name; -1: none */
+	unsigned arg;
+} mode_calls[] = {
+	{"chmod", -1, 1}, {"fchmod", -1, 1}, {"fchmodat", -1, 2}, {"fchmodat2", NEW_NR(452), 2},
+	{"creat", -1, 1}, {"open", -1, 2}, {"openat", -1, 3},
+	{"mkdir", -1, 1}, {"mkdirat", -1, 2}, {"mknod", -1, 1}, {"mknodat", -1, 2},
+};
+
+/* Extended attributes are not set at all (ENOTSUP, as on a file system without them, which
+ * tools that copy them take quietly): a filter cannot read the name, and security.capability
+ * (file capabilities) must never be set. setxattrat is newer than this libseccomp may know. */
+static const struct {
+	const char *name;
+	int nr;
+} xattr_calls[] = {{"setxattr", -1}, {"lsetxattr", -1}, {"fsetxattr", -1}, {"setxattrat", NEW_NR(463)}};
+
 static const unsigned long ns_flags[] = {CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
 					 CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP, CLONE_NEWTIME};
 
@@ -64,6 +95,13 @@ static int add(scmp_filter_ctx ctx, unsigned *n, uint32_t action, int nr, unsign
 	return 0;
 }
 
+/* The number of a call of this architecture: by name, else `fallback` (-1: none). */
+static int syscall_nr(const char *name, int fallback)
+{
+	int nr = seccomp_syscall_resolve_name(name);
+	return nr == __NR_SCMP_ERROR || nr < 0 ? fallback : nr;
+}
+
 static int build_rules(scmp_filter_ctx ctx, unsigned *n, struct err *e)
 {
 	for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) {
@@ -73,10 +111,30 @@ static int build_rules(scmp_filter_ctx ctx, unsigned *n, struct err *e)
 		if (add(ctx, n, SCMP_ACT_ERRNO(EPERM), nr, 0, NULL, e) < 0)
 			return -1;
 	}
-	/* clone3 passes its flags in memory a filter cannot read: make libc fall back to clone. */
-	int nr = seccomp_syscall_resolve_name("clone3");
-	if (nr >= 0 && add(ctx, n, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, e) < 0)
-		return -1;
+	/* clone3 passes its flags in memory a filter cannot read: make libc fall back to clone.
+	 * openat2 its mode likewise: libc falls back to openat. */
+	static const char *const in_memory[] = {"clone3", "openat2"};
+	for (size_t i = 0; i < 2; i++) {
+		int nr = seccomp_syscall_resolve_name(in_memory[i]);
+		if (i == 1 && nr < 0)
+			nr = NEW_NR(437);
+		if (nr >= 0 && add(ctx, n, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, e) < 0)
+			return -1;
+	}
+	static const unsigned long setid[] = {S_ISUID, S_ISGID};
+	for (size_t i = 0; i < sizeof mode_calls / sizeof mode_calls[0]; i++) {
+		int nr = syscall_nr(mode_calls[i].name, mode_calls[i].nr);
+		for (size_t b = 0; nr >= 0 && b < 2; b++) {
+			struct scmp_arg_cmp c = {mode_calls[i].arg, SCMP_CMP_MASKED_EQ, setid[b], setid[b]};
+			if (add(ctx, n, SCMP_ACT_ERRNO(EPERM), nr, 1, &c, e) < 0)
+				return -1;
+		}
+	}
+	for (size_t i = 0; i < sizeof xattr_calls / sizeof xattr_calls[0]; i++) {
+		int nr = syscall_nr(xattr_calls[i].name, xattr_calls[i].nr);
+		if (nr >= 0 && add(ctx, n, SCMP_ACT_ERRNO(ENOTSUP), nr, 0, NULL, e) < 0)
+			return -1;
+	}
 	for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++) {
 		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]);
 		if (add(ctx, n, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, &c, e) < 0)

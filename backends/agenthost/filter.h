@@ -4,6 +4,11 @@
  * with (ptrace and cross-process memory, mounts, namespace creation, keyrings, bpf, perf,
  * userfaultfd, io_uring, kexec and modules, terminal injection ioctls, exotic socket
  * families, clock and host settings). Syscalls of foreign ABIs (x32, i386) kill the process.
+ * Nothing the code does may leave a set-id file or folder, or a file capability, in a host
+ * folder: a mode holding S_ISUID or S_ISGID is refused (EPERM) by every call that takes one
+ * (chmod, fchmod, fchmodat, fchmodat2, creat, open, openat, mkdir, mkdirat, mknod, mknodat),
+ * openat2 (its mode is in memory) is ENOSYS so that libc falls back to openat, and no extended
+ * attribute is set (the setxattr calls: ENOTSUP).
  *
  * The filter is exported as classic BPF so that sandbox-agent, which has no library
  * dependencies, can install it on itself; every process of the sandbox inherits it.

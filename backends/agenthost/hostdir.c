@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "hostmount.h"
+#include "../../src/base/hostfolders.h"
 #include "../../src/base/log.h"
 #include "../hostfs/tree.h"
 #include "../hostfs/wsdir.h"
@@ -31,10 +32,7 @@ int hostdir_path(char *buf, size_t n, const char *fmt, ...)
 
 int hostdir_state(const struct config *cfg, char *out, size_t n, struct err *e)
 {
-	const char *t = getenv("TMPDIR");
-	if ((cfg->state_dir[0] ? hostdir_path(out, n, "%s", cfg->state_dir)
-			       : hostdir_path(out, n, "%s/sandbox-mcp-%u", t && *t ? t : "/tmp", (unsigned)geteuid())) < 0 ||
-	    strlen(out) > PATH_MAX - 256)
+	if (hostfolders_state(cfg, out, n) < 0 || strlen(out) > PATH_MAX - 256)
 		return err_set(e, "the state folder's path is too long");
 	/* Named as the user gave it: the option, or where the default comes from. */
 	const char *what = cfg->state_dir[0] ? "--state-dir" : "the state folder";
@@ -266,8 +264,9 @@ int hostdir_open(struct hostdir *h, const struct config *cfg, const char *state,
 					 "(loop device)", true);
 		}
 	}
+	/* Which folder it is: a --workspace folder, the one locked (what is bound must be it). */
 	struct stat st;
-	if (stat(h->ws, &st) < 0) {
+	if ((h->ws_fd >= 0 ? fstat(h->ws_fd, &st) : stat(h->ws, &st)) < 0) {
 		err_sys(e, "%s", h->ws);
 		goto fail;
 	}
@@ -395,6 +394,9 @@ void hostdir_report_workspace(const struct hostdir *h, const struct config *cfg,
 	for (size_t i = 0; i < cfg->mounts.n; i++)
 		fprintf(f, "    mount       %s: the host folder %s, %s\n", cfg->mounts.v[i].inside, cfg->mounts.v[i].host,
 			cfg->mounts.v[i].rw ? "read-write" : "read-only");
+	if (cfg->workspace_dir[0] || cfg->mounts.n || cfg->wheelhouse[0])
+		fprintf(f, "                host folders: each bound only while it is the folder checked at start-up; the "
+			   "code can leave no set-id file or folder, nor a file capability, in them\n");
 }
 
 bool hostdir_quota_open(const struct hostdir *h, const struct config *cfg)

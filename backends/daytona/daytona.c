@@ -441,7 +441,7 @@ static int upload_mount(struct daytona *D, const struct mountspec *m, size_t i, 
 {
 	struct hosttree t;
 	struct err te = {""};
-	if (hosttree_read(m->host, MOUNT_FILES_MAX - *files, MOUNT_BYTES_MAX - *bytes, &t, &te) < 0)
+	if (hosttree_read(m->host, m->dev, m->ino, MOUNT_FILES_MAX - *files, MOUNT_BYTES_MAX - *bytes, &t, &te) < 0)
 		return err_set(e, "--mount %s: %s (Daytona copies mounts in when it makes the sandbox, at most %d files "
 				  "and %llu MiB in all)", m->inside, te.msg, MOUNT_FILES_MAX, MOUNT_BYTES_MAX >> 20);
 	struct rest_file *parts = calloc(t.n ? t.n : 1, sizeof *parts);

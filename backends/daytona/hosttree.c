@@ -132,12 +132,19 @@ static int add_file(void *ctx, int dirfd, const char *name, const char *rel, int
 	return 0;
 }
 
-int hosttree_read(const char *dir, size_t max_files, uint64_t max_bytes, struct hosttree *t, struct err *e)
+int hosttree_read(const char *dir, dev_t dev, ino_t ino, size_t max_files, uint64_t max_bytes, struct hosttree *t,
+		  struct err *e)
 {
 	memset(t, 0, sizeof *t);
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return err_sys(e, "%s", dir);
+	struct stat st;
+	if ((dev || ino) && (fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != ino)) {
+		close(fd);
+		return err_set(e, "the host folder %s is no longer the folder checked at start-up (it was replaced, or "
+				  "renamed and something put in its place)", dir);
+	}
 	struct reading r = {t, max_files, max_bytes, dir};
 	struct hosttree_visit v = {.file = add_file, .ctx = &r};
 	int rc = hosttree_walk(fd, dir, &v, e);

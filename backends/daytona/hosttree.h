@@ -46,9 +46,11 @@ struct hosttree {
 	size_t skipped;         /* symlinks, special files, folders past HOSTTREE_DEPTH */
 };
 
-/* Reads every regular file under dir into memory. 0, or -1 with e set (past max_files or
- * max_bytes, or an unreadable entry), t then empty. */
-int hosttree_read(const char *dir, size_t max_files, uint64_t max_bytes, struct hosttree *t, struct err *e);
+/* Reads every regular file under dir into memory; dir, once open, must be the folder dev:ino
+ * (both 0: any). 0, or -1 with e set (another folder, past max_files or max_bytes, or an
+ * unreadable entry), t then empty. */
+int hosttree_read(const char *dir, dev_t dev, ino_t ino, size_t max_files, uint64_t max_bytes, struct hosttree *t,
+		  struct err *e);
 
 /* Reads the open file fd whole, at most len bytes (its size when it was opened: a file that
  * shrank is taken as it is read). Caller frees *data; 0, or -1 with e set. */

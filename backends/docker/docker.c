@@ -390,6 +390,38 @@ static int wait_agent(struct docker *D, struct docker_inst *in, struct err *e)
 	return fd; /* blocking: accept does not pass the listener's O_NONBLOCK on */
 }
 
+/* Is the host folder at path still dev:ino? */
+static int still(const char *what, const char *path, dev_t dev, ino_t ino, struct err *e)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+		return 0;
+	return err_set(e, "%s: the host folder %s is no longer the folder checked at start-up (it was replaced, or "
+			  "renamed and something put in its place): the sandbox is not made", what, path);
+}
+
+/*
+ * The engine binds host folders by path: each is checked to be the folder checked at start-up
+ * (the workspace: the one hostdir_open took) right before the container is made. No sandbox's
+ * code can re-point a name on their paths meanwhile: none lies in a folder the code may write
+ * (hostfolders.h), and the workspace's path is in the state folder or given by --workspace.
+ */
+static int verify_binds(const struct docker *D, const char *proxy_dir, struct err *e)
+{
+	const struct config *cfg = D->host.cfg;
+	if (!D->volume[0] && still("the workspace", D->host.h.ws, D->host.h.ws_dev, D->host.h.ws_ino, e) < 0)
+		return -1;
+	if (cfg->wheelhouse[0] && still("--wheelhouse", cfg->wheelhouse, cfg->wheelhouse_dev, cfg->wheelhouse_ino, e) < 0)
+		return -1;
+	for (size_t i = 0; !proxy_dir && i < cfg->mounts.n; i++) {
+		char what[MOUNT_INSIDE_MAX + 16];
+		snprintf(what, sizeof what, "--mount %s", cfg->mounts.v[i].inside);
+		if (still(what, cfg->mounts.v[i].host, cfg->mounts.v[i].dev, cfg->mounts.v[i].ino, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Creates the container of in (named after the sandbox and n); notes what the engine cannot
  * limit here. 0, or -1 with e set. */
 static int create_container(struct docker *D, struct docker_inst *in, unsigned n, bool net, const char *proxy_dir,
@@ -397,6 +429,8 @@ static int create_container(struct docker *D, struct docker_inst *in, unsigned n
 {
 	char name[128], path[256];
 	long status = 0;
+	if (verify_binds(D, proxy_dir, e) < 0)
+		return -1;
 	json_t *ans = NULL, *spec = container_spec(D, in, net, proxy_dir ? "install" : "main", proxy_dir);
 	if (!spec)
 		return err_set(e, "out of memory");
@@ -449,6 +483,49 @@ static int start_container(struct docker *D, struct docker_inst *in, struct err 
 	return 0;
 }
 
+/* Is what the container's process pid sees at inside (through its root, from the host) dev:ino? */
+static bool seen_as(pid_t pid, const char *inside, dev_t dev, ino_t ino)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	return hostdir_path(p, sizeof p, "/proc/%d/root%s", (int)pid, inside) == 0 && stat(p, &st) == 0 &&
+	       st.st_dev == dev && st.st_ino == ino;
+}
+
+/*
+ * Once the container runs, before any code does: what the engine bound, seen through the
+ * container's root from the host, must be the folders verify_binds checked; a host process
+ * that re-pointed a path between that check and the engine's bind is caught here. Where the
+ * server cannot see into the container (another PID namespace than the engine's, or not
+ * allowed), the agent's own bind shows it: verify_binds alone holds then.
+ */
+static int verify_bound(struct docker *D, struct docker_inst *in, const char *proxy_dir, struct err *e)
+{
+	const struct config *cfg = D->host.cfg;
+	pid_t pid = container_pid(D, in->id);
+	struct stat agent;
+	if (!pid || stat(D->agent, &agent) < 0 || !seen_as(pid, AGENT_IN, agent.st_dev, agent.st_ino)) {
+		log_msg(LOG_DEBUG, "docker: cannot see into the container %.12s: its binds were checked by path alone",
+			in->id);
+		return 0;
+	}
+	const char *bad = NULL, *host = NULL;
+	char what[MOUNT_INSIDE_MAX + 16];
+	if (!D->volume[0] && !seen_as(pid, WORKSPACE, D->host.h.ws_dev, D->host.h.ws_ino))
+		bad = "the workspace", host = D->host.h.ws;
+	else if (cfg->wheelhouse[0] && !seen_as(pid, "/wheelhouse", cfg->wheelhouse_dev, cfg->wheelhouse_ino))
+		bad = "--wheelhouse", host = cfg->wheelhouse;
+	for (size_t i = 0; !bad && !proxy_dir && i < cfg->mounts.n; i++)
+		if (!seen_as(pid, cfg->mounts.v[i].inside, cfg->mounts.v[i].dev, cfg->mounts.v[i].ino)) {
+			snprintf(what, sizeof what, "--mount %s", cfg->mounts.v[i].inside);
+			bad = what, host = cfg->mounts.v[i].host;
+		}
+	if (!bad)
+		return 0;
+	return err_set(e, "%s: the host folder %s is no longer the folder checked at start-up (it was replaced, or "
+			  "renamed and something put in its place): the sandbox is not made", bad, host);
+}
+
 /* Starts a container on the workspace and connects to its agent. */
 static int spawn_once(struct docker *D, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
 {
@@ -471,6 +548,8 @@ static int spawn_once(struct docker *D, bool net, const char *proxy_dir, struct 
 		rc = create_container(D, in, n, net, proxy_dir, e);
 	if (rc == 0)
 		rc = start_container(D, in, e);
+	if (rc == 0)
+		rc = verify_bound(D, in, proxy_dir, e);
 	if (rc < 0) {
 		docker_kill(D, &in->in);
 		return -1;

@@ -82,7 +82,19 @@ int wsdir_take(const char *path, uid_t uid, gid_t gid, char *real, size_t n, str
 		return err_set(e, "--workspace %s is in use by another sandbox-mcp server", path);
 	}
 	struct stat st;
+	/* Never set-id: a folder made in a set-gid one is set-gid, and so would every folder the
+	 * code makes in it be. */
+	if (fstat(fd, &st) < 0 || ((st.st_mode & (S_ISUID | S_ISGID)) && fchmod(fd, st.st_mode & 01777) < 0)) {
+		err_sys(e, "--workspace %s: clearing its set-id bits", path);
+		close(fd);
+		return -1;
+	}
 	bool ours = fstatat(fd, WSDIR_MARK, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+	if (ours && (st.st_mode & (S_ISUID | S_ISGID)) && fchmodat(fd, WSDIR_MARK, st.st_mode & 01777, 0) < 0) {
+		err_sys(e, "--workspace %s: clearing the set-id bits of " WSDIR_MARK, path);
+		close(fd);
+		return -1;
+	}
 	if (!ours && !dir_empty(fd)) {
 		close(fd);
 		return err_set(e, NOT_A_WORKSPACE, path);

@@ -5,7 +5,8 @@
  * Because cleanup_sandbox empties it, a folder is taken only when it is new (it is made), empty,
  * or already a workspace (it holds the WSDIR_MARK folder every workspace gets): never a folder
  * of the user's. It is locked (flock on the folder's fd) while a sandbox uses it, so that two
- * servers never share one; the lock lives as long as the fd.
+ * servers never share one; the lock lives as long as the fd. It is never set-id: a set-gid bit
+ * it got from its parent is cleared, so that folders made in it are not set-gid either.
  */
 #ifndef SANDBOX_WSDIR_H
 #define SANDBOX_WSDIR_H

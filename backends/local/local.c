@@ -194,6 +194,7 @@ static struct plan *make_plan(struct local *L, const char *root, int ws_fd, bool
 		err_set(e, "the sandbox's mount plan is too large");
 		return NULL;
 	}
+	plan_verify_ws(p, L->host.h.ws_dev, L->host.h.ws_ino);
 	return p;
 }
 
@@ -305,7 +306,7 @@ static int start_child(struct local *L, struct local_inst *li, struct plan *p, s
 	while (n < 0 && errno == EINTR);
 	if (n == (ssize_t)sizeof ce) {
 		char buf[PATH_MAX];
-		err_set(e, "building the sandbox failed while %s: %s", plan_step_name(p, ce.step, buf, sizeof buf),
+		err_set(e, "building the sandbox failed while %s: %s", plan_step_name(p, ce.step, ce.err, buf, sizeof buf),
 			strerror(ce.err));
 		return p->ws_step >= 0 && ce.step == p->ws_step ? WS_MOVE_FAILED : -1;
 	}

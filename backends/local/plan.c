@@ -117,6 +117,15 @@ static int plan_setattr(struct plan *p, const char *dst, unsigned long attrs, bo
 	return 0;
 }
 
+/* Makes the last step a verified bind of the folder dev:ino (see struct op). */
+static void plan_verify_last(struct plan *p, dev_t dev, ino_t ino)
+{
+	struct op *o = &p->ops[p->nops - 1];
+	o->verify = true;
+	o->dev = dev;
+	o->ino = ino;
+}
+
 /* Binds a host path at `inside` under the root, making its mount point first (in the child,
  * in the root's tmpfs). Missing host paths are skipped. */
 static int plan_bind(struct plan *p, const char *host, const char *inside, bool optional)
@@ -238,8 +247,10 @@ static int plan_user_mounts(struct plan *p, const struct mountspec *m, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		const char *dst = plan_str(p, "%s%s", p->root, m[i].inside);
-		if (plan_mount(p, plan_str(p, "%s", m[i].host), dst, NULL, MS_BIND | MS_REC, NULL) < 0 ||
-		    plan_setattr(p, dst, (m[i].rw ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true) < 0)
+		if (plan_mount(p, plan_str(p, "%s", m[i].host), dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+			return -1;
+		plan_verify_last(p, m[i].dev, m[i].ino);
+		if (plan_setattr(p, dst, (m[i].rw ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true) < 0)
 			return -1;
 	}
 	return 0;
@@ -247,12 +258,15 @@ static int plan_user_mounts(struct plan *p, const struct mountspec *m, size_t n)
 
 /* Seals the read-only part, then adds the device nodes and the writable mounts. proxy_dir: the
  * install step's way to the server's proxy (installnet.h), or NULL. */
-static int plan_finish(struct plan *p, const char *ws, int ws_fd, const char *wheelhouse, uint64_t tmp_size,
-		       const char *proxy_dir)
+static int plan_finish(struct plan *p, const char *ws, int ws_fd, const char *wheelhouse, dev_t wh_dev, ino_t wh_ino,
+		       uint64_t tmp_size, const char *proxy_dir)
 {
 	const char *R = p->root;
+	size_t before = p->nops;
 	if (*wheelhouse && plan_bind(p, wheelhouse, "/wheelhouse", false) < 0)
 		return -1;
+	if (p->nops > before)
+		plan_verify_last(p, wh_dev, wh_ino);
 	if (proxy_dir && plan_bind(p, proxy_dir, INSTALLNET_DIR, false) < 0)
 		return -1;
 	if (plan_setattr(p, R, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true) < 0)
@@ -270,6 +284,7 @@ static int plan_finish(struct plan *p, const char *ws, int ws_fd, const char *wh
 		return -1;
 	const char *wsd = plan_str(p, "%s/workspace", R);
 	p->ws_step = -1;
+	p->ws_bind = -1;
 	if (ws_fd >= 0) {
 		struct op *o = plan_op(p, OP_MOVE, NULL, wsd);
 		if (!o)
@@ -278,6 +293,8 @@ static int plan_finish(struct plan *p, const char *ws, int ws_fd, const char *wh
 		p->ws_step = (int)(o - p->ops);
 	} else if (plan_mount(p, plan_str(p, "%s", ws), wsd, NULL, MS_BIND, NULL) < 0) {
 		return -1;
+	} else {
+		p->ws_bind = (int)(p->nops - 1);
 	}
 	if (plan_setattr(p, wsd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
 		return -1;
@@ -295,10 +312,19 @@ int plan_fill(struct plan *p, const struct config *cfg, const char *ws, int ws_f
 	size_t nmounts = proxy_dir ? 0 : cfg->mounts.n;
 	if (!p->root_opts || plan_build(p, net, proxy_dir != NULL) < 0 ||
 	    plan_mount_points(p, cfg->mounts.v, nmounts) < 0 ||
-	    plan_finish(p, ws, ws_fd, cfg->wheelhouse, cfg->tmp_size, proxy_dir) < 0 ||
+	    plan_finish(p, ws, ws_fd, cfg->wheelhouse, cfg->wheelhouse_dev, cfg->wheelhouse_ino, cfg->tmp_size, proxy_dir) < 0 ||
 	    plan_user_mounts(p, cfg->mounts.v, nmounts) < 0)
 		return -1;
 	return 0;
+}
+
+void plan_verify_ws(struct plan *p, dev_t dev, ino_t ino)
+{
+	if (p->ws_bind >= 0) {
+		p->ops[p->ws_bind].verify = true;
+		p->ops[p->ws_bind].dev = dev;
+		p->ops[p->ws_bind].ino = ino;
+	}
 }
 
 /* ---------------------------------------------------------------- the child */
@@ -378,8 +404,18 @@ static int make_root(const struct plan *p)
 
 static int run_op(const struct op *o)
 {
-	if (o->kind == OP_MOUNT)
-		return mount(o->src, o->dst, o->fstype, o->flags, o->data);
+	if (o->kind == OP_MOUNT) {
+		if (mount(o->src, o->dst, o->fstype, o->flags, o->data) < 0)
+			return -1;
+		/* What was bound is checked, not the path it was bound by: the path may have been
+		 * re-pointed since start-up, what is mounted on dst now can no longer change. */
+		struct stat st;
+		if (o->verify && (stat(o->dst, &st) < 0 || st.st_dev != o->dev || st.st_ino != o->ino)) {
+			errno = ESTALE;
+			return -1;
+		}
+		return 0;
+	}
 	if (o->kind == OP_MOVE)
 		return (int)syscall(SYS_move_mount, o->fd, "", AT_FDCWD, o->dst, MOVE_MOUNT_F_EMPTY_PATH);
 	struct mount_attr a = {.attr_set = o->flags};
@@ -520,7 +556,7 @@ void plan_child(const struct plan *p)
 	exec_agent(p);
 }
 
-const char *plan_step_name(const struct plan *p, int step, char *buf, size_t n)
+const char *plan_step_name(const struct plan *p, int step, int err, char *buf, size_t n)
 {
 	switch (step) {
 	case STEP_SYNC: return "waiting for the server";
@@ -542,7 +578,11 @@ const char *plan_step_name(const struct plan *p, int step, char *buf, size_t n)
 		size_t rl = strlen(p->root);
 		const char *in = strncmp(o->dst, p->root, rl) ? o->dst : o->dst + rl; /* as seen inside */
 		const char *verb = o->kind == OP_SETATTR ? "sealing" : "mounting";
-		snprintf(buf, n, "%s %s", verb, *in ? in : "the root");
+		if (o->verify && err == ESTALE)
+			snprintf(buf, n, "binding %s, whose host folder %s is no longer the folder checked at start-up "
+				 "(it was replaced, or renamed and something put in its place)", in, o->src);
+		else
+			snprintf(buf, n, "%s %s", verb, *in ? in : "the root");
 		return buf;
 	}
 	return "setting up";

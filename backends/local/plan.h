@@ -28,6 +28,9 @@ struct op {
 	int fd;                /* OP_MOVE: the detached mount moved to dst */
 	bool recursive;        /* OP_SETATTR */
 	bool optional;         /* failure is not fatal (host file that may vanish) */
+	bool verify;           /* OP_MOUNT of a host folder: what dst shows once bound must be the */
+	dev_t dev;             /* folder checked at start-up (its device and inode), else the step */
+	ino_t ino;             /* fails with ESTALE */
 };
 
 #define MAX_OPS 160
@@ -60,6 +63,7 @@ struct plan {
 				* all -1: the server moves it */
 	char agent_path[32];   /* /proc/self/fd/agent_fd, where execveat fails (valgrind) */
 	int ws_step;           /* the step that moves the workspace's mount in; -1 when none */
+	int ws_bind;           /* the step that binds the workspace's host folder; -1 when none */
 	char *const *argv;
 };
 
@@ -82,13 +86,17 @@ const char *plan_str(struct plan *p, const char *fmt, ...) __attribute__((format
  * open until the child has run. 0, or -1 when the plan does not fit. */
 int plan_fill(struct plan *p, const struct config *cfg, const char *ws, int ws_fd, bool net, const char *proxy_dir);
 
+/* After plan_fill: the host folder ws, when it is bound (ws_fd -1), must be dev:ino. */
+void plan_verify_ws(struct plan *p, dev_t dev, ino_t ino);
+
 /* Runs in the cloned child: closes lock_fd and dies with the server (and at once, should the
  * server be dead already), waits for the server's go on sync_fd, joins its cgroups where
  * cg_fd says, builds the root, becomes the sandbox user and executes the agent; a failing step
  * is reported on err_fd. Never returns. */
 void plan_child(const struct plan *p) __attribute__((noreturn));
 
-/* What step (of struct child_err) was doing, for an error text; buf holds it when needed. */
-const char *plan_step_name(const struct plan *p, int step, char *buf, size_t n);
+/* What step (of struct child_err) was doing, for an error text; buf holds it when needed. A
+ * verified bind that failed with ESTALE says that the host folder changed. */
+const char *plan_step_name(const struct plan *p, int step, int err, char *buf, size_t n);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "err.h"
 #include "mountspec.h"
@@ -32,7 +33,9 @@ struct config {
 	uint64_t tmp_size;
 	uint64_t workspace_size;  /* the workspace's disk quota; 0: none */
 	int network;             /* enum net_policy */
-	char wheelhouse[4096];   /* host folder of wheels; "" for none */
+	char wheelhouse[4096];   /* host folder of wheels, resolved at start-up; "" for none */
+	dev_t wheelhouse_dev;    /* which folder it is (hostfolders_check): it is bound only */
+	ino_t wheelhouse_ino;    /* while it is still this one */
 	char index_url[1024];    /* the package index installs use */
 	char index_hosts[1024];  /* more hosts the install step may reach, comma-separated */
 	double idle_timeout_s;

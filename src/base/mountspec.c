@@ -74,6 +74,8 @@ int mountspec_parse(struct mountspec *m, const char *spec, struct err *e)
 		return err_set(e, "'%s': %s: %s", spec, host, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
 		return err_set(e, "'%s': %s is not a folder", spec, host);
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "err.h"
 
@@ -20,6 +21,8 @@ struct mountspec {
 	char host[MOUNT_HOST_MAX];        /* absolute, symlinks resolved when given */
 	char inside[MOUNT_INSIDE_MAX + 1];/* /mnt/NAME[/NAME...] */
 	bool rw;
+	dev_t dev;                        /* which folder it is, as checked at start-up: it is */
+	ino_t ino;                        /* bound only while it is still this one */
 };
 
 struct mountlist {
