@@ -302,3 +302,39 @@ Y'; do
 		[ "$("$HELPER" cursor parse "$bad")" = refused ] || { echo "took $bad" >&2; false; }
 	done
 }
+
+@test "loadb: a long string is read as jansson reads it, escapes, UTF-8 and every refusal alike" {
+	python3 - "$BATS_TEST_TMPDIR/lines" <<-'EOF2'
+		import random, sys
+		r = random.Random(5)
+		L = 1100
+		pieces = [b'a', b'\\"', b'\\\\', b'\\/', b'\\b', b'\\f', b'\\n', b'\\r', b'\\t', b'\\u0000', b'\\u00e9',
+		          b'\\u20AC', b'\\ud83d\\ude00', '\u00e9'.encode(), '\u20ac'.encode(), '\U0001F600'.encode(), b' ']
+		bad = [b'\\ud83d', b'\\ude00', b'\\ud83dx', b'\\x', b'\\u12', b'\\u12G4', b'\x01', b'\x1f', b'\xff',
+		       b'\xc0\x80', b'\xed\xa0\x80', b'\xf4\x90\x80\x80', b'\xe2\x82', b'\t']
+		def body(n, extra=None):
+		    s = b"".join(r.choice(pieces) for _ in range(n))
+		    if extra is not None:
+		        k = r.randrange(len(s) + 1)
+		        while s[:k].endswith(b"\\") and not s[:k].endswith(b"\\\\"):
+		            k -= 1
+		        s = s[:k] + extra + s[k:]
+		    return s
+		out = []
+		for _ in range(40):
+		    out.append(b'{"a":"%s","k":[1,"%s",{"x":"%s"}]}' % (body(L), body(5), body(L)))
+		    out.append(b'"%s"' % body(L))
+		    out.append(b'{"%s":"v"}' % body(L))
+		for b in bad:
+		    out.append(b'{"a":"%s"}' % body(L, b))
+		    out.append(b'["%s"' % body(L))
+		    out.append(b'{"a":"%s"} x' % body(L))
+		out.append(b'{"a":"%s\\' % (b"x" * L))
+		out.append(b'{"a":"%s\\\\"}' % (b"x" * L))
+		open(sys.argv[1], "wb").write(b"\n".join(out) + b"\n")
+	EOF2
+	out=$("$HELPER" loadb <"$BATS_TEST_TMPDIR/lines")
+	[ "$(grep -c '^same$' <<<"$out")" -ge 80 ]
+	[ "$(grep -c '^same error$' <<<"$out")" -ge 40 ]
+	[ "$(grep -c '^same' <<<"$out")" -eq "$(wc -l <"$BATS_TEST_TMPDIR/lines")" ] || { grep -m5 differs <<<"$out" >&2; false; }
+}

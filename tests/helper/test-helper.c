@@ -21,6 +21,9 @@
  *   test-helper cursor make PATH | parse CURSOR
  *                                        resources/list's cursor after PATH; or the path a
  *                                        cursor names, or "refused"
+ *   test-helper loadb                    each line of stdin read by the server's reader of a
+ *                                        message (bignum_loadb) and by jansson's json_loadb:
+ *                                        "same", "same error", or "differs" and both
  *   test-helper b64-decode               stdin as base64: the bytes in hex, or "refused"
  *   test-helper log PAD                  logs one line, PAD bytes of "a" then 1000 "é", through
  *                                        the server's log with a client that asked for every
@@ -65,6 +68,7 @@
 #include "../../src/base/jsonw.h"
 #include "../../src/base/log.h"
 #include "../../src/base/utf8.h"
+#include "../../src/protocol/bignum.h"
 #include "../../src/protocol/era.h"
 #include "../../src/protocol/writer.h"
 #include "../../src/tools/output.h"
@@ -235,6 +239,32 @@ static int cmd_cursor(int argc, char **argv)
 	else
 		printf("%s\n", path);
 	return 0;
+}
+
+static int cmd_loadb(int argc, char **argv)
+{
+	(void)argv;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	while (argc == 0 && (n = getline(&line, &cap, stdin)) > 0) {
+		if (line[n - 1] == '\n')
+			n--;
+		json_error_t a, b;
+		json_t *got = bignum_loadb(line, (size_t)n, &a);
+		json_t *want = json_loadb(line, (size_t)n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &b);
+		if (got && want && json_equal(got, want))
+			printf("same\n");
+		else if (!got && !want && !strcmp(a.text, b.text) && a.position == b.position)
+			printf("same error\n");
+		else
+			printf("differs: %s (%d) / %s (%d)\n", got ? "read" : a.text, a.position, want ? "read" : b.text,
+			       b.position);
+		json_decref(got);
+		json_decref(want);
+	}
+	free(line);
+	return argc == 0 ? 0 : 1;
 }
 
 static int cmd_b64_decode(int argc, char **argv)
@@ -478,6 +508,7 @@ static const struct {
 	{"utf8", cmd_utf8},
 	{"cursor", cmd_cursor},
 	{"b64-decode", cmd_b64_decode},
+	{"loadb", cmd_loadb},
 	{"jsonw", cmd_jsonw},
 	{"log", cmd_log},
 	{"capture", cmd_capture},
