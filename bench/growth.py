@@ -65,7 +65,7 @@ class Server:
     def close(self):
         self.p.stdin.close()
         self.p.wait(timeout=60)
-        subprocess.run(["rm", "-rf", self.tmp])
+        subprocess.run(["rm", "-rf", self.tmp], stderr=subprocess.DEVNULL)
 
 
 def list_all(s):

@@ -18,9 +18,9 @@ static int by_path(const void *a, const void *b)
 	return strcmp(((const struct ws_entry *)a)->path, ((const struct ws_entry *)b)->path);
 }
 
-/* The workspace's regular files that resources/read takes, sorted; *unreadable counts the
+/* The workspace's regular files that resources/read takes (sorted when asked); *unreadable counts the
  * names it would refuse (control bytes, too long), which are left out. */
-static int list_files(struct sandbox *sb, struct ws_list *ls, size_t *unreadable, struct err *e)
+static int list_files(struct sandbox *sb, struct ws_list *ls, size_t *unreadable, bool sorted, struct err *e)
 {
 	if (sandbox_list(sb, WORKSPACE, ".sandbox", RESOURCES_LIST_MAX, ls, e) < 0)
 		return -1;
@@ -35,7 +35,7 @@ static int list_files(struct sandbox *sb, struct ws_list *ls, size_t *unreadable
 			free(ls->v[i].path);
 	}
 	ls->n = k;
-	if (ls->n > 1)
+	if (sorted && ls->n > 1)
 		qsort(ls->v, ls->n, sizeof *ls->v, by_path);
 	return 0;
 }
@@ -170,17 +170,18 @@ json_t *resources_list_digest(struct sandbox *sb, struct resources_pager *pager,
 		resources_pager_drop(pg); /* a new listing sees the tree as it is now */
 	if (!pg->live) {
 		struct err e = {""};
-		if (list_files(sb, &pg->ls, &pg->unreadable, &e) < 0) {
+		if (list_files(sb, &pg->ls, &pg->unreadable, true, &e) < 0) {
 			*code = RESOURCES_INTERNAL_ERROR;
 			snprintf(msg, n, "Internal error: listing the workspace: %s", e.msg);
 			return NULL;
 		}
 		pg->live = true;
+		pg->digest = digest_of(&pg->ls);
 	}
 	struct ws_list ls = pg->ls;
 	size_t unreadable = pg->unreadable;
 	size_t from = seek ? seek_after(&ls, after) : 0;
-	*digest = digest_of(&ls);
+	*digest = pg->digest;
 	json_t *arr = json_array(), *r = json_pack("{s:o}", "resources", arr);
 	size_t i = from, bytes = 0;
 	for (; r && i < ls.n && i < from + RESOURCES_PAGE && bytes < RESOURCES_PAGE_BYTES; i++) {
@@ -190,7 +191,9 @@ json_t *resources_list_digest(struct sandbox *sb, struct resources_pager *pager,
 		json_t *res = uri && name ? json_pack("{s:s, s:s%, s:I}", "uri", uri, "name", name, cl, "size",
 						      (json_int_t)ls.v[i].size)
 					  : NULL;
-		const char *mime = res ? sniff(sb, ls.v[i].path) : NULL;
+		/* An empty file has no bytes to read: its type is its name's (or text/plain). */
+		const char *mime = !res ? NULL : ls.v[i].size ? sniff(sb, ls.v[i].path)
+							       : filekind_mime(ls.v[i].path, (const unsigned char *)"", 0, false);
 		if (mime)
 			json_object_set_new(res, "mimeType", json_string(mime));
 		bytes += (uri ? strlen(uri) : 0) + cl + 64;
@@ -304,7 +307,7 @@ uint64_t resources_digest(struct sandbox *sb)
 	struct ws_list ls;
 	struct err e = {""};
 	size_t unreadable;
-	if (list_files(sb, &ls, &unreadable, &e) < 0)
+	if (list_files(sb, &ls, &unreadable, false, &e) < 0) /* the digest takes any order */
 		return 0;
 	uint64_t d = digest_of(&ls);
 	ws_list_free(&ls);

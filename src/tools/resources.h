@@ -41,6 +41,7 @@
 struct resources_pager {
 	struct ws_list ls;           /* the kept sorted listing; n == 0 and v NULL: none */
 	size_t unreadable;
+	uint64_t digest;             /* resources_digest of it */
 	bool live;
 };
 
