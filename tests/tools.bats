@@ -437,7 +437,7 @@ EOF
 		'{"wait": 1}' '{"jsonrpc":"2.0","id":2,"method":"resources/list"}')"
 	page=$(response 2)
 	# 60 names of 800 bytes (their URIs too) do not fit one page of 64 KiB.
-	jqe "$page" '(.result.resources | length) < 61 and (.result.nextCursor | test("^[0-9]+$")) and (.result | has("_meta") | not)'
+	jqe "$page" '(.result.resources | length) < 61 and (.result.nextCursor | type == "string") and (.result | has("_meta") | not)'
 	[ "$(printf '%s' "$page" | wc -c)" -lt 140000 ]
 	cursor=$(jq -r '.result.nextCursor' <<<"$page")
 	mcp_session --workspace "$ws" <<<"$(printf '%s\n' "$INIT" "$INITIALIZED" \
@@ -446,6 +446,33 @@ EOF
 	all=$(jq -c --argjson p "$page" '$p.result.resources + .result.resources | map(.name)' <<<"$(response 2)")
 	jqe "$all" 'length == 61 and (map(test("\n")) | any | not) and index("ok.txt") != null'
 	jqe "$(response 2)" '(.result | has("nextCursor") | not) and (.result._meta["sandbox-mcp/partial"] | test("^1 file with control bytes"))'
+}
+
+@test "resources/list: pages name each file once while files come and go between them; a cursor the server did not make gets -32602" {
+	helper="$REPO_DIR/build/test-helper"
+	[ -x "$helper" ] || skip_or_fail "build/test-helper is missing (make)"
+	list() { jq -cn --argjson id "$1" --arg c "$2" '{jsonrpc: "2.0", id: $id, method: "resources/list"} + (if $c == "" then {} else {params: {cursor: $c}} end)'; }
+	c100=$("$helper" cursor make f100)
+	c200=$("$helper" cursor make f200)
+	forged=$("$helper" cursor make f100 | sed 's/ZjEwMA==$/ZjEwMQ==/')
+	mcp_session <<<"$(printf '%s\n' "$INIT" "$INITIALIZED" \
+		"$(call_json 1 execute_bash_commands '{"code": "for i in $(seq -w 1 250); do printf x > f$i; done"}')" '{"wait": 1}' \
+		"$(list 2 "")" '{"wait": 2}' "$(list 3 "$c100")" '{"wait": 3}' \
+		"$(call_json 4 execute_bash_commands '{"code": "rm f201 f202 f050; printf y > e1; printf y > h1"}')" '{"wait": 4}' \
+		"$(list 5 "$c200")" '{"wait": 5}' \
+		"$(list 6 100)" "$(list 7 "$forged")" "$(list 8 "a0000")" '{"jsonrpc":"2.0","id":9,"method":"resources/list","params":{"cursor":7}}')"
+	# Pages of 100 in path order; each cursor names where its page stopped.
+	jqe "$(response 2)" "(.result.resources | length) == 100 and .result.resources[0].name == \"f001\" and .result.nextCursor == \"$c100\""
+	jqe "$(response 3)" "(.result.resources | length) == 100 and .result.resources[0].name == \"f101\" and .result.nextCursor == \"$c200\""
+	# After the call: f050 was listed before it went, f201 and f202 went before they were
+	# reached, e1 sorts before where the listing stands, h1 after it.
+	all=$(printf '%s\n' "$(response 2)" "$(response 3)" "$(response 5)" | jq -sc 'map(.result.resources[].name)')
+	want=$(jq -cn '[range(1; 251) | tostring | ("f" + ("00" + . | .[-3:]))] - ["f201", "f202"] + ["h1"]')
+	[ "$all" = "$want" ]
+	jqe "$(response 5)" '.result | has("nextCursor") | not'
+	for id in 6 7 8 9; do
+		jqe "$(response "$id")" '.error.code == -32602 and (.error.message | test("cursor"))'
+	done
 }
 
 @test "resources: list_changed follows the response of the call that changed the tree, and its batch's whole array" {

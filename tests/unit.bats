@@ -253,3 +253,88 @@ hex() { od -An -tx1 -v | tr -d ' \n'; }
 	[ "$status" -eq 1 ]
 	[ "$output" = malformed ]
 }
+
+@test "b64-decode: every length mod 4, with and without padding, spaces and line breaks anywhere" {
+	local cases
+	cases=$(python3 - <<-'EOF2'
+		import base64, random
+		r = random.Random(11)
+		for n in list(range(0, 70)) + [1000, 4095, 4096, 65537]:
+		    b = bytes(r.randrange(256) for _ in range(n))
+		    e = base64.b64encode(b).decode()
+		    spaced = "".join(c + (r.choice([" ", "\n", "\r\n", "\t"]) if r.random() < 0.1 else "") for c in e)
+		    wrapped = "\n".join(e[i:i + 76] for i in range(0, len(e), 76)) + "\n"
+		    for text in (e, e.rstrip("="), spaced, wrapped):
+		        print(text.encode().hex(), b.hex())
+	EOF2
+	)
+	local bad=0 enc want got
+	while read -r enc want; do
+		got=$(printf '%s' "$enc" | xxd -r -p | "$HELPER" b64-decode)
+		[ "$got" = "$want" ] || { echo "for $enc: $got, not $want" >&2; bad=1; }
+	done <<<"$cases"
+	[ "$bad" = 0 ]
+}
+
+@test "b64-decode: refuses a stray length, bad padding, data after padding and foreign characters" {
+	for bad in 'Z' 'Zm9vY' 'Zh==' 'Zm9=' 'Zg===' 'Zg==Zg==' '=Zg' 'Zm9v!' 'Zm9v-_' 'Zm9v
+Y'; do
+		[ "$(printf '%s' "$bad" | "$HELPER" b64-decode)" = refused ] || { echo "took $bad" >&2; false; }
+	done
+	# Padding is optional, and a group's spaces and line breaks are skipped.
+	[ "$(printf 'Zg' | "$HELPER" b64-decode)" = 66 ]
+	[ "$(printf 'Zm 9v\r\nYg==' | "$HELPER" b64-decode)" = 666f6f62 ]
+	[ "$(printf '' | "$HELPER" b64-decode)" = "" ]
+}
+
+@test "cursor: names the path its page stopped at, and a cursor the server did not make is refused" {
+	for p in f100 'a/b c/é.txt' "$(printf 'abcdefghi/%.0s' $(seq 102))xyzw" 'z'; do
+		c=$("$HELPER" cursor make "$p")
+		[[ "$c" =~ ^a[0-9a-f]{16}[A-Za-z0-9+/=]+$ ]]
+		[ "$("$HELPER" cursor parse "$c")" = "$p" ]
+	done
+	c=$("$HELPER" cursor make f100)
+	# Another path under the same check, a changed check, a cut cursor, spaces, an index, a
+	# path resources/read refuses (its check made to match), and nothing at all.
+	other=$("$HELPER" cursor make f101)
+	dotdot=$("$HELPER" cursor make ../x)
+	for bad in "${c:0:17}${other:17}" "${c:0:5}$([ "${c:5:1}" = 0 ] && echo 1 || echo 0)${c:6}" "${c:0:${#c}-4}" "${c:0:20} ${c:20}" 100 "$dotdot" "" a; do
+		[ "$("$HELPER" cursor parse "$bad")" = refused ] || { echo "took $bad" >&2; false; }
+	done
+}
+
+@test "loadb: a long string is read as jansson reads it, escapes, UTF-8 and every refusal alike" {
+	python3 - "$BATS_TEST_TMPDIR/lines" <<-'EOF2'
+		import random, sys
+		r = random.Random(5)
+		L = 1100
+		pieces = [b'a', b'\\"', b'\\\\', b'\\/', b'\\b', b'\\f', b'\\n', b'\\r', b'\\t', b'\\u0000', b'\\u00e9',
+		          b'\\u20AC', b'\\ud83d\\ude00', '\u00e9'.encode(), '\u20ac'.encode(), '\U0001F600'.encode(), b' ']
+		bad = [b'\\ud83d', b'\\ude00', b'\\ud83dx', b'\\x', b'\\u12', b'\\u12G4', b'\x01', b'\x1f', b'\xff',
+		       b'\xc0\x80', b'\xed\xa0\x80', b'\xf4\x90\x80\x80', b'\xe2\x82', b'\t']
+		def body(n, extra=None):
+		    s = b"".join(r.choice(pieces) for _ in range(n))
+		    if extra is not None:
+		        k = r.randrange(len(s) + 1)
+		        while s[:k].endswith(b"\\") and not s[:k].endswith(b"\\\\"):
+		            k -= 1
+		        s = s[:k] + extra + s[k:]
+		    return s
+		out = []
+		for _ in range(40):
+		    out.append(b'{"a":"%s","k":[1,"%s",{"x":"%s"}]}' % (body(L), body(5), body(L)))
+		    out.append(b'"%s"' % body(L))
+		    out.append(b'{"%s":"v"}' % body(L))
+		for b in bad:
+		    out.append(b'{"a":"%s"}' % body(L, b))
+		    out.append(b'["%s"' % body(L))
+		    out.append(b'{"a":"%s"} x' % body(L))
+		out.append(b'{"a":"%s\\' % (b"x" * L))
+		out.append(b'{"a":"%s\\\\"}' % (b"x" * L))
+		open(sys.argv[1], "wb").write(b"\n".join(out) + b"\n")
+	EOF2
+	out=$("$HELPER" loadb <"$BATS_TEST_TMPDIR/lines")
+	[ "$(grep -c '^same$' <<<"$out")" -ge 80 ]
+	[ "$(grep -c '^same error$' <<<"$out")" -ge 40 ]
+	[ "$(grep -c '^same' <<<"$out")" -eq "$(wc -l <"$BATS_TEST_TMPDIR/lines")" ] || { grep -m5 differs <<<"$out" >&2; false; }
+}

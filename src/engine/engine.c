@@ -56,6 +56,7 @@ struct engine {
 	/* the worker's alone: the client listed the resources, and the tree's digest then */
 	bool watch_tree;
 	uint64_t tree_digest;
+	struct resources_pager pager; /* the worker's alone: the listing being paged */
 };
 
 static void on_output(void *ctx, int stream, const char *buf, size_t len)
@@ -111,7 +112,7 @@ static void run_resources(struct engine *g, struct job *j)
 	json_t *r;
 	if (j->kind == JOB_RESOURCES_LIST) {
 		uint64_t d;
-		r = resources_list_digest(&g->sb, j->args, &d, &code, msg, sizeof msg);
+		r = resources_list_digest(&g->sb, &g->pager, j->args, &d, &code, msg, sizeof msg);
 		if (r) {
 			g->watch_tree = true;
 			g->tree_digest = d;
@@ -185,6 +186,7 @@ static void run_job(struct engine *g, struct job *j)
 		run_resources(g, j);
 		return;
 	}
+	resources_pager_drop(&g->pager); /* the call may change the tree: later pages walk again */
 	const char *id = sandbox_id(&g->sb);
 	title_set("running call %lu (%s)%s%s", g->seq + 1, tools_name(j->tool), id ? " in " : "", id ? id : "");
 	struct tool_call tc = {.tool = j->tool, .args = j->args, .cancel_fd = g->cancel_fd, .seq = ++g->seq,
@@ -490,6 +492,7 @@ int engine_stop(struct engine *g, int64_t deadline_ms)
 		close(g->drained_fd);
 		pthread_mutex_destroy(&g->mu);
 		pthread_cond_destroy(&g->cv);
+		resources_pager_drop(&g->pager);
 		free(g);
 	}
 	return rc;

@@ -52,12 +52,17 @@ enum reader_got reader_next(struct reader *r, const char **line, size_t *len)
 		memmove(r->buf, r->buf + r->consumed, r->len - r->consumed);
 		r->len -= r->consumed;
 		r->consumed = 0;
+		r->scanned = 0;
 	}
 	for (;;) {
-		char *nl = memchr(r->buf, '\n', r->len);
+		/* A long line comes a chunk at a time: look for its newline in the new bytes only,
+		 * not again from the start each time (which was quadratic in the line's length). */
+		char *nl = memchr(r->buf + r->scanned, '\n', r->len - r->scanned);
+		r->scanned = nl ? 0 : r->len;
 		if (r->skipping) {
 			if (!nl) {
 				r->len = 0;
+				r->scanned = 0;
 				return r->eof ? READER_EOF : READER_NEED_MORE;
 			}
 			r->consumed = (size_t)(nl - r->buf) + 1;
@@ -73,6 +78,7 @@ enum reader_got reader_next(struct reader *r, const char **line, size_t *len)
 				/* Too long already: report now, drop the rest as it comes. */
 				r->skipping = true;
 				r->len = 0;
+				r->scanned = 0;
 				return READER_TOO_LONG;
 			}
 			if (r->eof && r->len) {

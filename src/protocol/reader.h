@@ -16,6 +16,7 @@ struct reader {
 	bool skipping;       /* inside a line that is too long: drop until its newline */
 	bool eof;
 	size_t consumed;      /* bytes of the line handed out last, dropped at the next call */
+	size_t scanned;       /* bytes at the start of buf known to hold no newline */
 };
 
 enum reader_got { READER_LINE, READER_TOO_LONG, READER_NEED_MORE, READER_EOF };

@@ -18,9 +18,9 @@ static int by_path(const void *a, const void *b)
 	return strcmp(((const struct ws_entry *)a)->path, ((const struct ws_entry *)b)->path);
 }
 
-/* The workspace's regular files that resources/read takes, sorted; *unreadable counts the
+/* The workspace's regular files that resources/read takes (sorted when asked); *unreadable counts the
  * names it would refuse (control bytes, too long), which are left out. */
-static int list_files(struct sandbox *sb, struct ws_list *ls, size_t *unreadable, struct err *e)
+static int list_files(struct sandbox *sb, struct ws_list *ls, size_t *unreadable, bool sorted, struct err *e)
 {
 	if (sandbox_list(sb, WORKSPACE, ".sandbox", RESOURCES_LIST_MAX, ls, e) < 0)
 		return -1;
@@ -35,7 +35,7 @@ static int list_files(struct sandbox *sb, struct ws_list *ls, size_t *unreadable
 			free(ls->v[i].path);
 	}
 	ls->n = k;
-	if (ls->n > 1)
+	if (sorted && ls->n > 1)
 		qsort(ls->v, ls->n, sizeof *ls->v, by_path);
 	return 0;
 }
@@ -75,37 +75,113 @@ static const char *sniff(struct sandbox *sb, const char *path)
 	return mime;
 }
 
-json_t *resources_list(struct sandbox *sb, const json_t *params, int *code, char *msg, size_t n)
+static uint64_t path_hash(const char *path)
 {
-	uint64_t d;
-	return resources_list_digest(sb, params, &d, code, msg, n);
+	uint64_t h = 1469598103934665603ull;
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return h ^ (h >> 29);
 }
 
-json_t *resources_list_digest(struct sandbox *sb, const json_t *params, uint64_t *digest, int *code, char *msg,
-			      size_t n)
+/* "a" + 16 hex digits of the path's hash + the path in base64: opaque to a client, and a
+ * cursor the server did not make (a typo, a guess, another server's index) fails the check. */
+char *resources_cursor_make(const char *path)
+{
+	size_t bl;
+	char *b = b64_encode(path, strlen(path), &bl);
+	char *c = b ? malloc(bl + 18) : NULL;
+	if (c)
+		snprintf(c, bl + 18, "a%016" PRIx64 "%s", path_hash(path), b);
+	free(b);
+	return c;
+}
+
+int resources_cursor_parse(const char *s, char *out, size_t n)
+{
+	size_t len = s ? strlen(s) : 0;
+	if (len < 18 || s[0] != 'a' || n < 4)
+		return -1;
+	uint64_t h = 0;
+	for (int i = 1; i <= 16; i++) {
+		char c = s[i];
+		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (v < 0)
+			return -1;
+		h = h << 4 | (uint64_t)v;
+	}
+	size_t bl = len - 17;
+	if (bl % 4 || bl / 4 * 3 >= n)
+		return -1;
+	for (size_t i = 17; i < len; i++)
+		if (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')
+			return -1; /* one spelling per cursor */
+	long pl = b64_decode(s + 17, bl, (unsigned char *)out);
+	if (pl <= 0 || (size_t)pl >= n)
+		return -1;
+	out[pl] = 0;
+	if (strlen(out) != (size_t)pl || inputs_path_problem(out, true) || path_hash(out) != h)
+		return -1;
+	return 0;
+}
+
+void resources_pager_drop(struct resources_pager *p)
+{
+	if (p && p->live)
+		ws_list_free(&p->ls);
+	if (p)
+		*p = (struct resources_pager){0};
+}
+
+json_t *resources_list(struct sandbox *sb, struct resources_pager *pager, const json_t *params, int *code, char *msg,
+		       size_t n)
+{
+	uint64_t d;
+	return resources_list_digest(sb, pager, params, &d, code, msg, n);
+}
+
+/* The first entry of the sorted ls after path. */
+static size_t seek_after(const struct ws_list *ls, const char *path)
+{
+	size_t lo = 0, hi = ls->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(ls->v[mid].path, path) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+json_t *resources_list_digest(struct sandbox *sb, struct resources_pager *pager, const json_t *params,
+			      uint64_t *digest, int *code, char *msg, size_t n)
 {
 	const json_t *cur = json_object_get(params, "cursor");
-	size_t from = 0;
-	if (cur && !json_is_null(cur)) {
-		const char *c = json_string_value(cur);
-		char *end = NULL;
-		unsigned long long v = c && *c >= '0' && *c <= '9' ? strtoull(c, &end, 10) : 0;
-		if (!c || !end || *end || v > RESOURCES_LIST_MAX) {
-			*code = RESOURCES_INVALID_PARAMS;
-			snprintf(msg, n, "Invalid params: unknown cursor");
-			return NULL;
-		}
-		from = (size_t)v;
-	}
-	struct ws_list ls;
-	struct err e = {""};
-	size_t unreadable;
-	if (list_files(sb, &ls, &unreadable, &e) < 0) {
-		*code = RESOURCES_INTERNAL_ERROR;
-		snprintf(msg, n, "Internal error: listing the workspace: %s", e.msg);
+	char after[INPUTS_PATH_MAX + 8];
+	bool seek = cur && !json_is_null(cur);
+	if (seek && (!json_is_string(cur) || strlen(json_string_value(cur)) != json_string_length(cur) ||
+		     resources_cursor_parse(json_string_value(cur), after, sizeof after) < 0)) {
+		*code = RESOURCES_INVALID_PARAMS;
+		snprintf(msg, n, "Invalid params: unknown cursor");
 		return NULL;
 	}
-	*digest = digest_of(&ls);
+	struct resources_pager none = {0}, *pg = pager ? pager : &none;
+	if (!seek)
+		resources_pager_drop(pg); /* a new listing sees the tree as it is now */
+	if (!pg->live) {
+		struct err e = {""};
+		if (list_files(sb, &pg->ls, &pg->unreadable, true, &e) < 0) {
+			*code = RESOURCES_INTERNAL_ERROR;
+			snprintf(msg, n, "Internal error: listing the workspace: %s", e.msg);
+			return NULL;
+		}
+		pg->live = true;
+		pg->digest = digest_of(&pg->ls);
+	}
+	struct ws_list ls = pg->ls;
+	size_t unreadable = pg->unreadable;
+	size_t from = seek ? seek_after(&ls, after) : 0;
+	*digest = pg->digest;
 	json_t *arr = json_array(), *r = json_pack("{s:o}", "resources", arr);
 	size_t i = from, bytes = 0;
 	for (; r && i < ls.n && i < from + RESOURCES_PAGE && bytes < RESOURCES_PAGE_BYTES; i++) {
@@ -115,7 +191,9 @@ json_t *resources_list_digest(struct sandbox *sb, const json_t *params, uint64_t
 		json_t *res = uri && name ? json_pack("{s:s, s:s%, s:I}", "uri", uri, "name", name, cl, "size",
 						      (json_int_t)ls.v[i].size)
 					  : NULL;
-		const char *mime = res ? sniff(sb, ls.v[i].path) : NULL;
+		/* An empty file has no bytes to read: its type is its name's (or text/plain). */
+		const char *mime = !res ? NULL : ls.v[i].size ? sniff(sb, ls.v[i].path)
+							       : filekind_mime(ls.v[i].path, (const unsigned char *)"", 0, false);
 		if (mime)
 			json_object_set_new(res, "mimeType", json_string(mime));
 		bytes += (uri ? strlen(uri) : 0) + cl + 64;
@@ -127,9 +205,12 @@ json_t *resources_list_digest(struct sandbox *sb, const json_t *params, uint64_t
 		}
 	}
 	if (r && i < ls.n) {
-		char next[32];
-		snprintf(next, sizeof next, "%zu", i);
-		json_object_set_new(r, "nextCursor", json_string(next));
+		char *next = i ? resources_cursor_make(ls.v[i - 1].path) : NULL;
+		if (!next || json_object_set_new(r, "nextCursor", json_string(next)) < 0) {
+			json_decref(r);
+			r = NULL;
+		}
+		free(next);
 	}
 	/* What the list leaves out, said on its last page (the spec's result has no field for it). */
 	char part[300] = "";
@@ -145,7 +226,9 @@ json_t *resources_list_digest(struct sandbox *sb, const json_t *params, uint64_t
 			 unreadable == 1 ? "" : "s", unreadable == 1 ? "its" : "their", unreadable == 1 ? "is" : "are");
 	if (r && *part && i >= ls.n)
 		json_object_set_new(r, "_meta", json_pack("{s:s}", "sandbox-mcp/partial", part));
-	ws_list_free(&ls);
+	/* Kept for the next page only while there is one. */
+	if (!r || i >= ls.n)
+		resources_pager_drop(pg);
 	if (!r) {
 		*code = RESOURCES_INTERNAL_ERROR;
 		snprintf(msg, n, "Internal error: out of memory");
@@ -224,7 +307,7 @@ uint64_t resources_digest(struct sandbox *sb)
 	struct ws_list ls;
 	struct err e = {""};
 	size_t unreadable;
-	if (list_files(sb, &ls, &unreadable, &e) < 0)
+	if (list_files(sb, &ls, &unreadable, false, &e) < 0) /* the digest takes any order */
 		return 0;
 	uint64_t d = digest_of(&ls);
 	ws_list_free(&ls);

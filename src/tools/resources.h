@@ -27,12 +27,39 @@
 #define RESOURCES_INVALID_PARAMS (-32602)
 #define RESOURCES_INTERNAL_ERROR (-32603)
 
+/*
+ * A listing's pages. A cursor names the path of the last entry its page listed (checked, so a
+ * cursor the server did not make is refused with RESOURCES_INVALID_PARAMS), and the next page
+ * starts at the first path after it in sorted order. The sorted listing of the first page is
+ * kept in the pager until its last page was served, a new listing starts, or the tree may have
+ * changed (resources_pager_drop, after every call): a page then seeks in it, so all pages cost
+ * about one walk. Without it (another server, a call in between) a page walks again and seeks.
+ * So every file is listed at most once in a listing, and each file present from its first page
+ * to its last is listed exactly once; a file added between pages is listed when its path sorts
+ * after the cursor and the tree was walked again.
+ */
+struct resources_pager {
+	struct ws_list ls;           /* the kept sorted listing; n == 0 and v NULL: none */
+	size_t unreadable;
+	uint64_t digest;             /* resources_digest of it */
+	bool live;
+};
+
+/* Forgets the kept listing (memory freed). A zeroed pager holds none. */
+void resources_pager_drop(struct resources_pager *p);
+
 /* resources/list and resources/read: the result (new ref), or NULL with *code and msg (n
- * bytes) saying why. */
-json_t *resources_list(struct sandbox *sb, const json_t *params, int *code, char *msg, size_t n);
+ * bytes) saying why. pager may be NULL (nothing kept). */
+json_t *resources_list(struct sandbox *sb, struct resources_pager *pager, const json_t *params, int *code, char *msg,
+		       size_t n);
 /* The same, and *digest (resources_digest) of the tree it listed. */
-json_t *resources_list_digest(struct sandbox *sb, const json_t *params, uint64_t *digest, int *code, char *msg,
-			      size_t n);
+json_t *resources_list_digest(struct sandbox *sb, struct resources_pager *pager, const json_t *params,
+			      uint64_t *digest, int *code, char *msg, size_t n);
+
+/* A cursor for "after path" (caller frees; NULL when out of memory), and back: 0 with the path
+ * in out (n bytes), or -1 when s is not a cursor this server makes. */
+char *resources_cursor_make(const char *path);
+int resources_cursor_parse(const char *s, char *out, size_t n);
 json_t *resources_read(struct sandbox *sb, const json_t *params, int *code, char *msg, size_t n);
 
 /* A digest of the listed tree (paths, sizes, change times): it differs once the list would.

@@ -18,6 +18,13 @@
  *   test-helper multipart                stdin read as a multipart answer: a line "NAME FILENAME
  *                                        LEN HEX" per part, then "end" or "malformed"
  *   test-helper utf8                     stdin made valid UTF-8, on stdout
+ *   test-helper cursor make PATH | parse CURSOR
+ *                                        resources/list's cursor after PATH; or the path a
+ *                                        cursor names, or "refused"
+ *   test-helper loadb                    each line of stdin read by the server's reader of a
+ *                                        message (bignum_loadb) and by jansson's json_loadb:
+ *                                        "same", "same error", or "differs" and both
+ *   test-helper b64-decode               stdin as base64: the bytes in hex, or "refused"
  *   test-helper log PAD                  logs one line, PAD bytes of "a" then 1000 "é", through
  *                                        the server's log with a client that asked for every
  *                                        level: the notification on stdout, the line on stderr
@@ -56,14 +63,17 @@
 #include "../../backends/daytona/multipart.h"
 #include "../../backends/hostfs/beneath.h"
 #include "../../backends/hostfs/tree.h"
+#include "../../src/base/base64.h"
 #include "../../src/base/clock.h"
 #include "../../src/base/jsonw.h"
 #include "../../src/base/log.h"
 #include "../../src/base/utf8.h"
+#include "../../src/protocol/bignum.h"
 #include "../../src/protocol/era.h"
 #include "../../src/protocol/writer.h"
 #include "../../src/tools/output.h"
 #include "../../src/tools/requirements.h"
+#include "../../src/tools/resources.h"
 #include "../../src/tools/result.h"
 #include "../../src/tools/schema.h"
 
@@ -206,6 +216,75 @@ static int cmd_utf8(int argc, char **argv)
 	if (!out)
 		return 1;
 	fwrite(out, 1, cl, stdout);
+	free(in);
+	free(out);
+	return 0;
+}
+
+static int cmd_cursor(int argc, char **argv)
+{
+	char path[2048];
+	if (argc == 2 && !strcmp(argv[0], "make")) {
+		char *c = resources_cursor_make(argv[1]);
+		if (!c)
+			return 1;
+		printf("%s\n", c);
+		free(c);
+		return 0;
+	}
+	if (argc != 2 || strcmp(argv[0], "parse"))
+		return 1;
+	if (resources_cursor_parse(argv[1], path, sizeof path) < 0)
+		printf("refused\n");
+	else
+		printf("%s\n", path);
+	return 0;
+}
+
+static int cmd_loadb(int argc, char **argv)
+{
+	(void)argv;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	while (argc == 0 && (n = getline(&line, &cap, stdin)) > 0) {
+		if (line[n - 1] == '\n')
+			n--;
+		json_error_t a, b;
+		json_t *got = bignum_loadb(line, (size_t)n, &a);
+		json_t *want = json_loadb(line, (size_t)n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &b);
+		if (got && want && json_equal(got, want))
+			printf("same\n");
+		else if (!got && !want && !strcmp(a.text, b.text) && a.position == b.position)
+			printf("same error\n");
+		else
+			printf("differs: %s (%d) / %s (%d)\n", got ? "read" : a.text, a.position, want ? "read" : b.text,
+			       b.position);
+		json_decref(got);
+		json_decref(want);
+	}
+	free(line);
+	return argc == 0 ? 0 : 1;
+}
+
+static int cmd_b64_decode(int argc, char **argv)
+{
+	(void)argv;
+	size_t n;
+	char *in = argc == 0 ? slurp(stdin, &n) : NULL;
+	unsigned char *out = in ? malloc(n / 4 * 3 + 3) : NULL;
+	if (!out)
+		return 1;
+	long counted = b64_decode(in, n, NULL), got = b64_decode(in, n, out);
+	if (counted != got) {
+		fprintf(stderr, "counted %ld, decoded %ld\n", counted, got);
+		return 1;
+	}
+	if (got < 0)
+		printf("refused");
+	for (long i = 0; i < got; i++)
+		printf("%02x", out[i]);
+	printf("\n");
 	free(in);
 	free(out);
 	return 0;
@@ -427,6 +506,9 @@ static const struct {
 	{"beneath", cmd_beneath},
 	{"multipart", cmd_multipart},
 	{"utf8", cmd_utf8},
+	{"cursor", cmd_cursor},
+	{"b64-decode", cmd_b64_decode},
+	{"loadb", cmd_loadb},
 	{"jsonw", cmd_jsonw},
 	{"log", cmd_log},
 	{"capture", cmd_capture},
