@@ -89,6 +89,8 @@ FUZZER := $(BUILD)/fuzz-message
 FUZZER_OBJS := $(BUILD)/tests/fuzz/fuzz-message.o $(filter-out $(BUILD)/src/main.o,$(OBJS))
 FUZZ_BUILD := build/fuzz
 FUZZ_SECONDS ?= 60
+# FUZZ_RUNS: stop after that many inputs (the first of it and FUZZ_SECONDS to come ends the run).
+FUZZ_RUNS ?=
 FUZZ_MAX_LEN ?= 4096
 MAN := doc/sandbox-mcp.1
 APPARMOR := $(DESTDIR)/etc/apparmor.d/sandbox-mcp
@@ -173,7 +175,7 @@ fuzz:
 	@mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/seeds
 	@for f in tests/fixtures/protocol/*/input.jsonl; do cp "$$f" "$(FUZZ_BUILD)/seeds/$$(basename $$(dirname $$f))"; done
 	cd $(FUZZ_BUILD) && ./fuzz-message -max_len=$(FUZZ_MAX_LEN) -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
-	  $(if $(filter-out 0,$(FUZZ_SECONDS)),-max_total_time=$(FUZZ_SECONDS)) corpus seeds
+	  $(if $(filter-out 0,$(FUZZ_SECONDS)),-max_total_time=$(FUZZ_SECONDS)) $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS)) corpus seeds
 
 # The soak and valgrind measure the release build, whatever SANITIZE says: ASan's quarantine
 # makes the resident size grow by design, and valgrind cannot run an ASan binary. They build

@@ -1,8 +1,8 @@
 # Proof under faults and load, in short forms CI can afford: a libFuzzer run over the message
 # path, a soak of mixed calls on one server, and valgrind's memcheck on a session. The long
 # forms are make targets (make fuzz FUZZ_SECONDS=0, make soak, make valgrind; see doc/testing.md).
-# The fuzz run must reach 1,000 executions in its 30 s, and the soak and valgrind want a CPU:
-# the file runs alone (tests/lib/run.py).
+# The fuzz run executes 1,000 inputs however busy the machine is (its time is only a bound), and
+# the soak and valgrind want a CPU: the file runs alone (tests/lib/run.py).
 # suite: serial
 # suite: uses docker
 load lib/helpers
@@ -16,14 +16,14 @@ teardown_file() {
 	docker_teardown_file
 }
 
-@test "fuzz: libFuzzer over the message path finds nothing in 30 s (make fuzz)" {
+@test "fuzz: libFuzzer over the message path finds nothing in 1,000 inputs (make fuzz)" {
 	command -v clang >/dev/null || skip_or_fail "clang is not installed (scripts/deps.sh test installs it)"
-	run make -C "$REPO_DIR" -s fuzz FUZZ_SECONDS=30
+	run make -C "$REPO_DIR" -s fuzz FUZZ_RUNS=1000 FUZZ_SECONDS=600
 	echo "$output" | grep -vE '^#[0-9]+' | tail -20
 	[ "$status" -eq 0 ]
 	# It really ran: libFuzzer's closing statistics, with inputs executed.
 	[[ "$output" =~ stat::number_of_executed_units:\ +([0-9]+) ]]
-	[ "${BASH_REMATCH[1]}" -gt 1000 ]
+	[ "${BASH_REMATCH[1]}" -ge 1000 ]
 	[ -z "$(ls "$REPO_DIR"/build/fuzz/crash-* "$REPO_DIR"/build/fuzz/leak-* 2>/dev/null)" ]
 }
 
