@@ -473,30 +473,35 @@ EOF
 }
 
 # A server that is not root keeps each workspace in a volume (sandbox.bats, quota). A volume of a
-# server of this host that is gone goes at the next server's start: its pid is gone, or names a
-# process of another start time. A live server's stays, and so does one labelled by an earlier
-# build (.start, another field of /proc/PID/stat) while its pid lives.
-@test "leftover workspace volumes of a server that is gone are removed by the next server; a live one's stay" {
-	local dead start left
+# server of this host and PID namespace that is gone goes at the next server's start: its pid is
+# gone, or names a process of another start time. A live server's stays; so does one of another
+# PID namespace (its pid means nothing here: a server in a container or a CI job's namespace),
+# and one an earlier build labelled without its namespace, whatever its pid.
+@test "leftover workspace volumes of a server that is gone are removed by the next server; a live one's, another PID namespace's stay" {
+	local dead start left ns
 	sh -c 'exit 0' &
 	dead=$!
 	wait "$dead"
 	start=$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$$/stat")
-	mkvol() { # NAME PID STARTLABEL=VALUE
+	ns=$(readlink /proc/self/ns/pid)
+	mkvol() { # NAME PID STARTLABEL=VALUE [PIDNS]
 		docker volume create --label sandbox-mcp=1 --label "sandbox-mcp.pid=$2" --label "sandbox-mcp.$3" \
+			${4:+--label "sandbox-mcp.pidns=$4"} \
 			--label "sandbox-mcp.host=$(hostname)" --label sandbox-mcp.sandbox=docker-00000000 "$1" >/dev/null
 	}
-	mkvol sbx-test-dead "$dead" "starttime=$start"
-	mkvol sbx-test-reused "$$" "starttime=$((start + 1))"
-	mkvol sbx-test-live "$$" "starttime=$start"
+	mkvol sbx-test-dead "$dead" "starttime=$start" "$ns"
+	mkvol sbx-test-reused "$$" "starttime=$((start + 1))" "$ns"
+	mkvol sbx-test-live "$$" "starttime=$start" "$ns"
+	mkvol sbx-test-otherns-dead "$dead" "starttime=$start" "pid:[1]"
 	mkvol sbx-test-earlier-live "$$" "start=123456"
-	mkvol sbx-test-earlier-dead "$dead" "start=123456"
+	mkvol sbx-test-earlier-dead "$dead" "starttime=$start"
 	tool execute_bash_commands '{"code":"echo fresh"}'
 	left=$(docker volume ls -q --filter name=sbx-test- | sort | tr '\n' ' ')
-	docker volume rm -f sbx-test-dead sbx-test-reused sbx-test-live sbx-test-earlier-live sbx-test-earlier-dead
+	docker volume rm -f sbx-test-dead sbx-test-reused sbx-test-live sbx-test-otherns-dead sbx-test-earlier-live \
+		sbx-test-earlier-dead
 	sc '.stdout == "fresh\n"'
-	[ "$left" = "sbx-test-earlier-live sbx-test-live " ]
-	for v in dead reused earlier-dead; do
+	[ "$left" = "sbx-test-earlier-dead sbx-test-earlier-live sbx-test-live sbx-test-otherns-dead " ]
+	for v in dead reused; do
 		grep -qF "removed volume sbx-test-$v, left by a server that is gone" "$SERVER_LOG"
 	done
 }

@@ -16,7 +16,8 @@
  * default seccomp profile plus the server's filter (backends/agenthost/filter.h) installed by the agent, a
  * read-only root, /tmp a tmpfs of --tmp-size, network "none" (--network all: the engine's
  * default bridge), memory (no swap), CPU and process limits from the configuration, and labels
- * naming the server that made it (sandbox-mcp=1, sandbox-mcp.pid, .starttime, .host, .sandbox).
+ * naming the server that made it (sandbox-mcp=1, sandbox-mcp.pid, .starttime, .pidns, .host,
+ * .sandbox).
  *
  * Host side, a sandbox is a folder <state-dir>/docker-<id>, like a local sandbox's: a lock (so
  * a later server can tell a dead server's leftovers), the workspace, bind-mounted at
@@ -97,6 +98,7 @@ struct docker {
 	bool rl_memory, rl_pids; /* the engine could not limit these: fall back to rlimits */
 	char hostname[256];    /* labels: this server */
 	char start_time[32];
+	char pidns[32];        /* the PID namespace its pid means something in: "pid:[INODE]" */
 	char volume[96];       /* the workspace's tmpfs volume (dkvolume.h); "" when none */
 	bool no_pull;          /* --check: a missing image is said, not pulled */
 	bool would_pull;       /* ... and it was missing */
@@ -123,6 +125,8 @@ static void self_labels(struct docker *D)
 	D->hostname[sizeof D->hostname - 1] = '\0';
 	if (proc_start(getpid(), D->start_time, sizeof D->start_time) < 0)
 		snprintf(D->start_time, sizeof D->start_time, "?");
+	ssize_t n = readlink("/proc/self/ns/pid", D->pidns, sizeof D->pidns - 1);
+	D->pidns[n > 0 ? n : 0] = '\0';
 }
 
 /* Image names go into URL paths: keep them to the characters image references use. */
@@ -230,8 +234,9 @@ static json_t *labels(const struct docker *D, const char *role)
 {
 	char pid[24];
 	snprintf(pid, sizeof pid, "%ld", (long)getpid());
-	json_t *l = json_pack("{s:s, s:s, s:s, s:s, s:s}", LABEL, "1", LABEL ".pid", pid, LABEL ".starttime", D->start_time,
-			      LABEL ".host", D->hostname, LABEL ".sandbox", D->host.id);
+	json_t *l = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", LABEL, "1", LABEL ".pid", pid, LABEL ".starttime",
+			      D->start_time, LABEL ".pidns", D->pidns, LABEL ".host", D->hostname, LABEL ".sandbox",
+			      D->host.id);
 	if (l && role)
 		json_object_set_new(l, LABEL ".role", json_string(role));
 	return l;
@@ -661,27 +666,29 @@ static int ensure_image(struct docker *D, struct err *e)
 
 /* ---------------------------------------------------------------- leftovers */
 
-/* Is the server of these labels gone? Only servers of this host are judged: by pid and start
- * time (a pid reused by another process is not the server). Earlier builds labelled .start
- * with another field of /proc/PID/stat, one that changes while they live: theirs are judged by
- * the pid alone, and they never judge ours, which have no .start. */
+/* Is the server of these labels gone? Only servers of this host and of this PID namespace are
+ * judged (a pid means nothing in another: a server in a container or a CI job's namespace on
+ * the same host is never taken for a gone one here): by pid and start time (a pid reused by
+ * another process is not the server). What lacks the namespace label (an earlier build's) is
+ * not judged at all: nothing is removed that cannot be proved to be a gone server's. */
 static bool owner_dead(const struct docker *D, json_t *labels, bool self_too)
 {
 	const char *host = json_string_value(json_object_get(labels, LABEL ".host"));
+	const char *ns = json_string_value(json_object_get(labels, LABEL ".pidns"));
 	const char *pid = json_string_value(json_object_get(labels, LABEL ".pid"));
 	const char *start = json_string_value(json_object_get(labels, LABEL ".starttime"));
-	if (!host || strcmp(host, D->hostname) || !pid)
+	if (!host || strcmp(host, D->hostname) || !ns || !D->pidns[0] || strcmp(ns, D->pidns) || !pid || !start)
 		return false;
 	char *end;
 	long p = strtol(pid, &end, 10);
 	if (*end || p <= 0)
 		return false;
-	if (p == (long)getpid() && start && !strcmp(start, D->start_time))
+	if (p == (long)getpid() && !strcmp(start, D->start_time))
 		return self_too;
 	char now[32];
 	if (kill((pid_t)p, 0) < 0 && errno == ESRCH)
 		return true;
-	return start && proc_start((pid_t)p, now, sizeof now) == 0 && strcmp(now, start) != 0;
+	return proc_start((pid_t)p, now, sizeof now) == 0 && strcmp(now, start) != 0;
 }
 
 struct reap_ctx {
