@@ -80,6 +80,8 @@ startup_case() {
 		--mount "$A:/mnt/a:rw" --mount "$A/in:/mnt/in"
 	refused_at_start "--wheelhouse: the host folder $A/wh is in $A, $nested" --mount "$A:/mnt/a:rw" --wheelhouse "$A/wh"
 	refused_at_start "--workspace: the host folder $A/ws is in $A, $nested" --mount "$A:/mnt/a:rw" --workspace "$A/ws"
+	# $A is a workspace already (its .sandbox folder), so that nothing but the nesting is at fault.
+	mkdir "$A/.sandbox"
 	refused_at_start "--mount /mnt/in: the host folder $A/in is in $A, $nested \(--workspace\)" \
 		--workspace "$A" --mount "$A/in:/mnt/in"
 	# A second path to the same folder does not hide it: a symlink, and a bind mount on the host.
