@@ -346,6 +346,59 @@ EOF
 	[ $(($(date +%s) - t0)) -lt 12 ]
 }
 
+@test "a full disk is said as such and the sandbox kept: the code gets ENOSPC, the next call runs, rm frees it, python runs again" {
+	control '{"disk": 33554432}' | jq -e '.disk == 33554432' >/dev/null ||
+		skip_or_fail "the Daytona test server cannot give a sandbox a disk of its own here (it needs root)"
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"head -c 64M /dev/zero > big; echo head=$?"}')
+$(call_json 2 execute_bash_commands '{"code":"echo still here"}')
+$(call_json 3 execute_bash_commands '{"code":"rm big; echo freed"}')
+$(call_json 4 execute_python '{"script":"print(\"py again\")"}')
+EOF
+	res 1
+	sc '.exit_code == 0 and .stdout == "head=1\n" and (.stderr | test("No space left on device")) and .error == null'
+	local id
+	id=$(jqe "$result" '.' && jq -r '.structuredContent.sandbox_id' <<<"$result")
+	res 2
+	sc ".exit_code == 0 and .stdout == \"still here\n\" and .sandbox_id == \"$id\" and .notice == null"
+	res 3
+	sc ".exit_code == 0 and .stdout == \"freed\n\" and .sandbox_id == \"$id\""
+	res 4
+	sc ".exit_code == 0 and .stdout == \"py again\n\" and .sandbox_id == \"$id\" and .notice == null"
+	# The sandbox was deleted once, at the end.
+	requests | jq -se '[.[] | select(.method == "DELETE")] | length == 1'
+	requests | jq -se '[.[] | select(.method == "POST" and .path == "/api/sandbox")] | length == 1'
+}
+
+@test "a disk too full for the call runner's own files, /dev/shm too: the call says the workspace is full, the sandbox is kept, and cleanup_sandbox frees it" {
+	control '{"disk": 33554432}' | jq -e '.disk == 33554432' >/dev/null ||
+		skip_or_fail "the Daytona test server cannot give a sandbox a disk of its own here (it needs root)"
+	# Between the calls another client of the sandbox takes everything, through the toolbox:
+	# the runner's folders and reserve, the disk, /dev/shm.
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo one"}')
+{"wait": 1}
+$(jq -cn --arg c "python3 '$BATS_TEST_DIRNAME/daytona/fill.py' '$DT_URL' '$DT_KEY'" '{sh: $c}')
+$(call_json 2 execute_bash_commands '{"code":"echo never"}')
+{"wait": 2}
+$(call_json 3 cleanup_sandbox '{}')
+{"wait": 3}
+$(call_json 4 execute_bash_commands '{"code":"echo fresh"}')
+EOF
+	res 1
+	local id
+	id=$(jq -r '.structuredContent.sandbox_id' <<<"$result")
+	res 2
+	sc ".exit_code == 1 and .stdout == \"\" and .sandbox_id == \"$id\" and .notice == null"
+	sc '.error | test("disk is full \\(No space left on device\\).*the workspace is full: remove files with execute_bash_commands \\(rm\\), or call cleanup_sandbox")'
+	res 4
+	sc '.exit_code == 0 and .stdout == "fresh\n" and .sandbox_id != "'"$id"'"'
+	# Deleted by cleanup_sandbox, not before.
+	requests | jq -se '[.[] | select(.method == "POST" and .path == "/api/sandbox")] | length == 2'
+}
+
 @test "a sandbox that never starts: a clear error within the start timeout, and it is deleted" {
 	control '{"fail": "never_start"}' >/dev/null
 	export SANDBOX_DAYTONA_START_TIMEOUT=2

@@ -269,10 +269,11 @@ files_full_case() {
 		[ "$(id -u)" -eq 0 ] || skip_or_fail "the workspace quota on the host's disk needs the server to be root"
 		size=(--workspace-size 32M)
 	fi
-	# Full, then 1 MiB freed: room for a small file, not for 3 MB.
-	local fill='printf old-a > a.txt; printf old-b > b.txt; head -c 64M /dev/zero > big 2>/dev/null; truncate -s -1M big; echo filled'
+	# Full, then 16 KiB freed: room for a small file, not for 30,000 bytes (which on Daytona go
+	# in the call's request, to the runner: a larger batch would go by bulk upload first).
+	local fill='printf old-a > a.txt; printf old-b > b.txt; head -c 64M /dev/zero > big 2>/dev/null; truncate -s -16K big; echo filled'
 	local files
-	head -c 3000000 /dev/zero | tr '\0' x >"$BATS_TEST_TMPDIR/b"
+	head -c 30000 /dev/zero | tr '\0' x >"$BATS_TEST_TMPDIR/b"
 	files=$(jq -cn --rawfile b "$BATS_TEST_TMPDIR/b" '{jsonrpc: "2.0", id: 2, method: "tools/call", params: {name:
 		"execute_bash_commands", arguments: {code: "echo ran", files: {"a.txt": "new-a", "b.txt": $b}}}}')
 	mcp_session "${size[@]}" <<EOF

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -550,14 +551,14 @@ static int ws_exec(void *ctx, const char *cmd, int timeout_s, char **out, int *c
 	return tb_exec(ctx, cmd, timeout_s, SMALL_BODY, -1, out, code, e);
 }
 
-static int fresh_dir(char *dir, size_t n, struct err *e);
+static int fresh_dir(char *dir, size_t n, const char *prefix, struct err *e);
 
 /* Takes --workspace DIR (wsdir.h's rules) before the sandbox is made: a folder that may not be
  * taken costs no sandbox. The runner keeps its listings in a fresh folder of its own. */
 static int take_workspace(struct daytona *D, const char *path, struct err *e)
 {
 	char state[128];
-	if (fresh_dir(state, sizeof state, e) < 0)
+	if (fresh_dir(state, sizeof state, "", e) < 0)
 		return -1;
 	D->io = (struct wssync_io){.upload = ws_upload, .download = ws_download, .exec = ws_exec, .ctx = D,
 				   .python = D->python};
@@ -786,16 +787,27 @@ static int set_network(struct daytona *D, bool block, const char *allow, struct 
 	return rc;
 }
 
-/* A fresh folder name for one call's state and uploads: RUN_DIR/<128 random bits>. */
-static int fresh_dir(char *dir, size_t n, struct err *e)
+/* A fresh folder name: RUN_DIR/<prefix><128 random bits>. A call's folder (prefix "call-")
+ * holds its state and uploads; the runner removes it at the next call's start. */
+static int fresh_dir(char *dir, size_t n, const char *prefix, struct err *e)
 {
 	unsigned char r[16];
 	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
 		return err_sys(e, "getrandom");
-	int o = snprintf(dir, n, "%s/", RUN_DIR);
+	int o = snprintf(dir, n, "%s/%s", RUN_DIR, prefix);
 	for (size_t i = 0; i < sizeof r && o > 0 && (size_t)o + 2 < n; i++)
 		o += snprintf(dir + o, n - (size_t)o, "%02x", r[i]);
 	return 0;
+}
+
+/* Whether an answer of the toolbox daemon says its disk is full ("no space left on device"). */
+static bool says_full(const char *body)
+{
+	const char *w = "no space left on device";
+	for (const char *p = body; p && *p; p++)
+		if (!strncasecmp(p, w, strlen(w)))
+			return true;
+	return false;
 }
 
 /* Uploads the files into dir (as put-N, for the runner to put in place). */
@@ -820,6 +832,11 @@ static int upload(struct daytona *D, const struct run_file *files, size_t nfiles
 		return lost_or_failed(D, e);
 	if (rs.status != 200) {
 		rest_fail(&rs, "uploading files into the Daytona sandbox", e);
+		if (says_full(rs.body)) {
+			/* The daemon's words (Go's): said as the other backends say it. */
+			err_clear(e);
+			err_set(e, "uploading files into the Daytona sandbox: %s (its disk is full)", strerror(ENOSPC));
+		}
 		http_resp_free(&rs);
 		return lost_or_failed(D, e);
 	}
@@ -852,7 +869,7 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 	if (!D->id[0] || !D->open)
 		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
 	char dir[128], word[300];
-	if (fresh_dir(dir, sizeof dir, e) < 0)
+	if (fresh_dir(dir, sizeof dir, "call-", e) < 0)
 		return -1;
 	size_t size = 0;
 	for (size_t i = 0; i < rq->nfiles; i++)
@@ -901,7 +918,7 @@ static int daytona_put(struct backend *b, const struct run_file *f, struct err *
 		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
 	char dir[128], tail[200] = "";
 	bool up = f->len > INLINE_MAX;
-	int rc = up ? fresh_dir(dir, sizeof dir, e) : 0;
+	int rc = up ? fresh_dir(dir, sizeof dir, "", e) : 0;
 	if (rc == 0 && up)
 		rc = upload(D, f, 1, dir, e);
 	if (rc)
