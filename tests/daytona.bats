@@ -315,6 +315,46 @@ EOF
 	requests | jq -se '[.[] | select(.method == "POST" and .path == "/api/sandbox")] | length == 1'
 }
 
+# leak_case MODE [MORE_CONTROL]: the create request is handled (a sandbox made), then its answer
+# fails as MODE says (server.py). The call fails naming the step; the create was sent once; the
+# sandbox it made is found by its label and deleted before the call's result; none is left.
+leak_case() {
+	control "{\"fail\": \"$1\", \"count\": 1, \"method\": \"POST\", \"path\": \"/api/sandbox\"${2:+, $2}}" >/dev/null
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo hi"}')
+{"wait": 1}
+$(jq -cn --arg c "python3 -c 'import json, sys, urllib.request; print(len(json.load(urllib.request.urlopen(sys.argv[1]))[\"sandboxes\"]))' '$DT_URL/_control' >'$BATS_TEST_TMPDIR/live'" '{sh: $c}')
+EOF
+	res 1
+	sc '.exit_code == 1 and (.error | test("daytona: creating a Daytona sandbox: "))'
+	[ "$(cat "$BATS_TEST_TMPDIR/live")" -eq 0 ]
+	[ "$(live_sandboxes)" -eq 0 ]
+	requests | jq -se '[.[] | select(.method == "POST" and .path == "/api/sandbox")] | length == 1'
+	grep -q "made by a create whose answer was lost" "$SERVER_LOG"
+}
+
+@test "a create that made a sandbox and answered 500: the sandbox is found by its label and deleted, the create not sent again" {
+	leak_case 500_after
+}
+
+@test "a create that made a sandbox and whose answer was cut short: the sandbox is deleted, the create not sent again" {
+	leak_case truncated
+}
+
+@test "a create that made a sandbox and answered a malformed 200: the sandbox is deleted, the create not sent again" {
+	leak_case malformed
+}
+
+@test "a create that made a sandbox and whose connection was reset: not sent again (no second sandbox), the sandbox deleted" {
+	leak_case reset_after
+}
+
+@test "a create whose answer was lost, while its sandbox still refuses deletion (409, being made): deleted once it may be" {
+	leak_case reset_after '"start_s": 2, "busy_delete": true'
+	requests | jq -se 'any(.method == "DELETE" and .status == 409) and any(.method == "DELETE" and .status == 200)'
+}
+
 @test "429 with Retry-After is waited out and retried; the call succeeds" {
 	control '{"fail": "429", "count": 2, "seconds": 1}' >/dev/null
 	tool execute_bash_commands '{"code":"echo hi"}'

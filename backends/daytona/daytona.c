@@ -64,6 +64,9 @@
 #define CREATE_TIMEOUT_MS 75000L        /* the API may hold a create for 30 s */
 #define PROBE_TIMEOUT_MS 5000L
 #define SHUTDOWN_DELETE_MS 1500L        /* the server must exit within 2 s */
+/* How long a failed making looks for, and deletes, what its create may have made: a sandbox
+ * refuses its delete (409) while it is being made. */
+#define FORGET_MS 60000L
 /* Files up to this much in all go in the command of the request that uses them (base64, a
  * third more), larger ones up by bulk upload first: the toolbox proxy retries a stale
  * connection only for bodies up to 256 KiB, and the shell reads a here-document a byte at a
@@ -86,6 +89,7 @@ struct daytona {
 	const char *python;    /* cfg->python, borrowed */
 	char *baseline;        /* "PID:START,..." of the sandbox's own processes, spared by sweeps */
 	char attempt[40];      /* ATTEMPT_LABEL of the sandbox being made */
+	bool create_sent;      /* its create request went out: the service may have made it */
 	long disk_gib;         /* the sandbox's disk as Daytona reports it; 0 unknown */
 	struct mount_copy {    /* what of each --mount folder was copied in */
 		size_t files;
@@ -138,17 +142,26 @@ static const char *json_str(const json_t *o, const char *key)
 
 /* ---------------------------------------------------------------- requests */
 
-static int api(struct daytona *D, const char *method, const char *path, json_t *body, long timeout_ms,
-	       struct http_resp *rs, struct err *e)
+/* fresh: a connection of its own, for a request that must not run twice (http.h). */
+static int api_req(struct daytona *D, const char *method, const char *path, json_t *body, long timeout_ms, bool fresh,
+		   struct http_resp *rs, struct err *e)
 {
 	char *url = rest_url(&D->rest, path);
-	if (!url)
+	if (!url) {
+		memset(rs, 0, sizeof *rs);
 		return err_set(e, "out of memory");
+	}
 	struct rest_req rq = {.method = method, .url = url, .json = body, .timeout_ms = timeout_ms,
-			    .max_body = SMALL_BODY};
+			    .max_body = SMALL_BODY, .fresh = fresh};
 	int rc = rest_call(&D->rest, &rq, rs, e);
 	free(url);
 	return rc;
+}
+
+static int api(struct daytona *D, const char *method, const char *path, json_t *body, long timeout_ms,
+	       struct http_resp *rs, struct err *e)
+{
+	return api_req(D, method, path, body, timeout_ms, false, rs, e);
 }
 
 static int tbx(struct daytona *D, const char *method, const char *path, json_t *body, const struct rest_file *parts,
@@ -575,7 +588,10 @@ static int make_sandbox(struct backend *b, struct err *e)
 		return err_set(e, "out of memory");
 	struct http_resp rs;
 	struct err he = {""};
-	int rc = api(D, "POST", "/sandbox", body, CREATE_TIMEOUT_MS, &rs, &he);
+	/* Never sent twice: a create whose answer is lost may have made a sandbox, which is found
+	 * by its attempt label instead (forget_attempt). */
+	D->create_sent = true;
+	int rc = api_req(D, "POST", "/sandbox", body, CREATE_TIMEOUT_MS, true, &rs, &he);
 	json_decref(body);
 	if (rc < 0)
 		return err_set(e, "creating a Daytona sandbox: %s", he.msg);
@@ -643,33 +659,69 @@ static int make_sandbox(struct backend *b, struct err *e)
 
 static int delete_sandbox(struct rest *h, const char *id, long timeout_ms, int tries, struct err *e);
 
-/* Deletes what a cut-short making may have left: the sandbox by its id when the create was
- * answered, else whatever carries this attempt's label. Bounded: a shutdown must end in 2 s. */
-static void forget_attempt(struct daytona *D)
+/*
+ * Deletes what a making that failed may have left, when its create got no usable answer (an
+ * error after the service made the sandbox, a malformed or cut answer, a reset): whatever
+ * carries this attempt's label, listed again after each round until none is left; a delete
+ * refused while the sandbox is still being made (409) is tried again in the next round. Until
+ * `until` (monotonic ms); when cancel_fd turns readable, one more round of at most 700 ms.
+ * 0 once a list shows none left.
+ */
+static int forget_attempt(struct daytona *D, int64_t until, int cancel_fd)
 {
-	struct err e = {""};
-	if (D->id[0]) {
-		delete_sandbox(&D->rest, D->id, 1000, 1, &e);
-		D->id[0] = '\0';
-		return;
-	}
 	char *lab = NULL, path[256], filter[128];
 	snprintf(filter, sizeof filter, "{\"" ATTEMPT_LABEL "\":\"%s\"}", D->attempt);
 	lab = http_escape(filter);
-	snprintf(path, sizeof path, "/sandbox?limit=10&labels=%s", lab ? lab : "");
+	if (!lab)
+		return -1;
+	snprintf(path, sizeof path, "/sandbox?limit=10&labels=%s", lab);
 	free(lab);
-	struct http_resp rs;
-	if (api(D, "GET", path, NULL, 700, &rs, &e) == 0 && rs.status == 200) {
-		json_t *items = json_is_array(rs.json) ? rs.json : json_object_get(rs.json, "items");
-		size_t i;
-		json_t *it;
-		json_array_foreach(items, i, it) {
-			const char *id = json_str(it, "id");
-			if (id && strlen(id) < 100)
-				delete_sandbox(&D->rest, id, 700, 1, &e);
+	int saved = D->rest.http.cancel_fd;
+	D->rest.http.cancel_fd = -1; /* the cleanup goes on when the making is cancelled, bounded */
+	int rc = -1;
+	for (int round = 0;; round++) {
+		if (cancel_fd >= 0 && poll(&(struct pollfd){cancel_fd, POLLIN, 0}, 1, 0) > 0) {
+			cancel_fd = -1;
+			if (until > clock_ms() + 700)
+				until = clock_ms() + 700;
 		}
+		int64_t left = until - clock_ms();
+		if (left <= 0)
+			break;
+		struct http_resp rs;
+		struct err e = {""};
+		size_t live = 0;
+		if (api(D, "GET", path, NULL, left < API_TIMEOUT_MS ? (long)left : API_TIMEOUT_MS, &rs, &e) == 0 &&
+		    rs.status == 200) {
+			json_t *items = json_is_array(rs.json) ? rs.json : json_object_get(rs.json, "items");
+			size_t i;
+			json_t *it;
+			json_array_foreach(items, i, it) {
+				const char *id = json_str(it, "id"), *st = json_str(it, "state");
+				if (!id || strlen(id) >= 100 || (st && (!strcmp(st, "destroyed") || !strcmp(st, "destroying"))))
+					continue;
+				live++;
+				left = until - clock_ms();
+				if (left > 0 && delete_sandbox(&D->rest, id, left < 10000 ? (long)left : 10000, 1, &e) == 0)
+					log_msg(LOG_INFO, "deleted Daytona sandbox %s, made by a create whose answer was lost", id);
+				else if (round == 0)
+					log_msg(LOG_DEBUG, "daytona: deleting %s, made by a create whose answer was lost: %s", id, e.msg);
+			}
+			if (!live) {
+				http_resp_free(&rs);
+				rc = 0;
+				break;
+			}
+		}
+		http_resp_free(&rs);
+		left = until - clock_ms();
+		sleep_ms(left < 500 ? left : 500);
 	}
-	http_resp_free(&rs);
+	D->rest.http.cancel_fd = saved;
+	if (rc < 0)
+		log_msg(LOG_WARNING, "a Daytona sandbox made by a create whose answer was lost may be left (label %s=%s); "
+				     "this server deletes it at its next start, or Daytona once it is idle", ATTEMPT_LABEL, D->attempt);
+	return rc;
 }
 
 /* Deletes the sandboxes this very server made and no longer has: a create cut short before
@@ -715,15 +767,15 @@ static int daytona_start(struct backend *b, int cancel_fd, struct err *e)
 		return -1;
 	D->rest.http.cancel_fd = cancel_fd;
 	forget_own_leftovers(D);
+	D->create_sent = false;
 	int rc = make_sandbox(b, e);
 	bool cancelled = rc < 0 && (D->rest.http.cancelled ||
 				    (cancel_fd >= 0 && poll(&(struct pollfd){cancel_fd, POLLIN, 0}, 1, 0) > 0));
 	D->rest.http.cancel_fd = -1;
-	if (cancelled) {
-		forget_attempt(D);
-		return BACKEND_CANCELLED;
-	}
-	return rc;
+	/* A sandbox with an id is deleted by the destroy that follows a failed start. */
+	if (rc < 0 && D->create_sent && !D->id[0])
+		forget_attempt(D, clock_ms() + (cancelled ? 700 : FORGET_MS), cancelled ? -1 : cancel_fd);
+	return cancelled ? BACKEND_CANCELLED : rc;
 }
 
 /* ---------------------------------------------------------------- run */
@@ -1097,7 +1149,7 @@ static int daytona_destroy(struct backend *b, enum backend_end how, struct err *
 		struct err de = {""};
 		if (shutdown && b->cfg->keep) {
 			log_msg(LOG_NOTICE, "kept Daytona sandbox %s; Daytona stops and deletes it once it is idle", D->id);
-		} else if (delete_sandbox(&D->rest, D->id, shutdown ? SHUTDOWN_DELETE_MS : 10000, shutdown ? 1 : 3, &de) < 0) {
+		} else if (delete_sandbox(&D->rest, D->id, shutdown ? SHUTDOWN_DELETE_MS : 10000, shutdown ? 1 : 30, &de) < 0) {
 			rc = err_set(e, "could not delete Daytona sandbox %s: %s (Daytona deletes it once it is idle)", D->id,
 				     de.msg);
 			log_msg(LOG_WARNING, "%s", e->msg);

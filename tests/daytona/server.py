@@ -25,6 +25,14 @@ Control: POST /_control {"fail": MODE, "count": N, "on": "api"|"toolbox"|"all", 
                          "method": M, "path": P}   (method and path: only requests that match)
   MODE: "500", "401", "429" (with Retry-After: S), "slow" (S seconds), "drop" (close the
   connection without an answer), "never_start" (sandboxes stay "creating"), "" (none).
+  Failures after the work (the request is handled, a sandbox made, then the answer fails):
+  "500_after" (HTTP 500 instead of the answer), "truncated" (the answer's headers, then half
+  its body and the connection closed), "malformed" (200 with half the body: not JSON),
+  "reset_after" (the connection reset, no answer). A client that sends the request again
+  makes the work twice: the log has every request.
+  "start_s": S keeps sandboxes created from then on "creating" for S seconds (default
+  DAYTONA_TEST_START_S); "busy_delete": true answers a DELETE of a sandbox still "creating"
+  with 409 ("state change in progress"), as the API does.
   "memory": BYTES gives sandboxes created from then on a memory cgroup of that limit, as a real
   sandbox's container has (when this server runs as root on cgroup v1; 0: none, the default).
   count: how many matching requests fail (default: all). GET /_control returns the state and
@@ -54,7 +62,8 @@ LOCK = threading.Lock()
 SANDBOXES = {}
 LATENCY_MS = float(os.environ.get('DAYTONA_TEST_LATENCY_MS', '0'))
 CONTROL = {'fail': '', 'count': -1, 'on': 'all', 'seconds': 1, 'memory': 0, 'latency_ms': LATENCY_MS,
-           'no_bash': False, 'disk': 0}
+           'no_bash': False, 'disk': 0, 'start_s': None, 'busy_delete': False}
+AFTER = ('500_after', 'truncated', 'malformed', 'reset_after')
 CGROUP_V1 = '/sys/fs/cgroup/memory'
 
 
@@ -159,6 +168,7 @@ class Sandbox:
         for d in ('tmp', 'home/daytona'):
             os.makedirs(os.path.join(self.root, d))
         self.created = time.monotonic()
+        self.start_s = START_S if CONTROL.get('start_s') is None else float(CONTROL['start_s'])
         self.never_start = CONTROL['fail'] == 'never_start'
         self.sessions = {}
         self.cgroup = make_cgroup(self.id, CONTROL.get('memory') or 0)
@@ -186,7 +196,7 @@ class Sandbox:
         }
 
     def refresh(self):
-        if self.dto['state'] == 'creating' and not self.never_start and time.monotonic() - self.created >= START_S:
+        if self.dto['state'] == 'creating' and not self.never_start and time.monotonic() - self.created >= self.start_s:
             self.dto['state'] = 'started'
         return self.dto
 
@@ -330,6 +340,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def send(self, status, obj=None, raw=None, ctype='application/json', headers=()):
         data = raw if raw is not None else (json.dumps(obj).encode() if obj is not None else b'')
+        after, self.after = getattr(self, 'after', None), None
+        if after == '500_after':
+            return self.error(500, 'An unexpected error occurred.')
+        if after == 'reset_after':
+            log('reset_after: %s %s handled, the connection reset' % (self.command, urlsplit(self.path).path))
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b'\x01\x00\x00\x00\x00\x00\x00\x00')
+            self.close_connection = True
+            self.status = 'dropped'
+            self.connection.close()
+            return
+        if after == 'malformed':
+            data = data[:len(data) // 2]
         self.send_response(status)
         if data or status not in (204,):
             self.send_header('Content-Type', ctype)
@@ -337,9 +359,16 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in headers:
             self.send_header(k, v)
         self.end_headers()
+        if after == 'truncated':
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.status = 'dropped'
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         if data:
             self.wfile.write(data)
-        self.status = status
+        self.status = status if after is None else '%d (%s)' % (status, after)
 
     def error(self, status, message, source='DAYTONA_API', code=None, headers=()):
         names = {400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 408: 'Request Timeout',
@@ -365,6 +394,9 @@ class Handler(BaseHTTPRequestHandler):
             if CONTROL['count'] > 0:
                 CONTROL['count'] -= 1
             secs = CONTROL['seconds']
+        if mode in AFTER:
+            self.after = mode
+            return False
         if mode == 'slow':
             log('slow: holding %s %s for %s s' % (self.command, urlsplit(self.path).path, secs))
             time.sleep(secs)
@@ -387,7 +419,7 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
     def handle_any(self, method):
-        self.status, self.consumed = None, False
+        self.status, self.consumed, self.after = None, False, None
         url = urlsplit(self.path)
         self.query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         parts = [unquote(p) for p in url.path.split('/') if p]
@@ -439,7 +471,8 @@ class Handler(BaseHTTPRequestHandler):
             b = self.json_body() or {}
             with LOCK:
                 CONTROL.update({'fail': '', 'count': -1, 'on': 'all', 'seconds': 1, 'method': '', 'path': '',
-                                'memory': 0, 'latency_ms': LATENCY_MS, 'no_bash': False, 'disk': 0})
+                                'memory': 0, 'latency_ms': LATENCY_MS, 'no_bash': False, 'disk': 0,
+                                'start_s': None, 'busy_delete': False})
                 CONTROL.update(b)
                 if CONTROL['disk'] and os.geteuid() != 0:
                     CONTROL['disk'] = 0  # cannot mount: the answer says so
@@ -489,6 +522,8 @@ class Handler(BaseHTTPRequestHandler):
             if len(p) == 2 and method == 'GET':
                 return self.send(200, s.refresh())
             if len(p) == 2 and method == 'DELETE':
+                if CONTROL.get('busy_delete') and s.refresh()['state'] == 'creating':
+                    return self.error(409, 'Sandbox state change in progress')
                 with LOCK:
                     SANDBOXES.pop(s.id, None)
                 s.remove()
