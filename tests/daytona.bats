@@ -355,6 +355,27 @@ EOF
 	requests | jq -se 'any(.method == "DELETE" and .status == 409) and any(.method == "DELETE" and .status == 200)'
 }
 
+@test "a call's execute sent again by the HTTP client after a reset does not run the call twice" {
+	# The runner's go is handled (the call runs), then the connection is reset before its
+	# answer: libcurl sends it again on a new connection, and the second go waits instead.
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo warm"}')
+{"wait": 1}
+$(jq -cn --arg c "python3 -c 'import sys, urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method=\"POST\"))' '$DT_URL/_control' '{\"fail\": \"reset_after\", \"count\": 1, \"method\": \"POST\", \"path\": \"*/process/execute\"}'" '{sh: $c}')
+$(call_json 2 execute_bash_commands '{"code":"echo ran >> runs; echo once"}')
+{"wait": 2}
+$(call_json 3 execute_bash_commands '{"code":"cat runs"}')
+EOF
+	res 2
+	sc '.exit_code == 0 and .stdout == "once\n"'
+	res 3
+	sc '.stdout == "ran\n"'
+	# The go was handled, reset, and sent again.
+	[ "$(grep -c 'reset_after: POST /toolbox/.*/process/execute handled' "$DT_LOG")" -eq 1 ]
+	requests | jq -se '[.[] | select(.path | endswith("/process/execute"))] | .[3].status == "dropped" and .[4].status == 200'
+}
+
 @test "429 with Retry-After is waited out and retried; the call succeeds" {
 	control '{"fail": "429", "count": 2, "seconds": 1}' >/dev/null
 	tool execute_bash_commands '{"code":"echo hi"}'

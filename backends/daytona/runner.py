@@ -13,7 +13,8 @@
 #       code left at DST (a FIFO, a symlink) is replaced, never opened, and a batch that
 #       fails (a full disk) changes nothing. WATCH (or ""): a folder; the result says
 #       whether anything under it changed during the call. The folders of earlier calls
-#       beside DIR (call-...) are removed first: their calls are over.
+#       beside DIR (call-...) are removed first: their calls are over. A go sent again for
+#       the same DIR does not start the call again: it waits as poll, from offsets 0.
 #   poll DIR WAIT_MS CHUNK KEEP SYNC OFF1 OFF2 SWEPT
 #       waits until the call ends, its keeper is gone, WAIT_MS pass, or output past the
 #       offsets has come and 0.25 s passed; sweeps when the call has ended (SWEPT 0); prints
@@ -820,6 +821,12 @@ def go(a):
     data = [data_line() for i in range(nput) if a[13 + 3 * i] == '-']
     if os.path.exists(d0 + '/kill') or os.path.exists(alt(d0) + '/kill'):  # came after the kill that cancelled it
         return {'done': {'error': 'the call was cancelled before it started'}, 's': []}
+    d = locate(d0)
+    if os.path.exists(d + '/waiter'):
+        # This call's go came before (an HTTP client may send a request again when its
+        # connection dies before the answer): the call is not started twice; wait as poll.
+        take_over(d)
+        return wait_end(d, wait, size, keep, a[4], (0, 0), False)
     clear_old(d0)
     clear_old(alt(d0))
     if a[4] != '-':

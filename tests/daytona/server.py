@@ -35,7 +35,8 @@ Control: POST /_control {"fail": MODE, "count": N, "on": "api"|"toolbox"|"all", 
   with 409 ("state change in progress"), as the API does.
   "memory": BYTES gives sandboxes created from then on a memory cgroup of that limit, as a real
   sandbox's container has (when this server runs as root on cgroup v1; 0: none, the default).
-  count: how many matching requests fail (default: all). GET /_control returns the state and
+  count: how many matching requests fail (default: all); a path "*/x" matches every path
+  that ends with "/x". GET /_control returns the state and
   the log of requests (method, path, status, the X-Daytona-* headers and the User-Agent).
   "latency_ms": MS sets the added latency of every API and toolbox request (not /_control);
   a POST without it restores DAYTONA_TEST_LATENCY_MS.
@@ -389,7 +390,8 @@ class Handler(BaseHTTPRequestHandler):
                 return False
             if CONTROL.get('method') and CONTROL['method'] != self.command:
                 return False
-            if CONTROL.get('path') and CONTROL['path'] != urlsplit(self.path).path:
+            want, path = CONTROL.get('path'), urlsplit(self.path).path
+            if want and (not path.endswith(want[1:]) if want.startswith('*') else want != path):
                 return False
             if CONTROL['count'] > 0:
                 CONTROL['count'] -= 1
