@@ -432,7 +432,7 @@ EOF
 	requests | jq -se '[.[] | select(.method == "POST" and .path == "/api/sandbox")] | length == 1'
 }
 
-@test "a disk too full for the call runner's own files, /dev/shm too: the call says the workspace is full, the sandbox is kept, and cleanup_sandbox frees it" {
+@test "a disk too full for the call runner's own files, /dev/shm too: the call says the disk is full, the sandbox is kept, and cleanup_sandbox goes on" {
 	control '{"disk": 33554432}' | jq -e '.disk == 33554432' >/dev/null ||
 		skip_or_fail "the Daytona test server cannot give a sandbox a disk of its own here (it needs root)"
 	# Between the calls another client of the sandbox takes everything, through the toolbox:
@@ -453,7 +453,7 @@ EOF
 	id=$(jq -r '.structuredContent.sandbox_id' <<<"$result")
 	res 2
 	sc ".exit_code == 1 and .stdout == \"\" and .sandbox_id == \"$id\" and .notice == null"
-	sc '.error | test("disk is full \\(No space left on device\\).*the workspace is full: remove files with execute_bash_commands \\(rm\\), or call cleanup_sandbox")'
+	sc '.error | test("disk is full \\(No space left on device\\): not even the call runner.s own files fit, so the call could not start; call cleanup_sandbox")'
 	res 4
 	sc '.exit_code == 0 and .stdout == "fresh\n" and .sandbox_id != "'"$id"'"'
 	# Deleted by cleanup_sandbox, not before.

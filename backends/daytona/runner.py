@@ -43,8 +43,8 @@
 import base64, errno, json, os, select, signal, sys, time, zlib
 
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
-FULL = ('the sandbox\'s disk is full (No space left on device), so the call could not start: '
-        'the workspace is full: remove files with execute_bash_commands (rm), or call cleanup_sandbox')
+FULL = ('the sandbox\'s disk is full (No space left on device): not even the call runner\'s own files fit, '
+        'so the call could not start; call cleanup_sandbox to go on with a new sandbox and an empty workspace')
 RESERVE = 256 << 10
 RUN = ['']  # the folder that holds the calls' folders and the reserve ('' until a call names it)
 
