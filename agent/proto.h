@@ -18,8 +18,9 @@
  *                                that whatever the code left there (a FIFO, a symlink) is
  *                                replaced, never opened; all or none: every file is written
  *                                whole under a temporary name before any is renamed, and a
- *                                batch that fails (ENOSPC) leaves every path as it was and no
- *                                temporary file; n is 1 to AG_PUT_FILES; answered by AG_OK /
+ *                                batch that fails (ENOSPC) leaves every path as it was, and no
+ *                                temporary file nor folder made for it; n is 1 to
+ *                                AG_PUT_FILES; answered by AG_OK /
  *                                AG_ERR
  *   server -> agent   AG_RUN     run spec (below); answered by AG_OUT* then AG_EXIT, or AG_ERR
  *   server -> agent   AG_KILL    empty: kill the running call's processes now

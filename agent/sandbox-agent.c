@@ -262,10 +262,55 @@ fail_dir:
 	return -1;
 }
 
+/* How much of the folder that holds path exists now: the length of its longest leading part
+ * of whole names that opens as a folder, following no symlink. What a put makes lies past it. */
+static size_t existing_part(const char *path)
+{
+	char tmp[4096];
+	const char *base;
+	size_t n = strlen(path);
+	if (n >= sizeof tmp)
+		return n;
+	memcpy(tmp, path, n + 1);
+	for (char *slash; (slash = strrchr(tmp, '/')) && slash != tmp; *slash = '\0') {
+		int fd = open_parent(tmp, &base, 0);
+		if (fd >= 0) {
+			close(fd);
+			return (size_t)(slash - tmp);
+		}
+		if (errno != ENOENT)
+			break;
+	}
+	return n; /* nothing to undo */
+}
+
+/* Removes the folders of path's folder past its first `keep` bytes, deepest first, while they
+ * are empty: what a failed put made on its way. */
+static void unmake_folders(const char *path, size_t keep)
+{
+	char tmp[4096];
+	const char *base;
+	size_t n = strlen(path);
+	if (n >= sizeof tmp)
+		return;
+	memcpy(tmp, path, n + 1);
+	for (char *slash; (slash = strrchr(tmp, '/')) && (size_t)(slash - tmp) > keep;) {
+		*slash = '\0';
+		int dfd = open_parent(tmp, &base, 0);
+		if (dfd < 0 || unlinkat(dfd, base, AT_REMOVEDIR) < 0) {
+			if (dfd >= 0)
+				close(dfd);
+			return;
+		}
+		close(dfd);
+	}
+}
+
 /*
  * AG_PUT: every file of the batch is written whole under a temporary name first, and only
  * when all of them are are they renamed into place; a batch that fails (a full disk: ENOSPC,
- * a folder in the way) removes its temporary files and changes none of the files it names.
+ * a folder in the way) removes its temporary files and the folders it made, and changes none
+ * of the files it names.
  */
 static void do_put(struct ag_cur *c)
 {
@@ -277,14 +322,17 @@ static void do_put(struct ag_cur *c)
 		const char *base;   /* in path */
 		int dfd;            /* -1 until staged */
 		char tmp[64];
+		size_t existed;     /* existing_part of path before it was staged */
 	} *v = NULL;
 	uint32_t n = ag_get_u32(c), done = 0;
+	int ok = 0;
 	if (c->bad || n == 0 || n > AG_PUT_FILES || !(v = calloc(n, sizeof *v))) {
 		send_simple(AG_ERR, c->bad || n == 0 || n > AG_PUT_FILES ? "bad PUT" : "writing files: out of memory");
 		return;
 	}
+	for (uint32_t i = 0; i < n; i++)
+		v[i].dfd = -1, v[i].existed = (size_t)-1; /* not staged: nothing to undo */
 	for (uint32_t i = 0; i < n; i++) {
-		v[i].dfd = -1;
 		v[i].mode = ag_get_u32(c);
 		if (get_str(c, v[i].path, sizeof v[i].path) < 0 || !v[i].path[0]) {
 			send_simple(AG_ERR, "bad PUT");
@@ -300,6 +348,7 @@ static void do_put(struct ag_cur *c)
 	}
 	for (; done < n; done++) {
 		struct staged *s = &v[done];
+		s->existed = existing_part(s->path);
 		if (put_stage(s->path, s->mode, s->data, s->len, &s->dfd, &s->base, s->tmp, sizeof s->tmp) < 0) {
 			send_put_errno(s->path, errno);
 			goto out;
@@ -313,6 +362,7 @@ static void do_put(struct ag_cur *c)
 		}
 		v[i].tmp[0] = '\0';
 	}
+	ok = 1;
 	send_simple(AG_OK, NULL);
 out:
 	for (uint32_t i = 0; i < n; i++) {
@@ -322,6 +372,10 @@ out:
 			unlinkat(v[i].dfd, v[i].tmp, 0);
 		close(v[i].dfd);
 	}
+	/* Deepest last-made first: a folder two files of the batch share is empty only then. */
+	for (uint32_t i = done + 1; !ok && i-- > 0;)
+		if (i < n && v[i].existed < strlen(v[i].path))
+			unmake_folders(v[i].path, v[i].existed);
 	free(v);
 }
 

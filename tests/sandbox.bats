@@ -255,9 +255,9 @@ EOF
 @test "local: the workspace quota gives the code ENOSPC, the next call works, nothing is left" { quota_case local; }
 @test "docker: the workspace quota gives the code ENOSPC, the next call works, nothing is left" { quota_case docker; }
 
-# A full workspace and a `files` batch whose second file does not fit: the call fails saying the
-# workspace is full, and changes none of its files (the first one, which fits, included): each
-# old file stays byte for byte, and no temporary file is left. On Daytona the test server gives
+# A full workspace and a `files` batch whose last file does not fit: the call fails saying the
+# workspace is full, and changes none of its files (those that fit included): each old file
+# stays byte for byte, and no temporary file, nor a folder made for the batch, is left. On Daytona the test server gives
 # the sandbox a disk of 32 MiB (server.py's "disk").
 files_full_case() {
 	with_backend "$1"
@@ -275,7 +275,7 @@ files_full_case() {
 	local files
 	head -c 30000 /dev/zero | tr '\0' x >"$BATS_TEST_TMPDIR/b"
 	files=$(jq -cn --rawfile b "$BATS_TEST_TMPDIR/b" '{jsonrpc: "2.0", id: 2, method: "tools/call", params: {name:
-		"execute_bash_commands", arguments: {code: "echo ran", files: {"a.txt": "new-a", "b.txt": $b}}}}')
+		"execute_bash_commands", arguments: {code: "echo ran", files: {"a.txt": "new-a", "new/deep/c.txt": "c", "b.txt": $b}}}}')
 	mcp_session "${size[@]}" <<EOF
 $INIT
 $(bash_call 1 "$fill")

@@ -186,13 +186,53 @@ def stage(src, dst, mode):
         os.close(dfd)
         raise
 
+def existing_part(path):
+    """How much of the folder that holds path exists now: the length of its longest leading
+    part of whole names that opens as a folder (no symlink followed). What a put makes lies
+    past it."""
+    p = path
+    while True:
+        i = p.rfind('/')
+        if i <= 0:
+            return len(path)
+        try:
+            fd, _ = open_parent(p, False)
+            os.close(fd)
+            return i
+        except FileNotFoundError:
+            p = p[:i]
+        except OSError:
+            return len(path)
+
+def unmake_folders(path, keep):
+    """Removes the folders of path's folder past its first keep bytes, deepest first, while
+    they are empty: what a failed put made on its way."""
+    p = path
+    while True:
+        i = p.rfind('/')
+        if i <= keep:
+            return
+        p = p[:i]
+        try:
+            dfd, base = open_parent(p, False)
+        except OSError:
+            return
+        try:
+            os.rmdir(base, dir_fd=dfd)
+        except OSError:
+            return
+        finally:
+            os.close(dfd)
+
 def put_all(files):
     """Puts every (src, dst, mode) of files in place, all or none: each is written whole under
     a temporary name (stage) before any is renamed over its dst; on a failure the temporary
-    files are removed and no dst has changed. None, or (dst, OSError) of the one that failed."""
-    staged, failed = [], None
+    files and the folders made for them are removed, and no dst has changed. None, or (dst,
+    OSError) of the one that failed."""
+    staged, failed, made = [], None, []
     try:
         for src, dst, mode in files:
+            made.append((dst, existing_part(dst)))
             try:
                 staged.append(stage(src, dst, mode) + (dst,))
             except OSError as x:
@@ -214,6 +254,10 @@ def put_all(files):
                 except OSError:
                     pass
             os.close(dfd)
+        if failed:
+            for dst, keep in reversed(made):
+                if keep < len(dst):
+                    unmake_folders(dst, keep)
 
 def put(src, dst, mode):
     failed = put_all([(src, dst, mode)])
