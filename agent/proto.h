@@ -13,10 +13,15 @@
  *   agent  -> server  AG_HELLO   u32 AG_VERSION
  *   server -> agent   AG_FILTER  struct sock_filter[]: installed on the agent itself, so every
  *                                process it starts inherits it; answered by AG_OK / AG_ERR
- *   server -> agent   AG_PUT     u32 mode, str path, bytes: write a file (parents created) as a
- *                                new file renamed over path, so that whatever the code left
- *                                there (a FIFO, a symlink) is replaced, never opened;
- *                                answered by AG_OK / AG_ERR
+ *   server -> agent   AG_PUT     u32 n, n x (u32 mode, str path, str data): write n files
+ *                                (parents created), each as a new file renamed over path, so
+ *                                that whatever the code left there (a FIFO, a symlink) is
+ *                                replaced, never opened; all or none: every file is written
+ *                                whole under a temporary name before any is renamed, and a
+ *                                batch that fails (ENOSPC) leaves every path as it was, and no
+ *                                temporary file nor folder made for it; n is 1 to
+ *                                AG_PUT_FILES; answered by AG_OK /
+ *                                AG_ERR
  *   server -> agent   AG_RUN     run spec (below); answered by AG_OUT* then AG_EXIT, or AG_ERR
  *   server -> agent   AG_KILL    empty: kill the running call's processes now
  *   server -> agent   AG_LIST    u32 max, str dir, str skip: what lies under dir but in its
@@ -65,8 +70,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define AG_VERSION 6u
+#define AG_VERSION 7u
 #define AG_MAX_FRAME (64u << 20)
+#define AG_PUT_FILES 256u /* files in one AG_PUT */
 
 enum ag_type {
 	AG_HELLO = 1,

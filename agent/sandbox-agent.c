@@ -202,38 +202,6 @@ static void send_put_errno(const char *path, int err)
 	send_simple(AG_ERR, msg);
 }
 
-static void do_put(struct ag_cur *c)
-{
-	size_t plen, dlen = 0;
-	uint32_t mode = ag_get_u32(c);
-	const char *p = ag_get_str(c, &plen);
-	char path[4096];
-	if (c->bad || plen == 0 || plen >= sizeof path) {
-		send_simple(AG_ERR, "bad PUT");
-		return;
-	}
-	memcpy(path, p, plen);
-	path[plen] = '\0';
-	const void *data = c->p;
-	dlen = c->left;
-	int fd = create_fresh(path, mode);
-	if (fd < 0) {
-		send_put_errno(path, errno);
-		return;
-	}
-	if (ag_write_full(fd, data, dlen) < 0) {
-		int err = errno;
-		close(fd);
-		send_errno(path, err);
-		return;
-	}
-	if (close(fd) < 0) {
-		send_errno(path, errno);
-		return;
-	}
-	send_simple(AG_OK, NULL);
-}
-
 static int64_t ts_ns(struct timespec t)
 {
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
@@ -249,6 +217,167 @@ int get_str(struct ag_cur *c, char *buf, size_t n)
 	memcpy(buf, s, len);
 	buf[len] = '\0';
 	return 0;
+}
+
+/*
+ * Creates a temporary file beside path (in the folder open_parent opens, made as needed) and
+ * writes data into it whole: the first half of a replacement (put_commit renames it over
+ * path). *dfd gets the folder (O_PATH), tmp the temporary name. 0, or -1 with errno set and
+ * nothing left behind (*dfd -1).
+ */
+static int put_stage(const char *path, unsigned mode, const void *data, size_t len, int *dfd, const char **base,
+		     char *tmp, size_t tmpn)
+{
+	int fd, err, n = snprintf(tmp, tmpn, ".sandbox-agent-%u-%u.tmp", (unsigned)getpid(), tmp_seq++);
+	if (n < 0 || (size_t)n >= tmpn) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if ((*dfd = open_parent(path, base, 1)) < 0)
+		return -1;
+	struct stat st;
+	/* rename() cannot put a file over a folder: found now, before anything is replaced. */
+	if (fstatat(*dfd, *base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		goto fail_dir;
+	}
+	fd = openat(*dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode & 07777);
+	if (fd < 0)
+		goto fail_dir;
+	int bad = fchmod(fd, mode & 07777) < 0 || ag_write_full(fd, data, len) < 0;
+	err = errno;
+	/* close() reports what a delayed write could not store (NFS, quotas): checked too. */
+	if (close(fd) < 0 && !bad) {
+		bad = 1;
+		err = errno;
+	}
+	if (!bad)
+		return 0;
+	unlinkat(*dfd, tmp, 0);
+	errno = err;
+fail_dir:
+	err = errno;
+	close(*dfd);
+	*dfd = -1;
+	errno = err;
+	return -1;
+}
+
+/* How much of the folder that holds path exists now: the length of its longest leading part
+ * of whole names that opens as a folder, following no symlink. What a put makes lies past it. */
+static size_t existing_part(const char *path)
+{
+	char tmp[4096];
+	const char *base;
+	size_t n = strlen(path);
+	if (n >= sizeof tmp)
+		return n;
+	memcpy(tmp, path, n + 1);
+	for (char *slash; (slash = strrchr(tmp, '/')) && slash != tmp; *slash = '\0') {
+		int fd = open_parent(tmp, &base, 0);
+		if (fd >= 0) {
+			close(fd);
+			return (size_t)(slash - tmp);
+		}
+		if (errno != ENOENT)
+			break;
+	}
+	return n; /* nothing to undo */
+}
+
+/* Removes the folders of path's folder past its first `keep` bytes, deepest first, while they
+ * are empty: what a failed put made on its way. */
+static void unmake_folders(const char *path, size_t keep)
+{
+	char tmp[4096];
+	const char *base;
+	size_t n = strlen(path);
+	if (n >= sizeof tmp)
+		return;
+	memcpy(tmp, path, n + 1);
+	for (char *slash; (slash = strrchr(tmp, '/')) && (size_t)(slash - tmp) > keep;) {
+		*slash = '\0';
+		int dfd = open_parent(tmp, &base, 0);
+		if (dfd < 0 || unlinkat(dfd, base, AT_REMOVEDIR) < 0) {
+			if (dfd >= 0)
+				close(dfd);
+			return;
+		}
+		close(dfd);
+	}
+}
+
+/*
+ * AG_PUT: every file of the batch is written whole under a temporary name first, and only
+ * when all of them are are they renamed into place; a batch that fails (a full disk: ENOSPC,
+ * a folder in the way) removes its temporary files and the folders it made, and changes none
+ * of the files it names.
+ */
+static void do_put(struct ag_cur *c)
+{
+	struct staged {
+		uint32_t mode;
+		const void *data;
+		size_t len;
+		char path[4096];
+		const char *base;   /* in path */
+		int dfd;            /* -1 until staged */
+		char tmp[64];
+		size_t existed;     /* existing_part of path before it was staged */
+	} *v = NULL;
+	uint32_t n = ag_get_u32(c), done = 0;
+	int ok = 0;
+	if (c->bad || n == 0 || n > AG_PUT_FILES || !(v = calloc(n, sizeof *v))) {
+		send_simple(AG_ERR, c->bad || n == 0 || n > AG_PUT_FILES ? "bad PUT" : "writing files: out of memory");
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		v[i].dfd = -1, v[i].existed = (size_t)-1; /* not staged: nothing to undo */
+	for (uint32_t i = 0; i < n; i++) {
+		v[i].mode = ag_get_u32(c);
+		if (get_str(c, v[i].path, sizeof v[i].path) < 0 || !v[i].path[0]) {
+			send_simple(AG_ERR, "bad PUT");
+			goto out;
+		}
+		size_t dl;
+		v[i].data = ag_get_str(c, &dl);
+		v[i].len = dl;
+		if (c->bad) {
+			send_simple(AG_ERR, "bad PUT");
+			goto out;
+		}
+	}
+	for (; done < n; done++) {
+		struct staged *s = &v[done];
+		s->existed = existing_part(s->path);
+		if (put_stage(s->path, s->mode, s->data, s->len, &s->dfd, &s->base, s->tmp, sizeof s->tmp) < 0) {
+			send_put_errno(s->path, errno);
+			goto out;
+		}
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (renameat(v[i].dfd, v[i].tmp, v[i].dfd, v[i].base) < 0) {
+			/* Not expected once every file is written and no folder is in the way. */
+			send_put_errno(v[i].path, errno);
+			goto out;
+		}
+		v[i].tmp[0] = '\0';
+	}
+	ok = 1;
+	send_simple(AG_OK, NULL);
+out:
+	for (uint32_t i = 0; i < n; i++) {
+		if (v[i].dfd < 0)
+			continue;
+		if (v[i].tmp[0])
+			unlinkat(v[i].dfd, v[i].tmp, 0);
+		close(v[i].dfd);
+	}
+	/* Deepest last-made first: a folder two files of the batch share is empty only then. */
+	for (uint32_t i = done + 1; !ok && i-- > 0;)
+		if (i < n && v[i].existed < strlen(v[i].path))
+			unmake_folders(v[i].path, v[i].existed);
+	free(v);
 }
 
 /*

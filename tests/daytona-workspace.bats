@@ -68,6 +68,28 @@ EOF
 	[ -z "$(find "$snap" -name '.sandbox-mcp-*')" ]
 }
 
+@test "--workspace on Daytona: a files batch that does not fit the sandbox's full disk changes none of the folder's files" {
+	daytona_control '{"disk": 33554432}' | jq -e '.disk == 33554432' >/dev/null ||
+		skip_or_fail "the Daytona test server cannot give a sandbox a disk of its own here (it needs root)"
+	mkdir -p "$WS/.sandbox"
+	printf old-a >"$WS/a.txt"
+	printf old-b >"$WS/b.txt"
+	head -c 30000 /dev/zero | tr '\0' x >"$BATS_TEST_TMPDIR/b"
+	snap="$BATS_TEST_TMPDIR/after"
+	mcp_session --workspace "$WS" <<EOF
+$INIT
+$(bash_call 1 'head -c 64M /dev/zero > big 2>/dev/null; truncate -s -16K big; echo filled')
+$(jq -cn --rawfile b "$BATS_TEST_TMPDIR/b" '{jsonrpc: "2.0", id: 2, method: "tools/call", params: {name:
+	"execute_bash_commands", arguments: {code: "echo ran", files: {"a.txt": "new-a", "b.txt": $b}}}}')
+{"wait": 2}
+$(sh_step "cp -a '$WS' '$snap'")
+EOF
+	jqe "$(response 2)" '.result.structuredContent | .exit_code == 1 and (.error | test("b\\.txt: No space left on device"))'
+	[ "$(cat "$snap/a.txt")" = old-a ]
+	[ "$(cat "$snap/b.txt")" = old-b ]
+	[ -z "$(find "$snap" -name '*.tmp')" ]
+}
+
 @test "--workspace on Daytona: files survive a SIGKILL of the server and a restart; cleanup_sandbox empties the folder" {
 	mcp_session --workspace "$WS" <<EOF
 $INIT

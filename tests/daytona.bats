@@ -315,6 +315,67 @@ EOF
 	requests | jq -se '[.[] | select(.method == "POST" and .path == "/api/sandbox")] | length == 1'
 }
 
+# leak_case MODE [MORE_CONTROL]: the create request is handled (a sandbox made), then its answer
+# fails as MODE says (server.py). The call fails naming the step; the create was sent once; the
+# sandbox it made is found by its label and deleted before the call's result; none is left.
+leak_case() {
+	control "{\"fail\": \"$1\", \"count\": 1, \"method\": \"POST\", \"path\": \"/api/sandbox\"${2:+, $2}}" >/dev/null
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo hi"}')
+{"wait": 1}
+$(jq -cn --arg c "python3 -c 'import json, sys, urllib.request; print(len(json.load(urllib.request.urlopen(sys.argv[1]))[\"sandboxes\"]))' '$DT_URL/_control' >'$BATS_TEST_TMPDIR/live'" '{sh: $c}')
+EOF
+	res 1
+	sc '.exit_code == 1 and (.error | test("daytona: creating a Daytona sandbox: "))'
+	[ "$(cat "$BATS_TEST_TMPDIR/live")" -eq 0 ]
+	[ "$(live_sandboxes)" -eq 0 ]
+	requests | jq -se '[.[] | select(.method == "POST" and .path == "/api/sandbox")] | length == 1'
+	grep -q "made by a create whose answer was lost" "$SERVER_LOG"
+}
+
+@test "a create that made a sandbox and answered 500: the sandbox is found by its label and deleted, the create not sent again" {
+	leak_case 500_after
+}
+
+@test "a create that made a sandbox and whose answer was cut short: the sandbox is deleted, the create not sent again" {
+	leak_case truncated
+}
+
+@test "a create that made a sandbox and answered a malformed 200: the sandbox is deleted, the create not sent again" {
+	leak_case malformed
+}
+
+@test "a create that made a sandbox and whose connection was reset: not sent again (no second sandbox), the sandbox deleted" {
+	leak_case reset_after
+}
+
+@test "a create whose answer was lost, while its sandbox still refuses deletion (409, being made): deleted once it may be" {
+	leak_case reset_after '"start_s": 2, "busy_delete": true'
+	requests | jq -se 'any(.method == "DELETE" and .status == 409) and any(.method == "DELETE" and .status == 200)'
+}
+
+@test "a call's execute sent again by the HTTP client after a reset does not run the call twice" {
+	# The runner's go is handled (the call runs), then the connection is reset before its
+	# answer: libcurl sends it again on a new connection, and the second go waits instead.
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo warm"}')
+{"wait": 1}
+$(jq -cn --arg c "python3 -c 'import sys, urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method=\"POST\"))' '$DT_URL/_control' '{\"fail\": \"reset_after\", \"count\": 1, \"method\": \"POST\", \"path\": \"*/process/execute\"}'" '{sh: $c}')
+$(call_json 2 execute_bash_commands '{"code":"echo ran >> runs; echo once"}')
+{"wait": 2}
+$(call_json 3 execute_bash_commands '{"code":"cat runs"}')
+EOF
+	res 2
+	sc '.exit_code == 0 and .stdout == "once\n"'
+	res 3
+	sc '.stdout == "ran\n"'
+	# The go was handled, reset, and sent again.
+	[ "$(grep -c 'reset_after: POST /toolbox/.*/process/execute handled' "$DT_LOG")" -eq 1 ]
+	requests | jq -se '[.[] | select(.path | endswith("/process/execute"))] | .[3].status == "dropped" and .[4].status == 200'
+}
+
 @test "429 with Retry-After is waited out and retried; the call succeeds" {
 	control '{"fail": "429", "count": 2, "seconds": 1}' >/dev/null
 	tool execute_bash_commands '{"code":"echo hi"}'
@@ -344,6 +405,59 @@ EOF
 	sc '.error | test("does not answer: Timeout was reached")'
 	# start-up reaping (2 s) and the probe (5 s), each bounded; never the 8 s the API takes
 	[ $(($(date +%s) - t0)) -lt 12 ]
+}
+
+@test "a full disk is said as such and the sandbox kept: the code gets ENOSPC, the next call runs, rm frees it, python runs again" {
+	control '{"disk": 33554432}' | jq -e '.disk == 33554432' >/dev/null ||
+		skip_or_fail "the Daytona test server cannot give a sandbox a disk of its own here (it needs root)"
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"head -c 64M /dev/zero > big; echo head=$?"}')
+$(call_json 2 execute_bash_commands '{"code":"echo still here"}')
+$(call_json 3 execute_bash_commands '{"code":"rm big; echo freed"}')
+$(call_json 4 execute_python '{"script":"print(\"py again\")"}')
+EOF
+	res 1
+	sc '.exit_code == 0 and .stdout == "head=1\n" and (.stderr | test("No space left on device")) and .error == null'
+	local id
+	id=$(jqe "$result" '.' && jq -r '.structuredContent.sandbox_id' <<<"$result")
+	res 2
+	sc ".exit_code == 0 and .stdout == \"still here\n\" and .sandbox_id == \"$id\" and .notice == null"
+	res 3
+	sc ".exit_code == 0 and .stdout == \"freed\n\" and .sandbox_id == \"$id\""
+	res 4
+	sc ".exit_code == 0 and .stdout == \"py again\n\" and .sandbox_id == \"$id\" and .notice == null"
+	# The sandbox was deleted once, at the end.
+	requests | jq -se '[.[] | select(.method == "DELETE")] | length == 1'
+	requests | jq -se '[.[] | select(.method == "POST" and .path == "/api/sandbox")] | length == 1'
+}
+
+@test "a disk too full for the call runner's own files, /dev/shm too: the call says the disk is full, the sandbox is kept, and cleanup_sandbox goes on" {
+	control '{"disk": 33554432}' | jq -e '.disk == 33554432' >/dev/null ||
+		skip_or_fail "the Daytona test server cannot give a sandbox a disk of its own here (it needs root)"
+	# Between the calls another client of the sandbox takes everything, through the toolbox:
+	# the runner's folders and reserve, the disk, /dev/shm.
+	mcp_session <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo one"}')
+{"wait": 1}
+$(jq -cn --arg c "python3 '$BATS_TEST_DIRNAME/daytona/fill.py' '$DT_URL' '$DT_KEY'" '{sh: $c}')
+$(call_json 2 execute_bash_commands '{"code":"echo never"}')
+{"wait": 2}
+$(call_json 3 cleanup_sandbox '{}')
+{"wait": 3}
+$(call_json 4 execute_bash_commands '{"code":"echo fresh"}')
+EOF
+	res 1
+	local id
+	id=$(jq -r '.structuredContent.sandbox_id' <<<"$result")
+	res 2
+	sc ".exit_code == 1 and .stdout == \"\" and .sandbox_id == \"$id\" and .notice == null"
+	sc '.error | test("disk is full \\(No space left on device\\): not even the call runner.s own files fit, so the call could not start; call cleanup_sandbox")'
+	res 4
+	sc '.exit_code == 0 and .stdout == "fresh\n" and .sandbox_id != "'"$id"'"'
+	# Deleted by cleanup_sandbox, not before.
+	requests | jq -se '[.[] | select(.method == "POST" and .path == "/api/sandbox")] | length == 2'
 }
 
 @test "a sandbox that never starts: a clear error within the start timeout, and it is deleted" {

@@ -256,6 +256,45 @@ EOF
 @test "local: the workspace quota gives the code ENOSPC, the next call works, nothing is left" { quota_case local; }
 @test "docker: the workspace quota gives the code ENOSPC, the next call works, nothing is left" { quota_case docker; }
 
+# A full workspace and a `files` batch whose last file does not fit: the call fails saying the
+# workspace is full, and changes none of its files (those that fit included): each old file
+# stays byte for byte, and no temporary file, nor a folder made for the batch, is left. On Daytona the test server gives
+# the sandbox a disk of 32 MiB (server.py's "disk").
+files_full_case() {
+	with_backend "$1"
+	local size=()
+	if [ "$1" = daytona ]; then
+		daytona_control '{"disk": 33554432}' | jq -e '.disk == 33554432' >/dev/null ||
+			skip_or_fail "the Daytona test server cannot give a sandbox a disk of its own here (it needs root)"
+	else
+		[ "$(id -u)" -eq 0 ] || skip_or_fail "the workspace quota on the host's disk needs the server to be root"
+		size=(--workspace-size 32M)
+	fi
+	# Full, then 16 KiB freed: room for a small file, not for 30,000 bytes (which on Daytona go
+	# in the call's request, to the runner: a larger batch would go by bulk upload first).
+	local fill='printf old-a > a.txt; printf old-b > b.txt; head -c 64M /dev/zero > big 2>/dev/null; truncate -s -16K big; echo filled'
+	local files
+	head -c 30000 /dev/zero | tr '\0' x >"$BATS_TEST_TMPDIR/b"
+	files=$(jq -cn --rawfile b "$BATS_TEST_TMPDIR/b" '{jsonrpc: "2.0", id: 2, method: "tools/call", params: {name:
+		"execute_bash_commands", arguments: {code: "echo ran", files: {"a.txt": "new-a", "new/deep/c.txt": "c", "b.txt": $b}}}}')
+	mcp_session "${size[@]}" <<EOF
+$INIT
+$(bash_call 1 "$fill")
+$files
+$(bash_call 3 'cat a.txt; echo; cat b.txt; echo; ls -A | grep -c "\.tmp$"; ls -A')
+EOF
+	res 1
+	sc '.exit_code == 0 and .stdout == "filled\n"'
+	res 2
+	sc '.exit_code == 1 and .stdout == "" and (.error | test("b\\.txt: No space left on device.*the workspace is full: remove files"))'
+	res 3
+	sc '.stdout == "old-a\nold-b\n0\na.txt\nb.txt\nbig\n"'
+}
+
+@test "local: a files batch that does not fit a full workspace fails and changes none of its files" { files_full_case local; }
+@test "docker: a files batch that does not fit a full workspace fails and changes none of its files" { files_full_case docker; }
+@test "daytona: a files batch that does not fit a full workspace fails and changes none of its files" { files_full_case daytona; }
+
 # The workspace image's file system is made by mkfs.ext4 once and copied after, from a template
 # in /run/sandbox-mcp. template_server SETUP: $SANDBOX_MCP becomes a wrapper that starts the
 # server in a mount namespace of its own where that folder is an empty tmpfs (root's, 0700),

@@ -184,7 +184,7 @@ int agenthost_put(struct agenthost *h, const struct run_file *f, struct err *e)
 {
 	if (!h->main || h->main->link.fd < 0)
 		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
-	return agentlink_put(&h->main->link, f, e);
+	return agentlink_put(&h->main->link, f, 1, e);
 }
 
 int agenthost_list(struct agenthost *h, const char *dir, const char *skip, size_t max, struct ws_list *out,

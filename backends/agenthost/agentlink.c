@@ -169,13 +169,20 @@ int agentlink_filter(struct agentlink *l, const void *bpf, size_t len, struct er
 	return rc ? rc : expect_ok(l, "installing the seccomp filter", e);
 }
 
-int agentlink_put(struct agentlink *l, const struct run_file *f, struct err *e)
+int agentlink_put(struct agentlink *l, const struct run_file *f, size_t n, struct err *e)
 {
+	if (n == 0)
+		return 0;
+	if (n > AG_PUT_FILES)
+		return err_set(e, "writing files into the sandbox: more than %u in one call", AG_PUT_FILES);
 	struct ag_buf b = {0};
 	ag_frame_begin(&b, AG_PUT);
-	ag_put_u32(&b, f->mode);
-	ag_put_str(&b, f->path, strlen(f->path));
-	ag_put(&b, f->data, f->len);
+	ag_put_u32(&b, (uint32_t)n);
+	for (size_t i = 0; i < n; i++) {
+		ag_put_u32(&b, f[i].mode);
+		ag_put_str(&b, f[i].path, strlen(f[i].path));
+		ag_put_str(&b, f[i].data, f[i].len);
+	}
 	int rc = send_frame(l, &b, e);
 	free(b.p);
 	return rc ? rc : expect_ok(l, "writing a file into the sandbox", e);
@@ -340,9 +347,9 @@ int agentlink_run_until(struct agentlink *l, const struct run_req *rq, const str
 			int stop_fd, struct run_res *rs, struct err *e)
 {
 	int rc;
-	for (size_t i = 0; i < rq->nfiles; i++)
-		if ((rc = agentlink_put(l, &rq->files[i], e)))
-			return rc;
+	/* One batch: a call whose files cannot all be written changes none of them. */
+	if ((rc = agentlink_put(l, rq->files, rq->nfiles, e)))
+		return rc;
 	if ((rc = send_run(l, rq, lim, e)))
 		return rc;
 	rs->started = true;

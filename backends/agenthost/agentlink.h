@@ -39,8 +39,9 @@ int agentlink_open(struct agentlink *l, int fd, int timeout_ms, struct err *e);
 /* Installs the seccomp filter (struct sock_filter[], len bytes) in the agent. */
 int agentlink_filter(struct agentlink *l, const void *bpf, size_t len, struct err *e);
 
-/* Writes a file inside the sandbox, as the sandbox user. */
-int agentlink_put(struct agentlink *l, const struct run_file *f, struct err *e);
+/* Writes the n files f[0..n) inside the sandbox, as the sandbox user: all of them or none
+ * (each file is written whole before any is renamed into place; see proto.h's AG_PUT). */
+int agentlink_put(struct agentlink *l, const struct run_file *f, size_t n, struct err *e);
 
 /* Lists and reads between calls (see backend.h's list and get). */
 int agentlink_list(struct agentlink *l, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e);

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,6 +64,9 @@
 #define CREATE_TIMEOUT_MS 75000L        /* the API may hold a create for 30 s */
 #define PROBE_TIMEOUT_MS 5000L
 #define SHUTDOWN_DELETE_MS 1500L        /* the server must exit within 2 s */
+/* How long a failed making looks for, and deletes, what its create may have made: a sandbox
+ * refuses its delete (409) while it is being made. */
+#define FORGET_MS 60000L
 /* Files up to this much in all go in the command of the request that uses them (base64, a
  * third more), larger ones up by bulk upload first: the toolbox proxy retries a stale
  * connection only for bodies up to 256 KiB, and the shell reads a here-document a byte at a
@@ -85,6 +89,7 @@ struct daytona {
 	const char *python;    /* cfg->python, borrowed */
 	char *baseline;        /* "PID:START,..." of the sandbox's own processes, spared by sweeps */
 	char attempt[40];      /* ATTEMPT_LABEL of the sandbox being made */
+	bool create_sent;      /* its create request went out: the service may have made it */
 	long disk_gib;         /* the sandbox's disk as Daytona reports it; 0 unknown */
 	struct mount_copy {    /* what of each --mount folder was copied in */
 		size_t files;
@@ -137,17 +142,26 @@ static const char *json_str(const json_t *o, const char *key)
 
 /* ---------------------------------------------------------------- requests */
 
-static int api(struct daytona *D, const char *method, const char *path, json_t *body, long timeout_ms,
-	       struct http_resp *rs, struct err *e)
+/* fresh: a connection of its own, for a request that must not run twice (http.h). */
+static int api_req(struct daytona *D, const char *method, const char *path, json_t *body, long timeout_ms, bool fresh,
+		   struct http_resp *rs, struct err *e)
 {
 	char *url = rest_url(&D->rest, path);
-	if (!url)
+	if (!url) {
+		memset(rs, 0, sizeof *rs);
 		return err_set(e, "out of memory");
+	}
 	struct rest_req rq = {.method = method, .url = url, .json = body, .timeout_ms = timeout_ms,
-			    .max_body = SMALL_BODY};
+			    .max_body = SMALL_BODY, .fresh = fresh};
 	int rc = rest_call(&D->rest, &rq, rs, e);
 	free(url);
 	return rc;
+}
+
+static int api(struct daytona *D, const char *method, const char *path, json_t *body, long timeout_ms,
+	       struct http_resp *rs, struct err *e)
+{
+	return api_req(D, method, path, body, timeout_ms, false, rs, e);
 }
 
 static int tbx(struct daytona *D, const char *method, const char *path, json_t *body, const struct rest_file *parts,
@@ -550,14 +564,14 @@ static int ws_exec(void *ctx, const char *cmd, int timeout_s, char **out, int *c
 	return tb_exec(ctx, cmd, timeout_s, SMALL_BODY, -1, out, code, e);
 }
 
-static int fresh_dir(char *dir, size_t n, struct err *e);
+static int fresh_dir(char *dir, size_t n, const char *prefix, struct err *e);
 
 /* Takes --workspace DIR (wsdir.h's rules) before the sandbox is made: a folder that may not be
  * taken costs no sandbox. The runner keeps its listings in a fresh folder of its own. */
 static int take_workspace(struct daytona *D, const char *path, struct err *e)
 {
 	char state[128];
-	if (fresh_dir(state, sizeof state, e) < 0)
+	if (fresh_dir(state, sizeof state, "", e) < 0)
 		return -1;
 	D->io = (struct wssync_io){.upload = ws_upload, .download = ws_download, .exec = ws_exec, .ctx = D,
 				   .python = D->python};
@@ -574,7 +588,10 @@ static int make_sandbox(struct backend *b, struct err *e)
 		return err_set(e, "out of memory");
 	struct http_resp rs;
 	struct err he = {""};
-	int rc = api(D, "POST", "/sandbox", body, CREATE_TIMEOUT_MS, &rs, &he);
+	/* Never sent twice: a create whose answer is lost may have made a sandbox, which is found
+	 * by its attempt label instead (forget_attempt). */
+	D->create_sent = true;
+	int rc = api_req(D, "POST", "/sandbox", body, CREATE_TIMEOUT_MS, true, &rs, &he);
 	json_decref(body);
 	if (rc < 0)
 		return err_set(e, "creating a Daytona sandbox: %s", he.msg);
@@ -642,33 +659,69 @@ static int make_sandbox(struct backend *b, struct err *e)
 
 static int delete_sandbox(struct rest *h, const char *id, long timeout_ms, int tries, struct err *e);
 
-/* Deletes what a cut-short making may have left: the sandbox by its id when the create was
- * answered, else whatever carries this attempt's label. Bounded: a shutdown must end in 2 s. */
-static void forget_attempt(struct daytona *D)
+/*
+ * Deletes what a making that failed may have left, when its create got no usable answer (an
+ * error after the service made the sandbox, a malformed or cut answer, a reset): whatever
+ * carries this attempt's label, listed again after each round until none is left; a delete
+ * refused while the sandbox is still being made (409) is tried again in the next round. Until
+ * `until` (monotonic ms); when cancel_fd turns readable, one more round of at most 700 ms.
+ * 0 once a list shows none left.
+ */
+static int forget_attempt(struct daytona *D, int64_t until, int cancel_fd)
 {
-	struct err e = {""};
-	if (D->id[0]) {
-		delete_sandbox(&D->rest, D->id, 1000, 1, &e);
-		D->id[0] = '\0';
-		return;
-	}
 	char *lab = NULL, path[256], filter[128];
 	snprintf(filter, sizeof filter, "{\"" ATTEMPT_LABEL "\":\"%s\"}", D->attempt);
 	lab = http_escape(filter);
-	snprintf(path, sizeof path, "/sandbox?limit=10&labels=%s", lab ? lab : "");
+	if (!lab)
+		return -1;
+	snprintf(path, sizeof path, "/sandbox?limit=10&labels=%s", lab);
 	free(lab);
-	struct http_resp rs;
-	if (api(D, "GET", path, NULL, 700, &rs, &e) == 0 && rs.status == 200) {
-		json_t *items = json_is_array(rs.json) ? rs.json : json_object_get(rs.json, "items");
-		size_t i;
-		json_t *it;
-		json_array_foreach(items, i, it) {
-			const char *id = json_str(it, "id");
-			if (id && strlen(id) < 100)
-				delete_sandbox(&D->rest, id, 700, 1, &e);
+	int saved = D->rest.http.cancel_fd;
+	D->rest.http.cancel_fd = -1; /* the cleanup goes on when the making is cancelled, bounded */
+	int rc = -1;
+	for (int round = 0;; round++) {
+		if (cancel_fd >= 0 && poll(&(struct pollfd){cancel_fd, POLLIN, 0}, 1, 0) > 0) {
+			cancel_fd = -1;
+			if (until > clock_ms() + 700)
+				until = clock_ms() + 700;
 		}
+		int64_t left = until - clock_ms();
+		if (left <= 0)
+			break;
+		struct http_resp rs;
+		struct err e = {""};
+		size_t live = 0;
+		if (api(D, "GET", path, NULL, left < API_TIMEOUT_MS ? (long)left : API_TIMEOUT_MS, &rs, &e) == 0 &&
+		    rs.status == 200) {
+			json_t *items = json_is_array(rs.json) ? rs.json : json_object_get(rs.json, "items");
+			size_t i;
+			json_t *it;
+			json_array_foreach(items, i, it) {
+				const char *id = json_str(it, "id"), *st = json_str(it, "state");
+				if (!id || strlen(id) >= 100 || (st && (!strcmp(st, "destroyed") || !strcmp(st, "destroying"))))
+					continue;
+				live++;
+				left = until - clock_ms();
+				if (left > 0 && delete_sandbox(&D->rest, id, left < 10000 ? (long)left : 10000, 1, &e) == 0)
+					log_msg(LOG_INFO, "deleted Daytona sandbox %s, made by a create whose answer was lost", id);
+				else if (round == 0)
+					log_msg(LOG_DEBUG, "daytona: deleting %s, made by a create whose answer was lost: %s", id, e.msg);
+			}
+			if (!live) {
+				http_resp_free(&rs);
+				rc = 0;
+				break;
+			}
+		}
+		http_resp_free(&rs);
+		left = until - clock_ms();
+		sleep_ms(left < 500 ? left : 500);
 	}
-	http_resp_free(&rs);
+	D->rest.http.cancel_fd = saved;
+	if (rc < 0)
+		log_msg(LOG_WARNING, "a Daytona sandbox made by a create whose answer was lost may be left (label %s=%s); "
+				     "this server deletes it at its next start, or Daytona once it is idle", ATTEMPT_LABEL, D->attempt);
+	return rc;
 }
 
 /* Deletes the sandboxes this very server made and no longer has: a create cut short before
@@ -714,15 +767,15 @@ static int daytona_start(struct backend *b, int cancel_fd, struct err *e)
 		return -1;
 	D->rest.http.cancel_fd = cancel_fd;
 	forget_own_leftovers(D);
+	D->create_sent = false;
 	int rc = make_sandbox(b, e);
 	bool cancelled = rc < 0 && (D->rest.http.cancelled ||
 				    (cancel_fd >= 0 && poll(&(struct pollfd){cancel_fd, POLLIN, 0}, 1, 0) > 0));
 	D->rest.http.cancel_fd = -1;
-	if (cancelled) {
-		forget_attempt(D);
-		return BACKEND_CANCELLED;
-	}
-	return rc;
+	/* A sandbox with an id is deleted by the destroy that follows a failed start. */
+	if (rc < 0 && D->create_sent && !D->id[0])
+		forget_attempt(D, clock_ms() + (cancelled ? 700 : FORGET_MS), cancelled ? -1 : cancel_fd);
+	return cancelled ? BACKEND_CANCELLED : rc;
 }
 
 /* ---------------------------------------------------------------- run */
@@ -786,16 +839,27 @@ static int set_network(struct daytona *D, bool block, const char *allow, struct 
 	return rc;
 }
 
-/* A fresh folder name for one call's state and uploads: RUN_DIR/<128 random bits>. */
-static int fresh_dir(char *dir, size_t n, struct err *e)
+/* A fresh folder name: RUN_DIR/<prefix><128 random bits>. A call's folder (prefix "call-")
+ * holds its state and uploads; the runner removes it at the next call's start. */
+static int fresh_dir(char *dir, size_t n, const char *prefix, struct err *e)
 {
 	unsigned char r[16];
 	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
 		return err_sys(e, "getrandom");
-	int o = snprintf(dir, n, "%s/", RUN_DIR);
+	int o = snprintf(dir, n, "%s/%s", RUN_DIR, prefix);
 	for (size_t i = 0; i < sizeof r && o > 0 && (size_t)o + 2 < n; i++)
 		o += snprintf(dir + o, n - (size_t)o, "%02x", r[i]);
 	return 0;
+}
+
+/* Whether an answer of the toolbox daemon says its disk is full ("no space left on device"). */
+static bool says_full(const char *body)
+{
+	const char *w = "no space left on device";
+	for (const char *p = body; p && *p; p++)
+		if (!strncasecmp(p, w, strlen(w)))
+			return true;
+	return false;
 }
 
 /* Uploads the files into dir (as put-N, for the runner to put in place). */
@@ -820,6 +884,11 @@ static int upload(struct daytona *D, const struct run_file *files, size_t nfiles
 		return lost_or_failed(D, e);
 	if (rs.status != 200) {
 		rest_fail(&rs, "uploading files into the Daytona sandbox", e);
+		if (says_full(rs.body)) {
+			/* The daemon's words (Go's): said as the other backends say it. */
+			err_clear(e);
+			err_set(e, "uploading files into the Daytona sandbox: %s (its disk is full)", strerror(ENOSPC));
+		}
 		http_resp_free(&rs);
 		return lost_or_failed(D, e);
 	}
@@ -852,7 +921,7 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 	if (!D->id[0] || !D->open)
 		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
 	char dir[128], word[300];
-	if (fresh_dir(dir, sizeof dir, e) < 0)
+	if (fresh_dir(dir, sizeof dir, "call-", e) < 0)
 		return -1;
 	size_t size = 0;
 	for (size_t i = 0; i < rq->nfiles; i++)
@@ -901,7 +970,7 @@ static int daytona_put(struct backend *b, const struct run_file *f, struct err *
 		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
 	char dir[128], tail[200] = "";
 	bool up = f->len > INLINE_MAX;
-	int rc = up ? fresh_dir(dir, sizeof dir, e) : 0;
+	int rc = up ? fresh_dir(dir, sizeof dir, "", e) : 0;
 	if (rc == 0 && up)
 		rc = upload(D, f, 1, dir, e);
 	if (rc)
@@ -1080,7 +1149,7 @@ static int daytona_destroy(struct backend *b, enum backend_end how, struct err *
 		struct err de = {""};
 		if (shutdown && b->cfg->keep) {
 			log_msg(LOG_NOTICE, "kept Daytona sandbox %s; Daytona stops and deletes it once it is idle", D->id);
-		} else if (delete_sandbox(&D->rest, D->id, shutdown ? SHUTDOWN_DELETE_MS : 10000, shutdown ? 1 : 3, &de) < 0) {
+		} else if (delete_sandbox(&D->rest, D->id, shutdown ? SHUTDOWN_DELETE_MS : 10000, shutdown ? 1 : 30, &de) < 0) {
 			rc = err_set(e, "could not delete Daytona sandbox %s: %s (Daytona deletes it once it is idle)", D->id,
 				     de.msg);
 			log_msg(LOG_WARNING, "%s", e->msg);

@@ -73,7 +73,8 @@ char *rest_url(const struct rest *r, const char *path)
 int rest_call(struct rest *r, const struct rest_req *rq, struct http_resp *rs, struct err *e)
 {
 	struct http_req hr = {.method = rq->method, .url = rq->url, .json = rq->json, .timeout_ms = rq->timeout_ms,
-			      .max_body = rq->max_body, .deadline_ms = rq->deadline_ms, .retry = HTTP_RETRY_SAFE};
+			      .max_body = rq->max_body, .deadline_ms = rq->deadline_ms, .retry = HTTP_RETRY_SAFE,
+			      .fresh = rq->fresh};
 	struct http_part *parts = rq->nfiles ? calloc(2 * rq->nfiles, sizeof *parts) : NULL;
 	char (*names)[2][40] = rq->nfiles ? calloc(rq->nfiles, sizeof *names) : NULL;
 	if (rq->nfiles && (!parts || !names)) {

@@ -49,6 +49,7 @@ struct rest_req {
 	long timeout_ms;         /* whole request, each attempt */
 	size_t max_body;         /* largest answer accepted */
 	int64_t deadline_ms;     /* monotonic; no retry wait goes past it; 0: timeout_ms from now */
+	bool fresh;              /* a connection of its own: a request that must not run twice (http.h) */
 };
 
 /* Reads the environment and prepares the headers. -1 with e set when DAYTONA_API_KEY is

@@ -204,6 +204,9 @@ static CURLcode set_options(struct curlhttp *h, struct attempt *a, struct curl_s
 		return rc;
 	if (h->unix_socket[0] && (rc = curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, h->unix_socket)))
 		return rc;
+	if (rq->fresh && ((rc = curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L)) ||
+			  (rc = curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L))))
+		return rc;
 	if (json && ((rc = curl_easy_setopt(c, CURLOPT_POSTFIELDS, json)) ||
 		     (rc = curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(json)))))
 		return rc;

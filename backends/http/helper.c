@@ -89,10 +89,11 @@ static int read_request(struct ag_cur *c, struct ag_buf *in, struct request *r)
 	r->rq.timeout_ms = (long)ag_get_u64(c);
 	r->rq.max_body = ag_get_u64(c);
 	r->rq.deadline_ms = (int64_t)ag_get_u64(c);
-	const uint8_t *retry = ag_get(c, 1), *stream = ag_get(c, 1);
-	if (c->bad || !retry || !stream)
+	const uint8_t *retry = ag_get(c, 1), *stream = ag_get(c, 1), *fresh = ag_get(c, 1);
+	if (c->bad || !retry || !stream || !fresh)
 		return -1;
 	r->rq.retry = *retry ? HTTP_RETRY_SAFE : HTTP_ONCE;
+	r->rq.fresh = *fresh;
 	r->stream = *stream;
 	if (total && !(r->bytes = malloc(total)))
 		return -1;

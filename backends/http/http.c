@@ -261,6 +261,7 @@ static int send_request(struct http *h, const struct http_req *rq, const char *j
 	ag_put_u64(b, (uint64_t)rq->deadline_ms);
 	ag_put_u8(b, rq->retry == HTTP_RETRY_SAFE);
 	ag_put_u8(b, rq->on_data != NULL);
+	ag_put_u8(b, rq->fresh);
 	if (hw_send(h->fd, b) < 0)
 		return -1;
 	for (size_t i = 0; i < rq->nparts; i++)

@@ -6,7 +6,8 @@
  *  - every request has a timeout, and ends at once when the cancel fd turns readable;
  *  - a failure says what libcurl saw ("Failed to connect to 127.0.0.1 port 9 after 0 ms:
  *    Couldn't connect to server (Connection refused)"), never just a code;
- *  - retries are the request's choice (enum http_retry), and never repeat what may have run.
+ *  - retries are the request's choice (enum http_retry), and never repeat what may have run
+ *    (a request that must not run twice goes on a connection of its own: fresh).
  *
  * The requests run in a helper process (helper.h) with libcurl, so that the server never maps
  * libcurl and the libraries below it. A client starts its helper at its first request, and
@@ -73,6 +74,11 @@ struct http_req {
 	size_t max_body;         /* largest answer kept */
 	int64_t deadline_ms;     /* monotonic: no retry wait goes past it; 0: timeout_ms from now */
 	enum http_retry retry;
+	/* A connection of its own, closed after the answer: for a request that must not run twice.
+	 * libcurl sends a request again, by itself, when a reused connection dies before any answer
+	 * came, which may be after the server did the work (a reset after processing); on a new
+	 * connection it never does. */
+	bool fresh;
 	/* The answer's body in chunks instead of kept (rs->body stays empty). Returns n to go on. */
 	size_t (*on_data)(const char *p, size_t n, void *ctx);
 	void *ctx;

@@ -5,7 +5,10 @@ methods, bodies and status codes of the published specs.
 
 It is a test double, not a sandbox: commands run on this host with subprocess, in a temporary
 folder per sandbox. Absolute paths under /workspace, /tmp, /home/daytona and /mnt, in file requests
-and in command text, are mapped into that folder (a real sandbox has them at the root).
+and in command text, are mapped into that folder (a real sandbox has them at the root); /dev/shm
+into a folder of the sandbox's own beside it (a container's is a file system of its own), which
+is also bound on /dev/shm in the sandbox's mount namespace where it has one (see
+DAYTONA_TEST_NO_PIDNS), for the paths its programs make up.
 
 Usage: server.py [--port N] [--port-file FILE]   (port 0, the default: a free one)
   DAYTONA_TEST_KEY      the API key it accepts (default "test-key"); anything else is 401
@@ -22,14 +25,31 @@ Control: POST /_control {"fail": MODE, "count": N, "on": "api"|"toolbox"|"all", 
                          "method": M, "path": P}   (method and path: only requests that match)
   MODE: "500", "401", "429" (with Retry-After: S), "slow" (S seconds), "drop" (close the
   connection without an answer), "never_start" (sandboxes stay "creating"), "" (none).
+  Failures after the work (the request is handled, a sandbox made, then the answer fails):
+  "500_after" (HTTP 500 instead of the answer), "truncated" (the answer's headers, then half
+  its body and the connection closed), "malformed" (200 with half the body: not JSON),
+  "reset_after" (the connection reset, no answer). A client that sends the request again
+  makes the work twice: the log has every request.
+  "start_s": S keeps sandboxes created from then on "creating" for S seconds (default
+  DAYTONA_TEST_START_S); "busy_delete": true answers a DELETE of a sandbox still "creating"
+  with 409 ("state change in progress"), as the API does.
   "memory": BYTES gives sandboxes created from then on a memory cgroup of that limit, as a real
   sandbox's container has (when this server runs as root on cgroup v1; 0: none, the default).
-  count: how many matching requests fail (default: all). GET /_control returns the state and
+  count: how many matching requests fail (default: all); a path "*/x" matches every path
+  that ends with "/x". GET /_control returns the state and
   the log of requests (method, path, status, the X-Daytona-* headers and the User-Agent).
   "latency_ms": MS sets the added latency of every API and toolbox request (not /_control);
   a POST without it restores DAYTONA_TEST_LATENCY_MS.
   "no_bash": true makes sandboxes created from then on look like an image without bash: the
   word '/bin/bash' in their commands names a file that does not exist.
+  "disk": BYTES gives sandboxes created from then on a disk of that size (0: none, the
+  default), as a real sandbox's disk bounds everything written in it: their folder (the
+  /workspace, /tmp and /home/daytona of their commands and file requests) is a tmpfs of that
+  size, mounted when the sandbox is made and unmounted when it is deleted, so that a write past
+  it fails with ENOSPC ("No space left on device") whoever makes it: the commands' processes (the
+  call runner's own files included), and this server's file requests (a bulk upload that finds
+  no room answers 400 with the daemon's "errors" list, naming the error). It needs root (to
+  mount); without it the answer's "disk" stays 0.
 """
 import argparse, base64, email.parser, email.policy, json, os, re, shutil, signal, socket, subprocess
 import sys, tempfile, threading, time, uuid
@@ -43,7 +63,8 @@ LOCK = threading.Lock()
 SANDBOXES = {}
 LATENCY_MS = float(os.environ.get('DAYTONA_TEST_LATENCY_MS', '0'))
 CONTROL = {'fail': '', 'count': -1, 'on': 'all', 'seconds': 1, 'memory': 0, 'latency_ms': LATENCY_MS,
-           'no_bash': False}
+           'no_bash': False, 'disk': 0, 'start_s': None, 'busy_delete': False}
+AFTER = ('500_after', 'truncated', 'malformed', 'reset_after')
 CGROUP_V1 = '/sys/fs/cgroup/memory'
 
 
@@ -64,7 +85,7 @@ def make_cgroup(sid, limit):
         return None
     return d
 REQUESTS = []
-MAPPED = re.compile(r'(?<![\w./-])/(workspace|tmp|home/daytona|mnt)(?=[/\s\'";:)]|$)')
+MAPPED = re.compile(r'(?<![\w./-])/(workspace|tmp|home/daytona|mnt|dev/shm)(?=[/\s\'";:)]|$)')
 
 def pid_namespace():
     """A real sandbox shows only its own processes; where unshare allows it, each sandbox gets a
@@ -126,18 +147,39 @@ def semver_ge(v, want):
         return True  # the daemon treats an unparsable version as newer
 
 
+def mount_disk(root, size):
+    """A disk of size bytes for a sandbox: a tmpfs on its folder (root). True when mounted."""
+    r = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=%d,mode=0755' % size, 'tmpfs', root],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        log('no disk of its own for %s: %s' % (root, r.stderr.decode().strip()))
+    return r.returncode == 0
+
+
 class Sandbox:
     def __init__(self, body, base):
         self.id = str(uuid.uuid4())
         self.root = os.path.join(ROOT, self.id)
+        os.makedirs(self.root)
+        self.disk = bool(CONTROL.get('disk')) and mount_disk(self.root, int(CONTROL['disk']))
+        self.shm = self.root + '.shm'
+        os.makedirs(self.shm)
+        # With a disk, /dev/shm is a tmpfs of Docker's default size, as in a container.
+        self.shm_mounted = self.disk and mount_disk(self.shm, 64 << 20)
         for d in ('tmp', 'home/daytona'):
             os.makedirs(os.path.join(self.root, d))
         self.created = time.monotonic()
+        self.start_s = START_S if CONTROL.get('start_s') is None else float(CONTROL['start_s'])
         self.never_start = CONTROL['fail'] == 'never_start'
         self.sessions = {}
         self.cgroup = make_cgroup(self.id, CONTROL.get('memory') or 0)
         self.no_bash = bool(CONTROL.get('no_bash'))
         self.holder, self.ns = start_namespace()
+        if self.ns:  # its own /dev/shm, for the paths its programs make up too
+            r = subprocess.run(self.ns + ['mount', '--bind', self.shm, '/dev/shm'], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+            if r.returncode != 0:
+                log('no /dev/shm of its own for %s: %s' % (self.id, r.stderr.decode().strip()))
         labels = dict(body.get('labels') or {})
         labels.setdefault('code-toolbox-language', 'python')
         self.dto = {
@@ -155,20 +197,24 @@ class Sandbox:
         }
 
     def refresh(self):
-        if self.dto['state'] == 'creating' and not self.never_start and time.monotonic() - self.created >= START_S:
+        if self.dto['state'] == 'creating' and not self.never_start and time.monotonic() - self.created >= self.start_s:
             self.dto['state'] = 'started'
         return self.dto
+
+    def host(self, p):
+        """The host path of a mapped absolute path."""
+        return self.shm + p[len('/dev/shm'):] if p.startswith('/dev/shm') else self.root + p
 
     def path(self, p):
         p = os.path.normpath('/' + p.lstrip('/'))
         if not MAPPED.match(p):
             return None
-        return self.root + p
+        return self.host(p)
 
     def command(self, text):
         if self.no_bash:
             text = text.replace("'/bin/bash'", "'/nonexistent/bin/bash'")
-        return MAPPED.sub(lambda m: self.root + m.group(0), text)
+        return MAPPED.sub(lambda m: self.host(m.group(0)), text)
 
     def enter(self):
         """For preexec_fn: the command joins the sandbox's cgroup, if it has one."""
@@ -199,6 +245,16 @@ class Sandbox:
                     break
                 except OSError:
                     time.sleep(0.02)
+
+    def remove(self):
+        """Deletes it: its processes, its disk, its files."""
+        self.kill_all()
+        for mounted, d in ((self.disk, self.root), (self.shm_mounted, self.shm)):
+            if mounted:
+                subprocess.run(['umount', '-l', d], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.disk = self.shm_mounted = False
+        shutil.rmtree(self.root, ignore_errors=True)
+        shutil.rmtree(self.shm, ignore_errors=True)
 
 
 class Command:
@@ -285,6 +341,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def send(self, status, obj=None, raw=None, ctype='application/json', headers=()):
         data = raw if raw is not None else (json.dumps(obj).encode() if obj is not None else b'')
+        after, self.after = getattr(self, 'after', None), None
+        if after == '500_after':
+            return self.error(500, 'An unexpected error occurred.')
+        if after == 'reset_after':
+            log('reset_after: %s %s handled, the connection reset' % (self.command, urlsplit(self.path).path))
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b'\x01\x00\x00\x00\x00\x00\x00\x00')
+            self.close_connection = True
+            self.status = 'dropped'
+            self.connection.close()
+            return
+        if after == 'malformed':
+            data = data[:len(data) // 2]
         self.send_response(status)
         if data or status not in (204,):
             self.send_header('Content-Type', ctype)
@@ -292,9 +360,16 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in headers:
             self.send_header(k, v)
         self.end_headers()
+        if after == 'truncated':
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.status = 'dropped'
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         if data:
             self.wfile.write(data)
-        self.status = status
+        self.status = status if after is None else '%d (%s)' % (status, after)
 
     def error(self, status, message, source='DAYTONA_API', code=None, headers=()):
         names = {400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 408: 'Request Timeout',
@@ -315,11 +390,15 @@ class Handler(BaseHTTPRequestHandler):
                 return False
             if CONTROL.get('method') and CONTROL['method'] != self.command:
                 return False
-            if CONTROL.get('path') and CONTROL['path'] != urlsplit(self.path).path:
+            want, path = CONTROL.get('path'), urlsplit(self.path).path
+            if want and (not path.endswith(want[1:]) if want.startswith('*') else want != path):
                 return False
             if CONTROL['count'] > 0:
                 CONTROL['count'] -= 1
             secs = CONTROL['seconds']
+        if mode in AFTER:
+            self.after = mode
+            return False
         if mode == 'slow':
             log('slow: holding %s %s for %s s' % (self.command, urlsplit(self.path).path, secs))
             time.sleep(secs)
@@ -342,7 +421,7 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
     def handle_any(self, method):
-        self.status, self.consumed = None, False
+        self.status, self.consumed, self.after = None, False, None
         url = urlsplit(self.path)
         self.query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         parts = [unquote(p) for p in url.path.split('/') if p]
@@ -394,8 +473,11 @@ class Handler(BaseHTTPRequestHandler):
             b = self.json_body() or {}
             with LOCK:
                 CONTROL.update({'fail': '', 'count': -1, 'on': 'all', 'seconds': 1, 'method': '', 'path': '',
-                                'memory': 0, 'latency_ms': LATENCY_MS, 'no_bash': False})
+                                'memory': 0, 'latency_ms': LATENCY_MS, 'no_bash': False, 'disk': 0,
+                                'start_s': None, 'busy_delete': False})
                 CONTROL.update(b)
+                if CONTROL['disk'] and os.geteuid() != 0:
+                    CONTROL['disk'] = 0  # cannot mount: the answer says so
                 if b.get('clear_log'):
                     REQUESTS.clear()
         with LOCK:
@@ -442,10 +524,11 @@ class Handler(BaseHTTPRequestHandler):
             if len(p) == 2 and method == 'GET':
                 return self.send(200, s.refresh())
             if len(p) == 2 and method == 'DELETE':
+                if CONTROL.get('busy_delete') and s.refresh()['state'] == 'creating':
+                    return self.error(409, 'Sandbox state change in progress')
                 with LOCK:
                     SANDBOXES.pop(s.id, None)
-                s.kill_all()
-                shutil.rmtree(s.root, ignore_errors=True)
+                s.remove()
                 s.dto.update(state='destroyed', desiredState='destroyed')
                 return self.send(200, s.dto)
             if p[2:] == ['network-settings'] and method == 'POST':
@@ -571,9 +654,13 @@ class Handler(BaseHTTPRequestHandler):
                 return self.error(403, 'permission denied: %s' % paths[i], source='DAYTONA_DAEMON',
                                   code='FILE_ACCESS_DENIED')
             data = part.get_payload(decode=True) or b''
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            with open(dest, 'wb') as f:
-                f.write(data)
+            try:
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                with open(dest, 'wb') as f:
+                    f.write(data)
+            except OSError as x:  # as the daemon (Go) words it
+                return self.send(400, {'errors': ['files[%s]: write %s: %s' % (i, paths[i], (x.strerror or '').lower())],
+                                       'files': done})
             done.append({'path': paths[i], 'bytes': len(data)})
         self.send(200, {'files': done})
 
@@ -642,7 +729,7 @@ def main():
         pass
     finally:
         for s in list(SANDBOXES.values()):
-            s.kill_all()
+            s.remove()
         shutil.rmtree(ROOT, ignore_errors=True)
 
 
