@@ -111,7 +111,7 @@ unreachable_case() {
 }
 
 # A package installed by one call is imported by the next ones, whether their interpreter was
-# started ahead of the install (then it starts plainly) or after it.
+# started ahead of the install or after it.
 installed_case() {
 	with_backend "${1%-unprivileged}"
 	[ "$1" = "${1%-unprivileged}" ] || unprivileged_server
@@ -126,9 +126,10 @@ installed_case() {
 		{"wait": 3}
 		$(py_call 4 'import okpkg; print(okpkg.VALUE)')
 	EOF
-	# 2's script found the package folder changed since its interpreter started (after 1): a plain
-	# start; 3 and 4 ran in interpreters started after the install.
-	[ "$(prestarted | tr '\n' ' ')" = "3 4 " ]
+	# The interpreter ahead reads nothing of the workspace before a call (the packages folder is
+	# put on its path at the call), so 2's, started before the install, serves it as well as 3's
+	# and 4's, started after it.
+	[ "$(prestarted | tr '\n' ' ')" = "2 3 4 " ]
 	for id in 2 3 4; do
 		res $id
 		sc '.exit_code == 0 and .stdout == "okpkg 1.0\n"'

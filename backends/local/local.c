@@ -648,10 +648,14 @@ static void local_reap(const struct config *cfg)
 }
 
 /* The local sandbox's system is the host's (/usr, /bin, /lib bound read-only), so --python is
- * looked up as the sandbox's PATH would find it: a name that is not there is known at start-up. */
+ * looked up as the sandbox's PATH would find it: a name that is not there is known at start-up.
+ * A path in the sandbox's own folders (/workspace, /tmp) names what a call may put there: it is
+ * only found when a call runs. */
 static int local_startup_check(const struct config *cfg, struct err *e)
 {
 	static const char *const path[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"};
+	if (!strncmp(cfg->python, "/workspace/", 11) || !strncmp(cfg->python, "/tmp/", 5))
+		return 0;
 	if (strchr(cfg->python, '/'))
 		return access(cfg->python, X_OK) == 0
 			       ? 0
