@@ -82,7 +82,7 @@ nothing_left() {
 	# They left something (the last a whole sandbox) that only the next server on the folder removes.
 	[ -n "$(ls -A "$SANDBOX_STATE_DIR")" ]
 	mcp_session <<<"$INIT"
-	eventually 5 nothing_left "${pids[@]}" || {
+	eventually 30 nothing_left "${pids[@]}" || {
 		state_leftovers
 		cgroups_of "${pids[@]}"
 		false
@@ -131,7 +131,7 @@ has_first_process() {
 	wait "$tracer" || true # its tracee was killed
 	exec 6>&-
 	mcp_session <<<"$INIT"
-	eventually 5 nothing_left "$pid" || {
+	eventually 30 nothing_left "$pid" || {
 		state_leftovers
 		cgroups_of "$pid"
 		false
