@@ -656,3 +656,19 @@ line_of() {
 	[ "$status" -eq 0 ]
 	[ "${lines[-1]}" = "4 passed, 0 failed" ]
 }
+
+@test "a number past 64 bits where JSON allows no number (an object's key) is a parse error, as any number there is" {
+	# A big number is read apart from jansson; where JSON has a key, it must still be refused as
+	# the small one is, not taken as a key.
+	mcp_session <<-EOF
+		$INIT
+		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",99999999999999999999:0}\n"}
+		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{1e400 : 1}}\n"}
+		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",9:0}\n"}
+		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{\"k\":[18446744073709551616]}}\n"}
+	EOF
+	[ "$(printf '%s\n' "$output" | jq -c 'select(.id == null and .error.code == -32700)' | wc -l)" -eq 3 ]
+	run ! grep -qF '"id":1,' <<<"$output"
+	run ! grep -qF '"id":2,' <<<"$output"
+	jqe "$(response 4)" '.result == {}'
+}
