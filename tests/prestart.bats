@@ -363,3 +363,36 @@ print(sorted(open("/proc/%s/comm" % p).read().strip() for p in os.listdir("/proc
 	with_backend docker
 	not_alone_case
 }
+
+@test "prestart: a module planted beside the script over a preloaded one is imported as a plain start imports it" {
+	# A plain `python3 /workspace/.sandbox/task.py` has the script's folder first in sys.path:
+	# a json.py there is the json the script imports, even when json was preloaded ahead.
+	local plant='open("/workspace/.sandbox/json.py", "w").write("WHO = \"planted\"\n")'
+	local look='import json; print(getattr(json, "WHO", "stdlib"), json.__file__)'
+	local opt out_on out_off
+	for opt in --python-prestart --no-python-prestart; do
+		: >"$SERVER_LOG"
+		mcp_session --log-level debug --no-sandbox-ahead --python-preload json "$opt" <<-EOF
+			$INIT
+			$(py_call 1 "$plant")
+			{"wait": 1}
+			$(py_call 2 "$look")
+			{"wait": 2}
+			$(py_call 3 "$look")
+		EOF
+		for id in 2 3; do
+			res $id
+			sc '.exit_code == 0'
+		done
+		if [ "$opt" = --python-prestart ]; then
+			out_on=$(for id in 2 3; do response $id | jq -r .result.structuredContent.stdout; done)
+		else
+			out_off=$(for id in 2 3; do response $id | jq -r .result.structuredContent.stdout; done)
+		fi
+	done
+	[ "$out_off" = "$(printf 'planted /workspace/.sandbox/json.py\n\nplanted /workspace/.sandbox/json.py')" ]
+	[ "$out_on" = "$out_off" ] || {
+		echo "with prestart: $out_on" >&2
+		false
+	}
+}
