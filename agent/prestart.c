@@ -342,7 +342,7 @@ static const char *not_alone(void)
 {
 	char buf[4096];
 	if (spoiled())
-		return "code stopped or killed the prestarted interpreter";
+		return "code stopped, killed or signalled the prestarted interpreter";
 	const char *t = read_proc("status", buf, sizeof buf) > 0 ? strstr(buf, "\nThreads:\t") : NULL;
 	if (!t || strtol(t + 10, NULL, 10) != 1)
 		return "the prestarted interpreter runs more than one thread";
@@ -473,8 +473,10 @@ static ssize_t read_proc(const char *name, char *buf, size_t n)
 	return r;
 }
 
-/* Whether code stopped or killed the interpreter (all it can be sent but SIGKILL and SIGSTOP
- * is blocked), or is about to have: a signal sent stays pending until it is next scheduled. */
+/* Whether code stopped, killed or signalled the interpreter, or is about to have: a signal sent
+ * stays pending, SIGKILL and SIGSTOP until it is next scheduled, every other one (blocked while
+ * it waits) until the call it becomes unblocks it, which would then get what code of an earlier
+ * call sent. */
 static bool spoiled(void)
 {
 	char buf[4096];
@@ -486,8 +488,7 @@ static bool spoiled(void)
 	if (read_proc("status", buf, sizeof buf) <= 0)
 		return false;
 	for (const char *k = buf; (k = strstr(k, "Pnd:\t")) != NULL; k += 5) {
-		unsigned long long pending = strtoull(k + 5, NULL, 16);
-		if (pending & (1ULL << (SIGSTOP - 1) | 1ULL << (SIGKILL - 1)))
+		if (strtoull(k + 5, NULL, 16) != 0) /* SigPnd (the thread's) and ShdPnd (the process's) */
 			return true;
 	}
 	return false;
@@ -521,7 +522,7 @@ int prestart_kill_others(void (*reaped)(pid_t, int))
 	if (z.phase != READY)
 		return -1; /* it was gone: the plain way */
 	if (spoiled()) {
-		stop("code stopped or killed the prestarted interpreter");
+		stop("code stopped, killed or signalled the prestarted interpreter");
 		return -1;
 	}
 	if (kill_rest(false) == 0)

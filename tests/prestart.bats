@@ -396,3 +396,29 @@ print(sorted(open("/proc/%s/comm" % p).read().strip() for p in os.listdir("/proc
 		false
 	}
 }
+
+@test "prestart: a signal sent to an interpreter waiting ahead reaches no later call" {
+	# Every signal but KILL and STOP is blocked while it waits: one sent then stays pending,
+	# and must not be delivered to the call it would become. Before each bash call, a call with
+	# args (a plain start, which waits for the interpreter ahead to be ready) makes sure the
+	# bash call runs beside one that is ready, which the next call would be handed to.
+	local sig id=1 script="$INIT"$'\n'"$(py_call 1 pass)"$'\n{"wait": 1}'
+	for sig in TERM INT USR1 HUP; do
+		id=$((id + 1))
+		script+=$'\n'"$(py_call $id pass '{"args": ["x"]}')"$'\n'"{\"wait\": $id}"
+		id=$((id + 1))
+		script+=$'\n'"$(call_json $id execute_bash_commands "$(jq -cn --arg s "$sig" '{code: ("pkill -" + $s + " -f \"fd/[.]/\" && echo sent")}')")"
+		script+=$'\n'"{\"wait\": $id}"
+		id=$((id + 1))
+		script+=$'\n'"$(py_call $id "print($id)")"$'\n'"{\"wait\": $id}"
+	done
+	mcp_session --log-level debug --no-sandbox-ahead <<<"$script"
+	for id in 3 6 9 12; do
+		res $id
+		sc '.exit_code == 0 and .stdout == "sent\n"'
+	done
+	for id in 4 7 10 13; do
+		res $id
+		sc ".exit_code == 0 and .stdout == \"$id\n\" and .stderr == \"\""
+	done
+}
