@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -342,7 +343,7 @@ static const char *not_alone(void)
 {
 	char buf[4096];
 	if (spoiled())
-		return "code stopped, killed or signalled the prestarted interpreter";
+		return "code stopped, killed, signalled or limited the prestarted interpreter";
 	const char *t = read_proc("status", buf, sizeof buf) > 0 ? strstr(buf, "\nThreads:\t") : NULL;
 	if (!t || strtol(t + 10, NULL, 10) != 1)
 		return "the prestarted interpreter runs more than one thread";
@@ -473,16 +474,25 @@ static ssize_t read_proc(const char *name, char *buf, size_t n)
 	return r;
 }
 
-/* Whether code stopped, killed or signalled the interpreter, or is about to have: a signal sent
- * stays pending, SIGKILL and SIGSTOP until it is next scheduled, every other one (blocked while
- * it waits) until the call it becomes unblocks it, which would then get what code of an earlier
- * call sent. */
+/* Whether code stopped, killed, signalled or limited the interpreter, or is about to have: a
+ * signal sent stays pending, SIGKILL and SIGSTOP until it is next scheduled, every other one
+ * (blocked while it waits) until the call it becomes unblocks it, which would then get what code
+ * of an earlier call sent. */
 static bool spoiled(void)
 {
 	char buf[4096];
 	if (read_proc("stat", buf, sizeof buf) > 0) {
 		const char *paren = strrchr(buf, ')');
 		if (paren && paren[1] == ' ' && paren[2] && strchr("TtZX", paren[2]))
+			return true;
+	}
+	/* Its limits are the agent's, which it inherited: code may prlimit a process of its uid,
+	 * and what it set would be the call's where the run spec does not set that limit, or keep
+	 * the call from raising one it does. */
+	for (int r = 0; r < RLIM_NLIMITS; r++) {
+		struct rlimit mine, its;
+		if (getrlimit(r, &mine) == 0 &&
+		    (prlimit(z.pid, r, NULL, &its) < 0 || its.rlim_cur != mine.rlim_cur || its.rlim_max != mine.rlim_max))
 			return true;
 	}
 	if (read_proc("status", buf, sizeof buf) <= 0)
@@ -522,7 +532,7 @@ int prestart_kill_others(void (*reaped)(pid_t, int))
 	if (z.phase != READY)
 		return -1; /* it was gone: the plain way */
 	if (spoiled()) {
-		stop("code stopped, killed or signalled the prestarted interpreter");
+		stop("code stopped, killed, signalled or limited the prestarted interpreter");
 		return -1;
 	}
 	if (kill_rest(false) == 0)

@@ -422,3 +422,28 @@ print(sorted(open("/proc/%s/comm" % p).read().strip() for p in os.listdir("/proc
 		sc ".exit_code == 0 and .stdout == \"$id\n\" and .stderr == \"\""
 	done
 }
+
+@test "prestart: limits set on an interpreter waiting ahead (prlimit) reach no later call" {
+	# Code may prlimit a process of its own uid, this one too: a call must not inherit them.
+	local probe='import os, resource
+pid = int(os.popen("pgrep -f \"fd/[.]/\"").read().split()[0])
+resource.prlimit(pid, resource.RLIMIT_STACK, (1 << 20, 1 << 20))
+resource.prlimit(pid, resource.RLIMIT_NOFILE, (8, 8))
+print("set")'
+	local look='import resource
+print(resource.getrlimit(resource.RLIMIT_STACK) == resource.getrlimit(resource.RLIMIT_STACK) and resource.getrlimit(resource.RLIMIT_STACK)[0] != 1 << 20, resource.getrlimit(resource.RLIMIT_NOFILE)[0] > 8)'
+	mcp_session --log-level debug --no-sandbox-ahead <<-EOF
+		$INIT
+		$(py_call 1 pass)
+		{"wait": 1}
+		$(py_call 2 pass '{"args": ["x"]}')
+		{"wait": 2}
+		$(call_json 3 execute_bash_commands "$(jq -cn --arg p "$probe" '{code: ("python3 -c " + ($p | @sh))}')")
+		{"wait": 3}
+		$(py_call 4 "$look")
+	EOF
+	res 3
+	sc '.exit_code == 0 and .stdout == "set\n"'
+	res 4
+	sc '.exit_code == 0 and .stdout == "True True\n"'
+}
