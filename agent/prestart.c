@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <dirent.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -343,7 +345,7 @@ static const char *not_alone(void)
 {
 	char buf[4096];
 	if (spoiled())
-		return "code stopped, killed, signalled or limited the prestarted interpreter";
+		return "code stopped, killed, signalled, limited or reniced the prestarted interpreter";
 	const char *t = read_proc("status", buf, sizeof buf) > 0 ? strstr(buf, "\nThreads:\t") : NULL;
 	if (!t || strtol(t + 10, NULL, 10) != 1)
 		return "the prestarted interpreter runs more than one thread";
@@ -474,7 +476,7 @@ static ssize_t read_proc(const char *name, char *buf, size_t n)
 	return r;
 }
 
-/* Whether code stopped, killed, signalled or limited the interpreter, or is about to have: a
+/* Whether code stopped, killed, signalled, limited or reniced the interpreter, or is about to have: a
  * signal sent stays pending, SIGKILL and SIGSTOP until it is next scheduled, every other one
  * (blocked while it waits) until the call it becomes unblocks it, which would then get what code
  * of an earlier call sent. */
@@ -495,6 +497,17 @@ static bool spoiled(void)
 		    (prlimit(z.pid, r, NULL, &its) < 0 || its.rlim_cur != mine.rlim_cur || its.rlim_max != mine.rlim_max))
 			return true;
 	}
+	/* So are its priority, scheduling policy, CPUs and I/O priority, which code of its uid may
+	 * set too (renice, chrt, taskset, ionice). */
+	cpu_set_t mine_cpus, its_cpus;
+	errno = 0;
+	int its_nice = getpriority(PRIO_PROCESS, (id_t)z.pid);
+	if ((its_nice == -1 && errno) || its_nice != getpriority(PRIO_PROCESS, 0) ||
+	    sched_getscheduler(z.pid) != sched_getscheduler(0) ||
+	    sched_getaffinity(z.pid, sizeof its_cpus, &its_cpus) < 0 ||
+	    sched_getaffinity(0, sizeof mine_cpus, &mine_cpus) < 0 || !CPU_EQUAL(&its_cpus, &mine_cpus) ||
+	    syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, z.pid) != syscall(SYS_ioprio_get, 1, 0))
+		return true;
 	if (read_proc("status", buf, sizeof buf) <= 0)
 		return false;
 	for (const char *k = buf; (k = strstr(k, "Pnd:\t")) != NULL; k += 5) {
@@ -532,7 +545,7 @@ int prestart_kill_others(void (*reaped)(pid_t, int))
 	if (z.phase != READY)
 		return -1; /* it was gone: the plain way */
 	if (spoiled()) {
-		stop("code stopped, killed, signalled or limited the prestarted interpreter");
+		stop("code stopped, killed, signalled, limited or reniced the prestarted interpreter");
 		return -1;
 	}
 	if (kill_rest(false) == 0)

@@ -447,3 +447,28 @@ print(resource.getrlimit(resource.RLIMIT_STACK) == resource.getrlimit(resource.R
 	res 4
 	sc '.exit_code == 0 and .stdout == "True True\n"'
 }
+
+@test "prestart: the priority or CPUs set on an interpreter waiting ahead reach no later call" {
+	# Code may renice a process of its uid, and pin it to CPUs: a call gets what a plain start
+	# gets (call 2, with args, is one).
+	local probe='pid=$(pgrep -f "fd/[.]/") && renice -n 15 -p "$pid" >/dev/null && taskset -p 1 "$pid" >/dev/null && echo set'
+	local look='import os
+print(os.nice(0), sorted(os.sched_getaffinity(0)))'
+	mcp_session --log-level debug --no-sandbox-ahead <<-EOF
+		$INIT
+		$(py_call 1 pass)
+		{"wait": 1}
+		$(py_call 2 "$look" '{"args": ["x"]}')
+		{"wait": 2}
+		$(call_json 3 execute_bash_commands "$(jq -cn --arg p "$probe" '{code: $p}')")
+		{"wait": 3}
+		$(py_call 4 "$look")
+	EOF
+	res 3
+	sc '.exit_code == 0 and .stdout == "set\n"'
+	local plain
+	plain=$(response 2 | jq -r .result.structuredContent.stdout)
+	[[ "$plain" == "0 "* ]]
+	res 4
+	sc ".exit_code == 0 and .stdout == $(jq -n --arg s "$plain" '$s + "\n"')"
+}
