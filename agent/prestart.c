@@ -8,12 +8,15 @@
 #include <fcntl.h>
 #include <dirent.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -342,7 +345,7 @@ static const char *not_alone(void)
 {
 	char buf[4096];
 	if (spoiled())
-		return "code stopped or killed the prestarted interpreter";
+		return "code stopped, killed, signalled, limited or reniced the prestarted interpreter";
 	const char *t = read_proc("status", buf, sizeof buf) > 0 ? strstr(buf, "\nThreads:\t") : NULL;
 	if (!t || strtol(t + 10, NULL, 10) != 1)
 		return "the prestarted interpreter runs more than one thread";
@@ -473,8 +476,10 @@ static ssize_t read_proc(const char *name, char *buf, size_t n)
 	return r;
 }
 
-/* Whether code stopped or killed the interpreter (all it can be sent but SIGKILL and SIGSTOP
- * is blocked), or is about to have: a signal sent stays pending until it is next scheduled. */
+/* Whether code stopped, killed, signalled, limited or reniced the interpreter, or is about to have: a
+ * signal sent stays pending, SIGKILL and SIGSTOP until it is next scheduled, every other one
+ * (blocked while it waits) until the call it becomes unblocks it, which would then get what code
+ * of an earlier call sent. */
 static bool spoiled(void)
 {
 	char buf[4096];
@@ -483,11 +488,30 @@ static bool spoiled(void)
 		if (paren && paren[1] == ' ' && paren[2] && strchr("TtZX", paren[2]))
 			return true;
 	}
+	/* Its limits are the agent's, which it inherited: code may prlimit a process of its uid,
+	 * and what it set would be the call's where the run spec does not set that limit, or keep
+	 * the call from raising one it does. */
+	for (int r = 0; r < RLIM_NLIMITS; r++) {
+		struct rlimit mine, its;
+		if (getrlimit(r, &mine) == 0 &&
+		    (prlimit(z.pid, r, NULL, &its) < 0 || its.rlim_cur != mine.rlim_cur || its.rlim_max != mine.rlim_max))
+			return true;
+	}
+	/* So are its priority, scheduling policy, CPUs and I/O priority, which code of its uid may
+	 * set too (renice, chrt, taskset, ionice). */
+	cpu_set_t mine_cpus, its_cpus;
+	errno = 0;
+	int its_nice = getpriority(PRIO_PROCESS, (id_t)z.pid);
+	if ((its_nice == -1 && errno) || its_nice != getpriority(PRIO_PROCESS, 0) ||
+	    sched_getscheduler(z.pid) != sched_getscheduler(0) ||
+	    sched_getaffinity(z.pid, sizeof its_cpus, &its_cpus) < 0 ||
+	    sched_getaffinity(0, sizeof mine_cpus, &mine_cpus) < 0 || !CPU_EQUAL(&its_cpus, &mine_cpus) ||
+	    syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, z.pid) != syscall(SYS_ioprio_get, 1, 0))
+		return true;
 	if (read_proc("status", buf, sizeof buf) <= 0)
 		return false;
 	for (const char *k = buf; (k = strstr(k, "Pnd:\t")) != NULL; k += 5) {
-		unsigned long long pending = strtoull(k + 5, NULL, 16);
-		if (pending & (1ULL << (SIGSTOP - 1) | 1ULL << (SIGKILL - 1)))
+		if (strtoull(k + 5, NULL, 16) != 0) /* SigPnd (the thread's) and ShdPnd (the process's) */
 			return true;
 	}
 	return false;
@@ -521,7 +545,7 @@ int prestart_kill_others(void (*reaped)(pid_t, int))
 	if (z.phase != READY)
 		return -1; /* it was gone: the plain way */
 	if (spoiled()) {
-		stop("code stopped or killed the prestarted interpreter");
+		stop("code stopped, killed, signalled, limited or reniced the prestarted interpreter");
 		return -1;
 	}
 	if (kill_rest(false) == 0)

@@ -14,7 +14,8 @@
 # folders (read-only in the sandbox), and so do the preloads. A call puts the call's PYTHONPATH
 # back into sys.path and its user site into `site`; when a plain start would run or import
 # something from there (sitecustomize, usercustomize, a module this one holds, a user site
-# folder and its .pth files), it says so ('S') and the call starts plainly, where that code
+# folder and its .pth files), or a module this one holds from the script's own folder (first in
+# a plain start's sys.path), it says so ('S') and the call starts plainly, where that code
 # runs as the call's own. A call whose own variables change how Python starts (PYTHON* and the
 # like) is not run here. A bash call does not wait for the modules to preload (only for 'D');
 # the agent trusts only an interpreter it heard ready before the call, and hands a call only to
@@ -105,6 +106,22 @@ def _call_paths(env, shadowed, site):
         if not hasattr(site, '_get_path') or os.path.isdir(site._get_path(base)):
             return None
     return folders
+
+
+def _beside(argv, shadowed):
+    """Whether the script's folder, first in a plain start's sys.path, holds a module this one
+    holds (a preloaded one: a plain start would import the folder's instead). Not sitecustomize
+    or usercustomize: `site` is done before that folder is in sys.path."""
+    if len(argv) < 2:
+        return True
+    try:
+        names = os.listdir(os.path.dirname(os.fsdecode(argv[1])) or '.')
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    skip = ('sitecustomize', 'usercustomize')
+    return any(n.partition('.')[0] in shadowed and n.partition('.')[0] not in skip for n in names)
 
 
 def _recv(ctl, socket):
@@ -467,6 +484,8 @@ def _serve(preload):
             os._exit(0)
         spec = _spec(body) if kind == b'F' and len(fds) == 2 else None
         folders = _call_paths(spec[3], shadowed, site) if spec else None
+        if folders is not None and _beside(spec[2], shadowed):
+            folders = None
         if kind == b'F' and folders is None:
             for fd in fds:
                 os.close(fd)

@@ -117,6 +117,23 @@ bats_require_minimum_version 1.5.0
 	[ "$status" -eq 2 ] && [[ "$output" == *"--state-dir $d-open may be written by every user"* ]]
 }
 
+@test "a state folder that is a symlink is refused however its path ends (/, /., ..)" {
+	local d=$BATS_TEST_TMPDIR/sl
+	mkdir -p -m 700 "$d/real/sub"
+	ln -s "$d/real" "$d/lnk"
+	ln -s "$d/real/sub" "$d/lnk2"
+	local p
+	for p in "$d/lnk" "$d/lnk/" "$d/lnk//" "$d/lnk/." "$d/lnk/./" "$d/lnk2/.."; do
+		run --separate-stderr "$SANDBOX_MCP" --state-dir "$p" </dev/null
+		[ "$status" -eq 2 ] || { echo "$p: status $status"; false; }
+		[ -z "$output" ] && [ "${#stderr_lines[@]}" -eq 1 ]
+		[[ "$stderr" == "sandbox-mcp: --state-dir "*"give --state-dir a folder of this user's"* ]]
+	done
+	# The folder itself, named with a trailing slash, is still taken.
+	run "$SANDBOX_MCP" --check --backend local --state-dir "$d/real/"
+	[ "$status" -eq 0 ]
+}
+
 @test "a state folder the server's user cannot write is refused at start-up" {
 	unprivileged_server
 	chmod 500 "$SANDBOX_STATE_DIR"

@@ -295,3 +295,20 @@ print("ok", len(done))
 	grep -qF 'shutting down: request "after" (resources/list) not answered: it had not started' "$SERVER_LOG"
 	no_process_matching "$marker"
 }
+
+@test "EOF: a batch that runs past the shutdown budget is answered once, with the members done; big ids logged as sent" {
+	local init calls t0 ms
+	init=$(jq -c '.params.protocolVersion = "2025-03-26"' <<<"$INIT")
+	calls=$(printf '%s\n' "$init" '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+		"[$(call_json 1 execute_bash_commands '{"code":"echo a"}'),$(call_json 2 execute_bash_commands '{"code":"sleep 30"}'),{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"id\":99999999999999999999,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_bash_commands\",\"arguments\":{\"code\":\"echo c\"}}}]")
+	t0=$(date +%s%N)
+	run bash -c 'printf "%s\n" "$1" | "$2" --shutdown-budget 2 2>>"$3"' _ "$calls" "$SANDBOX_MCP" "$SERVER_LOG"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ "$status" -eq 0 ]
+	[ "$ms" -lt 4000 ]
+	# Two lines: the initialize answer, and one array for the batch, with ids 1 and 3 alone.
+	[ "$(printf '%s\n' "$output" | wc -l)" -eq 2 ]
+	printf '%s\n' "$output" | sed -n 2p | jq -e '[.[].id] | sort == [1, 3]' >/dev/null
+	grep -qF 'shutting down: request 2 (tools/call execute_bash_commands) not answered: it was still running' "$SERVER_LOG"
+	grep -qF 'shutting down: request 99999999999999999999 (tools/call execute_bash_commands) not answered: it had not started' "$SERVER_LOG"
+}

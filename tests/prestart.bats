@@ -363,3 +363,112 @@ print(sorted(open("/proc/%s/comm" % p).read().strip() for p in os.listdir("/proc
 	with_backend docker
 	not_alone_case
 }
+
+@test "prestart: a module planted beside the script over a preloaded one is imported as a plain start imports it" {
+	# A plain `python3 /workspace/.sandbox/task.py` has the script's folder first in sys.path:
+	# a json.py there is the json the script imports, even when json was preloaded ahead.
+	local plant='open("/workspace/.sandbox/json.py", "w").write("WHO = \"planted\"\n")'
+	local look='import json; print(getattr(json, "WHO", "stdlib"), json.__file__)'
+	local opt out_on out_off
+	for opt in --python-prestart --no-python-prestart; do
+		: >"$SERVER_LOG"
+		mcp_session --log-level debug --no-sandbox-ahead --python-preload json "$opt" <<-EOF
+			$INIT
+			$(py_call 1 "$plant")
+			{"wait": 1}
+			$(py_call 2 "$look")
+			{"wait": 2}
+			$(py_call 3 "$look")
+		EOF
+		for id in 2 3; do
+			res $id
+			sc '.exit_code == 0'
+		done
+		if [ "$opt" = --python-prestart ]; then
+			out_on=$(for id in 2 3; do response $id | jq -r .result.structuredContent.stdout; done)
+		else
+			out_off=$(for id in 2 3; do response $id | jq -r .result.structuredContent.stdout; done)
+		fi
+	done
+	[ "$out_off" = "$(printf 'planted /workspace/.sandbox/json.py\n\nplanted /workspace/.sandbox/json.py')" ]
+	[ "$out_on" = "$out_off" ] || {
+		echo "with prestart: $out_on" >&2
+		false
+	}
+}
+
+@test "prestart: a signal sent to an interpreter waiting ahead reaches no later call" {
+	# Every signal but KILL and STOP is blocked while it waits: one sent then stays pending,
+	# and must not be delivered to the call it would become. Before each bash call, a call with
+	# args (a plain start, which waits for the interpreter ahead to be ready) makes sure the
+	# bash call runs beside one that is ready, which the next call would be handed to.
+	local sig id=1 script="$INIT"$'\n'"$(py_call 1 pass)"$'\n{"wait": 1}'
+	for sig in TERM INT USR1 HUP; do
+		id=$((id + 1))
+		script+=$'\n'"$(py_call $id pass '{"args": ["x"]}')"$'\n'"{\"wait\": $id}"
+		id=$((id + 1))
+		script+=$'\n'"$(call_json $id execute_bash_commands "$(jq -cn --arg s "$sig" '{code: ("pkill -" + $s + " -f \"fd/[.]/\" && echo sent")}')")"
+		script+=$'\n'"{\"wait\": $id}"
+		id=$((id + 1))
+		script+=$'\n'"$(py_call $id "print($id)")"$'\n'"{\"wait\": $id}"
+	done
+	mcp_session --log-level debug --no-sandbox-ahead <<<"$script"
+	for id in 3 6 9 12; do
+		res $id
+		sc '.exit_code == 0 and .stdout == "sent\n"'
+	done
+	for id in 4 7 10 13; do
+		res $id
+		sc ".exit_code == 0 and .stdout == \"$id\n\" and .stderr == \"\""
+	done
+}
+
+@test "prestart: limits set on an interpreter waiting ahead (prlimit) reach no later call" {
+	# Code may prlimit a process of its own uid, this one too: a call must not inherit them.
+	local probe='import os, resource
+pid = int(os.popen("pgrep -f \"fd/[.]/\"").read().split()[0])
+resource.prlimit(pid, resource.RLIMIT_STACK, (1 << 20, 1 << 20))
+resource.prlimit(pid, resource.RLIMIT_NOFILE, (8, 8))
+print("set")'
+	local look='import resource
+print(resource.getrlimit(resource.RLIMIT_STACK) == resource.getrlimit(resource.RLIMIT_STACK) and resource.getrlimit(resource.RLIMIT_STACK)[0] != 1 << 20, resource.getrlimit(resource.RLIMIT_NOFILE)[0] > 8)'
+	mcp_session --log-level debug --no-sandbox-ahead <<-EOF
+		$INIT
+		$(py_call 1 pass)
+		{"wait": 1}
+		$(py_call 2 pass '{"args": ["x"]}')
+		{"wait": 2}
+		$(call_json 3 execute_bash_commands "$(jq -cn --arg p "$probe" '{code: ("python3 -c " + ($p | @sh))}')")
+		{"wait": 3}
+		$(py_call 4 "$look")
+	EOF
+	res 3
+	sc '.exit_code == 0 and .stdout == "set\n"'
+	res 4
+	sc '.exit_code == 0 and .stdout == "True True\n"'
+}
+
+@test "prestart: the priority or CPUs set on an interpreter waiting ahead reach no later call" {
+	# Code may renice a process of its uid, and pin it to CPUs: a call gets what a plain start
+	# gets (call 2, with args, is one).
+	local probe='pid=$(pgrep -f "fd/[.]/") && renice -n 15 -p "$pid" >/dev/null && taskset -p 1 "$pid" >/dev/null && echo set'
+	local look='import os
+print(os.nice(0), sorted(os.sched_getaffinity(0)))'
+	mcp_session --log-level debug --no-sandbox-ahead <<-EOF
+		$INIT
+		$(py_call 1 pass)
+		{"wait": 1}
+		$(py_call 2 "$look" '{"args": ["x"]}')
+		{"wait": 2}
+		$(call_json 3 execute_bash_commands "$(jq -cn --arg p "$probe" '{code: $p}')")
+		{"wait": 3}
+		$(py_call 4 "$look")
+	EOF
+	res 3
+	sc '.exit_code == 0 and .stdout == "set\n"'
+	local plain
+	plain=$(response 2 | jq -r .result.structuredContent.stdout)
+	[[ "$plain" == "0 "* ]]
+	res 4
+	sc ".exit_code == 0 and .stdout == $(jq -n --arg s "$plain" '$s + "\n"')"
+}

@@ -656,3 +656,40 @@ line_of() {
 	[ "$status" -eq 0 ]
 	[ "${lines[-1]}" = "4 passed, 0 failed" ]
 }
+
+@test "a number past 64 bits where JSON allows no number (an object's key) is a parse error, as any number there is" {
+	# A big number is read apart from jansson; where JSON has a key, it must still be refused as
+	# the small one is, not taken as a key.
+	mcp_session <<-EOF
+		$INIT
+		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",99999999999999999999:0}\n"}
+		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{1e400 : 1}}\n"}
+		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",9:0}\n"}
+		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{\"k\":[18446744073709551616]}}\n"}
+	EOF
+	[ "$(printf '%s\n' "$output" | jq -c 'select(.id == null and .error.code == -32700)' | wc -l)" -eq 3 ]
+	run ! grep -qF '"id":1,' <<<"$output"
+	run ! grep -qF '"id":2,' <<<"$output"
+	jqe "$(response 4)" '.result == {}'
+}
+
+@test "big numbers: digits inside strings stay text, a batch's members settle alone, many at once are bounded" {
+	local code='echo "99999999999999999999 \\\" 1e400 \\\\"' init
+	init=$(jq -c '.params.protocolVersion = "2025-03-26"' <<<"$INIT")
+	python3 -c 'print("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{\"a\":[" + ",".join(["1e400"] * 200000) + "]}}")' >"$BATS_TEST_TMPDIR/many"
+	mcp_session <<-EOF
+		$init
+		$(call_json 1 execute_bash_commands "$(jq -cn --arg c "$code" '{code: $c}')")
+		{"wait": 1}
+		{"raw": "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{\"n\":1e400}},{\"jsonrpc\":\"2.0\",\"id\":99999999999999999999,\"method\":\"ping\"}]\n"}
+		$(jq -cn --rawfile l "$BATS_TEST_TMPDIR/many" '{raw: $l}')
+		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"}\n"}
+	EOF
+	res 1
+	sc '.exit_code == 0 and .stdout == "99999999999999999999 \\\" 1e400 \\\\\n"'
+	# The batch: its first member refused, its second answered with its id as sent.
+	printf '%s\n' "$output" | grep -F '"id":2,' | grep -qF '{"jsonrpc":"2.0","id":99999999999999999999,"result":{}}'
+	printf '%s\n' "$output" | grep -F '"id":2,' | jq -e '.[] | select(.id == 2) | .error.code == -32602' >/dev/null
+	jqe "$(response 5)" '.error.code == -32602 and .error.message == "Invalid params: the number 1e400 is past the range of a double"'
+	jqe "$(response 6)" '.result == {}'
+}

@@ -125,3 +125,28 @@ client() {
 	run "$HELPER" addr-allowed 10.1.2.3 10.1.2.4 http://10.1.2.3:3141/simple
 	[ "$output" = no ]
 }
+
+@test "only an allowed index host that fails says the index is unreachable; what the sandbox sends cannot forge it" {
+	start_proxy http://198.51.100.2:8080/simple
+	# Refused before any dial: other hosts and ports, a name with control characters, garbage.
+	for target in 127.0.0.1:8081 example.org:443 198.51.100.2:22 index.invalid:443; do
+		client connect "$target" /x
+		[[ "${lines[0]}" == *" 403 "* ]] || { echo "not refused: $target"; false; }
+	done
+	client raw 'CONNECT 198.51.100.2:8080\r\nX: index.invalid:443 HTTP/1.1\r\n\r\n'
+	client raw 'CONNECT index.invalid\n:443 HTTP/1.1\r\n\r\n'
+	client raw 'not http at all\r\n\r\n'
+	stop_proxy
+	grep -qx "unreachable none" "$BATS_TEST_TMPDIR/proxy.out"
+}
+
+@test "an allowed index host:port where nothing listens is said once, as host:port: connection refused" {
+	start_proxy http://198.51.100.2:8080/simple http://198.51.100.2:8082/
+	client connect 198.51.100.2:8082 /x
+	[[ "${lines[0]}" != *" 200 "* ]]
+	client connect 198.51.100.2:8082 /y
+	client connect 198.51.100.2:8080 /simple/okpkg/index.html
+	[[ "${lines[0]}" == *" 200 "* ]]
+	stop_proxy
+	grep -qx "unreachable 198.51.100.2:8082: connection refused" "$BATS_TEST_TMPDIR/proxy.out"
+}

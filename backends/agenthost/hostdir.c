@@ -38,6 +38,20 @@ int hostdir_state(const struct config *cfg, char *out, size_t n, struct err *e)
 	const char *what = cfg->state_dir[0] ? "--state-dir" : "the state folder";
 	const char *fix = "give --state-dir a folder of this user's that no one else may write (mode 0700), or a "
 			  "path where one can be made";
+	/* The folder itself, not what a name ending in "/" or "/." would reach through a symlink:
+	 * those ends are dropped, and one ending in ".." is refused. */
+	size_t len = strlen(out);
+	for (;;) {
+		if (len > 1 && out[len - 1] == '/')
+			len--;
+		else if (len > 2 && out[len - 1] == '.' && out[len - 2] == '/')
+			len -= 2;
+		else
+			break;
+		out[len] = '\0';
+	}
+	if (!strcmp(out, "..") || (len >= 3 && !strcmp(out + len - 3, "/..")))
+		return err_set(e, "%s %s ends in '..': %s", what, out, fix);
 	if (mkdir(out, 0700) < 0 && errno != EEXIST)
 		return err_set(e, "%s %s cannot be made (%s): %s", what, out, strerror(errno), fix);
 	struct stat st;

@@ -295,7 +295,12 @@ json_t *bignum_loadb(const char *s, size_t len, json_error_t *je)
 			i++;
 			continue;
 		}
-		if (too_big(s + i, j - i)) {
+		/* One followed by a ':' stands where JSON has a key: left to jansson, which refuses
+		 * it as it refuses any number there (a placeholder would be taken as a key). */
+		size_t k = j;
+		while (k < len && (s[k] == ' ' || s[k] == '\t' || s[k] == '\n' || s[k] == '\r'))
+			k++;
+		if ((k >= len || s[k] != ':') && too_big(s + i, j - i)) {
 			if (sb.n == sb.cap) {
 				size_t nc = sb.cap ? sb.cap * 2 : 8;
 				void *na = realloc(sb.at, nc * sizeof *sb.at);

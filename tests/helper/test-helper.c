@@ -109,9 +109,12 @@ static int cmd_proxy(int argc, char **argv)
 	while (read(0, buf, sizeof buf) > 0)
 		;
 	unsigned allowed, refused;
+	char why[PROXY_WHY_MAX];
 	proxy_counts(px, &allowed, &refused);
+	bool unreachable = proxy_unreachable(px, why, sizeof why);
 	proxy_stop(px);
 	printf("allowed %u refused %u\n", allowed, refused);
+	printf("unreachable %s\n", unreachable ? why : "none");
 	return 0;
 }
 
