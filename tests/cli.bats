@@ -134,6 +134,15 @@ bats_require_minimum_version 1.5.0
 	[ "$status" -eq 0 ]
 }
 
+@test "a relative --state-dir names a folder of the folder the server started in, made when missing" {
+	cd "$BATS_TEST_TMPDIR"
+	run --separate-stderr "$SANDBOX_MCP" --check --backend local --state-dir rel-state
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"local    ok"* ]]
+	[ -d "$BATS_TEST_TMPDIR/rel-state" ]
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/rel-state")" ]
+}
+
 @test "a state folder the server's user cannot write is refused at start-up" {
 	unprivileged_server
 	chmod 500 "$SANDBOX_STATE_DIR"

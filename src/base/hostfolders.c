@@ -88,10 +88,26 @@ struct shown {
 	bool writable;
 };
 
+/* A relative path made absolute, to the folder the server started in: the server uses it by
+ * path later, from other folders. 0, or -1 when it does not fit in n bytes. */
+static int absolute(char *p, size_t n)
+{
+	char cwd[PATH_MAX], abs[PATH_MAX];
+	if (!p[0] || p[0] == '/')
+		return 0;
+	if (!getcwd(cwd, sizeof cwd) || snprintf(abs, sizeof abs, "%s/%s", cwd, p) >= (int)sizeof abs ||
+	    strlen(abs) >= n)
+		return -1;
+	memcpy(p, abs, strlen(abs) + 1);
+	return 0;
+}
+
 int hostfolders_check(struct config *cfg, struct err *e)
 {
 	static struct shown v[MOUNTS_MAX + 2];
 	size_t n = 0;
+	if (absolute(cfg->state_dir, sizeof cfg->state_dir) < 0)
+		return err_set(e, "--state-dir %s: the path is too long", cfg->state_dir);
 	for (size_t i = 0; i < cfg->mounts.n; i++) {
 		snprintf(v[n].what, sizeof v[n].what, "--mount %s", cfg->mounts.v[i].inside);
 		snprintf(v[n].path, sizeof v[n].path, "%s", cfg->mounts.v[i].host);
