@@ -32,8 +32,8 @@ EOF
 }
 
 # What of this test's state folder is still there: its entries, the mounts and loop devices
-# under it, and the processes of the binary under test (the servers killed, the sandboxes'
-# first processes made from them). One line each; nothing when all is gone.
+# under it, and the processes of the binary under test that no live server started (the servers
+# killed, the sandboxes' first processes made from them). One line each; nothing when all is gone.
 state_leftovers() {
 	local bin
 	bin=$(readlink -f "$SANDBOX_MCP")
@@ -43,9 +43,24 @@ state_leftovers() {
 		[ -r "$f" ] && grep -q "^$SANDBOX_STATE_DIR/" "$f" && echo "loop $f $(cat "$f")"
 	done
 	for p in /proc/[0-9]*; do
-		[ "$(readlink "$p/exe" 2>/dev/null)" = "$bin" ] && echo "process ${p#/proc/} $(tr '\0' ' ' <"$p/cmdline")"
+		[ "$(readlink "$p/exe" 2>/dev/null)" = "$bin" ] && ! of_live_server "${p#/proc/}" &&
+			echo "process ${p#/proc/} $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)"
 	done
 	return 0
+}
+
+# of_live_server PID: whether an ancestor of PID runs the binary under test: PID is then a live
+# server's (another test's, running at the same time: its helpers, its sandboxes being made),
+# not a leftover, which a killed server's death hands to init.
+of_live_server() {
+	local bin pid
+	bin=$(readlink -f "$SANDBOX_MCP")
+	pid=$(awk '{ sub(/.*\) /, ""); print $2 }' "/proc/$1/stat" 2>/dev/null)
+	while [ -n "$pid" ] && [ "$pid" -gt 1 ]; do
+		[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$bin" ] && return 0
+		pid=$(awk '{ sub(/.*\) /, ""); print $2 }' "/proc/$pid/stat" 2>/dev/null)
+	done
+	return 1
 }
 
 # cgroups_of PID...: the cgroups that the servers of these pids made, wherever they are.
