@@ -241,10 +241,10 @@ static int put_stage(const char *path, unsigned mode, const void *data, size_t l
 		errno = EISDIR;
 		goto fail_dir;
 	}
-	fd = openat(*dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode & 07777);
+	fd = openat(*dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode & 0777);
 	if (fd < 0)
 		goto fail_dir;
-	int bad = fchmod(fd, mode & 07777) < 0 || ag_write_full(fd, data, len) < 0;
+	int bad = fchmod(fd, mode & 0777) < 0 || ag_write_full(fd, data, len) < 0;
 	err = errno;
 	/* close() reports what a delayed write could not store (NFS, quotas): checked too. */
 	if (close(fd) < 0 && !bad) {

@@ -286,6 +286,8 @@ setid_case() {
 		[ "$(grep -c "^$call 0o[246]755 EPERM$" <<<"$(stdout_of 1)")" -eq 6 ] || { echo "$call not refused 6 times"; false; }
 	done
 	[ "$(grep -c '^openat2 0o[246]755 ENOSYS$' <<<"$(stdout_of 1)")" -eq 6 ]
+	[ "$(grep -c '^tmpfile 0o[246]755 EPERM$' <<<"$(stdout_of 1)")" -eq 6 ]
+	[ "$(grep -c '^plain-open 0o[246]755 ok$' <<<"$(stdout_of 1)")" -eq 6 ]
 	[ "$(grep -cE '^(f|l)?setxattr(at)? 0o0 (EPERM|EOPNOTSUPP|ENOTSUP)$' <<<"$(stdout_of 1)")" -eq 8 ]
 	# --check says so.
 	run "$SANDBOX_MCP" --check --mount "$OUT:/mnt/out:rw"

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -58,10 +59,11 @@ static const struct {
 	const char *name;
 	int nr;           /* when libseccomp does not know the name; -1: none */
 	unsigned arg;
+	int flags;        /* open's flags argument: the mode counts only when they create; -1: none */
 } mode_calls[] = {
-	{"chmod", -1, 1}, {"fchmod", -1, 1}, {"fchmodat", -1, 2}, {"fchmodat2", NEW_NR(452), 2},
-	{"creat", -1, 1}, {"open", -1, 2}, {"openat", -1, 3},
-	{"mkdir", -1, 1}, {"mkdirat", -1, 2}, {"mknod", -1, 1}, {"mknodat", -1, 2},
+	{"chmod", -1, 1, -1}, {"fchmod", -1, 1, -1}, {"fchmodat", -1, 2, -1}, {"fchmodat2", NEW_NR(452), 2, -1},
+	{"creat", -1, 1, -1}, {"open", -1, 2, 1}, {"openat", -1, 3, 2},
+	{"mkdir", -1, 1, -1}, {"mkdirat", -1, 2, -1}, {"mknod", -1, 1, -1}, {"mknodat", -1, 2, -1},
 };
 
 /* Extended attributes are not set at all (ENOTSUP, as on a file system without them, which
@@ -121,13 +123,24 @@ static int build_rules(scmp_filter_ctx ctx, unsigned *n, struct err *e)
 		if (nr >= 0 && add(ctx, n, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, e) < 0)
 			return -1;
 	}
-	static const unsigned long setid[] = {S_ISUID, S_ISGID};
+	/* An open that creates nothing passes no mode (the register holds whatever it held): only
+	 * with O_CREAT or O_TMPFILE is its mode looked at. */
+	static const unsigned long setid[] = {S_ISUID, S_ISGID}, creating[] = {O_CREAT, O_TMPFILE & ~O_DIRECTORY};
 	for (size_t i = 0; i < sizeof mode_calls / sizeof mode_calls[0]; i++) {
 		int nr = syscall_nr(mode_calls[i].name, mode_calls[i].nr);
 		for (size_t b = 0; nr >= 0 && b < 2; b++) {
-			struct scmp_arg_cmp c = {mode_calls[i].arg, SCMP_CMP_MASKED_EQ, setid[b], setid[b]};
-			if (add(ctx, n, SCMP_ACT_ERRNO(EPERM), nr, 1, &c, e) < 0)
-				return -1;
+			struct scmp_arg_cmp c[2] = {{mode_calls[i].arg, SCMP_CMP_MASKED_EQ, setid[b], setid[b]}};
+			if (mode_calls[i].flags < 0) {
+				if (add(ctx, n, SCMP_ACT_ERRNO(EPERM), nr, 1, c, e) < 0)
+					return -1;
+				continue;
+			}
+			for (size_t f = 0; f < 2; f++) {
+				c[1] = (struct scmp_arg_cmp){(unsigned)mode_calls[i].flags, SCMP_CMP_MASKED_EQ, creating[f],
+							     creating[f]};
+				if (add(ctx, n, SCMP_ACT_ERRNO(EPERM), nr, 2, c, e) < 0)
+					return -1;
+			}
 		}
 	}
 	for (size_t i = 0; i < sizeof xattr_calls / sizeof xattr_calls[0]; i++) {

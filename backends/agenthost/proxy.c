@@ -44,6 +44,7 @@ struct proxy {
 	unsigned allowed, refused;
 	int unreachable_fd;         /* eventfd: readable once an index host could not be reached */
 	char unreachable[PROXY_WHY_MAX]; /* the first such failure, "host:port: why"; "" for none */
+	bool reached;               /* an index host answered: a later failure may pass, pip retries */
 };
 
 static void release(struct proxy *px)
@@ -163,12 +164,13 @@ static int dial(struct proxy *px, const struct addrinfo *ai, int *err)
 	return -1;
 }
 
-/* The first index host that could not be reached is kept, and unreachable_fd fired: the
- * install step is hopeless, and whoever runs it stops it rather than let pip retry. */
+/* The first index host that could not be reached, while none has answered yet, is kept, and
+ * unreachable_fd fired: the install step is hopeless, and whoever runs it stops it rather than
+ * let pip retry. Once a host answered, a failure may be passing: pip's retries are left to it. */
 static void note_unreachable(struct proxy *px, const char *host, unsigned port, const char *why)
 {
 	pthread_mutex_lock(&px->mu);
-	bool first = !px->unreachable[0] && !px->stopped;
+	bool first = !px->unreachable[0] && !px->stopped && !px->reached;
 	if (first)
 		snprintf(px->unreachable, sizeof px->unreachable, "%.200s:%u: %s", host, port, why);
 	pthread_mutex_unlock(&px->mu);
@@ -199,8 +201,12 @@ static int open_upstream(struct proxy *px, const char *host, unsigned port, cons
 		fd = dial(px, ai, &err);
 	}
 	freeaddrinfo(res);
-	if (fd >= 0)
+	if (fd >= 0) {
+		pthread_mutex_lock(&px->mu);
+		px->reached = true;
+		pthread_mutex_unlock(&px->mu);
 		return fd;
+	}
 	if (!any_allowed) {
 		*why = "the index host resolves to a local or private address, which the install step may not reach";
 		return -1;

@@ -46,8 +46,9 @@ int proxy_start(struct proxy **out, const char *path, const struct netpolicy *p,
 void proxy_stop(struct proxy *p);
 
 /* An fd that turns readable once an index host could not be reached (it does not resolve, it
- * refused, it did not answer in time): pip would only retry in vain. Borrowed; valid until
- * proxy_stop. */
+ * refused, it did not answer in time) while none has answered yet: pip would only retry in
+ * vain. After a host answered, failures are pip's to retry and fire nothing. Borrowed; valid
+ * until proxy_stop. */
 int proxy_unreachable_fd(const struct proxy *p);
 
 /* The first such failure, "host:port: why" (name resolution failed (...) / connection refused

@@ -164,7 +164,7 @@ json_t *install_requirements(struct call_ctx *c, const json_t *reqs)
 		res = call_early_result(c, 1, msg, e.msg, false);
 	} else if (rs.cancelled) {
 		c->tc->cancelled = true;
-	} else if (rs.exit_code != 0 || rs.timed_out || rs.stopped || rs.unreachable[0]) {
+	} else if (rs.exit_code != 0 || rs.timed_out || rs.stopped) {
 		res = install_failed(c, &rs, &col);
 	} else {
 		json_array_foreach(reqs, i, r) json_object_set_new(c->sb->installed, json_string_value(r), json_true());

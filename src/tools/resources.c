@@ -226,8 +226,8 @@ json_t *resources_list_digest(struct sandbox *sb, struct resources_pager *pager,
 			 unreadable == 1 ? "" : "s", unreadable == 1 ? "its" : "their", unreadable == 1 ? "is" : "are");
 	if (r && *part && i >= ls.n)
 		json_object_set_new(r, "_meta", json_pack("{s:s}", "sandbox-mcp/partial", part));
-	/* Kept for the next page only while there is one. */
-	if (!r || i >= ls.n)
+	/* Kept for the next page only while there is one, and only in the caller's pager. */
+	if (pg == &none || !r || i >= ls.n)
 		resources_pager_drop(pg);
 	if (!r) {
 		*code = RESOURCES_INTERNAL_ERROR;

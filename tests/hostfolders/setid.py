@@ -40,6 +40,15 @@ for d in DIRS:
         say("fchmodat2", m, sc("fchmodat2", AT, f, m, 0))
         say("open", m, sc("open", b"o" + f, O_CREAT_WRONLY, m))
         say("openat", m, sc("openat", AT, b"oa" + f, O_CREAT_WRONLY, m))
+        # An unnamed file (O_TMPFILE) made set-id, then named in the folder.
+        tfd = libc.syscall(ctypes.c_long(NR["openat"]), ctypes.c_long(AT), b".",
+                           ctypes.c_long(os.O_TMPFILE | os.O_WRONLY), ctypes.c_long(m))
+        say("tmpfile", m, "ok" if tfd >= 0 else errno.errorcode.get(ctypes.get_errno(), "?"))
+        if tfd >= 0:
+            os.link(f"/proc/self/fd/{tfd}", b"t" + f, follow_symlinks=True)
+            os.close(tfd)
+        # An open that creates nothing passes no mode: what its register holds is not looked at.
+        say("plain-open", m, sc("openat", AT, f, os.O_RDONLY, m))
         how = (ctypes.c_uint64 * 3)(O_CREAT_WRONLY, m, 0)
         say("openat2", m, sc("openat2", AT, b"o2" + f, ctypes.byref(how), 24))
         say("creat", m, sc("creat", b"c" + f, m))
