@@ -302,10 +302,11 @@ print("ok", len(done))
 	calls=$(printf '%s\n' "$init" '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
 		"[$(call_json 1 execute_bash_commands '{"code":"echo a"}'),$(call_json 2 execute_bash_commands '{"code":"sleep 30"}'),{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"id\":99999999999999999999,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_bash_commands\",\"arguments\":{\"code\":\"echo c\"}}}]")
 	t0=$(date +%s%N)
-	run bash -c 'printf "%s\n" "$1" | "$2" --shutdown-budget 2 2>>"$3"' _ "$calls" "$SANDBOX_MCP" "$SERVER_LOG"
+	run bash -c 'printf "%s\n" "$1" | "$2" --shutdown-budget 5 2>>"$3"' _ "$calls" "$SANDBOX_MCP" "$SERVER_LOG"
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	[ "$status" -eq 0 ]
-	[ "$ms" -lt 4000 ]
+	# Member 1 (a sandbox made ahead, then echo) has the budget to finish; all ends by budget + 2 s.
+	[ "$ms" -lt 7000 ]
 	# Two lines: the initialize answer, and one array for the batch, with ids 1 and 3 alone.
 	[ "$(printf '%s\n' "$output" | wc -l)" -eq 2 ]
 	printf '%s\n' "$output" | sed -n 2p | jq -e '[.[].id] | sort == [1, 3]' >/dev/null
