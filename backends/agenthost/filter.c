@@ -176,7 +176,7 @@ static int build_rules(scmp_filter_ctx ctx, unsigned *n, struct err *e)
 	 * ahead included, and a lower hard limit or a higher nice value set on those would reach every
 	 * later call, since an unprivileged process cannot undo either. A process sets its own (pid
 	 * or who 0: ulimit, nice, setrlimit), which its children inherit; reading another's is fine. */
-	const struct scmp_arg_cmp other_limits[] = {SCMP_A0(SCMP_CMP_NE, 0), SCMP_A2(SCMP_CMP_NE, 0)};
+	const struct scmp_arg_cmp other_limits[] = {SCMP_A0(SCMP_CMP_NE, 0, 0), SCMP_A2(SCMP_CMP_NE, 0, 0)};
 	if (add(ctx, n, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2, other_limits, e) < 0)
 		return -1;
 	static const struct {
@@ -184,7 +184,7 @@ static int build_rules(scmp_filter_ctx ctx, unsigned *n, struct err *e)
 		unsigned long self; /* the `which` that names one process, whose `who` 0 is the caller */
 	} whose[] = {{SCMP_SYS(setpriority), 0 /* PRIO_PROCESS */}, {SCMP_SYS(ioprio_set), 1 /* IOPRIO_WHO_PROCESS */}};
 	for (size_t i = 0; i < sizeof whose / sizeof whose[0]; i++) {
-		struct scmp_arg_cmp which = SCMP_A0(SCMP_CMP_NE, whose[i].self), who = SCMP_A1(SCMP_CMP_NE, 0);
+		struct scmp_arg_cmp which = SCMP_A0(SCMP_CMP_NE, whose[i].self, 0), who = SCMP_A1(SCMP_CMP_NE, 0, 0);
 		if (add(ctx, n, SCMP_ACT_ERRNO(EPERM), whose[i].nr, 1, &which, e) < 0 ||
 		    add(ctx, n, SCMP_ACT_ERRNO(EPERM), whose[i].nr, 1, &who, e) < 0)
 			return -1;
