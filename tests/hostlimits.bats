@@ -32,8 +32,8 @@ EOF
 }
 
 # What of this test's state folder is still there: its entries, the mounts and loop devices
-# under it, and the processes of the binary under test that no live server started (the servers
-# killed, the sandboxes' first processes made from them). One line each; nothing when all is gone.
+# under it, and the processes of the binary under test that this test made (the servers killed,
+# the sandboxes' first processes made from them). One line each; nothing when all is gone.
 state_leftovers() {
 	local bin
 	bin=$(readlink -f "$SANDBOX_MCP")
@@ -43,15 +43,23 @@ state_leftovers() {
 		[ -r "$f" ] && grep -q "^$SANDBOX_STATE_DIR/" "$f" && echo "loop $f $(cat "$f")"
 	done
 	for p in /proc/[0-9]*; do
-		[ "$(readlink "$p/exe" 2>/dev/null)" = "$bin" ] && ! of_live_server "${p#/proc/}" &&
+		[ "$(readlink "$p/exe" 2>/dev/null)" = "$bin" ] && of_this_test "${p#/proc/}" &&
 			echo "process ${p#/proc/} $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)"
 	done
 	return 0
 }
 
-# of_live_server PID: whether an ancestor of PID runs the binary under test: PID is then a live
-# server's (another test's, running at the same time: its helpers, its sandboxes being made),
-# not a leftover, which a killed server's death hands to init.
+# of_this_test PID: a process of the binary under test that this test made: in this test's
+# session (the servers it started), or a sandbox's first process (a PID namespace of its own)
+# that no live server owns, which a killed server's death hands to init. Another file's servers,
+# running at the same time, are in sessions of their own, and their sandboxes' first processes
+# are their children.
+of_this_test() {
+	[ "$(awk '{ sub(/.*\) /, ""); print $4 }' "/proc/$1/stat" 2>/dev/null)" = "$(awk '{ sub(/.*\) /, ""); print $4 }' /proc/$$/stat)" ] ||
+		{ [ "$(awk '$1 == "NSpid:" {print NF - 1}' "/proc/$1/status" 2>/dev/null)" = 2 ] && ! of_live_server "$1"; }
+}
+
+# of_live_server PID: whether an ancestor of PID runs the binary under test.
 of_live_server() {
 	local bin pid
 	bin=$(readlink -f "$SANDBOX_MCP")
