@@ -86,8 +86,8 @@ void hostdir_init(struct hostdir *h)
  * of ours on the host's shared-memory tmpfs, so that a bind from it names that folder alone
  * (/sandbox-mcp-XXXX/...) and nothing of the state folder's path, which may hold the user's
  * name. <dir>/host is a symlink to it, for remove_dir (and so hostdir_reap) to find. */
-#define SHM_DIR "/dev/shm"
-#define SHM_PREFIX SHM_DIR "/sandbox-mcp-"
+#define SHM_DIR HOSTFOLDERS_SHM /* one definition, which the start-up check refuses to show */
+#define SHM_PREFIX HOSTFOLDERS_SHM_PREFIX
 #ifndef TMPFS_MAGIC
 #define TMPFS_MAGIC 0x01021994
 #endif
