@@ -145,7 +145,9 @@ startup_case() {
 }
 
 # A host folder replaced after start-up (renamed, a symlink or another folder put in its place)
-# is not bound: the next sandbox fails with the reason, and the server keeps serving.
+# is not bound: the next sandbox fails with the reason, and the server keeps serving. Each swap
+# is made before the sandbox that must see it can be made (cleanup_sandbox makes one ahead at
+# once), and the second one before the first is undone, so no sandbox is ever made in between.
 redirect_case() {
 	as "$1"
 	local D="$T/data" W="$T/wh"
@@ -153,12 +155,12 @@ redirect_case() {
 		$INIT
 		$INITIALIZED
 		$(bash_call 1 'ls /mnt/d /wheelhouse')
-		$(call_json 2 cleanup_sandbox '{}')
-		{"wait": 2}
+		{"wait": 1}
 		{"sh": "mv '$D' '$D.old' && ln -s '$T/secret' '$D'"}
+		$(call_json 2 cleanup_sandbox '{}')
 		$(bash_call 3 'ls /mnt/d')
 		{"wait": 3}
-		{"sh": "rm '$D' && mv '$D.old' '$D' && mv '$W' '$W.old' && mkdir '$W' && cp '$T/secret/secret.txt' '$W/okpkg-1.0-py3-none-any.whl' && chmod -R a+rX '$W'"}
+		{"sh": "mv '$W' '$W.old' && mkdir '$W' && cp '$T/secret/secret.txt' '$W/okpkg-1.0-py3-none-any.whl' && chmod -R a+rX '$W' && rm '$D' && mv '$D.old' '$D'"}
 		$(bash_call 4 'ls /wheelhouse')
 		{"wait": 4}
 		{"sh": "rm -r '$W' && mv '$W.old' '$W'"}
