@@ -412,9 +412,10 @@ $(bash_call 1 'echo x > f')
 {"until": "test -z \"\$(docker ps -aq --filter label=sandbox-mcp.pid=\$SERVER_PID)\""}
 $(bash_call 2 'ls')
 {"wait": 2}
+{"sh": "docker ps -q --filter label=sandbox-mcp.pid=\$SERVER_PID >'$BATS_TEST_TMPDIR/used' && test -s '$BATS_TEST_TMPDIR/used'"}
 $(call_json 3 cleanup_sandbox '{}')
 {"wait": 3}
-{"sh": "test -z \"\$(docker ps -aq --filter label=sandbox-mcp.pid=\$SERVER_PID)\""}
+{"sh": "! docker ps -aq --no-trunc --filter label=sandbox-mcp.pid=\$SERVER_PID | grep -Ff '$BATS_TEST_TMPDIR/used'"}
 EOF
 	res 2
 	sc '.stdout == "" and (.notice | test("removed after 1 s"))'

@@ -234,9 +234,9 @@ flipper_gone() {
 		$INIT
 		$INITIALIZED
 		$(bash_call 1 'ls /mnt/d')
-		$(call_json 2 cleanup_sandbox '{}')
-		{"wait": 2}
+		{"wait": 1}
 		{"sh": "mv '$D' '$D.old' && ln -s '$T/secret' '$D'"}
+		$(call_json 2 cleanup_sandbox '{}')
 		$(bash_call 3 'ls /mnt/d')
 		{"wait": 3}
 		{"sh": "rm '$D' && mv '$D.old' '$D'"}
