@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
 """The server's own instructions per warm call, counted by callgrind.
 
-Usage: instr.py [--server BIN] [--backend local|docker] [--calls N] [--code CODE] [--image IMG]
+Usage: instr.py [--server BIN] [--baseline BIN] [--backend local|docker] [--calls N] [--code CODE]
+                [--image IMG] [--json OUT]
 
 The server runs under `valgrind --tool=callgrind` (its own process only: its sandboxes and
 helpers are other processes, counted apart or not at all) while one session sends one call
 that makes the sandbox, then N warm calls of CODE (execute_bash_commands, default `true`);
-a second session sends 2N. The difference over N is what one warm call costs the server, free
-of start-up, the sandbox's making and the shutdown. Prints one line of JSON.
+a second session sends 2N (--repeat pairs, the median said: how many requests making a Docker
+sandbox takes varies a little). The difference over N is what one warm call costs the server, free
+of start-up, the sandbox's making and the shutdown. With --baseline, the same for that binary
+(an older build), side by side. Prints a line per binary, and JSON to --json.
 """
 import argparse
 import glob
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -77,28 +81,48 @@ def main():
     ap.add_argument("--image", default=os.environ.get("SANDBOX_IMAGE", "sandbox-mcp-test:latest"))
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--code", default="true")
+    ap.add_argument("--baseline")
+    ap.add_argument("--repeat", type=int, default=3, help="pairs of sessions; the median is said")
+    ap.add_argument("--json")
     a = ap.parse_args()
     if not shutil.which("valgrind"):
-        print(json.dumps({"backend": a.backend, "skip": "valgrind is not installed"}))
+        print(f"server instructions per warm call, {a.backend}: skipped, valgrind is not installed")
         return
+    rows = []
+    for label, binary in (("this build", a.server), ("baseline", a.baseline)):
+        if not binary:
+            continue
+        per, fixed, user = measure(os.path.abspath(binary), a)
+        per, fixed = int(per), int(fixed)
+        rows.append({"binary": label, "backend": a.backend, "user": user, "calls": a.calls, "per_call": per,
+                     "fixed": fixed})
+        print(f"server instructions per warm `{a.code}` call, {a.backend} (as {user}), {label}: {per:,}", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f)
+
+
+def measure(binary, a):
     tmp = tempfile.mkdtemp(prefix="instr-")
     # As root, local makes the sandbox's root files in a child whose fsuid is the sandbox
     # user's, which valgrind's own file use in that child does not survive: the server runs as
     # nobody there (then with no cgroup of its own to read).
     prefix, user = [], "root" if os.geteuid() == 0 else "unprivileged"
-    binary = os.path.abspath(a.server)
     if os.geteuid() == 0 and a.backend == "local":
         os.chmod(tmp, 0o777)
         shutil.copy(binary, tmp + "/sandbox-mcp")
         binary, user = tmp + "/sandbox-mcp", "nobody"
         prefix = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+    per, fixed = [], []
     try:
-        one = session(binary, a.backend, a.image, a.calls, a.code, tmp, prefix)
-        two = session(binary, a.backend, a.image, 2 * a.calls, a.code, tmp, prefix)
+        for _ in range(a.repeat):
+            one = session(binary, a.backend, a.image, a.calls, a.code, tmp, prefix)
+            two = session(binary, a.backend, a.image, 2 * a.calls, a.code, tmp, prefix)
+            per.append(round((two - one) / a.calls))
+            fixed.append(one - (two - one))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(json.dumps({"backend": a.backend, "user": user, "calls": a.calls, "per_call": round((two - one) / a.calls),
-                      "fixed": one - (two - one)}))
+    return statistics.median(per), statistics.median(fixed), user
 
 
 if __name__ == "__main__":
