@@ -329,6 +329,47 @@ static size_t json_size(const json_t *j)
 	return jsonw_size(j);
 }
 
+/* At most what a string of n bytes costs in JSON, quotes included, once made valid UTF-8: an
+ * invalid byte becomes U+FFFD (3 bytes), a control character \u00XX (6). */
+static size_t cost_bound(const char *s)
+{
+	return s ? 2 + 6 * strlen(s) : 4;
+}
+
+/* At most what one line of the text block costs in JSON: tb_fmt's format (under 256 bytes
+ * here) with arguments of `args` bytes, cut at 1200, each byte of which may cost 6. */
+static size_t line_bound(size_t args)
+{
+	size_t n = 256 + args;
+	return 6 * (n < 1200 ? n : 1200);
+}
+
+static size_t len_or_0(const char *s)
+{
+	return s ? strlen(s) : 0;
+}
+
+/* An upper bound of the serialized size of build()'s result with both streams whole (need: their
+ * JSON costs), without walking it: the members' names, punctuation, numbers and literals take
+ * under SKELETON bytes; the text block holds the streams, a "\n" after each, and its lines.
+ * Cheaper than jsonw_size for the common result that fits many times over. */
+#define SKELETON 1024
+static size_t size_bound(const struct result_facts *f, const size_t need[2])
+{
+	size_t strings = cost_bound(f->backend) + cost_bound(f->sandbox_id) + cost_bound(f->error) +
+			 cost_bound(f->notice);
+	size_t lines = line_bound(len_or_0(f->backend) + len_or_0(f->sandbox_id)) + 2 * line_bound(0);
+	if (f->timed_out)
+		lines += line_bound(32);
+	if (f->oom_killed)
+		lines += line_bound(32);
+	if (f->notice)
+		lines += line_bound(strlen(f->notice));
+	if (f->error)
+		lines += line_bound(strlen(f->error));
+	return SKELETON + strings + lines + 2 * (need[0] + 2 + need[1] + 2);
+}
+
 json_t *result_execution(const struct result_facts *f, size_t max, bool cut_out[2])
 {
 	struct pieces p[2];
@@ -355,7 +396,9 @@ json_t *result_execution(const struct result_facts *f, size_t max, bool cut_out[
 		r = build(f, p, text, len, cut);
 		if (!r)
 			goto out;
-		size_t whole = json_size(r);
+		size_t whole = size_bound(f, need);
+		if (whole + SHELL_OVER + 2 * 2 * (MARKER_MAX + 100) + 2 * (need[0] + need[1]) > max)
+			whole = json_size(r);
 		if (whole + SHELL_OVER + 2 * 2 * (MARKER_MAX + 100) + 2 * (need[0] + need[1]) <= max)
 			goto done;
 		json_decref(r);
