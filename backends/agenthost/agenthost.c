@@ -214,10 +214,13 @@ int agenthost_get(struct agenthost *h, const char *path, size_t max, struct ws_f
 	return agentlink_get(&h->main->link, path, max, out, e);
 }
 
-/* Only an agent told of the prestarted interpreter has something to start. */
+/* What came with the call's end is forgotten; only an agent told of the prestarted
+ * interpreter has something to start. */
 void agenthost_settle(struct agenthost *h)
 {
 	struct err e = {""};
+	if (h->main)
+		agentlink_forget(&h->main->link);
 	if (h->prestart && h->main && h->main->link.fd >= 0 && agentlink_settle(&h->main->link, &e) < 0)
 		log_msg(LOG_DEBUG, "the sandbox agent could not be told the call is answered: %s", e.msg);
 }
