@@ -635,7 +635,8 @@ static int by_name(const void *a, const void *b)
 
 /* AG_OUTPUTS (proto.h), the call's processes gone: the listing of out_dir, then the first
  * out_files (by name) of the names there the call may have changed, but regular files over
- * file_max, each read as AG_GET reads one (a symlink not followed, a FIFO only stat'ed). What does not fit the frame is left to the server to ask for. */
+ * file_max, each read as AG_GET reads one (a symlink not followed, a FIFO only stat'ed). None
+ * when memory runs out or it passes a frame's bound: the server then asks as without. */
 static void send_outputs(void)
 {
 	static struct pick picks[AG_LIST_VISIT < 4096 ? AG_LIST_VISIT : 4096];
@@ -692,12 +693,7 @@ static void send_outputs(void)
 	return;
 oom:
 	/* Nothing, then: the server lists and reads as it would without. */
-	ag_frame_begin(&out, AG_OUTPUTS);
-	ag_put_u32(&out, AG_LIST_TRUNCATED | AG_LIST_SKIPPED);
-	ag_put_u32(&out, 0);
-	ag_put_u32(&out, 0);
 	out.oom = 0;
-	send_frame();
 }
 
 static void do_filter(struct ag_cur *c)
