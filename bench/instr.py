@@ -2,7 +2,7 @@
 """The server's own instructions per warm call, counted by callgrind.
 
 Usage: instr.py [--server BIN] [--baseline BIN] [--backend local|docker] [--calls N] [--code CODE]
-                [--image IMG] [--json OUT]
+                [--image IMG] [--files-mib M] [--json OUT]
 
 The server runs under `valgrind --tool=callgrind` (its own process only: its sandboxes and
 helpers are other processes, counted apart or not at all) while one session sends one call
@@ -10,9 +10,12 @@ that makes the sandbox, then N warm calls of CODE (execute_bash_commands, defaul
 a second session sends 2N (--repeat pairs, the median said: how many requests making a Docker
 sandbox takes varies a little). The difference over N is what one warm call costs the server, free
 of start-up, the sandbox's making and the shutdown. With --baseline, the same for that binary
-(an older build), side by side. Prints a line per binary, and JSON to --json.
+(an older build), side by side. With --files-mib M, also the instructions per MiB of a `files`
+input of M MiB (text, then base64) on a warm call: sessions of three calls with and without it.
+Prints a line per figure and binary, and JSON to --json.
 """
 import argparse
+import base64
 import glob
 import json
 import os
@@ -25,7 +28,7 @@ import tempfile
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "instr", "version": "1"}}
 
 
-def session(binary, backend, image, calls, code, tmp, prefix):
+def session(binary, backend, image, calls, code, tmp, prefix, files=None):
     out = os.path.join(tmp, "cg.%p")
     args = prefix + ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, "--trace-children=no",
             binary, "--backend", backend, "--state-dir", os.path.join(tmp, "state")]
@@ -52,8 +55,12 @@ def session(binary, backend, image, calls, code, tmp, prefix):
 
     rpc("initialize", INIT)
     p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-    for _ in range(calls + 1):
-        rpc("tools/call", {"name": "execute_bash_commands", "arguments": {"code": code}})
+    rpc("tools/call", {"name": "execute_bash_commands", "arguments": {"code": code}})
+    for _ in range(calls):
+        args = {"code": code}
+        if files:
+            args["files"] = files
+        rpc("tools/call", {"name": "execute_bash_commands", "arguments": args})
     p.stdin.close()
     p.wait(timeout=120)
     # The server's own file: its pid is p's (valgrind execs the server in place).
@@ -84,6 +91,7 @@ def main():
     ap.add_argument("--baseline")
     ap.add_argument("--repeat", type=int, default=3, help="pairs of sessions; the median is said")
     ap.add_argument("--json")
+    ap.add_argument("--files-mib", type=int, default=0, help="also: instructions per MiB of a files input this large")
     a = ap.parse_args()
     if not shutil.which("valgrind"):
         print(f"server instructions per warm call, {a.backend}: skipped, valgrind is not installed")
@@ -97,9 +105,34 @@ def main():
         rows.append({"binary": label, "backend": a.backend, "user": user, "calls": a.calls, "per_call": per,
                      "fixed": fixed})
         print(f"server instructions per warm `{a.code}` call, {a.backend} (as {user}), {label}: {per:,}", flush=True)
+        if a.files_mib:
+            for kind in ("text", "base64"):
+                per = measure_files(os.path.abspath(binary), a, kind)
+                rows.append({"binary": label, "files_input": kind, "per_mib": per})
+                print(f"server instructions per MiB of a `files` input ({kind}), {label}: {per:,}", flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f)
+
+
+def measure_files(binary, a, kind):
+    """Instructions per MiB of a files input: sessions of 3 calls with and without one."""
+    tmp = tempfile.mkdtemp(prefix="instr-")
+    prefix = []
+    if os.geteuid() == 0 and a.backend == "local":
+        os.chmod(tmp, 0o777)
+        shutil.copy(binary, tmp + "/sandbox-mcp")
+        binary = tmp + "/sandbox-mcp"
+        prefix = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+    mib = a.files_mib
+    text = ("x" * 63 + "\n") * (mib << 14)
+    files = {"in.txt": text} if kind == "text" else {"in.bin": {"base64": base64.b64encode(os.urandom(mib << 20)).decode()}}
+    try:
+        plain = session(binary, a.backend, a.image, 3, "true", tmp, prefix)
+        with_files = session(binary, a.backend, a.image, 3, "true", tmp, prefix, files)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return round((with_files - plain) / (3 * mib))
 
 
 def measure(binary, a):
