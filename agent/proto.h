@@ -47,6 +47,16 @@
  *                                (the next prestarted interpreter, which would otherwise take a
  *                                CPU from the answer on its way)
  *   agent  -> server  AG_OUT     u8 stream (1 stdout, 2 stderr), bytes
+ *   agent  -> server  AG_OUTPUTS with AG_RUN_OUTPUTS, just before AG_EXIT, once the call's
+ *                                processes are gone: what AG_LIST of the run spec's out_dir with
+ *                                out_max would answer then (AG_ENTRIES' payload), then u32 m,
+ *                                m x (str path relative to out_dir, then what AG_GET of it with
+ *                                file_max would answer: u32 errno, u32 st_mode, u64 size, str
+ *                                bytes) for the first (in byte order of path) out_files of the
+ *                                listed names whose ctime is at or after started_ns, but regular
+ *                                files over file_max bytes: what the server reads right after a
+ *                                call comes with its end, in no round trip of its own (absent
+ *                                when the agent could not make it: the server asks then)
  *   agent  -> server  AG_EXIT    i32 wait status, u32 flags, u64 bytes[2], u32 spill_errno[2]
  *                                (why a stream past the cap could not be saved; 0 when it was),
  *                                u64 started_ns (CLOCK_REALTIME_COARSE when the program was
@@ -55,7 +65,9 @@
  * Run spec: u32 flags, u64 cap, u64 spill_max, str cwd, str spill_prefix,
  *           u32 relay_port, str relay_socket,
  *           u32 nrlim, nrlim x (u32 resource, u64 limit), u32 argc, str argv[argc],
- *           u32 envc, str env[envc].
+ *           u32 envc, str env[envc],
+ *           and with AG_RUN_OUTPUTS: u32 out_max, str out_dir, u32 out_files, u64 file_max
+ *           (out_files at most AG_OUTPUTS_FILES, file_max at most AG_OUTPUTS_FILE_MAX).
  * relay_port not 0: for the length of the call, the agent relays every TCP connection to
  * 127.0.0.1:relay_port (the sandbox's own loopback) to the unix socket relay_socket -- how the
  * install step, which has no network, reaches the server's proxy.
@@ -70,7 +82,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define AG_VERSION 7u
+#define AG_VERSION 8u
 #define AG_MAX_FRAME (64u << 20)
 #define AG_PUT_FILES 256u /* files in one AG_PUT */
 
@@ -91,7 +103,12 @@ enum ag_type {
 	AG_PRESTART = 14,
 	AG_PREINFO = 15,
 	AG_SETTLE = 16,
+	AG_OUTPUTS = 32, /* apart from the numbers above, which other messages take in order */
 };
+
+/* AG_RUN_OUTPUTS: the most files, and the most bytes of one, that come with a call's end. */
+#define AG_OUTPUTS_FILES 64u
+#define AG_OUTPUTS_FILE_MAX (64u << 10)
 
 /* AG_LIST */
 #define AG_LIST_DEPTH 64           /* folders deeper than this are not walked */
@@ -109,6 +126,7 @@ enum ag_type {
 #define AG_RUN_PRESTART 0x2u    /* argv is PYTHON SCRIPT ARGS... in the prestarted interpreter's
 				 * environment (but for variables that do not change how Python
 				 * starts): it may run in that interpreter */
+#define AG_RUN_OUTPUTS 0x100u   /* answer AG_OUTPUTS before AG_EXIT (the spec says what of) */
 
 /* AG_EXIT flags */
 #define AG_EXIT_KILLED 0x1u     /* the call was killed by AG_KILL */

@@ -67,6 +67,10 @@ struct call {
 	uint64_t cap, spill_max;
 	char spill_prefix[4096];
 	struct stream s[2];
+	/* AG_RUN_OUTPUTS: what comes with the call's end (proto.h's AG_OUTPUTS); out_dir "": none */
+	char out_dir[4096];
+	uint32_t out_max, out_files;
+	uint64_t file_max;
 };
 
 static int ctl = -1;
@@ -484,21 +488,15 @@ static void walk_all(struct walk *w, int fd)
 	}
 }
 
-static void do_list(struct ag_cur *c)
+/* Appends AG_ENTRIES' payload for path (at most max names, skip left out at the top) to the
+ * frame under way. */
+static void list_into(const char *path, uint32_t max, const char *skip)
 {
 	static struct walk w;
-	char path[4096];
 	memset(&w, 0, sizeof w);
-	w.max = ag_get_u32(c);
-	if (get_str(c, path, sizeof path) < 0 || !path[0] || get_str(c, w.skip, sizeof w.skip) < 0) {
-		send_simple(AG_ERR, "bad LIST");
-		return;
-	}
-	if (call.pid) {
-		send_simple(AG_ERR, "a call is running");
-		return;
-	}
-	ag_frame_begin(&out, AG_ENTRIES);
+	w.max = max;
+	snprintf(w.skip, sizeof w.skip, "%s", skip);
+	size_t at = out.len;
 	ag_put_u32(&out, 0); /* flags, filled in below */
 	ag_put_u32(&out, 0); /* count */
 	const char *base;
@@ -511,35 +509,41 @@ static void do_list(struct ag_cur *c)
 		w.flags |= AG_LIST_SKIPPED;
 	if (fd >= 0)
 		walk_all(&w, fd);
-	if (out.oom) {
-		send_errno("listing", ENOMEM);
+	if (out.oom)
 		return;
-	}
 	for (int i = 0; i < 4; i++) {
-		out.p[5 + i] = (unsigned char)(w.flags >> (8 * i));
-		out.p[9 + i] = (unsigned char)(w.count >> (8 * i));
+		out.p[at + i] = (unsigned char)(w.flags >> (8 * i));
+		out.p[at + 4 + i] = (unsigned char)(w.count >> (8 * i));
 	}
-	send_frame();
 }
 
-/* AG_GET: reads the first max bytes of a regular file, following no symlink and opening
- * nothing that could block (a FIFO is only stat'ed). */
-static void do_get(struct ag_cur *c)
+static void do_list(struct ag_cur *c)
 {
-	uint64_t max = ag_get_u64(c);
-	size_t n;
-	const char *p = ag_get_str(c, &n);
-	char path[4096];
-	if (c->bad || n == 0 || n >= sizeof path || memchr(p, 0, n) || max > AG_MAX_FRAME - 64) {
-		send_simple(AG_ERR, "bad GET");
+	char path[4096], skip[256];
+	uint32_t max = ag_get_u32(c);
+	if (get_str(c, path, sizeof path) < 0 || !path[0] || get_str(c, skip, sizeof skip) < 0) {
+		send_simple(AG_ERR, "bad LIST");
 		return;
 	}
 	if (call.pid) {
 		send_simple(AG_ERR, "a call is running");
 		return;
 	}
-	memcpy(path, p, n);
-	path[n] = '\0';
+	ag_frame_begin(&out, AG_ENTRIES);
+	list_into(path, max, skip);
+	if (out.oom) {
+		send_errno("listing", ENOMEM);
+		return;
+	}
+	send_frame();
+}
+
+/* AG_GET: reads the first max bytes of a regular file, following no symlink and opening
+ * nothing that could block (a FIFO is only stat'ed). */
+/* Appends AG_DATA's payload for path's first max bytes to the frame under way; with_len: the
+ * bytes as a str (their length first). */
+static void get_into(const char *path, uint64_t max, int with_len)
+{
 	int err = 0, fd = -1;
 	struct stat st = {0};
 	const char *base;
@@ -561,10 +565,12 @@ static void do_get(struct ag_cur *c)
 	}
 	if (dfd >= 0)
 		close(dfd);
-	ag_frame_begin(&out, AG_DATA);
 	ag_put_u32(&out, (uint32_t)err);
 	ag_put_u32(&out, err ? 0 : (uint32_t)st.st_mode);
 	ag_put_u64(&out, err ? 0 : (uint64_t)st.st_size);
+	size_t len_at = out.len;
+	if (with_len)
+		ag_put_u32(&out, 0);
 	if (fd >= 0) {
 		uint64_t want = (uint64_t)st.st_size < max ? (uint64_t)st.st_size : max;
 		size_t at = out.len;
@@ -578,14 +584,116 @@ static void do_get(struct ag_cur *c)
 				break; /* shrank meanwhile: send what there is */
 			got += (size_t)r;
 		}
-		out.len = at + got;
+		if (!out.oom)
+			out.len = at + got;
 		close(fd);
+		if (with_len && !out.oom)
+			for (int i = 0; i < 4; i++)
+				out.p[len_at + i] = (unsigned char)((uint32_t)got >> (8 * i));
 	}
+}
+
+/* AG_GET: reads the first max bytes of a regular file, following no symlink and opening
+ * nothing that could block (a FIFO is only stat'ed). */
+static void do_get(struct ag_cur *c)
+{
+	uint64_t max = ag_get_u64(c);
+	size_t n;
+	const char *p = ag_get_str(c, &n);
+	char path[4096];
+	if (c->bad || n == 0 || n >= sizeof path || memchr(p, 0, n) || max > AG_MAX_FRAME - 64) {
+		send_simple(AG_ERR, "bad GET");
+		return;
+	}
+	if (call.pid) {
+		send_simple(AG_ERR, "a call is running");
+		return;
+	}
+	memcpy(path, p, n);
+	path[n] = '\0';
+	ag_frame_begin(&out, AG_DATA);
+	get_into(path, max, 0);
 	if (out.oom) {
 		send_errno("reading", ENOMEM);
 		return;
 	}
 	send_frame();
+}
+
+/* One listed name that may come with the call's end: where its name is in the frame. */
+struct pick {
+	const char *name;
+	uint32_t len;
+};
+
+static int by_name(const void *a, const void *b)
+{
+	const struct pick *x = a, *y = b;
+	int c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* AG_OUTPUTS (proto.h), the call's processes gone: the listing of out_dir, then the first
+ * out_files (by name) of the names there the call may have changed, but regular files over
+ * file_max, each read as AG_GET reads one (a symlink not followed, a FIFO only stat'ed). None
+ * when memory runs out or it passes a frame's bound: the server then asks as without. */
+static void send_outputs(void)
+{
+	static struct pick picks[AG_LIST_VISIT < 4096 ? AG_LIST_VISIT : 4096];
+	ag_frame_begin(&out, AG_OUTPUTS);
+	list_into(call.out_dir, call.out_max, "");
+	if (out.oom)
+		goto oom;
+	struct ag_cur c = {out.p + 5, out.len - 5, 0};
+	(void)ag_get_u32(&c);
+	uint32_t n = ag_get_u32(&c), np = 0;
+	for (uint32_t i = 0; i < n && !c.bad; i++) {
+		size_t pl;
+		const char *p = ag_get_str(&c, &pl);
+		uint64_t size = ag_get_u64(&c);
+		(void)ag_get_u64(&c);
+		uint64_t ctime = ag_get_u64(&c);
+		uint32_t mode = ag_get_u32(&c);
+		if (!c.bad && (!S_ISREG(mode) || size <= call.file_max) && ctime >= call.started_ns &&
+		    np < sizeof picks / sizeof *picks)
+			picks[np++] = (struct pick){p, (uint32_t)pl};
+	}
+	qsort(picks, np, sizeof *picks, by_name);
+	if (np > call.out_files)
+		np = call.out_files;
+	/* The names point into the frame, which grows (and may move): copied out one by one. */
+	static char names[AG_OUTPUTS_FILES][4096];
+	for (uint32_t i = 0; i < np; i++) {
+		uint32_t l = picks[i].len < 4095 ? picks[i].len : 4095;
+		memcpy(names[i], picks[i].name, l);
+		names[i][l] = '\0';
+	}
+	ag_put_u32(&out, np);
+	size_t dl = strlen(call.out_dir);
+	for (uint32_t i = 0; i < np && !out.oom; i++) {
+		char path[4096];
+		size_t nl = strlen(names[i]);
+		ag_put_str(&out, names[i], nl);
+		if (dl + 1 + nl >= sizeof path) {
+			/* A path AG_GET would refuse: said as too long, read by nothing. */
+			ag_put_u32(&out, ENAMETOOLONG);
+			ag_put_u32(&out, 0);
+			ag_put_u64(&out, 0);
+			ag_put_u32(&out, 0);
+			continue;
+		}
+		memcpy(path, call.out_dir, dl);
+		path[dl] = '/';
+		memcpy(path + dl + 1, names[i], nl + 1);
+		get_into(path, call.file_max, 1);
+	}
+	if (out.oom)
+		goto oom;
+	send_frame();
+	return;
+oom:
+	/* Nothing, then: the server lists and reads as it would without. */
+	out.oom = 0;
 }
 
 static void do_filter(struct ag_cur *c)
@@ -923,6 +1031,9 @@ static void finish_call(void)
 		free(s->head);
 		s->head = NULL;
 	}
+	if (call.out_dir[0])
+		send_outputs();
+	call.out_dir[0] = '\0';
 	ag_frame_begin(&out, AG_EXIT);
 	ag_put_u32(&out, (uint32_t)call.status);
 	ag_put_u32(&out, flags);
@@ -980,7 +1091,19 @@ static int parse_run(struct ag_cur *c, struct run_spec *sp)
 		return errno = ENOMEM, -1;
 	char *bp = sp->block;
 	errno = 0;
-	return get_list(c, sp->argv, &bp, 1) < 0 || get_list(c, sp->envp, &bp, 0) < 0 ? -1 : 0;
+	if (get_list(c, sp->argv, &bp, 1) < 0 || get_list(c, sp->envp, &bp, 0) < 0)
+		return -1;
+	call.out_dir[0] = '\0';
+	if (sp->flags & AG_RUN_OUTPUTS) {
+		call.out_max = ag_get_u32(c);
+		if (get_str(c, call.out_dir, sizeof call.out_dir) < 0 || !call.out_dir[0])
+			return call.out_dir[0] = '\0', -1;
+		call.out_files = ag_get_u32(c);
+		call.file_max = ag_get_u64(c);
+		if (c->bad || call.out_files > AG_OUTPUTS_FILES || call.file_max > AG_OUTPUTS_FILE_MAX)
+			return call.out_dir[0] = '\0', -1;
+	}
+	return 0;
 }
 
 /* The call's program, in the forked child: signals reset, a session of its own, /dev/null,

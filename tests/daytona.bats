@@ -221,6 +221,32 @@ EOF
 	jqe "$(cat "$log.3")" "[.requests[] | {method, path}] == [{method: \"POST\", path: \"/toolbox/$id/process/execute\"}]"
 }
 
+@test "a call returning 20 small files is one request: the listing and the files come with its end" {
+	log="$BATS_TEST_TMPDIR/log"
+	mcp_session <<EOF
+$INIT
+$INITIALIZED
+$(call_json 1 execute_bash_commands '{"code":"true"}')
+{"wait": 1}
+$(sh_step "curl -sf -d '{\"clear_log\": true}' '$DT_URL/_control' >/dev/null")
+$(call_json 2 execute_bash_commands '{"code":"mkdir -p outputs; for i in $(seq 10 29); do echo \"file $i\" > outputs/f$i.txt; done"}')
+{"wait": 2}
+$(sh_step "curl -sf '$DT_URL/_control' >'$log.2' && curl -sf -d '{\"clear_log\": true}' '$DT_URL/_control' >/dev/null")
+$(call_json 3 execute_bash_commands '{"code":"echo changed > outputs/f17.txt; rm outputs/f18.txt; ln -s /etc/passwd outputs/f18.txt; head -c 70000 /dev/zero > outputs/f19.txt"}')
+{"wait": 3}
+$(sh_step "curl -sf '$DT_URL/_control' >'$log.3'")
+EOF
+	id=$(response 2 | jq -r '.result.structuredContent.sandbox_id')
+	jqe "$(response 2)" '.result.structuredContent | (.artifacts | length) == 20 and all(.artifacts[]; .shown == "text")
+		and [.artifacts[].text] == [range(10; 30) | "file \(.)\n"]'
+	jqe "$(cat "$log.2")" "[.requests[] | {method, path}] == [{method: \"POST\", path: \"/toolbox/$id/process/execute\"}]"
+	# What came with the end is what a read says: a symlink not followed; a file over 64 KiB
+	# is read by a request of its own, as before.
+	jqe "$(response 3)" '.result.structuredContent | [.artifacts[] | [.path, .shown]] == [["outputs/f17.txt", "text"], ["outputs/f18.txt", "none"], ["outputs/f19.txt", "link"]]
+		and .artifacts[0].text == "changed\n" and (.artifacts[1].note | test("symlink"))'
+	jqe "$(cat "$log.3")" "[.requests[] | {method, path}] == [{method: \"POST\", path: \"/toolbox/$id/process/execute\"}, {method: \"POST\", path: \"/toolbox/$id/process/execute\"}]"
+}
+
 @test "a long call streams its output while it runs, and waits in the sandbox: a silent one costs a request per 2 s" {
 	log="$BATS_TEST_TMPDIR/log"
 	mcp_session <<EOF

@@ -19,7 +19,7 @@ hex() { od -An -tx1 -v | tr -d ' \n'; }
 	values=$(python3 - <<-'EOF'
 		import json, random
 		r = random.Random(7)
-		vals = [None, True, False, 0, -1, 2**62, 1.5, 0.1, -2.5e-300, 1e300, "", "a", "\"\\/",
+		vals = [None, True, False, 0, -1, 2**62, 9, 10, -99, 1234567890123, 2**63 - 1, -2**63, 1.5, 0.1, -2.5e-300, 1e300, "", "a", "\"\\/",
 		        "".join(chr(c) for c in range(0, 128)), "h\u00e9 \u20ac \U0001F600 \u2028\u2029\u007f",
 		        [], {}, [[], {}], {"k\n\"": [1, {"": None}]}, {"a": 1, "b": [True, "x" * 70000]}]
 		# Long clean runs with one byte to escape (or not ASCII) at every offset: the 16-byte

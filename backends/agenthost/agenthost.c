@@ -10,6 +10,7 @@
 #include "../../src/base/clock.h"
 #include "../../src/base/embed.h"
 #include "../../src/base/log.h"
+#include "cgroup.h"
 #include "installnet.h"
 
 /* The agent, embedded at build time (the Makefile's embed.S). */
@@ -21,6 +22,7 @@ void agenthost_init(struct agenthost *h, const struct agenthost_home *home, void
 	h->home = home;
 	h->ctx = ctx;
 	h->cfg = cfg;
+	h->oom_fd = -1;
 	hostdir_init(&h->h);
 }
 
@@ -90,7 +92,15 @@ int agenthost_start(struct agenthost *h, struct err *e)
 		return -1;
 	if (h->home->prepare && h->home->prepare(h->ctx, e) < 0)
 		return -1;
-	return spawn(h, cfg->network == NET_ALL, NULL, &h->main, e);
+	if (spawn(h, cfg->network == NET_ALL, NULL, &h->main, e) < 0)
+		return -1;
+	/* What the count's file is does not change for the instance's life: found once, here. */
+	h->oom_fd = h->home->oom_open(h->ctx, h->main);
+	if (h->oom_fd >= 0 && cgroup_oom_read(h->oom_fd, &h->oom_seen) < 0) {
+		close(h->oom_fd);
+		h->oom_fd = -1;
+	}
+	return 0;
 }
 
 /* The rlimits of one call's processes in instance in. */
@@ -165,12 +175,14 @@ int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res 
 	call_limits(h, h->main, rq, &lim);
 	if (rq->prestart && h->cfg->python_prestart && !h->prestart && prestart(h, rq) == BACKEND_LOST)
 		return err_set(e, "the sandbox agent went away"), BACKEND_LOST;
-	uint64_t oom_before = 0, oom_after = 0;
-	bool counted = h->home->oom_kills(h->ctx, h->main, &oom_before) == 0;
 	int rc = agentlink_run(&h->main->link, rq, &lim, rs, e);
-	if (rc == 0 && counted && h->home->oom_kills(h->ctx, h->main, &oom_after) == 0 && oom_after > oom_before) {
-		rs->oom_killed = true;
-		rs->memory_limit = h->cfg->memory;
+	uint64_t oom_now;
+	if (rc == 0 && h->oom_fd >= 0 && cgroup_oom_read(h->oom_fd, &oom_now) == 0) {
+		if (oom_now > h->oom_seen) {
+			rs->oom_killed = true;
+			rs->memory_limit = h->cfg->memory;
+		}
+		h->oom_seen = oom_now;
 	}
 	if (rc == BACKEND_LOST) {
 		if (h->home->lost)
@@ -202,10 +214,13 @@ int agenthost_get(struct agenthost *h, const char *path, size_t max, struct ws_f
 	return agentlink_get(&h->main->link, path, max, out, e);
 }
 
-/* Only an agent told of the prestarted interpreter has something to start. */
+/* What came with the call's end is forgotten; only an agent told of the prestarted
+ * interpreter has something to start. */
 void agenthost_settle(struct agenthost *h)
 {
 	struct err e = {""};
+	if (h->main)
+		agentlink_forget(&h->main->link);
 	if (h->prestart && h->main && h->main->link.fd >= 0 && agentlink_settle(&h->main->link, &e) < 0)
 		log_msg(LOG_DEBUG, "the sandbox agent could not be told the call is answered: %s", e.msg);
 }
@@ -240,6 +255,10 @@ int agenthost_destroy(struct agenthost *h, enum backend_end how, struct err *e)
 {
 	bool keep = how == BACKEND_END_SHUTDOWN && h->cfg->keep && h->h.dir[0];
 	int rc = 0;
+	/* Closed first: the instance's cgroup goes with it. */
+	if (h->oom_fd >= 0)
+		close(h->oom_fd);
+	h->oom_fd = -1;
 	if (h->home->kill)
 		h->home->kill(h->ctx, h->main);
 	h->main = NULL;

@@ -62,9 +62,10 @@ struct agenthost_home {
 	/* The connection to the instance broke during a call: what the home knows about why. May
 	 * be NULL. */
 	void (*lost)(void *ctx, struct agent_inst *in);
-	/* How many times the out-of-memory killer ended a process of the instance so far; -1 when
-	 * that cannot be told. */
-	int (*oom_kills)(void *ctx, const struct agent_inst *in, uint64_t *n);
+	/* Once per sandbox, after its main instance is made: the file that counts the times the
+	 * out-of-memory killer ended a process of the instance (cgroup_oom_open), which each call
+	 * reads once, after it ends; the caller owns the fd. -1 when that cannot be told. */
+	int (*oom_open)(void *ctx, const struct agent_inst *in);
 	/* --check: the lines before the network's (isolation, user) and after it (memory,
 	 * processes, cpus). */
 	void (*report_isolation)(void *ctx, FILE *f);
@@ -86,6 +87,9 @@ struct agenthost {
 	struct filter filter;
 	struct agent_inst *main;   /* NULL when there is none */
 	bool prestart;             /* the main instance's agent was told of the prestarted Python */
+	int oom_fd;                /* the main instance's OOM kill count (oom_open); -1 when none */
+	uint64_t oom_seen;         /* its value after the last call (or when the instance was made):
+	                            * a kill since then, as during a call, is that call's */
 	uid_t uid;                 /* the sandbox user on the host: --sandbox-uid as root, else ours */
 	gid_t gid;
 	bool as_root;

@@ -3,15 +3,18 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../agent/proto.h"
 #include "../../src/base/clock.h"
+#include "../../src/base/log.h"
 
 /* How long an agent may take to answer anything but a running call. */
 #define ANSWER_MS 10000
@@ -41,10 +44,43 @@ static int send_all(struct agentlink *l, const void *buf, size_t n, struct err *
 	return 0;
 }
 
+/* What came with a run's end (proto.h's AG_OUTPUTS). */
+struct agentlink_cache {
+	char *dir;                 /* the listed folder */
+	size_t max;                /* the names it was listed for */
+	struct ws_list list;
+	size_t n;
+	struct cached_file {
+		char *path;        /* dir/name */
+		struct ws_file f;  /* as AG_GET with file_max answered */
+	} *files;
+	size_t file_max;
+};
+
+void agentlink_forget(struct agentlink *l)
+{
+	struct agentlink_cache *c = l->cache;
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->files[i].path);
+		ws_file_free(&c->files[i].f);
+	}
+	free(c->files);
+	ws_list_free(&c->list);
+	free(c->dir);
+	free(c);
+	l->cache = NULL;
+}
+
 static int send_frame(struct agentlink *l, struct ag_buf *b, struct err *e)
 {
 	if (ag_frame_end(b) < 0)
 		return err_set(e, "request too large for the sandbox agent");
+	/* What a request may change is read anew: only a list or a read leaves the cache. */
+	if (b->p[4] != AG_LIST && b->p[4] != AG_GET)
+		agentlink_forget(l);
+	log_msg(LOG_DEBUG, "sandbox agent request %u", b->p[4]);
 	return send_all(l, b->p, b->len, e);
 }
 
@@ -147,6 +183,7 @@ int agentlink_open(struct agentlink *l, int fd, int timeout_ms, struct err *e)
 	l->rbuf = NULL;
 	l->rcap = 0;
 	l->reset = 0;
+	l->cache = NULL;
 	struct frame fr;
 	int rc = read_frame(l, &fr, clock_ms() + timeout_ms, e);
 	if (rc)
@@ -202,9 +239,69 @@ static int expect(struct agentlink *l, uint8_t want, struct frame *fr, const cha
 	return BACKEND_LOST;
 }
 
+/* AG_ENTRIES' payload at c into out (at most max names). 0, or -1 malformed, or -2 out of
+ * memory; out is empty then. */
+static int parse_entries(struct ag_cur *c, size_t len, size_t max, struct ws_list *out)
+{
+	uint32_t flags = ag_get_u32(c), n = ag_get_u32(c);
+	*out = (struct ws_list){0};
+	if (c->bad || n > max || n > len / 32)
+		return -1;
+	out->v = calloc(n ? n : 1, sizeof *out->v);
+	if (!out->v)
+		return -2;
+	out->truncated = flags & AG_LIST_TRUNCATED;
+	out->skipped = flags & AG_LIST_SKIPPED;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t pl;
+		const char *p = ag_get_str(c, &pl);
+		struct ws_entry *w = &out->v[i];
+		w->size = ag_get_u64(c);
+		w->mtime_ns = (int64_t)ag_get_u64(c);
+		w->ctime_ns = (int64_t)ag_get_u64(c);
+		w->mode = ag_get_u32(c);
+		if (c->bad || !pl || memchr(p, 0, pl)) {
+			ws_list_free(out);
+			return -1;
+		}
+		if (!(w->path = strndup(p, pl))) {
+			ws_list_free(out);
+			return -2;
+		}
+		out->n++;
+	}
+	return 0;
+}
+
+/* A copy of the cached listing, when it is the one asked for: 1, 0 when it is not, -1 out of
+ * memory. */
+static int cached_list(const struct agentlink *l, const char *dir, const char *skip, size_t max, struct ws_list *out)
+{
+	const struct agentlink_cache *c = l->cache;
+	if (!c || (skip && *skip) || max != c->max || strcmp(dir, c->dir))
+		return 0;
+	out->v = calloc(c->list.n ? c->list.n : 1, sizeof *out->v);
+	if (!out->v)
+		return -1;
+	out->truncated = c->list.truncated;
+	out->skipped = c->list.skipped;
+	for (size_t i = 0; i < c->list.n; i++) {
+		out->v[i] = c->list.v[i];
+		if (!(out->v[i].path = strdup(c->list.v[i].path))) {
+			ws_list_free(out);
+			return -1;
+		}
+		out->n++;
+	}
+	return 1;
+}
+
 int agentlink_list(struct agentlink *l, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
 {
 	*out = (struct ws_list){0};
+	int hit = cached_list(l, dir, skip, max, out);
+	if (hit)
+		return hit < 0 ? err_set(e, "out of memory") : 0;
 	struct ag_buf b = {0};
 	ag_frame_begin(&b, AG_LIST);
 	ag_put_u32(&b, max > UINT32_MAX ? UINT32_MAX : (uint32_t)max);
@@ -216,40 +313,98 @@ int agentlink_list(struct agentlink *l, const char *dir, const char *skip, size_
 	if (rc || (rc = expect(l, AG_ENTRIES, &fr, "listing the workspace", e)))
 		return rc;
 	struct ag_cur c = {fr.data, fr.len, 0};
-	uint32_t flags = ag_get_u32(&c), n = ag_get_u32(&c);
-	if (c.bad || n > max || n > fr.len / 32)
-		goto bad;
-	out->v = calloc(n ? n : 1, sizeof *out->v);
-	if (!out->v)
+	rc = parse_entries(&c, fr.len, max, out);
+	if (rc == -2)
 		return err_set(e, "out of memory");
-	out->truncated = flags & AG_LIST_TRUNCATED;
-	out->skipped = flags & AG_LIST_SKIPPED;
-	for (uint32_t i = 0; i < n; i++) {
-		size_t pl;
-		const char *p = ag_get_str(&c, &pl);
-		struct ws_entry *w = &out->v[i];
-		w->size = ag_get_u64(&c);
-		w->mtime_ns = (int64_t)ag_get_u64(&c);
-		w->ctime_ns = (int64_t)ag_get_u64(&c);
-		w->mode = ag_get_u32(&c);
-		if (c.bad || !pl || memchr(p, 0, pl))
-			goto bad;
-		if (!(w->path = strndup(p, pl))) {
-			ws_list_free(out);
-			return err_set(e, "out of memory");
-		}
-		out->n++;
+	if (rc < 0) {
+		err_set(e, "the sandbox agent sent a malformed list");
+		return BACKEND_LOST;
 	}
 	return 0;
-bad:
-	ws_list_free(out);
-	err_set(e, "the sandbox agent sent a malformed list");
-	return BACKEND_LOST;
+}
+
+/* AG_OUTPUTS' payload into a new cache for the listing of dir (max names) and files of at most
+ * file_max bytes. 0, or -1 malformed (BACKEND_LOST), or -2 out of memory (nothing cached). */
+static int take_outputs(struct agentlink *l, const struct frame *fr, const char *dir, size_t max, size_t file_max)
+{
+	agentlink_forget(l);
+	struct agentlink_cache *k = calloc(1, sizeof *k);
+	if (!k || !(k->dir = strdup(dir))) {
+		free(k);
+		return -2;
+	}
+	k->max = max;
+	k->file_max = file_max;
+	l->cache = k;
+	struct ag_cur c = {fr->data, fr->len, 0};
+	int rc = parse_entries(&c, fr->len, max, &k->list);
+	uint32_t m = rc == 0 ? ag_get_u32(&c) : 0;
+	if (rc == 0 && (c.bad || m > AG_OUTPUTS_FILES))
+		rc = -1;
+	if (rc == 0 && m && !(k->files = calloc(m, sizeof *k->files)))
+		rc = -2;
+	for (uint32_t i = 0; rc == 0 && i < m; i++) {
+		size_t nl, dl;
+		const char *name = ag_get_str(&c, &nl);
+		struct ws_file *f = &k->files[i].f;
+		f->err = (int)ag_get_u32(&c);
+		f->mode = ag_get_u32(&c);
+		f->size = ag_get_u64(&c);
+		const char *data = ag_get_str(&c, &dl);
+		if (c.bad || !nl || memchr(name, 0, nl) || dl > file_max || dl > f->size || (dl && (f->err || !S_ISREG(f->mode)))) {
+			rc = -1;
+			break;
+		}
+		if (asprintf(&k->files[i].path, "%s/%.*s", dir, (int)nl, name) < 0) {
+			k->files[i].path = NULL;
+			rc = -2;
+			break;
+		}
+		k->n++;
+		if (!(f->data = malloc(dl + 1))) {
+			rc = -2;
+			break;
+		}
+		memcpy(f->data, data, dl);
+		f->data[dl] = '\0';
+		f->len = dl;
+	}
+	if (rc < 0)
+		agentlink_forget(l);
+	return rc;
+}
+
+/* A copy of a cached file's answer to AG_GET path max, when the cache holds it: 1, 0 when it
+ * does not, -1 out of memory. */
+static int cached_get(const struct agentlink *l, const char *path, size_t max, struct ws_file *out)
+{
+	const struct agentlink_cache *c = l->cache;
+	for (size_t i = 0; c && i < c->n; i++) {
+		const struct ws_file *f = &c->files[i].f;
+		if (strcmp(c->files[i].path, path))
+			continue;
+		/* Read up to file_max: the same answer when that was the whole file or max is less. */
+		if (f->len != f->size && max > f->len)
+			return 0;
+		*out = *f;
+		out->len = max < f->len ? max : f->len;
+		if (!(out->data = malloc(out->len + 1))) {
+			*out = (struct ws_file){0};
+			return -1;
+		}
+		memcpy(out->data, f->data, out->len);
+		out->data[out->len] = '\0';
+		return 1;
+	}
+	return 0;
 }
 
 int agentlink_get(struct agentlink *l, const char *path, size_t max, struct ws_file *out, struct err *e)
 {
 	*out = (struct ws_file){0};
+	int hit = cached_get(l, path, max, out);
+	if (hit)
+		return hit < 0 ? err_set(e, "out of memory") : 0;
 	struct ag_buf b = {0};
 	ag_frame_begin(&b, AG_GET);
 	ag_put_u64(&b, max);
@@ -293,11 +448,20 @@ static void put_list(struct ag_buf *b, const char *const *v)
 		ag_put_str(b, v[i], strlen(v[i]));
 }
 
+/* The run's end brings back changes_in's listing (AG_RUN_OUTPUTS). */
+static bool outputs_wanted(const struct run_req *rq)
+{
+	return rq->changes_in && *rq->changes_in && rq->changes_list_max && rq->changes_list_max <= UINT32_MAX &&
+	       strlen(rq->changes_in) < 4096;
+}
+
 static int send_run(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim, struct err *e)
 {
 	struct ag_buf b = {0};
 	ag_frame_begin(&b, AG_RUN);
-	ag_put_u32(&b, (rq->sh_fallback ? AG_RUN_SH_FALLBACK : 0) | (rq->prestart ? AG_RUN_PRESTART : 0));
+	bool outputs = outputs_wanted(rq);
+	ag_put_u32(&b, (rq->sh_fallback ? AG_RUN_SH_FALLBACK : 0) | (rq->prestart ? AG_RUN_PRESTART : 0) |
+			       (outputs ? AG_RUN_OUTPUTS : 0));
 	ag_put_u64(&b, rq->cap);
 	ag_put_u64(&b, lim->spill_max);
 	ag_put_str(&b, rq->cwd, strlen(rq->cwd));
@@ -323,6 +487,12 @@ static int send_run(struct agentlink *l, const struct run_req *rq, const struct 
 	}
 	put_list(&b, rq->argv);
 	put_list(&b, rq->env);
+	if (outputs) {
+		ag_put_u32(&b, (uint32_t)rq->changes_list_max);
+		ag_put_str(&b, rq->changes_in, strlen(rq->changes_in));
+		ag_put_u32(&b, (uint32_t)(rq->changes_files < AG_OUTPUTS_FILES ? rq->changes_files : AG_OUTPUTS_FILES));
+		ag_put_u64(&b, rq->changes_file_max < AG_OUTPUTS_FILE_MAX ? rq->changes_file_max : AG_OUTPUTS_FILE_MAX);
+	}
 	int rc = send_frame(l, &b, e);
 	free(b.p);
 	return rc;
@@ -381,6 +551,13 @@ int agentlink_run_until(struct agentlink *l, const struct run_req *rq, const str
 					rs->bytes[fr.data[0] - 1] += fr.len - 1;
 				if (rq->on_output)
 					rq->on_output(rq->ctx, fr.data[0], (char *)fr.data + 1, fr.len - 1);
+			} else if (fr.type == AG_OUTPUTS && outputs_wanted(rq)) {
+				size_t fm = rq->changes_file_max < AG_OUTPUTS_FILE_MAX ? rq->changes_file_max
+											: AG_OUTPUTS_FILE_MAX;
+				if (take_outputs(l, &fr, rq->changes_in, rq->changes_list_max, fm) == -1) {
+					err_set(e, "the sandbox agent sent a malformed list");
+					return BACKEND_LOST;
+				}
 			} else if (fr.type == AG_EXIT && fr.len >= 40) {
 				int status = (int)ag_le32(fr.data);
 				uint32_t flags = ag_le32(fr.data + 4);
@@ -495,6 +672,7 @@ bool agentlink_ended(const struct agentlink *l)
 
 void agentlink_close(struct agentlink *l)
 {
+	agentlink_forget(l);
 	if (l->fd >= 0)
 		close(l->fd);
 	l->fd = -1;

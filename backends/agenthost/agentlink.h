@@ -21,6 +21,9 @@ struct agentlink {
 	size_t rcap;
 	int reset;           /* the last read failed with ECONNRESET: the agent ended with frames of
 	                      * ours unread (agentlink_run) */
+	struct agentlink_cache *cache; /* what came with the last run's end (rq->changes_list_max):
+	                      * answers agentlink_list and agentlink_get of it until the next other
+	                      * request or agentlink_forget; NULL when none. Owned */
 };
 
 /* rlimits applied to each call's processes. */
@@ -43,7 +46,8 @@ int agentlink_filter(struct agentlink *l, const void *bpf, size_t len, struct er
  * (each file is written whole before any is renamed into place; see proto.h's AG_PUT). */
 int agentlink_put(struct agentlink *l, const struct run_file *f, size_t n, struct err *e);
 
-/* Lists and reads between calls (see backend.h's list and get). */
+/* Lists and reads between calls (see backend.h's list and get). What came with the last run's
+ * end answers them where it can (the same answer, no round trip). */
 int agentlink_list(struct agentlink *l, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e);
 int agentlink_get(struct agentlink *l, const char *path, size_t max, struct ws_file *out, struct err *e);
 
@@ -80,6 +84,9 @@ int agentlink_settle(struct agentlink *l, struct err *e);
  * what it said (text, n bytes). 0, -1, BACKEND_LOST. */
 int agentlink_preinfo(struct agentlink *l, unsigned *phase, unsigned *ready_ms, char *text, size_t n, struct err *e);
 
+/* Forgets what came with the last run's end: after the call is answered, the workspace may
+ * change (a resources/read then reads it anew). */
+void agentlink_forget(struct agentlink *l);
 /* Between requests nothing of the agent's may be waiting: a connection that is readable then
  * has ended (or the agent broke the protocol). true when it is so. */
 bool agentlink_ended(const struct agentlink *l);

@@ -491,38 +491,66 @@ void cgroup_reap_leaves(void)
 	reap(NULL);
 }
 
-/* "oom_kill N" of a memory cgroup folder's file: memory.events on v2, memory.oom_control on
- * v1 (each version has only its own). */
-static int oom_kills_in(const char *dir, const char *file, uint64_t *n)
+/* Opens "oom_kill N"'s file of a memory cgroup folder: memory.events on v2,
+ * memory.oom_control on v1 (each version has only its own); -1 when it holds no count. */
+static int oom_open_in(const char *dir, const char *file)
 {
-	char path[PATH_MAX + 32], buf[1024];
-	snprintf(path, sizeof path, "%s/%s", dir, file);
-	if (read_file(path, buf, sizeof buf) < 0)
+	char path[PATH_MAX + 32];
+	uint64_t n;
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path)
 		return -1;
-	for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		unsigned long long v;
-		if (sscanf(l, "oom_kill %llu", &v) == 1) {
-			*n = v;
-			return 0;
-		}
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0 && cgroup_oom_read(fd, &n) < 0) {
+		close(fd);
+		fd = -1;
 	}
-	return -1;
+	return fd;
 }
 
-int cgroup_oom_kills(const struct cgroup *cg, uint64_t *n)
+int cgroup_oom_open(const struct cgroup *cg)
 {
 	if (!cg->on[CG_MEMORY])
 		return -1;
-	return oom_kills_in(cg->dir[CG_MEMORY], cg->version == 2 ? "memory.events" : "memory.oom_control", n);
+	return oom_open_in(cg->dir[CG_MEMORY], cg->version == 2 ? "memory.events" : "memory.oom_control");
 }
 
-int cgroup_oom_kills_of(pid_t pid, uint64_t *n)
+int cgroup_oom_open_of(pid_t pid)
 {
 	char dir[PATH_MAX];
-	if (cgroup_dir_of(pid, "memory", dir, sizeof dir) == 0 && oom_kills_in(dir, "memory.oom_control", n) == 0)
+	int fd = -1;
+	if (cgroup_dir_of(pid, "memory", dir, sizeof dir) == 0)
+		fd = oom_open_in(dir, "memory.oom_control");
+	if (fd < 0 && cgroup_dir_of(pid, "", dir, sizeof dir) == 0)
+		fd = oom_open_in(dir, "memory.events");
+	return fd;
+}
+
+int cgroup_oom_read(int fd, uint64_t *n)
+{
+	char buf[1024];
+	ssize_t len;
+	do
+		len = pread(fd, buf, sizeof buf - 1, 0);
+	while (len < 0 && errno == EINTR);
+	if (len <= 0)
+		return -1;
+	buf[len] = '\0';
+	static const char key[] = "oom_kill ";
+	for (const char *l = buf; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, key, sizeof key - 1))
+			continue;
+		const char *d = l + sizeof key - 1;
+		if (*d < '0' || *d > '9')
+			return -1;
+		uint64_t v = 0;
+		for (; *d >= '0' && *d <= '9'; d++) {
+			if (v > (UINT64_MAX - 9) / 10)
+				return -1;
+			v = v * 10 + (uint64_t)(*d - '0');
+		}
+		*n = v;
 		return 0;
-	if (cgroup_dir_of(pid, "", dir, sizeof dir) == 0 && oom_kills_in(dir, "memory.events", n) == 0)
-		return 0;
+	}
 	return -1;
 }
 

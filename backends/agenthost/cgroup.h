@@ -64,13 +64,19 @@ void cgroup_reap(const char *id);
  * a leaf that holds a process stays. */
 void cgroup_reap_leaves(void);
 
-/* How many times the kernel's out-of-memory killer has ended a process of the sandbox's memory
- * cgroup so far (-1 when there is no memory cgroup). Compared before and after a call, it
- * tells an OOM kill from any other SIGKILL. */
-int cgroup_oom_kills(const struct cgroup *cg, uint64_t *n);
+/*
+ * The file that counts how many times the kernel's out-of-memory killer has ended a process of
+ * a memory cgroup ("oom_kill N": memory.events on v2, memory.oom_control on v1), opened once
+ * (read-only, close-on-exec) so that each call reads it with one pread and resolves no path:
+ * cgroup_oom_open for the sandbox's own memory cgroup (-1 when there is none),
+ * cgroup_oom_open_of for the memory cgroup pid is in (a container's init, say), as this host
+ * sees it (-1 when none is found). The caller owns the fd.
+ */
+int cgroup_oom_open(const struct cgroup *cg);
+int cgroup_oom_open_of(pid_t pid);
 
-/* The same for the memory cgroup pid is in (a container's init, say), as this host sees it. */
-int cgroup_oom_kills_of(pid_t pid, uint64_t *n);
+/* The count now, from such an fd. 0, or -1 when it cannot be read or holds no count. */
+int cgroup_oom_read(int fd, uint64_t *n);
 
 /* "cgroup v1" / "cgroup v2" for a controller that is on; NULL when it is not. */
 const char *cgroup_mechanism(const struct cgroup *cg, int controller);

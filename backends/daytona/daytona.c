@@ -99,7 +99,17 @@ struct daytona {
 	struct wssync ws;      /* --workspace DIR, kept in step with /workspace */
 	struct wssync_io io;   /* the requests it makes */
 	char lost[300];        /* why the sandbox is gone, found after a call; "" while it is not */
+	json_t *out;           /* the runner's "out" of the last call (runner.h), which answers the
+	                        * list and reads of out_dir that follow it until the call is
+	                        * answered; NULL when none */
+	char out_dir[256];
 };
+
+/* What the runner's "out" holds (runner.py's OUT_*). */
+#define OUT_LIST 1000
+#define OUT_FILE_MAX 65536
+
+static void forget_out(struct daytona *D);
 
 /* ---------------------------------------------------------------- small helpers */
 
@@ -929,6 +939,12 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 	json_t *ws = NULL;
 	struct dtcall_req cr = {.python = D->python, .keep = D->baseline ? D->baseline : "", .dir = dir,
 				.uploaded = size > INLINE_MAX, .spill_max = b->cfg->spill_max};
+	forget_out(D);
+	if (rq->changes_in && rq->changes_list_max == OUT_LIST && rq->changes_file_max <= OUT_FILE_MAX &&
+	    strlen(rq->changes_in) < sizeof D->out_dir) {
+		snprintf(D->out_dir, sizeof D->out_dir, "%s", rq->changes_in);
+		cr.out = &D->out;
+	}
 	if (D->ws.fd >= 0) {
 		wssync_word(&D->ws, word, sizeof word);
 		cr.sync = word;
@@ -966,6 +982,7 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 static int daytona_put(struct backend *b, const struct run_file *f, struct err *e)
 {
 	struct daytona *D = b->priv;
+	forget_out(D);
 	if (!D->id[0] || !D->open)
 		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
 	char dir[128], tail[200] = "";
@@ -1028,19 +1045,13 @@ static int runner_query(struct daytona *D, const char *verb, const char *path, u
 	return rc;
 }
 
-static int daytona_list(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
+/* A listing as the runner answers one (j) into out (at most max names). 0, or -1 with e. */
+static int list_from(const json_t *j, size_t max, struct ws_list *out, struct err *e)
 {
-	struct daytona *D = b->priv;
-	*out = (struct ws_list){0};
-	json_t *j;
-	int rc = runner_query(D, "list", dir, max, skip, 64u << 20, &j, e);
-	if (rc)
-		return rc;
 	json_t *v = json_object_get(j, "entries");
 	size_t n = json_array_size(v);
 	out->v = calloc(n ? n : 1, sizeof *out->v);
 	if (!out->v || n > max) {
-		json_decref(j);
 		free(out->v);
 		out->v = NULL;
 		return err_set(e, n > max ? "the call runner listed too much" : "out of memory");
@@ -1065,8 +1076,83 @@ static int daytona_list(struct backend *b, const char *dir, const char *skip, si
 		w->ctime_ns = json_integer_value(json_array_get(en, 3));
 		w->mode = (unsigned)json_integer_value(json_array_get(en, 4));
 	}
-	json_decref(j);
 	return 0;
+}
+
+/* A file as the runner's get answers one (j, read with at most max bytes) into out. 0, or -1. */
+static int file_from(const json_t *j, size_t max, struct ws_file *out, struct err *e)
+{
+	out->err = (int)json_integer_value(json_object_get(j, "err"));
+	out->mode = (unsigned)json_integer_value(json_object_get(j, "mode"));
+	json_int_t size = json_integer_value(json_object_get(j, "size"));
+	out->size = size > 0 ? (uint64_t)size : 0;
+	const char *d = json_str(j, "data");
+	size_t dl = d ? strlen(d) : 0;
+	out->data = malloc(dl / 4 * 3 + 4);
+	long got = out->data ? b64_decode(d ? d : "", dl, out->data) : -1;
+	if (got < 0 || (size_t)got > max) {
+		bool oom = !out->data;
+		ws_file_free(out);
+		return err_set(e, oom ? "out of memory" : "the call runner sent a malformed file");
+	}
+	out->len = (size_t)got;
+	out->data[out->len] = '\0';
+	return 0;
+}
+
+static void forget_out(struct daytona *D)
+{
+	json_decref(D->out);
+	D->out = NULL;
+	D->out_dir[0] = '\0';
+}
+
+/* The answer to get path max from the last call's "out": 1 with *out set, 0 when it does not
+ * hold it (or holds less than max of a longer file), -1 with e. */
+static int cached_get(struct daytona *D, const char *path, size_t max, struct ws_file *out, struct err *e)
+{
+	size_t dl = strlen(D->out_dir);
+	if (!D->out || strncmp(path, D->out_dir, dl) || path[dl] != '/')
+		return 0;
+	json_t *files = json_object_get(D->out, "files"), *f;
+	size_t i;
+	json_array_foreach(files, i, f) {
+		const char *n64 = json_string_value(json_array_get(f, 0));
+		size_t nl = n64 ? strlen(n64) : 0;
+		unsigned char *name = malloc(nl / 4 * 3 + 4);
+		long got = name && n64 ? b64_decode(n64, nl, name) : -1;
+		bool same = got > 0 && strlen(path + dl + 1) == (size_t)got && !memcmp(path + dl + 1, name, (size_t)got);
+		free(name);
+		if (!same)
+			continue;
+		if (file_from(json_array_get(f, 1), OUT_FILE_MAX, out, e) < 0)
+			return -1;
+		if (out->len != out->size && max > out->len) {
+			ws_file_free(out);
+			*out = (struct ws_file){0};
+			return 0;
+		}
+		if (out->len > max)
+			out->len = max;
+		out->data[out->len] = '\0';
+		return 1;
+	}
+	return 0;
+}
+
+static int daytona_list(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
+{
+	struct daytona *D = b->priv;
+	*out = (struct ws_list){0};
+	if (D->out && (!skip || !*skip) && max == OUT_LIST && !strcmp(dir, D->out_dir))
+		return list_from(D->out, max, out, e);
+	json_t *j;
+	int rc = runner_query(D, "list", dir, max, skip, 64u << 20, &j, e);
+	if (rc)
+		return rc;
+	rc = list_from(j, max, out, e);
+	json_decref(j);
+	return rc;
 }
 
 static int daytona_get(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e)
@@ -1074,7 +1160,9 @@ static int daytona_get(struct backend *b, const char *path, size_t max, struct w
 	struct daytona *D = b->priv;
 	*out = (struct ws_file){0};
 	json_t *j;
-	int rc;
+	int rc = cached_get(D, path, max, out, e);
+	if (rc)
+		return rc < 0 ? -1 : 0;
 	size_t wl = strlen(WORKSPACE);
 	if (!rest_name_ok(path) && !strncmp(path, WORKSPACE "/", wl + 1)) {
 		/* A name that is not UTF-8 cannot travel in the toolbox's JSON command: it goes as
@@ -1088,23 +1176,15 @@ static int daytona_get(struct backend *b, const char *path, size_t max, struct w
 	}
 	if (rc)
 		return rc;
-	out->err = (int)json_integer_value(json_object_get(j, "err"));
-	out->mode = (unsigned)json_integer_value(json_object_get(j, "mode"));
-	json_int_t size = json_integer_value(json_object_get(j, "size"));
-	out->size = size > 0 ? (uint64_t)size : 0;
-	const char *d = json_str(j, "data");
-	size_t dl = d ? strlen(d) : 0;
-	out->data = malloc(dl / 4 * 3 + 4);
-	long got = out->data ? b64_decode(d ? d : "", dl, out->data) : -1;
+	rc = file_from(j, max, out, e);
 	json_decref(j);
-	if (got < 0 || (size_t)got > max) {
-		bool oom = !out->data;
-		ws_file_free(out);
-		return err_set(e, oom ? "out of memory" : "the call runner sent a malformed file");
-	}
-	out->len = (size_t)got;
-	out->data[out->len] = '\0';
-	return 0;
+	return rc;
+}
+
+/* The call is answered: what came with its end is read anew from now on. */
+static void daytona_settle(struct backend *b)
+{
+	forget_out(b->priv);
 }
 
 /* ---------------------------------------------------------------- destroy, report, reap */
@@ -1144,6 +1224,7 @@ static int daytona_destroy(struct backend *b, enum backend_end how, struct err *
 {
 	struct daytona *D = b->priv;
 	int rc = 0;
+	forget_out(D);
 	bool shutdown = how == BACKEND_END_SHUTDOWN;
 	if (D->id[0] && D->open) {
 		struct err de = {""};
@@ -1341,6 +1422,7 @@ const struct backend_ops daytona_backend_ops = {
 	.put = daytona_put,
 	.list = daytona_list,
 	.get = daytona_get,
+	.settle = daytona_settle,
 	.check = daytona_check,
 	.destroy = daytona_destroy,
 	.report = daytona_report,

@@ -151,6 +151,11 @@ static int answer(struct dtcall *c, char *out, int code, struct err *e)
 	json_t *ws = json_object_get(j, "ws");
 	if (json_is_object(done) && !c->done)
 		c->done = json_incref(done);
+	json_t *o = json_object_get(j, "out");
+	if (json_is_object(o) && c->cr->out) {
+		json_decref(*c->cr->out);
+		*c->cr->out = json_incref(o);
+	}
 	if (json_is_object(ws) && c->cr->ws) {
 		json_decref(*c->cr->ws);
 		*c->cr->ws = json_incref(ws);
@@ -182,7 +187,8 @@ static int ask(struct dtcall *c, const char *mode, int cancel_fd, struct err *e)
 	int wait_s = (!strcmp(mode, "kill") ? KILL_WAIT_MS : RUN_WAIT_MS) / 1000;
 	int code = -1;
 	int rc = c->x->run(c->x->ctx, cmd, wait_s + EXEC_SLACK_S + (c->cr->sync ? SYNC_SLACK_S : 0),
-			   POLL_BODY + (c->cr->sync ? c->cr->ws_body : 0), cancel_fd, &out, &code, e);
+			   POLL_BODY + (c->cr->sync ? c->cr->ws_body : 0) + (c->cr->out ? DTCALL_OUT_BODY : 0), cancel_fd,
+			   &out, &code, e);
 	free(cmd);
 	if (rc == 0)
 		rc = answer(c, out, code, e);

@@ -57,7 +57,15 @@ struct dtcall_req {
 	const char *sync;
 	json_t **ws;
 	size_t ws_body;
+	/* Where the runner's "out" goes (runner.h: rq->changes_in's listing and its changed small
+	 * files, with the sweep's word), a new reference; NULL: not taken, and answers are no
+	 * larger for it. */
+	json_t **out;
 };
+
+/* How much larger an answer that brings "out" may be: a listing's bound, and 20 files of
+ * 64 KiB in base64. */
+#define DTCALL_OUT_BODY ((64u << 20) + (2u << 20))
 
 /* Runs rq in the sandbox, feeding rq->on_output as output comes. 0 with rs filled (a
  * cancelled call: rs->cancelled, the call stopped and swept), -1 with e set (the call failed,

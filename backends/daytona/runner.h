@@ -41,7 +41,11 @@
  *        "s": [{"off": O, "data": base64}, x2]: up to CHUNK bytes of each stream from its
  *        offset (O > OFF when bytes between are gone: only ever past CAP),
  *        "sweep": {"ok", "msg"} when it swept,
- *        "ws": with the sweep, unless SYNC is "-": what the call changed in the workspace}.
+ *        "ws": with the sweep, unless SYNC is "-": what the call changed in the workspace,
+ *        "out": with the sweep, when the call had a WATCH folder: its listing as list's answer
+ *        (1000 names) and "files": [[NAME base64, get's answer with MAX 65536], ...] for the
+ *        first 20 names (in byte order) changed since the call started, but regular files
+ *        over 65536 bytes: what the server reads next comes with the call's end}.
  *       SYNC is "-" or GEN:MAXN:MAXB:INLINE:MAXRM:ROOT:STATE: the changes under ROOT since
  *       the listing STATE/GEN.json, within the bounds (wssync.h has it all).
  *   kill DIR WAIT_MS CHUNK KEEP SYNC OFF1 OFF2

@@ -369,6 +369,18 @@ def changed_since(root, since):
     res = listing(root, 1000)
     return res['truncated'] or res['skipped'] or any(e[3] >= since for e in res['entries'])
 
+OUT_LIST, OUT_FILES, OUT_FILE_MAX = 1000, 20, 65536  # daytona.c's OUT_* say the same
+
+def outputs(root, since):
+    """What the server reads right after a call, as the agent's AG_OUTPUTS: root's listing
+    (OUT_LIST names), and in 'files' what get would answer for the first OUT_FILES (in byte
+    order) of the names there changed since since, but regular files over OUT_FILE_MAX bytes."""
+    res = listing(root, OUT_LIST)
+    picks = sorted(base64.b64decode(e[0]) for e in res['entries']
+                   if e[3] >= since and ((e[4] & 0o170000) != 0o100000 or e[1] <= OUT_FILE_MAX))[:OUT_FILES]
+    res['files'] = [[base64.b64encode(p).decode(), get(root + '/' + os.fsdecode(p), OUT_FILE_MAX)] for p in picks]
+    return res
+
 def memory_cgroup():
     """The folder of this process's memory cgroup (v1 or v2), or None."""
     try:
@@ -652,7 +664,7 @@ def run(d, a, data):
             'spill_errno': [s.serr for s in streams],
             'spill_cut': any(s.scut for s in streams),
             'oom_killed': oom, 'memory_limit': memory_limit(cg) if oom else 0, 'started_ns': started_ns,
-            'changed': changed_since(watch, started_ns) if watch else None}
+            'changed': changed_since(watch, started_ns) if watch else None, 'watch': watch or None}
 
 def chunk(d, k, off, size):
     try:
@@ -784,6 +796,11 @@ def wait_end(d, wait, size, keep, sync, offs, swept, child=None, stop=False):
         ok, msg = sweep(keep)
         res['sweep'] = {'ok': ok, 'msg': msg}
         keep_reserve()
+        if isinstance(done, dict) and done.get('watch') and isinstance(done.get('started_ns'), int):
+            try:  # nothing of the call runs any more: what the server reads next, read now
+                res['out'] = outputs(done['watch'], done['started_ns'])
+            except Exception:
+                pass
         if sync != '-':  # nothing of the call runs any more: what it left is what it changed
             try:
                 res['ws'] = ws_sync(sync)

@@ -808,12 +808,12 @@ static void docker_lost(void *ctx, struct agent_inst *in)
 	log_msg(LOG_WARNING, "docker: lost the agent of %s: %s", D->host.id, why);
 }
 
-static int docker_oom_kills(void *ctx, const struct agent_inst *in, uint64_t *n)
+static int docker_oom_open(void *ctx, const struct agent_inst *in)
 {
 	(void)ctx;
 	if (!in->pid || in->rl_memory)
 		return -1;
-	return cgroup_oom_kills_of(in->pid, n);
+	return cgroup_oom_open_of(in->pid);
 }
 
 static void docker_end(void *ctx, bool keep)
@@ -863,7 +863,7 @@ static const struct agenthost_home docker_home = {
 	.kill = docker_kill,
 	.check = docker_alive,
 	.lost = docker_lost,
-	.oom_kills = docker_oom_kills,
+	.oom_open = docker_oom_open,
 	.report_isolation = docker_report_isolation,
 	.report_limits = docker_report_limits,
 	.end = docker_end,

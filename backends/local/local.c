@@ -416,10 +416,10 @@ static void local_lost(void *ctx, struct agent_inst *in)
 	}
 }
 
-static int local_oom_kills(void *ctx, const struct agent_inst *in, uint64_t *n)
+static int local_oom_open(void *ctx, const struct agent_inst *in)
 {
 	(void)ctx;
-	return cgroup_oom_kills(&LI(in)->cg, n);
+	return cgroup_oom_open(&LI(in)->cg);
 }
 
 /* What every instance needs: the folder the child mounts its root on, and the agent. */
@@ -514,7 +514,7 @@ static const struct agenthost_home local_home = {
 	.kill = local_kill,
 	.check = local_alive,
 	.lost = local_lost,
-	.oom_kills = local_oom_kills,
+	.oom_open = local_oom_open,
 	.report_isolation = local_report_isolation,
 	.report_limits = local_report_limits,
 	.end = local_end,

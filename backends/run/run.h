@@ -47,6 +47,12 @@ struct run_req {
 	const char *spill_prefix;    /* in-sandbox path prefix of spill files, NULL for none */
 	const char *changes_in;      /* a folder: rs->changed may say whether anything under it
 	                              * changed during the run (NULL: none) */
+	/* With changes_in: the backend may bring back with the run's end the listing of changes_in
+	 * (at most changes_list_max names) and the first changes_files (by path) of the regular
+	 * files there of at most changes_file_max bytes changed since the run started, so that the
+	 * list and get of them that follow the run cost no round trip of their own (the answers are
+	 * the same). 0: nothing comes back. */
+	size_t changes_list_max, changes_files, changes_file_max;
 	/* Output as it comes, in order per stream (1 stdout, 2 stderr). Called on the run's thread.
 	 * buf NULL: len bytes passed that the backend did not keep (only ever past the cap). */
 	void (*on_output)(void *ctx, int stream, const char *buf, size_t len);

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 extern char **environ;
 
@@ -26,12 +27,18 @@ static void show(char *buf, size_t n, const char *fmt, va_list ap)
 
 void title_set(const char *fmt, ...)
 {
+	char t[sizeof current];
 	va_list ap;
 	if (!ready)
 		return;
 	va_start(ap, fmt);
-	show(current, sizeof current, fmt, ap);
+	vsnprintf(t, sizeof t, fmt, ap);
 	va_end(ap);
+	/* The same title again (the idle one, after each wake between calls) is left as it is. */
+	if (!strcmp(t, current))
+		return;
+	memcpy(current, t, sizeof current);
+	setproctitle("%s", current);
 }
 
 void title_before_clone(const char *fmt, ...)

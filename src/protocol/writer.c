@@ -220,6 +220,7 @@ static int enqueue(json_t *msg, bool optional)
 	}
 	/* Compact JSON never contains a raw newline: strings escape theirs. */
 	struct buf b = {0};
+	buf_reserve(&b, 2048); /* most messages: one allocation */
 	jsonw_dump(msg, &b);
 	buf_add(&b, "\n", 1);
 	json_decref(msg);

@@ -26,6 +26,7 @@
 #define ARTIFACTS_IMAGE_MAX (1u << 20)         /* bytes of one image shown */
 #define ARTIFACTS_IMAGES 4                     /* images shown per result */
 #define ARTIFACTS_INLINE_MAX 4096              /* bytes of one file inline */
+#define ARTIFACTS_PREFETCH_MAX (64u << 10)     /* a file this small may come with the call's end */
 
 struct artifacts {
 	json_t *list;     /* structuredContent.artifacts; NULL when there are none */

@@ -235,7 +235,9 @@ static json_t *run_program(struct call_ctx *c, struct inputs *in, const char *co
 	struct run_req rq = {.argv = argv, .env = in->env, .cwd = WORKSPACE, .files = in->nfiles ? in->files : NULL,
 			     .nfiles = in->nfiles, .sh_fallback = tc->tool != TOOL_PYTHON, .deadline_ms = c->deadline,
 			     .cancel_fd = tc->cancel_fd, .cap = cfg->output_cap, .spill_prefix = spill,
-			     .changes_in = WORKSPACE "/" ARTIFACTS_DIR, .on_output = capture_add, .ctx = &col,
+			     .changes_in = WORKSPACE "/" ARTIFACTS_DIR, .changes_list_max = ARTIFACTS_SCAN_MAX,
+			     .changes_files = ARTIFACTS_MAX, .changes_file_max = ARTIFACTS_PREFETCH_MAX,
+			     .on_output = capture_add, .ctx = &col,
 			     .prestart = prestart_ok(tc, cfg), .prestart_env = call_env};
 	struct run_res rs = {0};
 	struct err e = {""};

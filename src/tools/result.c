@@ -14,6 +14,7 @@
 #define ENVELOPE 256
 /* A marker's cost, at most: its text with the largest counts and a workspace path. */
 #define MARKER_MAX 400
+#define SHELL_OVER 64
 
 static const char *const names[2] = {"stdout", "stderr"};
 
@@ -277,21 +278,45 @@ static json_t *build(const struct result_facts *f, const struct pieces p[2], cha
 	char *tb = text_block(f, text, len, cut, &tl);
 	if (!tb)
 		return NULL;
-	/* The texts were made valid UTF-8 (stream_text, text_block): jansson need not check again. */
-	json_t *sc = json_pack(
-		"{s:i, s:o, s:o, s:b, s:b, s:I, s:{s:b, s:b, s:I, s:I, s:o, s:o, s:o, s:o}, s:o, s:o, s:o, s:o}",
-		"exit_code", f->exit_code, "stdout", json_stringn_nocheck(text[0], len[0]), "stderr",
-		json_stringn_nocheck(text[1], len[1]), "timed_out",
-		f->timed_out, "oom_killed", f->oom_killed, "duration_ms", (json_int_t)f->duration_ms, "truncated",
-		"stdout", cut[0], "stderr", cut[1], "stdout_bytes", (json_int_t)p[0].total, "stderr_bytes",
-		(json_int_t)p[1].total, "stdout_file", str_or_null(cut[0] ? f->s[0].file : NULL), "stderr_file",
-		str_or_null(cut[1] ? f->s[1].file : NULL), "stdout_file_error",
-		str_or_null(cut[0] && !f->s[0].file ? f->s[0].file_error : NULL), "stderr_file_error",
-		str_or_null(cut[1] && !f->s[1].file ? f->s[1].file_error : NULL), "backend", str_or_null(f->backend),
-		"sandbox_id", str_or_null(f->backend ? f->sandbox_id : NULL), "error", str_or_null(f->error), "notice",
-		str_or_null(f->notice));
-	json_t *r = json_pack("{s:[{s:s, s:o}], s:o}", "content", "type", "text", "text", json_stringn_nocheck(tb, tl),
-			      "structuredContent", sc);
+	/* The texts were made valid UTF-8 (stream_text, text_block): jansson need not check again.
+	 * Built member by member: json_pack's parsing of its format was a sixth of the server's
+	 * own work for a small call. Any member that fails fails the whole (set_new steals). */
+	json_t *sc = json_object(), *tr = json_object(), *r = json_object(), *item = json_object(), *content = json_array();
+	bool ok = sc && tr && r && item && content;
+	ok &= json_object_set_new_nocheck(sc, "exit_code", json_integer(f->exit_code)) == 0;
+	ok &= json_object_set_new_nocheck(sc, "stdout", json_stringn_nocheck(text[0], len[0])) == 0;
+	ok &= json_object_set_new_nocheck(sc, "stderr", json_stringn_nocheck(text[1], len[1])) == 0;
+	ok &= json_object_set_new_nocheck(sc, "timed_out", json_boolean(f->timed_out)) == 0;
+	ok &= json_object_set_new_nocheck(sc, "oom_killed", json_boolean(f->oom_killed)) == 0;
+	ok &= json_object_set_new_nocheck(sc, "duration_ms", json_integer((json_int_t)f->duration_ms)) == 0;
+	ok &= json_object_set_new_nocheck(tr, "stdout", json_boolean(cut[0])) == 0;
+	ok &= json_object_set_new_nocheck(tr, "stderr", json_boolean(cut[1])) == 0;
+	ok &= json_object_set_new_nocheck(tr, "stdout_bytes", json_integer((json_int_t)p[0].total)) == 0;
+	ok &= json_object_set_new_nocheck(tr, "stderr_bytes", json_integer((json_int_t)p[1].total)) == 0;
+	ok &= json_object_set_new_nocheck(tr, "stdout_file", str_or_null(cut[0] ? f->s[0].file : NULL)) == 0;
+	ok &= json_object_set_new_nocheck(tr, "stderr_file", str_or_null(cut[1] ? f->s[1].file : NULL)) == 0;
+	ok &= json_object_set_new_nocheck(tr, "stdout_file_error",
+				  str_or_null(cut[0] && !f->s[0].file ? f->s[0].file_error : NULL)) == 0;
+	ok &= json_object_set_new_nocheck(tr, "stderr_file_error",
+				  str_or_null(cut[1] && !f->s[1].file ? f->s[1].file_error : NULL)) == 0;
+	ok &= json_object_set_nocheck(sc, "truncated", tr) == 0;
+	ok &= json_object_set_new_nocheck(sc, "backend", str_or_null(f->backend)) == 0;
+	ok &= json_object_set_new_nocheck(sc, "sandbox_id", str_or_null(f->backend ? f->sandbox_id : NULL)) == 0;
+	ok &= json_object_set_new_nocheck(sc, "error", str_or_null(f->error)) == 0;
+	ok &= json_object_set_new_nocheck(sc, "notice", str_or_null(f->notice)) == 0;
+	ok &= json_object_set_new_nocheck(item, "type", json_string("text")) == 0;
+	ok &= json_object_set_new_nocheck(item, "text", json_stringn_nocheck(tb, tl)) == 0;
+	ok &= json_array_append(content, item) == 0;
+	ok &= json_object_set_nocheck(r, "content", content) == 0;
+	ok &= json_object_set_nocheck(r, "structuredContent", sc) == 0;
+	json_decref(tr);
+	json_decref(item);
+	json_decref(content);
+	json_decref(sc);
+	if (!ok) {
+		json_decref(r);
+		r = NULL;
+	}
 	free(tb);
 	if (r && (f->exit_code != 0 || f->timed_out || f->error))
 		json_object_set_new(r, "isError", json_true());
@@ -302,6 +327,47 @@ static json_t *build(const struct result_facts *f, const struct pieces p[2], cha
 static size_t json_size(const json_t *j)
 {
 	return jsonw_size(j);
+}
+
+/* At most what a string of n bytes costs in JSON, quotes included, once made valid UTF-8: an
+ * invalid byte becomes U+FFFD (3 bytes), a control character \u00XX (6). */
+static size_t cost_bound(const char *s)
+{
+	return s ? 2 + 6 * strlen(s) : 4;
+}
+
+/* At most what one line of the text block costs in JSON: tb_fmt's format (under 256 bytes
+ * here) with arguments of `args` bytes, cut at 1200, each byte of which may cost 6. */
+static size_t line_bound(size_t args)
+{
+	size_t n = 256 + args;
+	return 6 * (n < 1200 ? n : 1200);
+}
+
+static size_t len_or_0(const char *s)
+{
+	return s ? strlen(s) : 0;
+}
+
+/* An upper bound of the serialized size of build()'s result with both streams whole (need: their
+ * JSON costs), without walking it: the members' names, punctuation, numbers and literals take
+ * under SKELETON bytes; the text block holds the streams, a "\n" after each, and its lines.
+ * Cheaper than jsonw_size for the common result that fits many times over. */
+#define SKELETON 1024
+static size_t size_bound(const struct result_facts *f, const size_t need[2])
+{
+	size_t strings = cost_bound(f->backend) + cost_bound(f->sandbox_id) + cost_bound(f->error) +
+			 cost_bound(f->notice);
+	size_t lines = line_bound(len_or_0(f->backend) + len_or_0(f->sandbox_id)) + 2 * line_bound(0);
+	if (f->timed_out)
+		lines += line_bound(32);
+	if (f->oom_killed)
+		lines += line_bound(32);
+	if (f->notice)
+		lines += line_bound(strlen(f->notice));
+	if (f->error)
+		lines += line_bound(strlen(f->error));
+	return SKELETON + strings + lines + 2 * (need[0] + 2 + need[1] + 2);
 }
 
 json_t *result_execution(const struct result_facts *f, size_t max, bool cut_out[2])
@@ -316,6 +382,28 @@ json_t *result_execution(const struct result_facts *f, size_t max, bool cut_out[
 	max -= ENVELOPE;
 	if (pieces_of(&f->s[0], &p[0]) < 0 || (pieces_of(&f->s[1], &p[1]) < 0 && (free(p[0].owned), 1)))
 		return NULL;
+	size_t need[2];
+	for (int i = 0; i < 2; i++)
+		need[i] = p[i].gap ? SIZE_MAX : result_json_cost(p[i].a, p[i].a_len);
+	/* Most results fit whole: built whole first, and kept when the budgets worked out below
+	 * would have left both streams whole too, so the result is the same with one build less.
+	 * The result with empty streams (what `fixed` measures) is at most SHELL_OVER bytes longer
+	 * than it (its "--- stdout: empty ---" labels). */
+	if (!p[0].gap && !p[1].gap && need[0] < max / 2 && need[1] < max / 2) {
+		for (int i = 0; i < 2; i++)
+			if (!(text[i] = stream_text(&p[i], &f->s[i], need[i], need[i], &len[i], &cut[i])))
+				goto out;
+		r = build(f, p, text, len, cut);
+		if (!r)
+			goto out;
+		size_t whole = size_bound(f, need);
+		if (whole + SHELL_OVER + 2 * 2 * (MARKER_MAX + 100) + 2 * (need[0] + need[1]) > max)
+			whole = json_size(r);
+		if (whole + SHELL_OVER + 2 * 2 * (MARKER_MAX + 100) + 2 * (need[0] + need[1]) <= max)
+			goto done;
+		json_decref(r);
+		r = NULL;
+	}
 	/* The fixed part: the result with empty streams, their cut lines and markers counted. */
 	size_t fixed = 0;
 	{
@@ -330,9 +418,6 @@ json_t *result_execution(const struct result_facts *f, size_t max, bool cut_out[
 	}
 	/* Each stream appears twice: in the text block and in structuredContent. */
 	size_t per_copy = fixed < max ? (max - fixed) / 2 : 0;
-	size_t need[2];
-	for (int i = 0; i < 2; i++)
-		need[i] = p[i].gap ? SIZE_MAX : result_json_cost(p[i].a, p[i].a_len);
 	for (int attempt = 0; attempt < 6; attempt++) {
 		/* A fair split: neither stream gets less than half unless the other needs less. */
 		size_t b0 = need[0] < per_copy / 2 ? need[0] : per_copy / 2;
@@ -356,6 +441,7 @@ json_t *result_execution(const struct result_facts *f, size_t max, bool cut_out[
 			r = NULL;
 		}
 	}
+done:
 	if (r && cut_out) {
 		cut_out[0] = cut[0];
 		cut_out[1] = cut[1];
