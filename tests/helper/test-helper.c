@@ -99,7 +99,7 @@ static int cmd_proxy(int argc, char **argv)
 	struct err e = {""};
 	if (argc < 2 || policy_of(&pol, argc - 1, argv + 1) < 0)
 		return 1;
-	if (proxy_start(&px, argv[0], &pol, &e) < 0) {
+	if (proxy_start(&px, argv[0], &pol, PROXY_INSTALL, &e) < 0) {
 		fprintf(stderr, "test-helper: %s\n", e.msg);
 		return 1;
 	}

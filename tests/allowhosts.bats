@@ -1,0 +1,135 @@
+# Network access by name (--allow-hosts): the code's own processes reach the listed hosts
+# through the server's filtering proxy and nothing else, on local and Docker. The allowed host
+# is the test index's network (lib/test-index.bash, 198.51.100.2); names are given to the
+# server alone by a private /etc/hosts (the server runs in a mount namespace of its own where
+# one is bound), so every name below resolves -- only the policy refuses. A listener on the
+# host's loopback stands for the host's services (a name "rebinds" to it).
+# suite: uses docker
+# suite: owns test-index
+load lib/helpers
+load lib/docker-setup
+load lib/test-index
+bats_require_minimum_version 1.5.0
+
+setup_file() { docker_setup_file; }
+teardown_file() { docker_teardown_file; }
+
+setup() {
+	common_setup
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root to make the test index's network and the server's /etc/hosts"
+	command -v ip >/dev/null || skip_or_fail "needs ip (iproute2)"
+	command -v unshare >/dev/null || skip_or_fail "needs unshare (util-linux)"
+	IDX="$BATS_TEST_TMPDIR/index"
+	mkdir -p "$IDX"
+	echo "the allowed file" >"$IDX/ok.txt"
+	chmod -R o+rX "$BATS_TEST_TMPDIR"
+	index_up "$IDX"
+	ip netns exec "$IDX_NS" python3 "$TESTS_DIR/lib/echo-server.py" 198.51.100.2 443 8443 \
+		2>"$BATS_TEST_TMPDIR/echo.log" &
+	echo $! >"$BATS_TEST_TMPDIR/echo.pid"
+	python3 -m http.server 0 --bind 127.0.0.1 --directory "$IDX" >/dev/null 2>"$BATS_TEST_TMPDIR/loop.log" &
+	echo $! >"$BATS_TEST_TMPDIR/loop.pid"
+	LPORT=
+	for _ in $(seq 100); do
+		LPORT=$(ss -Hltnp 2>/dev/null | awk -v pid="pid=$(cat "$BATS_TEST_TMPDIR/loop.pid")," '$0 ~ pid {split($4, a, ":"); print a[2]; exit}')
+		[ -n "$LPORT" ] && ip netns exec "$IDX_NS" python3 -c 'import socket; socket.create_connection(("198.51.100.2", 8443), 1).close()' 2>/dev/null && break
+		sleep 0.1
+	done
+	[ -n "$LPORT" ]
+	local a=198.51.100.2
+	printf '%s\n' "127.0.0.1 localhost rebind.test" "10.0.0.1 private.test" \
+		"$a allowed.test a.wild.test wild.test evil.test allowed.test.evil.test evilallowed.test a.wild.test.evil.test xn--llowed-9ve.test" \
+		>"$BATS_TEST_TMPDIR/hosts"
+	# The server, with the test's /etc/hosts (its resolver's configuration) and nothing else changed.
+	cat >"$BATS_TEST_TMPDIR/server" <<WRAP
+#!/bin/sh
+exec unshare -m sh -c 'mount --bind "\$0" /etc/hosts && exec "\$@"' "$BATS_TEST_TMPDIR/hosts" "$SANDBOX_MCP" "\$@"
+WRAP
+	chmod +x "$BATS_TEST_TMPDIR/server"
+	REAL_MCP=$SANDBOX_MCP
+}
+
+teardown() {
+	SANDBOX_MCP=${REAL_MCP:-$SANDBOX_MCP}
+	index_down
+	for p in echo loop; do
+		[ -f "$BATS_TEST_TMPDIR/$p.pid" ] && kill "$(cat "$BATS_TEST_TMPDIR/$p.pid")" 2>/dev/null
+	done
+	return 0
+}
+
+# probe_case BACKEND HOST REBIND: the probe (lib/allowhosts-probe.py) in the sandbox, the index
+# allowed as HOST (a name: the server runs with the test's /etc/hosts; an address: with the
+# machine's, where the engine must see the server's mounts), REBIND a name for the loopback.
+probe_case() {
+	with_backend "$1"
+	local script H=$2 R=$3
+	local ALLOW="$H:8080,$H:8443,$H,*.wild.test:8080,$R:$LPORT"
+	[ "$H" = 198.51.100.2 ] || SANDBOX_MCP="$BATS_TEST_TMPDIR/server"
+	script="import sys; sys.argv = ['probe', '$H', '8080', '8443', '$R:$LPORT']
+$(cat "$TESTS_DIR/lib/allowhosts-probe.py")"
+	tool execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 120}')" --allow-hosts "$ALLOW"
+	printf '%s' "$result" | jq -c '.content' | cut -c1-2000 >&2
+	sc '.exit_code == 0'
+	P=$(printf '%s' "$result" | jq -r '.structuredContent.stdout' | tail -1)
+	echo "$P" | jq . >&2
+	# The allowed paths work: plain HTTP, by the proxy variables, and tunnels whose hello names the host.
+	jqe "$P" '.ok_http == "200" and .ok_upper == "200" and .ok_env_proxy == "200"'
+	jqe "$P" '.ok_connect_sni == "echo" and .ok_connect_443 == "echo"'
+	# An allowed name's address, in any spelling, is not the name; an allowed address only as such.
+	if [ "$H" = 198.51.100.2 ]; then
+		jqe "$P" '.ip_v4 == "200" and .ipc_v4 == "echo"'
+		jqe "$P" '[to_entries[] | select(.key | test("^ipc?_")) | select(.key | test("_v4$") | not) | .value] | all(. == "403")'
+	else
+		jqe "$P" '[to_entries[] | select(.key | test("^ipc?_")) | .value] | all(. == "403")'
+		jqe "$P" '.wild_sub == "200"'
+	fi
+	jqe "$P" '[.userinfo, .userinfo_host, .connect_userinfo, .trailing_dot, .punycode, .suffix, .prefix,
+		.wild_bare, .wild_suffix, .host_header, .host_header_port, .host_header_two] | all(. == "403")'
+	jqe "$P" '.idn_raw == "400"'
+	jqe "$P" '[.proxy_itself, .loopback, .metadata, .metadata_connect, .private, .rebind, .port, .port_http,
+		.long_name, .connect_80, .chunked, .folded, .bare_lf, .not_absolute] | all(. == "403")'
+	jqe "$P" '.long_head == "431" or .long_head == "ConnectionResetError" or .long_head == "BrokenPipeError"'
+	# Tunnels whose first bytes are no hello for the CONNECT's host are cut at once.
+	jqe "$P" '[.pipelined_connect, .sni_mismatch, .sni_suffix, .not_tls_443] | all(. == "closed")'
+	# One request per connection: what was pipelined after the first never went on.
+	jqe "$P" '.smuggled == "200"'
+	# Around the proxy: nothing. No resolver, no route.
+	jqe "$P" '.raw_tcp != "reached" and .raw_tcp != "TimeoutError" and .raw_udp != "reached" and .dns == "gaierror" and .resolv_conf == false'
+	# The call says what was refused, and the log has each refusal with its reason.
+	sc '.notice | test("the network refused") and test("--allow-hosts")'
+	for pat in "refused $H:8443: the ClientHello's server name (SNI) is not the CONNECT's host" "refused $R:$LPORT: the host resolves to a local" \
+		"refused GET http://$H.evil.test:8080/ok.txt: not an allowed host" "refused CONNECT 169.254.169.254:443" \
+		"refused GET http://3325256706:8080/ok.txt: an IPv4 address" "Host header names another host" \
+		"refused $H:443: the tunnel to port 443 does not begin with a TLS ClientHello" "Transfer-Encoding" \
+		"a request head over 16 KiB" "refused CONNECT 127.0.0.1:3128"; do
+		grep -qF -- "$pat" "$SERVER_LOG" || { echo "not logged: $pat" >&2; grep refused "$SERVER_LOG" >&2; false; }
+	done
+	# Nothing reached the host's loopback, and the index saw the allowed requests only.
+	[ ! -s "$BATS_TEST_TMPDIR/loop.log" ]
+	run ! grep -v '"GET /ok.txt HTTP/1.1" 200' "$BATS_TEST_TMPDIR/index.log"
+}
+
+@test "allow-hosts, local: the listed hosts through the proxy; every other way out refused and said" {
+	probe_case local allowed.test rebind.test
+}
+
+@test "allow-hosts, docker: the listed hosts through the proxy; every other way out refused and said" {
+	probe_case docker 198.51.100.2 localhost
+}
+
+@test "allow-hosts: bad lists and --network none or all are refused at start-up, in one line, exit 2" {
+	for bad in "a..b" "x.example." "*.com" "*x.example" "2130706433" "0x7f.1" "127.1" "0177.0.0.1" "*.1.2.3.4" "a,,b" \
+		"bücher.example" "$(printf 'a%.0s' $(seq 64)).example" "h.example:0" "h.example:99999" "-a.example" "[::1]x" \
+		"$(printf 'ab.%.0s' $(seq 90))example"; do
+		run "$SANDBOX_MCP" --allow-hosts "$bad" </dev/null
+		[ "$status" -eq 2 ] || { echo "accepted: $bad" >&2; false; }
+		[ "${#lines[@]}" -eq 1 ] && [[ "$output" == *"--allow-hosts"* ]]
+	done
+	for net in none all; do
+		run "$SANDBOX_MCP" --network "$net" --allow-hosts api.example </dev/null
+		[ "$status" -eq 2 ] && [[ "$output" == *"--allow-hosts needs --network install"* ]]
+	done
+	SANDBOX_ALLOW_HOSTS="api.example,*.cdn.example:8443,10.1.2.3,[fd00::1]:99" run "$SANDBOX_MCP" </dev/null
+	[ "$status" -eq 0 ]
+}
