@@ -133,3 +133,12 @@ $(cat "$TESTS_DIR/lib/allowhosts-probe.py")"
 	SANDBOX_ALLOW_HOSTS="api.example,*.cdn.example:8443,10.1.2.3,[fd00::1]:99" run "$SANDBOX_MCP" </dev/null
 	[ "$status" -eq 0 ]
 }
+
+@test "allow-hosts: --check and the tool descriptions list the hosts; Daytona, whose rule is by address, refuses it" {
+	run "$SANDBOX_MCP" --backend local --allow-hosts 'api.example, *.cdn.example:8443' --check
+	[[ "$output" == *"network     the code reaches only api.example, *.cdn.example:8443 (by name, through the server's filtering proxy)"* ]]
+	mcp_session --allow-hosts 'api.example,*.cdn.example:8443' <<<"$(printf '%s\n%s\n' "$INIT" '{"jsonrpc":"2.0","id":2,"method":"tools/list"}')"
+	jqe "$(response 2)" '.result.tools[] | select(.name == "execute_bash_commands") | .description | test("reaches only these hosts \\(--allow-hosts: api.example,\\*.cdn.example:8443\\)")'
+	run "$SANDBOX_MCP" --backend daytona --allow-hosts api.example </dev/null
+	[ "$status" -eq 2 ] && [[ "$output" == *"--allow-hosts is not applied on Daytona"* ]]
+}

@@ -115,16 +115,24 @@ void installnet_close(struct installnet *n)
 
 const char *installnet_describe(const struct config *cfg, const char *shared, char *buf, size_t n)
 {
+	char code[sizeof cfg->allow_hosts + 320] = "none (loopback only)";
+	struct netpolicy pol;
+	struct err e = {""};
+	if (cfg->allow_hosts[0] && netpolicy_parse_allow(&pol, cfg->allow_hosts, &e) == 0) {
+		char list[sizeof cfg->allow_hosts + 64];
+		snprintf(code, sizeof code, "the code reaches only %.4000s (by name, through the server's filtering proxy)",
+			 netpolicy_describe(&pol, list, sizeof list));
+	}
 	if (cfg->network == NET_ALL)
 		snprintf(buf, n, "%s (--network all), package installs too", shared);
 	else if (cfg->network == NET_NONE)
 		snprintf(buf, n, "none (loopback only); package installs %s",
 			 cfg->wheelhouse[0] ? "from the wheelhouse alone" : "refused");
 	else if (cfg->wheelhouse[0])
-		snprintf(buf, n, "none (loopback only); package installs from the wheelhouse alone, with no network");
+		snprintf(buf, n, "%s; package installs from the wheelhouse alone, with no network", code);
 	else
-		snprintf(buf, n, "none (loopback only); the install step reaches only the package index %s%s%s, "
+		snprintf(buf, n, "%s; the install step reaches only the package index %s%s%s, "
 			 "through the server's filtering proxy",
-			 cfg->index_url, cfg->index_hosts[0] ? " and " : "", cfg->index_hosts);
+			 code, cfg->index_url, cfg->index_hosts[0] ? " and " : "", cfg->index_hosts);
 	return buf;
 }

@@ -755,6 +755,10 @@ static int daytona_start(struct backend *b, int cancel_fd, struct err *e)
 {
 	struct daytona *D = b->priv;
 	D->python = b->cfg->python;
+	/* Not silently dropped where auto would pick Daytona: the next backend serves instead. */
+	if (b->cfg->allow_hosts[0])
+		return err_set(e, "--allow-hosts is not applied on Daytona (its network is allowed by address, not by "
+				  "name)");
 	if (dt_open(D, e) < 0)
 		return -1;
 	unsigned char r[8];
@@ -1293,7 +1297,9 @@ out:
 static int daytona_opts_check(const void *opts, const struct config *cfg, struct err *e)
 {
 	const struct daytona_opts *o = opts;
-	(void)cfg;
+	if (cfg->allow_hosts[0] && !strcmp(cfg->backend, "daytona"))
+		return err_set(e, "--allow-hosts is not applied on Daytona (its sandboxes' network is allowed by address, "
+				  "not by name): use --backend local or docker, or leave --allow-hosts out");
 	if (o->snapshot[0] && o->image[0])
 		return err_set(e, "--daytona-snapshot and --daytona-image exclude each other: give one");
 	if (strpbrk(o->image, "\r\n") || strpbrk(o->snapshot, " \t\r\n"))
