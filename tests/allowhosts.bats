@@ -142,3 +142,41 @@ $(cat "$TESTS_DIR/lib/allowhosts-probe.py")"
 	run "$SANDBOX_MCP" --backend daytona --allow-hosts api.example </dev/null
 	[ "$status" -eq 2 ] && [[ "$output" == *"--allow-hosts is not applied on Daytona"* ]]
 }
+
+# narrow_case BACKEND HOST: calls that narrow the list for themselves, never widen it.
+narrow_case() {
+	with_backend "$1"
+	local H=$2 fetch
+	[ "$H" = 198.51.100.2 ] || SANDBOX_MCP="$BATS_TEST_TMPDIR/server"
+	fetch="import urllib.request as u
+def st(url):
+    try:
+        return u.urlopen(url, timeout=20).status
+    except Exception as e:
+        return getattr(e, 'code', type(e).__name__)
+print(st('http://$H:8080/ok.txt'), st('http://$H:8081/ok.txt'))"
+	call() { jq -cn --argjson id "$1" --arg s "$fetch" --arg n "$2" '{jsonrpc:"2.0", id:$id, method:"tools/call", params:{name:"execute_python", arguments:({script:$s} + (if $n == "" then {} else {network:$n} end))}}'; }
+	mcp_session --allow-hosts "$H:8080,$H:8081" <<EOS
+$INIT
+$(call 1 "$H:8080")
+$(call 2 none)
+$(call 3 "evil.test")
+$(call 4 "$H")
+$(call 5 "")
+EOS
+	res 1; sc '.stdout == "200 403\n"'
+	res 2; sc '.stdout == "403 403\n"'
+	res 3; jqe "$result" '.isError == true and (.structuredContent.stderr | test("never widen"))'
+	res 4; jqe "$result" '.isError == true and (.structuredContent.stderr | test("never widen"))'
+	# Unnarrowed, both ports are allowed (nothing listens on 8081: the proxy says so).
+	res 5; sc '.stdout == "200 502\n"'
+	grep -q "refused GET http://$H:8080/ok.txt: not an allowed host" "$SERVER_LOG"
+}
+
+@test "allow-hosts, local: a call narrows the list for itself (network: a subset, or none), never widens it" {
+	narrow_case local allowed.test
+}
+
+@test "allow-hosts, docker: a call narrows the list for itself (network: a subset, or none), never widens it" {
+	narrow_case docker 198.51.100.2
+}

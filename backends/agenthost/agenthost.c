@@ -189,19 +189,28 @@ int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res 
 	/* The code reaches the allowed hosts through the proxy, whose variables it is given. */
 	struct run_req r = *rq;
 	const char **env = installnet_env_of(rq->env), **penv = NULL;
+	struct netpolicy *narrow = rq->allow ? malloc(sizeof *narrow) : NULL;
 	int rc;
-	if (!env || (rq->prestart_env && !(penv = installnet_env_of(rq->prestart_env)))) {
+	if (!env || (rq->prestart_env && !(penv = installnet_env_of(rq->prestart_env))) || (rq->allow && !narrow)) {
 		rc = err_set(e, "out of memory");
+	} else if (narrow && netpolicy_narrow(narrow, h->allow, rq->allow, e) < 0) {
+		rc = -1;
 	} else {
 		char drop[PROXY_NOTE_MAX];
 		r.env = env;
 		if (penv)
 			r.prestart_env = penv;
+		/* The call's narrowing holds while it runs. */
+		if (narrow)
+			proxy_set_policy(h->codenet.px, narrow);
 		proxy_take_refusals(h->codenet.px, drop, sizeof drop);
 		rc = run_main(h, &r, rs, e);
 		if (rc == 0)
 			note_refusals(h, rs);
+		if (narrow)
+			proxy_set_policy(h->codenet.px, h->allow);
 	}
+	free(narrow);
 	free(env);
 	free(penv);
 	return rc;

@@ -403,3 +403,19 @@ bool netpolicy_is_subset(const struct netpolicy *sub, const struct netpolicy *p)
 	}
 	return true;
 }
+
+int netpolicy_narrow(struct netpolicy *out, const struct netpolicy *all, const char *call, struct err *e)
+{
+	struct err pe = {""};
+	memset(out, 0, sizeof *out);
+	if (!strcmp(call, "none"))
+		return 0;
+	if (netpolicy_parse_allow(out, call, &pe) < 0)
+		return err_set(e, "network: %s", pe.msg + (strncmp(pe.msg, "--allow-hosts: ", 15) ? 0 : 15));
+	if (!netpolicy_is_subset(out, all)) {
+		char list[1024];
+		return err_set(e, "network: a call may narrow --allow-hosts, never widen it: '%.200s' is not within %s", call,
+			       all->nhosts ? netpolicy_describe(all, list, sizeof list) : "an empty list (none given)");
+	}
+	return 0;
+}

@@ -63,8 +63,13 @@ bool netpolicy_allows(const struct netpolicy *p, const char *host, unsigned port
 /* The policy's entries as a list ("a.example, *.b.example:8443"), into buf; returns buf. */
 const char *netpolicy_describe(const struct netpolicy *p, char *buf, size_t n);
 
-/* Is every entry of sub one of p's (the same host, wildcard and port)? */
+/* Is every entry of sub within p's (a name p names or a wildcard of p covers; a wildcard of
+ * p's or under one; the ports p allows it)? */
 bool netpolicy_is_subset(const struct netpolicy *sub, const struct netpolicy *p);
+
+/* A call's narrowing of the --allow-hosts policy all: "none" (nothing), or a list parsed as
+ * --allow-hosts is, every entry within all's. 0 with *out set, or -1 with e saying why. */
+int netpolicy_narrow(struct netpolicy *out, const struct netpolicy *all, const char *call, struct err *e);
 
 /* Adds the host (and its port, when not 80 or 443) of an http(s) URL to the policy. 0, or -1
  * with e set (not http(s), too many hosts, a host that is not a plain name or address). */
