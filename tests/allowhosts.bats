@@ -8,11 +8,18 @@
 # suite: owns test-index
 load lib/helpers
 load lib/docker-setup
+load lib/daytona-setup
 load lib/test-index
 bats_require_minimum_version 1.5.0
 
-setup_file() { docker_setup_file; }
-teardown_file() { docker_teardown_file; }
+setup_file() {
+	docker_setup_file
+	daytona_setup_file
+}
+teardown_file() {
+	docker_teardown_file
+	daytona_teardown_file
+}
 
 setup() {
 	common_setup
@@ -134,13 +141,42 @@ $(cat "$TESTS_DIR/lib/allowhosts-probe.py")"
 	[ "$status" -eq 0 ]
 }
 
-@test "allow-hosts: --check and the tool descriptions list the hosts; Daytona, whose rule is by address, refuses it" {
+@test "allow-hosts: --check and the tool descriptions list the hosts" {
 	run "$SANDBOX_MCP" --backend local --allow-hosts 'api.example, *.cdn.example:8443' --check
 	[[ "$output" == *"network     the code reaches only api.example, *.cdn.example:8443 (by name, through the server's filtering proxy)"* ]]
 	mcp_session --allow-hosts 'api.example,*.cdn.example:8443' <<<"$(printf '%s\n%s\n' "$INIT" '{"jsonrpc":"2.0","id":2,"method":"tools/list"}')"
 	jqe "$(response 2)" '.result.tools[] | select(.name == "execute_bash_commands") | .description | test("reaches only these hosts \\(--allow-hosts: api.example,\\*.cdn.example:8443\\)")'
-	run "$SANDBOX_MCP" --backend daytona --allow-hosts api.example </dev/null
-	[ "$status" -eq 2 ] && [[ "$output" == *"--allow-hosts is not applied on Daytona"* ]]
+}
+
+@test "allow-hosts, daytona: the names resolved when the sandbox is made, as its networkAllowList; wildcards refused" {
+	with_backend daytona
+	run "$SANDBOX_MCP" --backend daytona --allow-hosts 'api.example,*.cdn.example' </dev/null
+	[ "$status" -eq 2 ] && [ "${#lines[@]}" -eq 1 ] && [[ "$output" == *"'*.cdn.example': Daytona allows a sandbox's network by address (networkAllowList), and a wildcard names no address"* ]]
+	SANDBOX_MCP="$BATS_TEST_TMPDIR/server"
+	# A name that resolves to loopback gives no address; one given as a private address is that address.
+	local allow="allowed.test:8080,rebind.test,10.9.8.7"
+	run "$SANDBOX_MCP" --allow-hosts "$allow" --check
+	[[ "$output" == *"the code reaches the addresses 198.51.100.2/32,10.9.8.7/32, on every port"* ]]
+	mcp_session --allow-hosts "$allow" <<EOS
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo hi"}')
+$(call_json 2 execute_bash_commands '{"code":"echo narrowed","network":"none"}')
+$(call_json 3 execute_bash_commands '{"code":"echo wider","network":"evil.test"}')
+EOS
+	res 1
+	sc '.exit_code == 0 and .backend == "daytona"'
+	local id
+	id=$(printf '%s' "$result" | jq -r '.structuredContent.sandbox_id')
+	res 2
+	sc '.stdout == "narrowed\n"'
+	res 3
+	jqe "$result" '.isError == true and (.structuredContent.stderr | test("never widen"))'
+	# What the API was sent: the allow list at creation, then blocked for the narrowed call and opened again.
+	grep -q "daytona: --allow-hosts $allow is the addresses 198.51.100.2/32,10.9.8.7/32" "$SERVER_LOG"
+	# The sandbox was made with the list, not blocked.
+	grep -q "create $id: {\"networkAllowList\": \"198.51.100.2/32,10.9.8.7/32\", \"networkBlockAll\": false}" "$BATS_FILE_TMPDIR/daytona.log"
+	grep -q "network-settings $id: {\"networkBlockAll\": true}" "$BATS_FILE_TMPDIR/daytona.log"
+	grep -q "network-settings $id: {\"networkAllowList\": \"198.51.100.2/32,10.9.8.7/32\", \"networkBlockAll\": false}" "$BATS_FILE_TMPDIR/daytona.log"
 }
 
 # narrow_case BACKEND HOST: calls that narrow the list for themselves, never widen it.

@@ -29,7 +29,8 @@ static char *network_text(const struct config *cfg)
 	const char *code = cfg->network == NET_ALL ? "the code may use the network" : "none for the code";
 	if (cfg->allow_hosts[0] && cfg->network == NET_INSTALL) {
 		snprintf(allowed, sizeof allowed, "the code reaches only these hosts (--allow-hosts: %s), by HTTP(S) through "
-			 "the proxy its HTTP_PROXY/HTTPS_PROXY variables name, and nothing else (no DNS, no other route)",
+			 "the proxy its HTTP_PROXY/HTTPS_PROXY variables name, and nothing else (no DNS, no other route); on "
+			 "Daytona the rule is by address: the addresses the names had when the sandbox was made, on any port",
 			 cfg->allow_hosts);
 		code = allowed;
 	}
