@@ -216,3 +216,53 @@ EOS
 @test "allow-hosts, docker: a call narrows the list for itself (network: a subset, or none), never widens it" {
 	narrow_case docker 198.51.100.2
 }
+
+# flood_case BACKEND HOST: 40 connections that never finish their head (slowloris), a head
+# sent a byte at a time past the limit, then the allowed path again.
+flood_case() {
+	with_backend "$1"
+	local H=$2
+	[ "$H" = 198.51.100.2 ] || SANDBOX_MCP="$BATS_TEST_TMPDIR/server"
+	local script="import socket, time, json, urllib.request as u
+out = {}
+held = []
+for i in range(40):
+    s = socket.create_connection(('127.0.0.1', 3128), 10)
+    s.sendall(b'GET http://$H:8080/ok.txt HTTP/1.1\r\nX-Slow: ')
+    held.append(s)
+busy = 0
+for s in held:
+    s.settimeout(0.5)
+    try:
+        busy += b' 503 ' in s.recv(200)
+    except OSError:
+        pass
+out['busy'] = busy
+for s in held:
+    s.close()
+ok = None
+for _ in range(100):
+    try:
+        ok = u.urlopen('http://$H:8080/ok.txt', timeout=10).status
+        break
+    except Exception as e:
+        ok = getattr(e, 'code', type(e).__name__)
+        time.sleep(0.1)
+out['after'] = ok
+print(json.dumps(out))"
+	tool execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 60}')" --allow-hosts "$H:8080"
+	local P
+	P=$(printf '%s' "$result" | jq -r '.structuredContent.stdout' | tail -1)
+	# At most 32 at once: the rest were told so at once; once they went, the allowed path works.
+	jqe "$P" '.busy >= 8 and .after == 200'
+	sc '.notice | test("a connection \\(too many connections at once \\(32\\)\\)")'
+	grep -q "refused a connection: too many connections at once (32)" "$SERVER_LOG"
+}
+
+@test "allow-hosts, local: 40 unfinished heads at once are bounded (32 held, the rest told 503), then the way out works" {
+	flood_case local allowed.test
+}
+
+@test "allow-hosts, docker: 40 unfinished heads at once are bounded (32 held, the rest told 503), then the way out works" {
+	flood_case docker 198.51.100.2
+}

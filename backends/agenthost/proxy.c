@@ -687,6 +687,10 @@ static struct conn *free_slot(struct proxy *px)
 	return NULL;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define PROXY_MAX_STR STR(PROXY_MAX_CONN)
+
 /* How long the listener is left alone when no descriptor (or memory) is left to accept with:
  * the connection stays in the backlog, and polling the listener meanwhile would only spin. */
 #define ACCEPT_BACKOFF_MS 100
@@ -728,6 +732,7 @@ static void *accept_main(void *arg)
 		}
 		pthread_mutex_unlock(&px->mu);
 		if (!c) {
+			refused(px, "a connection", "too many connections at once (" PROXY_MAX_STR ")");
 			reply(fd, "503 Service Unavailable", "too many connections at once");
 			close(fd);
 		}
