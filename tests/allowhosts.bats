@@ -266,3 +266,47 @@ print(json.dumps(out))"
 @test "allow-hosts, docker: 40 unfinished heads at once are bounded (32 held, the rest told 503), then the way out works" {
 	flood_case docker 198.51.100.2
 }
+
+@test "allow-hosts: matching, host by host, and what a call may narrow it to" {
+	local H="$REPO_DIR/build/test-helper"
+	[ -x "$H" ] || skip_or_fail "build/test-helper is missing (make)"
+	local L='api.github.com,*.githubusercontent.com,10.1.2.3:3141,[fd00::1]:99'
+	while read -r host port want; do
+		run "$H" allow-host "$L" "$host" "$port"
+		[ "$output" = "$want" ] || [[ "$want" = refused && "$output" = refused:* ]] || { echo "$host:$port: $output, not $want" >&2; false; }
+	done <<'CASES'
+api.github.com 443 yes
+api.github.com 80 yes
+API.GitHub.COM 443 yes
+api.github.com 22 no
+api.github.com. 443 refused
+github.com 443 no
+evilapi.github.com 443 no
+api.github.com.evil.example 443 no
+raw.githubusercontent.com 443 yes
+a.b.githubusercontent.com 443 yes
+githubusercontent.com 443 no
+evilgithubusercontent.com 443 no
+raw.githubusercontent.com.evil.example 443 no
+10.1.2.3 3141 yes
+10.1.2.3 443 no
+167838211 3141 refused
+012.1.2.3 3141 refused
+0xa.1.2.3 3141 refused
+10.1.515 3141 refused
+fd00::1 99 yes
+fd00:0:0::1 99 yes
+::ffff:10.1.2.3 3141 no
+api.github.com:443 443 refused
+user@api.github.com 443 refused
+api%2egithub.com 443 refused
+CASES
+	run "$H" allow-narrow "$L" 'raw.githubusercontent.com,*.x.githubusercontent.com,api.github.com'
+	[ "$output" = ok ]
+	run "$H" allow-narrow "$L" none
+	[ "$output" = ok ]
+	for wider in githubusercontent.com '*.github.com' 'api.github.com:22' '10.1.2.3' 'evil.example' '*.githubusercontent.com:8443'; do
+		run "$H" allow-narrow "$L" "$wider"
+		[[ "$output" == *"never widen"* ]] || { echo "allowed: $wider ($output)" >&2; false; }
+	done
+}
