@@ -71,7 +71,7 @@ teardown() {
 probe_case() {
 	with_backend "$1"
 	local script H=$2 R=$3
-	local ALLOW="$H:8080,$H:8443,$H,*.wild.test:8080,$R:$LPORT"
+	local ALLOW="$H:8080,$H:8443,$H,*.wild.test:8080,$R:$LPORT,private.test:8080"
 	[ "$H" = 198.51.100.2 ] || SANDBOX_MCP="$BATS_TEST_TMPDIR/server"
 	script="import sys; sys.argv = ['probe', '$H', '8080', '8443', '$R:$LPORT']
 $(cat "$TESTS_DIR/lib/allowhosts-probe.py")"
@@ -94,7 +94,9 @@ $(cat "$TESTS_DIR/lib/allowhosts-probe.py")"
 	jqe "$P" '[.userinfo, .userinfo_host, .connect_userinfo, .trailing_dot, .punycode, .suffix, .prefix,
 		.wild_bare, .wild_suffix, .host_header, .host_header_port, .host_header_two] | all(. == "403")'
 	jqe "$P" '.idn_raw == "400"'
-	jqe "$P" '[.proxy_itself, .loopback, .metadata, .metadata_connect, .private, .rebind, .port, .port_http,
+	# A name that resolves to a private address is refused (where the server resolves it).
+	[ "$H" = 198.51.100.2 ] || jqe "$P" '.rebind_private == "403"'
+	jqe "$P" '[.proxy_itself, .loopback, .metadata, .metadata_connect, .private, .rebind, .port, .port_http, .ip_v6_other,
 		.long_name, .connect_80, .chunked, .folded, .bare_lf, .not_absolute] | all(. == "403")'
 	jqe "$P" '.long_head == "431" or .long_head == "ConnectionResetError" or .long_head == "BrokenPipeError"'
 	# Tunnels whose first bytes are no hello for the CONNECT's host are cut at once.
@@ -112,6 +114,7 @@ $(cat "$TESTS_DIR/lib/allowhosts-probe.py")"
 		"a request head over 16 KiB" "refused CONNECT 127.0.0.1:3128"; do
 		grep -qF -- "$pat" "$SERVER_LOG" || { echo "not logged: $pat" >&2; grep refused "$SERVER_LOG" >&2; false; }
 	done
+	[ "$H" = 198.51.100.2 ] || grep -qF "refused private.test:8080: the host resolves to a local or private address" "$SERVER_LOG"
 	# Nothing reached the host's loopback, and the index saw the allowed requests only.
 	[ ! -s "$BATS_TEST_TMPDIR/loop.log" ]
 	run ! grep -v '"GET /ok.txt HTTP/1.1" 200' "$BATS_TEST_TMPDIR/index.log"
