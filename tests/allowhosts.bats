@@ -31,7 +31,7 @@ setup() {
 	echo "the allowed file" >"$IDX/ok.txt"
 	chmod -R o+rX "$BATS_TEST_TMPDIR"
 	index_up "$IDX"
-	ip netns exec "$IDX_NS" python3 "$TESTS_DIR/lib/echo-server.py" 198.51.100.2 443 8443 \
+	ip netns exec "$IDX_NS" python3 "$TESTS_DIR/lib/echo-server.py" 198.51.100.2 443 8443 b2222 \
 		2>"$BATS_TEST_TMPDIR/echo.log" &
 	echo $! >"$BATS_TEST_TMPDIR/echo.pid"
 	python3 -m http.server 0 --bind 127.0.0.1 --directory "$IDX" >/dev/null 2>"$BATS_TEST_TMPDIR/loop.log" &
@@ -71,7 +71,7 @@ teardown() {
 probe_case() {
 	with_backend "$1"
 	local script H=$2 R=$3
-	local ALLOW="$H:8080,$H:8443,$H,*.wild.test:8080,$R:$LPORT,private.test:8080"
+	local ALLOW="$H:8080,$H:8443,$H,$H:2222,*.wild.test:8080,$R:$LPORT,private.test:8080"
 	[ "$H" = 198.51.100.2 ] || SANDBOX_MCP="$BATS_TEST_TMPDIR/server"
 	script="import sys; sys.argv = ['probe', '$H', '8080', '8443', '$R:$LPORT']
 $(cat "$TESTS_DIR/lib/allowhosts-probe.py")"
@@ -83,6 +83,8 @@ $(cat "$TESTS_DIR/lib/allowhosts-probe.py")"
 	# The allowed paths work: plain HTTP, by the proxy variables, and tunnels whose hello names the host.
 	jqe "$P" '.ok_http == "200" and .ok_upper == "200" and .ok_env_proxy == "200"'
 	jqe "$P" '.ok_connect_sni == "echo" and .ok_connect_443 == "echo"'
+	# Off 443, a server that speaks first (as SSH does) is not taken for a client without a hello.
+	jqe "$P" '.ok_server_first == "echo"'
 	# An allowed name's address, in any spelling, is not the name; an allowed address only as such.
 	if [ "$H" = 198.51.100.2 ]; then
 		jqe "$P" '.ip_v4 == "200" and .ipc_v4 == "echo"'

@@ -604,7 +604,18 @@ static void relay(struct proxy *px, struct conn *c, const struct netpolicy *pol,
 		static const char est[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		unsigned char *rec = (unsigned char *)buf + head_len;
 		rc = write_all(px, c->client, est, sizeof est - 1);
-		if (rc == 0 && (why = check_hello(px, c->client, h, rec, &extra))) {
+		/* Off 443, a protocol where the server speaks first (SSH, SMTP) is no TLS hello: the
+		 * client's first bytes are looked at only when they come before the server's. */
+		bool server_first = false;
+		if (rc == 0 && h->port != 443 && !extra) {
+			struct pollfd p[3] = {{c->client, POLLIN, 0}, {up, POLLIN, 0}, {px->stop_fd, POLLIN, 0}};
+			int r;
+			do
+				r = poll(p, 3, PROXY_HEAD_MS);
+			while (r < 0 && errno == EINTR);
+			server_first = r > 0 && !p[0].revents && p[1].revents && !p[2].revents;
+		}
+		if (rc == 0 && !server_first && (why = check_hello(px, c->client, h, rec, &extra))) {
 			refused(px, what, why);
 			return;
 		}

@@ -78,6 +78,35 @@ out["ok_http"] = get("http://%s/ok.txt" % hp)
 out["ok_upper"] = get("http://%s/ok.txt" % hp.upper())
 out["ok_connect_sni"] = connect("%s:%d" % (host, tlsport), hello(host))
 out["ok_connect_443"] = connect("%s:443" % host, hello(host))
+
+
+def server_first(target):
+    """A tunnel to a server that speaks first: its banner, then our bytes back."""
+    s = socket.create_connection(PROXY, 10)
+    s.settimeout(10)
+    try:
+        s.sendall(b"CONNECT " + target.encode() + b" HTTP/1.1\r\n\r\n")
+        got = b""
+        while b"BANNER\r\n" not in got:
+            b = s.recv(4096)
+            if not b:
+                return "closed"
+            got += b
+        s.sendall(b"hello after the banner")
+        back = b""
+        while len(back) < 22:
+            b = s.recv(4096)
+            if not b:
+                return "closed"
+            back += b
+        return "echo" if back == b"hello after the banner" else "other"
+    except OSError as e:
+        return type(e).__name__
+    finally:
+        s.close()
+
+
+out["ok_server_first"] = server_first("%s:2222" % host)
 out["ok_env_proxy"] = "200" if b"the allowed file" in __import__("urllib.request").request.urlopen(
     "http://%s/ok.txt" % hp, timeout=20).read() else "no"
 # Addresses for the allowed name, in every spelling.
