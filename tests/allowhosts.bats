@@ -318,3 +318,46 @@ CASES
 		[[ "$output" == *"never widen"* ]] || { echo "allowed: $wider ($output)" >&2; false; }
 	done
 }
+
+@test "allow-hosts, local: a server left 64 descriptors (its least), flooded through its proxy, keeps serving, and the way out works after" {
+	with_backend local
+	command -v prlimit >/dev/null || skip_or_fail "needs prlimit (util-linux)"
+	cat >"$BATS_TEST_TMPDIR/few-fds" <<WRAP
+#!/bin/sh
+exec prlimit --nofile=64 -- "$SANDBOX_MCP" "\$@"
+WRAP
+	chmod +x "$BATS_TEST_TMPDIR/few-fds"
+	SANDBOX_MCP="$BATS_TEST_TMPDIR/few-fds"
+	local script="import socket, time, json, urllib.request as u
+held = []
+for i in range(40):
+    s = socket.create_connection(('127.0.0.1', 3128), 10)
+    s.sendall(b'GET http://198.51.100.2:8080/ok.txt HTTP/1.1\r\nX-Slow: ')
+    held.append(s)
+def st():
+    try:
+        return u.urlopen('http://198.51.100.2:8080/ok.txt', timeout=10).status
+    except Exception as e:
+        return getattr(e, 'code', type(e).__name__)
+time.sleep(1)
+for s in held:
+    s.close()
+after = None
+for _ in range(100):
+    after = st()
+    if after == 200:
+        break
+    time.sleep(0.1)
+print(json.dumps({'after': after}))"
+	mcp_session --allow-hosts 198.51.100.2:8080 <<EOS
+$INIT
+$(call_json 1 execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 60}')")
+{"jsonrpc":"2.0","id":2,"method":"ping"}
+$(call_json 3 execute_bash_commands '{"code":"echo still here"}')
+EOS
+	res 1
+	jqe "$(printf '%s' "$result" | jq -r '.structuredContent.stdout')" '.after == 200'
+	jqe "$(response 2)" '.result == {}'
+	res 3
+	sc '.stdout == "still here\n"'
+}
