@@ -777,11 +777,13 @@ static void relay_splice(int a, int b)
 
 /*
  * For the call: a process that takes TCP connections on 127.0.0.1:port and carries each to
- * the unix socket path, a process per connection. The listening socket is made here, before
- * the call starts, so no connection of the call can come too early. It is one more process
- * of the sandbox: it ends with the call, as they all do.
+ * the unix socket path, a process per connection. The listening socket is made before the
+ * call starts (relay_listen), so no connection of the call can come too early: it waits in
+ * the backlog; the process is started once the call is (relay_start), so that a prestarted
+ * interpreter finds itself alone when it takes the call. It is one more process of the
+ * sandbox: it ends with the call, as they all do.
  */
-static int start_relay(uint16_t port, const char *path)
+static int relay_listen(uint16_t port)
 {
 	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = {htonl(INADDR_LOOPBACK)}};
@@ -794,16 +796,16 @@ static int start_relay(uint16_t port, const char *path)
 		errno = err;
 		return -1;
 	}
+	return ls;
+}
+
+/* Starts the relay's process on ls, which it closes. */
+static void relay_start(int ls, const char *path)
+{
 	pid_t pid = fork();
-	if (pid < 0) {
-		int err = errno;
+	if (pid != 0) {
 		close(ls);
-		errno = err;
-		return -1;
-	}
-	if (pid) {
-		close(ls);
-		return 0;
+		return;
 	}
 	close(ctl);
 	close(sigfd);
@@ -1247,8 +1249,9 @@ static void do_run(struct ag_cur *c)
 			send_simple(AG_ERR, "bad RUN");
 		return;
 	}
-	if (sp.relay_port && start_relay((uint16_t)sp.relay_port, sp.relay_sock) < 0) {
-		send_errno("the install step's relay", errno);
+	int relay = sp.relay_port ? relay_listen((uint16_t)sp.relay_port) : -1;
+	if (sp.relay_port && relay < 0) {
+		send_errno("the relay to the server's proxy", errno);
 		return;
 	}
 	int po[2], pe[2], exec_err = 0;
@@ -1260,9 +1263,14 @@ static void do_run(struct ag_cur *c)
 	if (pid < 0)
 		pid = spawn_call(&sp, po, pe, &exec_err, &what);
 	if (pid < 0) {
-		send_errno(what, errno);
+		int err = errno;
+		if (relay >= 0)
+			close(relay);
+		send_errno(what, err);
 		return;
 	}
+	if (relay >= 0)
+		relay_start(relay, sp.relay_sock);
 	call.pid = pid;
 	call.status = 0;
 	call.reaped = call.killed = 0;

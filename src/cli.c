@@ -43,6 +43,10 @@ static const struct opt opts[] = {
 	 "package index requirements install from (the install step reaches it alone)"},
 	{"index-hosts", "SANDBOX_INDEX_HOSTS", OPT_STR, F(index_hosts), "",
 	 "more hosts the install step may reach, comma-separated (with PyPI: files.pythonhosted.org)"},
+	{"allow-hosts", "SANDBOX_ALLOW_HOSTS", OPT_STR, F(allow_hosts), "",
+	 "hosts the code itself reaches, through the server's filtering proxy and nothing else: comma-separated "
+	 "names (api.github.com), *.NAME for NAME's subdomains, addresses, each with :PORT if not 443 and 80 "
+	 "(with --network install; on Daytona the rule is by address, and wildcards are refused)"},
 	{"idle-timeout", "SANDBOX_IDLE_TIMEOUT", OPT_SECONDS, F(idle_timeout_s), "1800",
 	 "remove a sandbox unused this long, seconds (0: never)"},
 	{"queue", "SANDBOX_QUEUE", OPT_COUNT, F(queue_max), "16", "calls that may wait behind the running one"},
@@ -268,6 +272,12 @@ static int check_values(const struct config *c, const struct group *g, int ng, s
 		return err_set(e, "--python-preload: module names (letters, digits, '_' and '.') separated by commas");
 	if (netpolicy_for_index(&pol, c->index_url, c->index_hosts, &pe) < 0)
 		return err_set(e, "--index-url / --index-hosts: %s", pe.msg);
+	if (netpolicy_parse_allow(&pol, c->allow_hosts, &pe) < 0)
+		return err_set(e, "%s", pe.msg);
+	if (pol.nhosts && c->network != NET_INSTALL)
+		return err_set(e, "--allow-hosts needs --network install (with --network %s the code %s)",
+			       config_net_name(c->network),
+			       c->network == NET_NONE ? "may reach nothing" : "already reaches every host");
 	if (c->workspace_dir[0] && c->workspace_dir[0] != '/')
 		return err_set(e, "--workspace must be an absolute path");
 	if (c->workspace_dir[0] && strlen(c->workspace_dir) > PATH_MAX - 256)

@@ -3,8 +3,9 @@
 # where a test package index listens on 198.51.100.2 (a documentation range, not a private
 # one); the "host" namespace has its own loopback listener standing for services on the host.
 load lib/helpers
+bats_require_minimum_version 1.5.0
 
-HELPER="$REPO_DIR/build/test-helper"
+HELPER="${TEST_HELPER:-$REPO_DIR/build/test-helper}"
 
 setup() {
 	common_setup
@@ -149,4 +150,24 @@ client() {
 	[[ "${lines[0]}" == *" 200 "* ]]
 	stop_proxy
 	grep -qx "unreachable 198.51.100.2:8082: connection refused" "$BATS_TEST_TMPDIR/proxy.out"
+}
+
+@test "the index's own host is reached only as itself: one Host, naming it; one request per connection; no CONNECT to 80" {
+	start_proxy http://198.51.100.2:8080/simple
+	client raw 'GET http://198.51.100.2:8080/simple/okpkg/index.html HTTP/1.1\r\nHost: evil.example\r\n\r\n'
+	[[ "${lines[0]}" == *" 403 "* && "$output" == *"Host header"* ]]
+	client raw 'GET http://198.51.100.2:8080/simple/okpkg/index.html HTTP/1.1\r\nHost: 198.51.100.2:8080\r\nHost: evil.example\r\n\r\n'
+	[[ "${lines[0]}" == *" 403 "* ]]
+	client raw 'GET http://198.51.100.2:8080/simple/okpkg/index.html HTTP/1.1\r\nX: a\r\n Host: evil.example\r\n\r\n'
+	[[ "${lines[0]}" == *" 403 "* ]]
+	client raw 'GET http://198.51.100.2:8080/simple/okpkg/index.html HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'
+	[[ "${lines[0]}" == *" 403 "* ]]
+	client raw 'CONNECT 198.51.100.2:80 HTTP/1.1\r\n\r\n'
+	[[ "${lines[0]}" == *" 403 "* && "$output" == *"port 80"* ]]
+	# A second request pipelined behind the first never reaches the index.
+	client raw 'GET http://198.51.100.2:8080/simple/okpkg/index.html HTTP/1.1\r\nHost: 198.51.100.2:8080\r\n\r\nGET /simple/smuggled/ HTTP/1.1\r\nHost: evil.example\r\n\r\n'
+	[[ "${lines[0]}" == *" 200 "* ]]
+	stop_proxy
+	run ! grep -q "smuggled" "$BATS_TEST_TMPDIR/index.log"
+	run ! grep -q "evil" "$BATS_TEST_TMPDIR/index.log"
 }

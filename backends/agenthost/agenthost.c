@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@ extern const unsigned char agent_blob_start[], agent_blob_end[];
 void agenthost_init(struct agenthost *h, const struct agenthost_home *home, void *ctx, const struct config *cfg)
 {
 	memset(h, 0, sizeof *h);
+	h->codenet.dir_fd = -1;
 	h->home = home;
 	h->ctx = ctx;
 	h->cfg = cfg;
@@ -44,9 +46,10 @@ int agenthost_write_agent(int fd, const char *what, struct err *e)
 
 /* Makes an instance and installs the filter in its agent, so that every process it starts
  * inherits it. */
-static int spawn(struct agenthost *h, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
+static int spawn(struct agenthost *h, bool net, const char *proxy_dir, bool install, struct agent_inst **out,
+		 struct err *e)
 {
-	if (h->home->spawn(h->ctx, net, proxy_dir, out, e) < 0)
+	if (h->home->spawn(h->ctx, net, proxy_dir, install, out, e) < 0)
 		return -1;
 	if (agentlink_filter(&(*out)->link, h->filter.bpf, h->filter.len, e) != 0) {
 		h->home->kill(h->ctx, *out);
@@ -92,7 +95,14 @@ int agenthost_start(struct agenthost *h, struct err *e)
 		return -1;
 	if (h->home->prepare && h->home->prepare(h->ctx, e) < 0)
 		return -1;
-	if (spawn(h, cfg->network == NET_ALL, NULL, &h->main, e) < 0)
+	if (cfg->allow_hosts[0] && cfg->network == NET_INSTALL) {
+		if (!(h->allow = malloc(sizeof *h->allow)))
+			return err_set(e, "out of memory");
+		if (netpolicy_parse_allow(h->allow, cfg->allow_hosts, e) < 0 ||
+		    installnet_open_code(&h->codenet, h->allow, h->h.host, h->uid, e) < 0)
+			return -1;
+	}
+	if (spawn(h, cfg->network == NET_ALL, h->allow ? h->codenet.dir : NULL, false, &h->main, e) < 0)
 		return -1;
 	/* What the count's file is does not change for the instance's life: found once, here. */
 	h->oom_fd = h->home->oom_open(h->ctx, h->main);
@@ -130,7 +140,7 @@ static int run_install(struct agenthost *h, const struct run_req *rq, struct run
 	struct agent_inst *in = NULL;
 	if (installnet_open(&inet, h->cfg, h->h.host, h->uid, rq->env, e) < 0)
 		return -1;
-	int rc = spawn(h, false, inet.dir, &in, e);
+	int rc = spawn(h, false, inet.dir, true, &in, e);
 	if (rc == 0) {
 		struct agentlink_limits lim;
 		struct run_req step = *rq;
@@ -165,14 +175,63 @@ static int prestart(struct agenthost *h, const struct run_req *rq)
 	return rc == BACKEND_LOST ? BACKEND_LOST : 0;
 }
 
+/* With --allow-hosts, the notice of what the proxy refused during the call. */
+static void note_refusals(struct agenthost *h, struct run_res *rs)
+{
+	char got[PROXY_NOTE_MAX];
+	if (!proxy_take_refusals(h->codenet.px, got, sizeof got))
+		return;
+	size_t l = strlen(rs->notice);
+	snprintf(rs->notice + l, sizeof rs->notice - l, "%sthe network refused (only --allow-hosts reach out, "
+		 "through the proxy at $HTTPS_PROXY): %s.", l ? " " : "", got);
+}
+
+static int run_main(struct agenthost *h, const struct run_req *rq, struct run_res *rs, struct err *e);
+
 int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res *rs, struct err *e)
 {
 	if (!h->main || h->main->link.fd < 0)
 		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
 	if (rq->network && h->cfg->network == NET_INSTALL)
 		return run_install(h, rq, rs, e);
+	if (!h->allow)
+		return run_main(h, rq, rs, e);
+	/* The code reaches the allowed hosts through the proxy, whose variables it is given. */
+	struct run_req r = *rq;
+	const char **env = installnet_env_of(rq->env), **penv = NULL;
+	struct netpolicy *narrow = rq->allow ? malloc(sizeof *narrow) : NULL;
+	int rc;
+	if (!env || (rq->prestart_env && !(penv = installnet_env_of(rq->prestart_env))) || (rq->allow && !narrow)) {
+		rc = err_set(e, "out of memory");
+	} else if (narrow && netpolicy_narrow(narrow, h->allow, rq->allow, e) < 0) {
+		rc = -1;
+	} else {
+		char drop[PROXY_NOTE_MAX];
+		r.env = env;
+		if (penv)
+			r.prestart_env = penv;
+		/* The call's narrowing holds while it runs. */
+		if (narrow)
+			proxy_set_policy(h->codenet.px, narrow);
+		proxy_take_refusals(h->codenet.px, drop, sizeof drop);
+		rc = run_main(h, &r, rs, e);
+		if (rc == 0)
+			note_refusals(h, rs);
+		if (narrow)
+			proxy_set_policy(h->codenet.px, h->allow);
+	}
+	free(narrow);
+	free(env);
+	free(penv);
+	return rc;
+}
+
+static int run_main(struct agenthost *h, const struct run_req *rq, struct run_res *rs, struct err *e)
+{
 	struct agentlink_limits lim;
 	call_limits(h, h->main, rq, &lim);
+	if (h->allow)
+		installnet_limits(&h->codenet, &lim);
 	if (rq->prestart && h->cfg->python_prestart && !h->prestart && prestart(h, rq) == BACKEND_LOST)
 		return err_set(e, "the sandbox agent went away"), BACKEND_LOST;
 	int rc = agentlink_run(&h->main->link, rq, &lim, rs, e);
@@ -262,6 +321,9 @@ int agenthost_destroy(struct agenthost *h, enum backend_end how, struct err *e)
 	if (h->home->kill)
 		h->home->kill(h->ctx, h->main);
 	h->main = NULL;
+	installnet_close(&h->codenet);
+	free(h->allow);
+	h->allow = NULL;
 	filter_free(&h->filter);
 	if (h->home->end)
 		h->home->end(h->ctx, keep);

@@ -26,6 +26,7 @@
 #include "agentlink.h"
 #include "filter.h"
 #include "hostdir.h"
+#include "installnet.h"
 
 /* One instance, connected to its agent. A home's own instance struct begins with it. */
 struct agent_inst {
@@ -51,9 +52,12 @@ struct agenthost_home {
 	 * making was cancelled meanwhile (agenthost_start fails). May be NULL. */
 	int (*quota)(void *ctx, uint64_t *bytes, char *how, size_t n, struct err *e);
 	/* Makes an instance on the workspace and connects to its agent (agentlink_open); net:
-	 * the host's network; proxy_dir: the install step's folder of the proxy, or NULL. 0 with
-	 * *out set (the home's struct), or -1 with e set and nothing left. */
-	int (*spawn)(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e);
+	 * the host's network; proxy_dir: the folder of a proxy of the server's (installnet.h),
+	 * bound at INSTALLNET_DIR, or NULL; install: the instance is the install step's (it sees
+	 * no --mount folder). 0 with *out set (the home's struct), or -1 with e set and nothing
+	 * left. */
+	int (*spawn)(void *ctx, bool net, const char *proxy_dir, bool install, struct agent_inst **out,
+		     struct err *e);
 	/* Ends an instance, reaps it and frees it. NULL is fine. */
 	void (*kill)(void *ctx, struct agent_inst *in);
 	/* Between calls: has the instance's init died? 0, or BACKEND_LOST with e saying how (what
@@ -93,6 +97,10 @@ struct agenthost {
 	uid_t uid;                 /* the sandbox user on the host: --sandbox-uid as root, else ours */
 	gid_t gid;
 	bool as_root;
+	/* --allow-hosts: the code's way out, the server's proxy for the allowed hosts, bound into
+	 * the main instance and relayed to for each call; allow: the list (NULL: no such way). */
+	struct netpolicy *allow;
+	struct installnet codenet;
 };
 
 /* Sets h up, with nothing made yet (destroy is safe from here on). */

@@ -18,15 +18,13 @@ static const char *const proxy_vars[] = {
 	"NO_PROXY=", "no_proxy=",
 };
 
-int installnet_open(struct installnet *n, const struct config *cfg, const char *sandbox_dir, uid_t uid,
-		    const char *const *env, struct err *e)
+/* The proxy for pol in a new folder <sandbox_dir>/<name>. */
+static int open_dir(struct installnet *n, const struct netpolicy *pol, enum proxy_for who, const char *name,
+		    const char *sandbox_dir, uid_t uid, struct err *e)
 {
 	memset(n, 0, sizeof *n);
 	n->dir_fd = -1;
-	struct netpolicy pol;
-	if (netpolicy_for_index(&pol, cfg->index_url, cfg->index_hosts, e) < 0)
-		return -1;
-	if (hostdir_path(n->dir, sizeof n->dir, "%s/proxy", sandbox_dir) < 0)
+	if (hostdir_path(n->dir, sizeof n->dir, "%s/%s", sandbox_dir, name) < 0)
 		return err_set(e, "the state folder's path is too long");
 	if (mkdir(n->dir, 0711) < 0 && errno != EEXIST) {
 		err_sys(e, "creating %s", n->dir);
@@ -42,23 +40,51 @@ int installnet_open(struct installnet *n, const struct config *cfg, const char *
 		goto fail;
 	}
 	snprintf(sock, sizeof sock, "/proc/self/fd/%d/proxy.sock", n->dir_fd);
-	if (proxy_start(&n->px, sock, &pol, e) < 0)
+	if (proxy_start(&n->px, sock, pol, who, e) < 0)
 		goto fail;
-	size_t c = 0;
-	while (env && env[c])
-		c++;
-	size_t nv = sizeof proxy_vars / sizeof proxy_vars[0];
-	n->env = calloc(c + nv + 1, sizeof *n->env);
-	if (!n->env) {
-		err_set(e, "out of memory");
-		goto fail;
-	}
-	memcpy(n->env, env, c * sizeof *env);
-	memcpy(n->env + c, proxy_vars, sizeof proxy_vars);
 	return 0;
 fail:
 	installnet_close(n);
 	return -1;
+}
+
+const char **installnet_env_of(const char *const *env)
+{
+	size_t c = 0;
+	while (env && env[c])
+		c++;
+	size_t nv = sizeof proxy_vars / sizeof proxy_vars[0];
+	const char **out = calloc(c + nv + 1, sizeof *out);
+	if (!out)
+		return NULL;
+	if (c)
+		memcpy(out, env, c * sizeof *env);
+	memcpy(out + c, proxy_vars, sizeof proxy_vars);
+	return out;
+}
+
+int installnet_open(struct installnet *n, const struct config *cfg, const char *sandbox_dir, uid_t uid,
+		    const char *const *env, struct err *e)
+{
+	struct netpolicy pol;
+	memset(n, 0, sizeof *n);
+	n->dir_fd = -1;
+	if (netpolicy_for_index(&pol, cfg->index_url, cfg->index_hosts, e) < 0)
+		return -1;
+	if (open_dir(n, &pol, PROXY_INSTALL, "proxy", sandbox_dir, uid, e) < 0)
+		return -1;
+	if (!(n->env = installnet_env_of(env))) {
+		err_set(e, "out of memory");
+		installnet_close(n);
+		return -1;
+	}
+	return 0;
+}
+
+int installnet_open_code(struct installnet *n, const struct netpolicy *pol, const char *sandbox_dir, uid_t uid,
+			 struct err *e)
+{
+	return open_dir(n, pol, PROXY_CODE, "netproxy", sandbox_dir, uid, e);
 }
 
 const char *const *installnet_env(const struct installnet *n)
@@ -89,16 +115,24 @@ void installnet_close(struct installnet *n)
 
 const char *installnet_describe(const struct config *cfg, const char *shared, char *buf, size_t n)
 {
+	char code[sizeof cfg->allow_hosts + 320] = "none (loopback only)";
+	struct netpolicy pol;
+	struct err e = {""};
+	if (cfg->allow_hosts[0] && netpolicy_parse_allow(&pol, cfg->allow_hosts, &e) == 0) {
+		char list[sizeof cfg->allow_hosts + 64];
+		snprintf(code, sizeof code, "the code reaches only %.4000s (by name, through the server's filtering proxy)",
+			 netpolicy_describe(&pol, list, sizeof list));
+	}
 	if (cfg->network == NET_ALL)
 		snprintf(buf, n, "%s (--network all), package installs too", shared);
 	else if (cfg->network == NET_NONE)
 		snprintf(buf, n, "none (loopback only); package installs %s",
 			 cfg->wheelhouse[0] ? "from the wheelhouse alone" : "refused");
 	else if (cfg->wheelhouse[0])
-		snprintf(buf, n, "none (loopback only); package installs from the wheelhouse alone, with no network");
+		snprintf(buf, n, "%s; package installs from the wheelhouse alone, with no network", code);
 	else
-		snprintf(buf, n, "none (loopback only); the install step reaches only the package index %s%s%s, "
+		snprintf(buf, n, "%s; the install step reaches only the package index %s%s%s, "
 			 "through the server's filtering proxy",
-			 cfg->index_url, cfg->index_hosts[0] ? " and " : "", cfg->index_hosts);
+			 code, cfg->index_url, cfg->index_hosts[0] ? " and " : "", cfg->index_hosts);
 	return buf;
 }

@@ -32,6 +32,15 @@ struct installnet {
 int installnet_open(struct installnet *n, const struct config *cfg, const char *sandbox_dir, uid_t uid,
 		    const char *const *env, struct err *e);
 
+/* The code's way out with --allow-hosts (codenet): the same, for the policy pol, in the folder
+ * <sandbox_dir>/netproxy, with no environment (installnet_env_of makes each call's). */
+int installnet_open_code(struct installnet *n, const struct netpolicy *pol, const char *sandbox_dir, uid_t uid,
+			 struct err *e);
+
+/* env plus the proxy variables, in a new array (caller frees the array, not the strings,
+ * which are env's or static); NULL when out of memory. */
+const char **installnet_env_of(const char *const *env);
+
 /* The step's environment (borrowed from n). */
 const char *const *installnet_env(const struct installnet *n);
 

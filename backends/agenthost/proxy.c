@@ -33,7 +33,8 @@ struct conn {
 };
 
 struct proxy {
-	struct netpolicy pol;
+	struct netpolicy pol;       /* under mu: a call may narrow it */
+	enum proxy_for who;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int listen_fd, stop_fd;
 	pthread_t acceptor;
@@ -45,7 +46,15 @@ struct proxy {
 	int unreachable_fd;         /* eventfd: readable once an index host could not be reached */
 	char unreachable[PROXY_WHY_MAX]; /* the first such failure, "host:port: why"; "" for none */
 	bool reached;               /* an index host answered: a later failure may pass, pip retries */
+	char refusals[PROXY_NOTE_MAX]; /* refused since proxy_take_refusals, "host:port (why); " */
+	unsigned more_refusals;     /* those that did not fit */
 };
+
+/* How the proxy's lines name whom it serves. */
+static const char *who_name(const struct proxy *px)
+{
+	return px->who == PROXY_CODE ? "code (--allow-hosts)" : "install step";
+}
 
 static void release(struct proxy *px)
 {
@@ -117,7 +126,8 @@ static int write_all(struct proxy *px, int fd, const char *buf, size_t n)
 }
 
 /* Reads the request head (through "\r\n\r\n") into buf; returns its total bytes read (the
- * head and whatever followed), *head_len the head's length; -1 on timeout, EOF or overlong. */
+ * head and whatever followed), *head_len the head's length; -1 on timeout or EOF, -2 when
+ * cap bytes came with no end of the head. */
 static ssize_t read_head(struct proxy *px, int fd, char *buf, size_t cap, size_t *head_len)
 {
 	size_t len = 0;
@@ -138,7 +148,7 @@ static ssize_t read_head(struct proxy *px, int fd, char *buf, size_t cap, size_t
 			return (ssize_t)len;
 		}
 	}
-	return -1;
+	return -2;
 }
 
 /* Connects to one address within PROXY_CONNECT_MS. The fd, or -1 with *err the errno
@@ -179,23 +189,27 @@ static void note_unreachable(struct proxy *px, const char *host, unsigned port, 
 		(void)!write(px->unreachable_fd, &one, sizeof one);
 }
 
-/* Resolves host:port and connects to its first allowed address. The fd, or -1 with *why. */
-static int open_upstream(struct proxy *px, const char *host, unsigned port, const char **why)
+/* Resolves host:port and connects to its first address that pol allows. The fd, or -1 with
+ * *why. */
+static int open_upstream(struct proxy *px, const struct netpolicy *pol, const char *host, unsigned port,
+			 const char **why)
 {
+	bool install = px->who == PROXY_INSTALL;
 	char service[8], detail[160];
 	snprintf(service, sizeof service, "%u", port);
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
 	int gai = getaddrinfo(host, service, &hints, &res);
 	if (gai != 0) {
-		*why = "the index host does not resolve";
+		*why = install ? "the index host does not resolve" : "the host does not resolve";
 		snprintf(detail, sizeof detail, "name resolution failed (%s)", gai_strerror(gai));
-		note_unreachable(px, host, port, detail);
+		if (install)
+			note_unreachable(px, host, port, detail);
 		return -1;
 	}
 	int fd = -1, err = 0;
 	bool any_allowed = false;
 	for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
-		if (!netpolicy_addr_allowed(&px->pol, host, ai->ai_addr))
+		if (!netpolicy_addr_allowed(pol, host, ai->ai_addr))
 			continue;
 		any_allowed = true;
 		fd = dial(px, ai, &err);
@@ -208,25 +222,29 @@ static int open_upstream(struct proxy *px, const char *host, unsigned port, cons
 		return fd;
 	}
 	if (!any_allowed) {
-		*why = "the index host resolves to a local or private address, which the install step may not reach";
+		*why = install ? "the index host resolves to a local or private address, which the install step may not reach"
+			       : "the host resolves to a local or private address (loopback, link-local, private, "
+				 "carrier-grade NAT, multicast), which is never reached unless allowed as that address";
 		return -1;
 	}
-	*why = "the index host does not answer";
+	*why = install ? "the index host does not answer" : "the host does not answer";
 	if (err == ECONNREFUSED)
 		snprintf(detail, sizeof detail, "connection refused");
 	else if (err == ETIMEDOUT)
 		snprintf(detail, sizeof detail, "connecting timed out after %d s", PROXY_CONNECT_MS / 1000);
 	else
 		snprintf(detail, sizeof detail, "cannot connect (%s)", strerror(err));
-	note_unreachable(px, host, port, detail);
+	if (install)
+		note_unreachable(px, host, port, detail);
 	return -1;
 }
 
-/* Copies both ways until both sides are done or PROXY_IDLE_MS pass without a byte. */
-static void splice_both(struct proxy *px, int a, int b)
+/* Copies both ways until both sides are done or PROXY_IDLE_MS pass without a byte; of the
+ * client's (a), a_left bytes at most: past them it is no longer read. */
+static void splice_both(struct proxy *px, int a, int b, uint64_t a_left)
 {
 	char buf[65536];
-	bool open_a = true, open_b = true;
+	bool open_a = a_left > 0, open_b = true;
 	while (open_a || open_b) {
 		struct pollfd p[3] = {{open_a ? a : -1, POLLIN, 0}, {open_b ? b : -1, POLLIN, 0}, {px->stop_fd, POLLIN, 0}};
 		int r = poll(p, 3, PROXY_IDLE_MS);
@@ -238,7 +256,8 @@ static void splice_both(struct proxy *px, int a, int b)
 			if (!p[i].revents)
 				continue;
 			int from = i ? b : a, to = i ? a : b;
-			ssize_t n = read(from, buf, sizeof buf);
+			size_t want = i || a_left > sizeof buf ? sizeof buf : (size_t)a_left;
+			ssize_t n = read(from, buf, want);
 			if (n < 0 && (errno == EAGAIN || errno == EINTR))
 				continue;
 			if (n <= 0) {
@@ -251,29 +270,47 @@ static void splice_both(struct proxy *px, int a, int b)
 			}
 			if (write_all(px, to, buf, (size_t)n) < 0)
 				return;
+			if (!i && (a_left -= (uint64_t)n) == 0)
+				open_a = false;
 		}
 	}
 }
 
+/* A request's head, as far as the proxy needs it. */
+struct head {
+	char method[16], target[2048], version[16];
+	char host[256];
+	unsigned port;
+	const char *path;        /* in target; "/" for CONNECT */
+	bool ok;                 /* an HTTP/1 request line */
+	bool tunnel;             /* CONNECT */
+	uint64_t body;           /* Content-Length; 0 when none */
+};
+
 /*
  * The plain-HTTP request to send upstream: the request line in origin form, the client's
- * headers but Proxy-* and Connection ones, and "Connection: close" -- the client must open a
- * new connection (and so come through the policy again) for every request. Caller frees.
+ * headers but Proxy-*, Connection and Host ones, a Host of the target's, and "Connection:
+ * close" -- the client must open a new connection (and so come through the policy again) for
+ * every request. Caller frees.
  */
-static char *origin_request(const char *head, size_t head_len, const char *method, const char *path,
-			    const char *version, size_t *out_len)
+static char *origin_request(const char *head, size_t head_len, const struct head *h, size_t *out_len)
 {
-	char *out = malloc(head_len + strlen(path) + 64);
+	char *out = malloc(head_len + strlen(h->path) + 2 * sizeof h->host + 64);
 	if (!out)
 		return NULL;
-	size_t o = (size_t)sprintf(out, "%s %s %s\r\n", method, path, version);
+	bool v6 = strchr(h->host, ':') != NULL;
+	size_t o = (size_t)sprintf(out, "%s %s %s\r\nHost: %s%s%s", h->method, h->path, h->version, v6 ? "[" : "",
+				   h->host, v6 ? "]" : "");
+	if (h->port != 80)
+		o += (size_t)sprintf(out + o, ":%u", h->port);
+	o += (size_t)sprintf(out + o, "\r\n");
 	const char *line = memchr(head, '\n', head_len);
 	const char *end = head + head_len;
 	for (line = line ? line + 1 : end; line < end;) {
 		const char *nl = memchr(line, '\n', (size_t)(end - line));
 		size_t l = nl ? (size_t)(nl - line) + 1 : (size_t)(end - line);
 		bool drop = l <= 2 || !strncasecmp(line, "proxy-", 6) || !strncasecmp(line, "connection:", 11) ||
-			    !strncasecmp(line, "keep-alive:", 11);
+			    !strncasecmp(line, "keep-alive:", 11) || !strncasecmp(line, "host:", 5);
 		if (!drop) {
 			memcpy(out + o, line, l);
 			o += l;
@@ -285,54 +322,122 @@ static char *origin_request(const char *head, size_t head_len, const char *metho
 	return out;
 }
 
-/* A request's head, as far as the proxy needs it. */
-struct head {
-	char method[16], target[2048], version[16];
-	char host[256];
-	unsigned port;
-	const char *path;        /* in target; "/" for CONNECT */
-	bool ok;                 /* an HTTP/1 request line */
-	bool tunnel;             /* CONNECT */
-};
+/* The characters of a header's name (RFC 9110's token). */
+#define TOKEN_CHARS "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-/* Parses the request line of buf and checks it against the policy. NULL when the request may
- * go on, else why not. */
-static const char *parse_head(const struct proxy *px, const char *buf, size_t head_len, struct head *h)
+/* Checks the header lines of the head (after the request line) and reads what the proxy
+ * needs of them: the Host value (host_val, "" when none) and the body's length. NULL, or why
+ * the head is refused. */
+static const char *check_headers(const char *buf, size_t head_len, struct head *h, char *host_val, size_t hn)
+{
+	const char *line = memchr(buf, '\n', head_len) + 1, *end = buf + head_len - 2;
+	unsigned hosts = 0, lengths = 0;
+	host_val[0] = '\0';
+	h->body = 0;
+	while (line < end) {
+		const char *nl = memchr(line, '\n', (size_t)(end - line) + 2);
+		size_t l = (size_t)(nl - line);
+		if (!l || line[l - 1] != '\r' || memchr(line, '\r', l - 1))
+			return "a header line ends in a bare CR or LF";
+		l--;
+		if (line[0] == ' ' || line[0] == '\t')
+			return "a folded header line (obsolete line folding is not accepted)";
+		size_t name = strspn(line, TOKEN_CHARS);
+		if (!name || name >= l || line[name] != ':')
+			return "a header line that is not NAME: VALUE";
+		const char *v = line + name + 1, *ve = line + l;
+		while (v < ve && (*v == ' ' || *v == '\t'))
+			v++;
+		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+			ve--;
+		for (const char *c = v; c < ve; c++)
+			if ((unsigned char)*c < 0x20 && *c != '\t')
+				return "a control character in a header";
+		if (name == 4 && !strncasecmp(line, "host", 4)) {
+			if (hosts++ || (size_t)(ve - v) >= hn)
+				return "more than one Host header, or one too long";
+			memcpy(host_val, v, (size_t)(ve - v));
+			host_val[ve - v] = '\0';
+		} else if (name == 17 && !strncasecmp(line, "transfer-encoding", 17) && !h->tunnel) {
+			return "Transfer-Encoding is not accepted in a request (send Content-Length)";
+		} else if (name == 14 && !strncasecmp(line, "content-length", 14) && !h->tunnel) {
+			char *e2;
+			if (lengths++ || v == ve || (size_t)(ve - v) > 15 || strspn(v, "0123456789") != (size_t)(ve - v))
+				return "a Content-Length that is not one plain number";
+			h->body = strtoull(v, &e2, 10);
+		}
+		line = nl + 1;
+	}
+	return NULL;
+}
+
+/* Parses the head of buf and checks it against pol. NULL when the request may go on, else why
+ * not. */
+static const char *parse_head(const struct proxy *px, const struct netpolicy *pol, const char *buf, size_t head_len,
+			      struct head *h)
 {
 	const char *sp1 = memchr(buf, ' ', head_len);
 	const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', head_len - (size_t)(sp1 + 1 - buf)) : NULL;
 	const char *eol = memchr(buf, '\r', head_len);
+	const char *why = NULL;
+	char canon[256], host_val[300];
 	h->path = "/";
 	h->ok = sp1 && sp2 && eol && sp2 < eol && (size_t)(sp1 - buf) < sizeof h->method &&
-		(size_t)(sp2 - sp1 - 1) < sizeof h->target && (size_t)(eol - sp2 - 1) < sizeof h->version;
+		(size_t)(sp2 - sp1 - 1) < sizeof h->target && (size_t)(eol - sp2 - 1) < sizeof h->version &&
+		!memchr(buf, '\0', head_len) && eol[1] == '\n';
 	if (h->ok) {
 		snprintf(h->method, sizeof h->method, "%.*s", (int)(sp1 - buf), buf);
 		snprintf(h->target, sizeof h->target, "%.*s", (int)(sp2 - sp1 - 1), sp1 + 1);
 		snprintf(h->version, sizeof h->version, "%.*s", (int)(eol - sp2 - 1), sp2 + 1);
-		h->ok = !strncmp(h->version, "HTTP/1.", 7);
+		h->ok = (!strcmp(h->version, "HTTP/1.1") || !strcmp(h->version, "HTTP/1.0")) && h->method[0] &&
+			strspn(h->method, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == strlen(h->method);
+		for (const char *c = h->target; h->ok && *c; c++)
+			h->ok = (unsigned char)*c > 0x20 && (unsigned char)*c < 0x7f;
 	}
 	h->tunnel = h->ok && !strcmp(h->method, "CONNECT");
 	if (!h->ok)
 		return "not an HTTP/1 proxy request";
-	if (h->tunnel && netpolicy_split_hostport(h->target, strlen(h->target), h->host, sizeof h->host, &h->port, 443) < 0)
+	if ((why = check_headers(buf, head_len, h, host_val, sizeof host_val)))
+		return why;
+	if (h->tunnel && (strchr(h->target, '@') ||
+			  netpolicy_split_hostport(h->target, strlen(h->target), h->host, sizeof h->host, &h->port, 443) < 0))
 		return "a CONNECT needs host:port";
 	if (!h->tunnel && strncasecmp(h->target, "http://", 7))
 		return "only CONNECT and absolute http:// requests go through this proxy";
 	if (!h->tunnel) {
 		const char *hp = h->target + 7;
 		size_t n = strcspn(hp, "/?#");
-		h->path = hp[n] ? hp + n : "/";
+		h->path = hp[n] == '/' ? hp + n : "/";
+		if (hp[n] && hp[n] != '/')
+			return "a request needs a plain http://host/path URL";
 		if (memchr(hp, '@', n) || netpolicy_split_hostport(hp, n, h->host, sizeof h->host, &h->port, 80) < 0)
-			return "a request needs a plain http://host/ URL";
+			return "a request needs a plain http://host/ URL (no user@)";
 	}
-	if (!netpolicy_host_allowed(&px->pol, h->host))
-		return "not a package index host: the install step reaches the package index only";
-	if (!netpolicy_port_allowed(&px->pol, h->port))
-		return "not a port of the package index";
+	if (netpolicy_canon_host(h->host, canon, sizeof canon, &why) < 0)
+		return why;
+	snprintf(h->host, sizeof h->host, "%s", canon);
+	if (!h->tunnel && host_val[0]) {
+		char hh[256];
+		unsigned hport;
+		if (netpolicy_split_hostport(host_val, strlen(host_val), hh, sizeof hh, &hport, 80) < 0 ||
+		    netpolicy_canon_host(hh, canon, sizeof canon, &why) < 0 || strcmp(canon, h->host) || hport != h->port)
+			return "the Host header names another host than the request's URL";
+	}
+	if (h->tunnel && h->port == 80)
+		return "no CONNECT to port 80: plain HTTP goes as an absolute-form request (http://host/path)";
+	if (px->who == PROXY_INSTALL) {
+		if (!netpolicy_host_allowed(pol, h->host))
+			return "not a package index host: the install step reaches the package index only";
+		if (!netpolicy_port_allowed(pol, h->port))
+			return "not a port of the package index";
+	} else if (!netpolicy_allows(pol, h->host, h->port)) {
+		return "not an allowed host and port (--allow-hosts)";
+	}
 	return NULL;
 }
 
-/* Counts a connection let through or refused. */
+/* Counts a connection let through or refused; a refusal is logged and kept for the call's
+ * notice. */
 static void count(struct proxy *px, bool allowed)
 {
 	pthread_mutex_lock(&px->mu);
@@ -343,65 +448,228 @@ static void count(struct proxy *px, bool allowed)
 	pthread_mutex_unlock(&px->mu);
 }
 
-/* Opens the way to the index on up: the tunnel's answer, or the request in origin form; then
- * what the client sent after the head. 0, or -1 when a write failed. */
-static int forward(struct proxy *px, struct conn *c, int up, const struct head *h, const char *buf, size_t head_len,
-		   size_t got)
+static void refused(struct proxy *px, const char *what, const char *why)
 {
-	int rc;
-	if (h->tunnel) {
-		static const char est[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		rc = write_all(px, c->client, est, sizeof est - 1);
-	} else {
-		size_t rl;
-		char *rq = origin_request(buf, head_len, h->method, h->path, h->version, &rl);
-		rc = rq ? write_all(px, up, rq, rl) : -1;
-		free(rq);
-	}
-	/* Bytes the client sent after the head (a TLS hello, a request body) go on first. */
-	if (rc == 0 && got > head_len)
-		rc = write_all(px, up, buf + head_len, got - head_len);
-	return rc;
+	char one[PROXY_NOTE_MAX];
+	px_log(px, LOG_NOTICE, "%s: refused %s: %s", who_name(px), what, why);
+	snprintf(one, sizeof one, "%.300s (%s); ", what, why);
+	pthread_mutex_lock(&px->mu);
+	px->refused++;
+	size_t l = strlen(px->refusals);
+	if (!px->stopped && l + strlen(one) < sizeof px->refusals - 40)
+		memcpy(px->refusals + l, one, strlen(one) + 1);
+	else if (!px->stopped)
+		px->more_refusals++;
+	pthread_mutex_unlock(&px->mu);
 }
 
-/* A request the policy allows: connected to the index (at an address the policy allows too)
- * and relayed both ways. */
-static void relay(struct proxy *px, struct conn *c, const struct head *h, const char *buf, size_t head_len,
-		  size_t got)
+/* ------------------------------------------------------------- a tunnel's TLS hello */
+
+/* TLS's limit on a record's plaintext; a ClientHello that needs more than one record is
+ * refused (no client's does). */
+#define TLS_RECORD_MAX (16384 + 5)
+
+/* The server name of the ClientHello that is the whole of rec (one TLS record), into sni (""
+ * when it names none). NULL, or why it is no ClientHello this proxy accepts. */
+static const char *hello_sni(const unsigned char *rec, size_t len, char *sni, size_t n)
+{
+	sni[0] = '\0';
+	if (len < 5 || rec[0] != 0x16 || rec[1] != 3)
+		return "the tunnel's first bytes are not a TLS handshake record";
+	size_t rl = (size_t)rec[3] << 8 | rec[4];
+	if (rl + 5 != len || rl < 4 || rec[5] != 1)
+		return "the tunnel's first TLS record is not a ClientHello";
+	size_t hl = (size_t)rec[6] << 16 | (size_t)rec[7] << 8 | rec[8];
+	if (hl + 4 != rl)
+		return "the ClientHello is not whole in the first TLS record";
+	const unsigned char *p = rec + 9, *end = p + hl;
+#define NEED(k) do { if ((size_t)(end - p) < (size_t)(k)) return "a malformed ClientHello"; } while (0)
+	NEED(34);
+	p += 34;                                       /* version, random */
+	NEED(1);
+	size_t l = *p++;
+	NEED(l);
+	p += l;                                        /* session id */
+	NEED(2);
+	l = (size_t)p[0] << 8 | p[1];
+	p += 2;
+	NEED(l);
+	p += l;                                        /* cipher suites */
+	NEED(1);
+	l = *p++;
+	NEED(l);
+	p += l;                                        /* compression methods */
+	if (p == end)
+		return NULL;                           /* no extensions: no name */
+	NEED(2);
+	l = (size_t)p[0] << 8 | p[1];
+	p += 2;
+	if ((size_t)(end - p) != l)
+		return "a malformed ClientHello";
+	bool seen = false;
+	while (p < end) {
+		NEED(4);
+		unsigned type = (unsigned)p[0] << 8 | p[1];
+		size_t el = (size_t)p[2] << 8 | p[3];
+		p += 4;
+		NEED(el);
+		if (type == 0) {
+			const unsigned char *q = p, *qe = p + el;
+			if (seen || el < 5 || ((size_t)q[0] << 8 | q[1]) + 2 != el)
+				return "a malformed server name in the ClientHello";
+			q += 2;
+			seen = true;
+			/* One host_name entry, and nothing else. */
+			size_t nl = (size_t)q[1] << 8 | q[2];
+			if (q[0] != 0 || q + 3 + nl != qe || !nl || nl >= n || memchr(q + 3, '\0', nl))
+				return "a server name in the ClientHello that is not one host name";
+			memcpy(sni, q + 3, nl);
+			sni[nl] = '\0';
+		}
+		p += el;
+	}
+#undef NEED
+	return NULL;
+}
+
+/* A tunnel's first bytes, when they are a TLS record or the port is 443: a ClientHello in one
+ * record, naming h's host (a host given as an address: no name, or that address). Reads the
+ * record whole into rec (have: the bytes already there), *len what rec holds. NULL, or why
+ * the tunnel is refused. */
+static const char *check_hello(struct proxy *px, int fd, const struct head *h, unsigned char *rec, size_t *len)
+{
+	int64_t deadline = clock_ms() + PROXY_HEAD_MS;
+	for (;;) {
+		if (*len >= 1 && rec[0] != 0x16)
+			break;
+		if (*len >= 5) {
+			size_t want = ((size_t)rec[3] << 8 | rec[4]) + 5;
+			if (want > TLS_RECORD_MAX)
+				return "the tunnel's first TLS record is over 16 KiB";
+			if (*len >= want)
+				break;
+		}
+		int64_t left = deadline - clock_ms();
+		if (left <= 0 || !wait_fd(px, fd, POLLIN, (int)left))
+			return "no TLS hello came in time";
+		ssize_t r = read(fd, rec + *len, TLS_RECORD_MAX - *len);
+		if (r < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (r <= 0)
+			return "the tunnel closed before its first bytes";
+		*len += (size_t)r;
+	}
+	if (rec[0] != 0x16) {
+		if (h->port == 443)
+			return "the tunnel to port 443 does not begin with a TLS ClientHello";
+		return NULL;
+	}
+	size_t rl = ((size_t)rec[3] << 8 | rec[4]) + 5;
+	char sni[256], canon[256];
+	const char *why = hello_sni(rec, rl, sni, sizeof sni);
+	bool addr = strchr(h->host, ':') || strspn(h->host, "0123456789.") == strlen(h->host);
+	if (why)
+		return why;
+	if (!sni[0])
+		return addr ? NULL : "the ClientHello names no server (SNI), and the CONNECT named one";
+	if (netpolicy_canon_host(sni, canon, sizeof canon, &why) < 0 || strcmp(canon, h->host))
+		return "the ClientHello's server name (SNI) is not the CONNECT's host";
+	return NULL;
+}
+
+/* A request the policy allows: connected to the host (at an address the policy allows too)
+ * and relayed both ways. got: the bytes of buf read (the head's head_len, then what followed);
+ * buf has room for a TLS record. */
+static void relay(struct proxy *px, struct conn *c, const struct netpolicy *pol, const struct head *h, char *buf,
+		  size_t head_len, size_t got)
 {
 	const char *why = NULL;
-	int up = open_upstream(px, h->host, h->port, &why);
+	char what[300];
+	bool v6 = strchr(h->host, ':') != NULL;
+	snprintf(what, sizeof what, "%s%s%s:%u", v6 ? "[" : "", h->host, v6 ? "]" : "", h->port);
+	int up = open_upstream(px, pol, h->host, h->port, &why);
 	pthread_mutex_lock(&px->mu);
 	c->upstream = up;
 	pthread_mutex_unlock(&px->mu);
-	count(px, up >= 0);
 	if (up < 0) {
-		px_log(px, LOG_NOTICE, "install step: refused %s:%u: %s", h->host, h->port, why);
+		refused(px, what, why);
 		reply(c->client, strstr(why, "local") ? "403 Forbidden" : "502 Bad Gateway", why);
 		return;
 	}
-	px_log(px, LOG_DEBUG, "install step: %s %s:%u", h->method, h->host, h->port);
-	if (forward(px, c, up, h, buf, head_len, got) == 0)
-		splice_both(px, c->client, up);
+	px_log(px, LOG_DEBUG, "%s: %s %s", who_name(px), h->method, what);
+	int rc = 0;
+	uint64_t client_left = UINT64_MAX;
+	size_t extra = got - head_len;
+	if (h->tunnel) {
+		static const char est[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		unsigned char *rec = (unsigned char *)buf + head_len;
+		rc = write_all(px, c->client, est, sizeof est - 1);
+		/* Off 443, a protocol where the server speaks first (SSH, SMTP) is no TLS hello: the
+		 * client's first bytes are looked at only when they come before the server's. */
+		bool server_first = false;
+		if (rc == 0 && h->port != 443 && !extra) {
+			struct pollfd p[3] = {{c->client, POLLIN, 0}, {up, POLLIN, 0}, {px->stop_fd, POLLIN, 0}};
+			int r;
+			do
+				r = poll(p, 3, PROXY_HEAD_MS);
+			while (r < 0 && errno == EINTR);
+			server_first = r > 0 && !p[0].revents && p[1].revents && !p[2].revents;
+		}
+		if (rc == 0 && !server_first && (why = check_hello(px, c->client, h, rec, &extra))) {
+			refused(px, what, why);
+			return;
+		}
+		if (rc == 0 && extra)
+			rc = write_all(px, up, (const char *)rec, extra);
+	} else {
+		size_t rl;
+		char *rq = origin_request(buf, head_len, h, &rl);
+		rc = rq ? write_all(px, up, rq, rl) : -1;
+		free(rq);
+		/* The body, and nothing after it: a second request never rides on this one. */
+		size_t now = extra < h->body ? extra : (size_t)h->body;
+		if (rc == 0 && now)
+			rc = write_all(px, up, buf + head_len, now);
+		client_left = h->body - now;
+	}
+	count(px, true);
+	if (rc == 0)
+		splice_both(px, c->client, up, client_left);
 }
 
 static void serve(struct conn *c)
 {
 	struct proxy *px = c->px;
-	char *buf = malloc(PROXY_HEAD_MAX);
+	struct netpolicy *pol = malloc(sizeof *pol);
+	/* The head, and room after it for a tunnel's first TLS record. */
+	char *buf = malloc(PROXY_HEAD_MAX + TLS_RECORD_MAX);
 	size_t head_len = 0;
-	ssize_t got = buf ? read_head(px, c->client, buf, PROXY_HEAD_MAX, &head_len) : -1;
-	struct head h;
-	const char *why = got < 0 ? NULL : parse_head(px, buf, head_len, &h);
-	if (got >= 0 && why) {
-		px_log(px, LOG_NOTICE, "install step: refused %s %.300s: %s", h.ok ? h.method : "?", h.ok ? h.target : "",
-		       why);
-		count(px, false);
-		reply(c->client, h.ok ? "403 Forbidden" : "400 Bad Request", why);
-	} else if (got >= 0) {
-		relay(px, c, &h, buf, head_len, (size_t)got);
+	if (!buf || !pol)
+		goto out;
+	pthread_mutex_lock(&px->mu);
+	*pol = px->pol;
+	pthread_mutex_unlock(&px->mu);
+	ssize_t got = read_head(px, c->client, buf, PROXY_HEAD_MAX, &head_len);
+	if (got == -2) {
+		refused(px, "?", "a request head over 16 KiB");
+		reply(c->client, "431 Request Header Fields Too Large", "a request head over 16 KiB");
+		goto out;
 	}
+	if (got < 0)
+		goto out;
+	struct head h = {0};
+	const char *why = parse_head(px, pol, buf, head_len, &h);
+	if (why) {
+		char what[320];
+		snprintf(what, sizeof what, "%s%s%.300s", h.ok ? h.method : "?", h.ok ? " " : "", h.ok ? h.target : "");
+		refused(px, what, why);
+		reply(c->client, h.ok ? "403 Forbidden" : "400 Bad Request", why);
+	} else {
+		relay(px, c, pol, &h, buf, head_len, (size_t)got);
+	}
+out:
 	free(buf);
+	free(pol);
 }
 
 static void *conn_main(void *arg)
@@ -429,6 +697,10 @@ static struct conn *free_slot(struct proxy *px)
 			return &px->conns[i];
 	return NULL;
 }
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define PROXY_MAX_STR STR(PROXY_MAX_CONN)
 
 /* How long the listener is left alone when no descriptor (or memory) is left to accept with:
  * the connection stays in the backlog, and polling the listener meanwhile would only spin. */
@@ -471,6 +743,7 @@ static void *accept_main(void *arg)
 		}
 		pthread_mutex_unlock(&px->mu);
 		if (!c) {
+			refused(px, "a connection", "too many connections at once (" PROXY_MAX_STR ")");
 			reply(fd, "503 Service Unavailable", "too many connections at once");
 			close(fd);
 		}
@@ -478,7 +751,8 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
-int proxy_start(struct proxy **out, const char *path, const struct netpolicy *pol, struct err *e)
+int proxy_start(struct proxy **out, const char *path, const struct netpolicy *pol, enum proxy_for who,
+		struct err *e)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof sa.sun_path)
@@ -487,6 +761,7 @@ int proxy_start(struct proxy **out, const char *path, const struct netpolicy *po
 	if (!px)
 		return err_set(e, "out of memory");
 	px->pol = *pol;
+	px->who = who;
 	px->listen_fd = px->stop_fd = px->unreachable_fd = -1;
 	px->refs = 1;
 	snprintf(px->path, sizeof px->path, "%s", path);
@@ -496,17 +771,17 @@ int proxy_start(struct proxy **out, const char *path, const struct netpolicy *po
 	px->unreachable_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	px->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (px->stop_fd < 0 || px->unreachable_fd < 0 || px->listen_fd < 0) {
-		err_sys(e, "the install step's proxy");
+		err_sys(e, "the %s's proxy", who_name(px));
 		goto fail;
 	}
 	unlink(path);
 	if (bind(px->listen_fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chmod(path, 0666) < 0 ||
 	    listen(px->listen_fd, 64) < 0) {
-		err_sys(e, "the install step's proxy at %s", path);
+		err_sys(e, "the %s's proxy at %s", who_name(px), path);
 		goto fail;
 	}
 	if (pthread_create(&px->acceptor, NULL, accept_main, px) != 0) {
-		err_set(e, "the install step's proxy: cannot start its thread");
+		err_set(e, "the %s's proxy: cannot start its thread", who_name(px));
 		goto fail;
 	}
 	*out = px;
@@ -565,6 +840,29 @@ bool proxy_unreachable(struct proxy *px, char *buf, size_t n)
 {
 	pthread_mutex_lock(&px->mu);
 	snprintf(buf, n, "%s", px->unreachable);
+	pthread_mutex_unlock(&px->mu);
+	return buf[0] != '\0';
+}
+
+void proxy_set_policy(struct proxy *px, const struct netpolicy *pol)
+{
+	pthread_mutex_lock(&px->mu);
+	px->pol = *pol;
+	pthread_mutex_unlock(&px->mu);
+}
+
+bool proxy_take_refusals(struct proxy *px, char *buf, size_t n)
+{
+	pthread_mutex_lock(&px->mu);
+	size_t l = strlen(px->refusals);
+	if (l >= 2)
+		l -= 2; /* the last "; " */
+	if (px->more_refusals)
+		snprintf(buf, n, "%.*s; and %u more", (int)l, px->refusals, px->more_refusals);
+	else
+		snprintf(buf, n, "%.*s", (int)l, px->refusals);
+	px->refusals[0] = '\0';
+	px->more_refusals = 0;
 	pthread_mutex_unlock(&px->mu);
 	return buf[0] != '\0';
 }

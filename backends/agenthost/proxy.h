@@ -3,7 +3,14 @@
  * install sandbox (no network of its own) reaches through a bind mount. It lets through only
  * what pip needs from the package index and nothing else:
  *
- *   - CONNECT host:port (HTTPS) and plain-HTTP requests in absolute form, nothing else;
+ *   - CONNECT host:port (HTTPS) and plain-HTTP requests in absolute form, nothing else; a
+ *     request head of plain lines (CRLF, no folding, no NUL), one Host header, if any, that
+ *     names the target, no Transfer-Encoding (a body is Content-Length bytes, and nothing of
+ *     the client's after it goes on: no second request rides on the first's connection);
+ *   - a tunnel's first bytes, when they are a TLS record or the port is 443, a ClientHello
+ *     (parsed here, in one record) whose server name is the CONNECT host (a request by
+ *     address: none, or that address); no CONNECT to port 80, whose plain HTTP goes as an
+ *     absolute-form request with its Host checked;
  *   - to the hosts, ports and addresses the install step's policy allows (run/netpolicy.h):
  *     the index hosts by name, never a local address unless named as one.
  *
@@ -27,7 +34,6 @@
 #include "../../src/base/err.h"
 #include "../run/netpolicy.h"
 
-#define NETPOLICY_MAX_HOSTS 16
 #define PROXY_MAX_CONN 32
 #define PROXY_HEAD_MAX 16384
 #define PROXY_HEAD_MS 15000
@@ -35,11 +41,26 @@
 #define PROXY_IDLE_MS 120000
 #define PROXY_WHY_MAX 300
 
+#define PROXY_NOTE_MAX 640
+
 struct proxy;
+
+/* Whom a proxy serves: the install step (the package index), or the code (--allow-hosts). It
+ * shows in its logs and refusals; only the install step's proxy says an index is unreachable. */
+enum proxy_for { PROXY_INSTALL, PROXY_CODE };
 
 /* Listens on a new unix socket at path (mode 0666: the sandbox's user connects) and serves
  * until proxy_stop. The policy is copied. Caller frees with proxy_stop. */
-int proxy_start(struct proxy **out, const char *path, const struct netpolicy *p, struct err *e);
+int proxy_start(struct proxy **out, const char *path, const struct netpolicy *p, enum proxy_for who,
+		struct err *e);
+
+/* Replaces the policy (a call narrowing it for itself): connections made from now on follow
+ * it. The policy is copied. */
+void proxy_set_policy(struct proxy *p, const struct netpolicy *pol);
+
+/* The connections refused since the last call of this, "host:port (why); ..." (cut to n,
+ * with how many more), into buf, and forgets them; whether there were any. */
+bool proxy_take_refusals(struct proxy *p, char *buf, size_t n);
 
 /* Closes the socket (removing its file) and ends every connection at once; one still waiting
  * for the resolver ends on its own, and the last one frees what is left. NULL is fine. */

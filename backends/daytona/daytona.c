@@ -88,6 +88,8 @@ struct daytona {
 	char snapshot[256], image[256];
 	const char *python;    /* cfg->python, borrowed */
 	char *baseline;        /* "PID:START,..." of the sandbox's own processes, spared by sweeps */
+	char *code_allow;      /* --allow-hosts: the CIDRs its hosts resolved to when the sandbox
+	                        * was made, the code's networkAllowList; NULL for none */
 	char attempt[40];      /* ATTEMPT_LABEL of the sandbox being made */
 	bool create_sent;      /* its create request went out: the service may have made it */
 	long disk_gib;         /* the sandbox's disk as Daytona reports it; 0 unknown */
@@ -322,9 +324,11 @@ static json_t *create_body(struct backend *b, struct daytona *D)
 		stop_min = 24 * 60;
 	json_t *body = json_pack("{s:{s:s, s:s, s:s, s:s}, s:i, s:i, s:b, s:{}}", "labels", LABEL, "1", OWNER_LABEL,
 				 owner, ATTEMPT_LABEL, D->attempt, "code-toolbox-language", "python", "autoStopInterval", (int)stop_min,
-				 "autoDeleteInterval", 0, "networkBlockAll", cfg->network != NET_ALL, "env");
+				 "autoDeleteInterval", 0, "networkBlockAll", cfg->network != NET_ALL && !D->code_allow, "env");
 	if (!body)
 		return NULL;
+	if (D->code_allow)
+		json_object_set_new(body, "networkAllowList", json_string(D->code_allow));
 	if (D->rest.target[0])
 		json_object_set_new(body, "target", json_string(D->rest.target));
 	if (D->snapshot[0]) {
@@ -761,10 +765,21 @@ static void forget_own_leftovers(struct daytona *D)
 
 /* Creating and starting a sandbox can take a minute: every request and wait of it watches
  * cancel_fd, and a cancelled making leaves nothing behind. */
+static char *code_allow_list(const struct netpolicy *pol, struct err *e);
+
 static int daytona_start(struct backend *b, int cancel_fd, struct err *e)
 {
 	struct daytona *D = b->priv;
 	D->python = b->cfg->python;
+	/* The names resolved now, when the sandbox is made: Daytona's rule is by address. */
+	free(D->code_allow);
+	D->code_allow = NULL;
+	if (b->cfg->allow_hosts[0] && b->cfg->network == NET_INSTALL) {
+		struct netpolicy pol;
+		if (netpolicy_parse_allow(&pol, b->cfg->allow_hosts, e) < 0 || !(D->code_allow = code_allow_list(&pol, e)))
+			return -1;
+		log_msg(LOG_INFO, "daytona: --allow-hosts %s is the addresses %s", b->cfg->allow_hosts, D->code_allow);
+	}
 	if (dt_open(D, e) < 0)
 		return -1;
 	unsigned char r[8];
@@ -795,11 +810,9 @@ static int daytona_start(struct backend *b, int cancel_fd, struct err *e)
  * the index hosts resolve to here, each checked as the proxy checks it (proxy.h). Caller frees;
  * NULL with e set when none can be had.
  */
-static char *index_allow_list(const struct config *cfg, struct err *e)
+static char *addr_list(const struct netpolicy *p)
 {
-	struct netpolicy pol;
-	if (netpolicy_for_index(&pol, cfg->index_url, cfg->index_hosts, e) < 0)
-		return NULL;
+	const struct netpolicy pol = *p;
 	struct buf out = {0};
 	for (size_t h = 0; h < pol.nhosts; h++) {
 		struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
@@ -823,11 +836,45 @@ static char *index_allow_list(const struct config *cfg, struct err *e)
 	}
 	if (out.oom || !out.len) {
 		free(out.p);
-		err_set(e, "none of the package index hosts (%s...) resolves to an address the install step may reach",
-			pol.hosts[0]);
 		return NULL;
 	}
 	return out.p;
+}
+
+static char *index_allow_list(const struct config *cfg, struct err *e)
+{
+	struct netpolicy pol;
+	if (netpolicy_for_index(&pol, cfg->index_url, cfg->index_hosts, e) < 0)
+		return NULL;
+	char *l = addr_list(&pol);
+	if (!l)
+		err_set(e, "none of the package index hosts (%s...) resolves to an address the install step may reach",
+			pol.hosts[0]);
+	return l;
+}
+
+/* Why --allow-hosts cannot be applied on Daytona (a wildcard names no address), or NULL. */
+static const char *allow_problem(const struct netpolicy *pol, char *buf, size_t n)
+{
+	for (size_t i = 0; i < pol->nhosts; i++)
+		if (pol->wild[i]) {
+			snprintf(buf, n, "--allow-hosts: '*.%s': Daytona allows a sandbox's network by address "
+				 "(networkAllowList), and a wildcard names no address to resolve: list the names", pol->hosts[i]);
+			return buf;
+		}
+	return NULL;
+}
+
+/* The code's allow list (the CIDRs of the hosts a policy names), or NULL with e set. */
+static char *code_allow_list(const struct netpolicy *pol, struct err *e)
+{
+	char why[400];
+	if (allow_problem(pol, why, sizeof why))
+		return err_set(e, "%s", why), NULL;
+	char *l = addr_list(pol);
+	if (!l)
+		err_set(e, "none of the --allow-hosts hosts resolves to an address the code may reach");
+	return l;
 }
 
 /* Blocks the sandbox's network, or opens it to `allow` (CIDRs) alone. */
@@ -951,14 +998,26 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 		cr.ws = &ws;
 		cr.ws_body = WS_BODY;
 	}
-	/* The install step alone may reach the network (--network install). */
+	/* The install step alone may reach the network (--network install); a call narrowing
+	 * --allow-hosts gets the addresses of what it names (none: blocked). */
 	bool opened = rq->network && b->cfg->network == NET_INSTALL;
-	char *allow = opened ? index_allow_list(b->cfg, e) : NULL;
-	if (opened && (!allow || set_network(D, false, allow, e) < 0)) {
+	bool narrowed = !rq->network && rq->allow && D->code_allow;
+	char *allow = NULL;
+	if (opened) {
+		allow = index_allow_list(b->cfg, e);
+	} else if (narrowed && strcmp(rq->allow, "none")) {
+		struct netpolicy all, sub;
+		if (netpolicy_parse_allow(&all, b->cfg->allow_hosts, e) == 0 && netpolicy_narrow(&sub, &all, rq->allow, e) == 0)
+			allow = code_allow_list(&sub, e);
+	}
+	if ((opened || (narrowed && strcmp(rq->allow, "none"))) && !allow)
+		return -1;
+	if ((opened || narrowed) && set_network(D, !allow, allow, e) < 0) {
 		free(allow);
 		return -1;
 	}
 	free(allow);
+	opened = opened || narrowed;
 	int rc = cr.uploaded ? upload(D, rq->files, rq->nfiles, dir, e) : 0;
 	if (rc == 0) {
 		struct dtcall_exec x = {call_exec, D};
@@ -966,7 +1025,7 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 	}
 	if (opened) {
 		struct err ne = {""};
-		if (set_network(D, true, NULL, &ne) < 0) {
+		if (set_network(D, !D->code_allow, D->code_allow, &ne) < 0) {
 			/* The code must not get the network the install had: drop this sandbox. */
 			err_clear(e);
 			err_set(e, "%s; the sandbox is dropped", ne.msg);
@@ -1248,6 +1307,8 @@ static int daytona_destroy(struct backend *b, enum backend_end how, struct err *
 	D->tb[0] = '\0';
 	free(D->baseline);
 	D->baseline = NULL;
+	free(D->code_allow);
+	D->code_allow = NULL;
 	if (D->open)
 		rest_close(&D->rest);
 	D->open = false;
@@ -1261,10 +1322,15 @@ static void daytona_report(struct backend *b, FILE *f)
 	fprintf(f, "    api         %s%s%s\n", D->rest.api, D->rest.target[0] ? ", target " : "", D->rest.target);
 	fprintf(f, "    sandbox     %s (%s)\n", D->id,
 		D->snapshot[0] ? D->snapshot : D->image[0] ? D->image : "the organization's default snapshot");
-	fprintf(f, "    network     %s\n", cfg->network == NET_NONE ? "blocked (networkBlockAll)"
-				     : cfg->network == NET_INSTALL ? (cfg->wheelhouse[0] ? "blocked; package installs from the wheelhouse, with no network"
-											 : "blocked; the install step alone may reach the package index's addresses")
-								   : "open");
+	if (D->code_allow)
+		fprintf(f, "    network     the code reaches the addresses %s, on every port: what --allow-hosts %s resolved "
+			   "to when the sandbox was made (Daytona's rule is by address: any other name at those addresses "
+			   "is reached too, and a host's later addresses are not)\n", D->code_allow, cfg->allow_hosts);
+	else
+		fprintf(f, "    network     %s\n", cfg->network == NET_NONE ? "blocked (networkBlockAll)"
+					     : cfg->network == NET_INSTALL ? (cfg->wheelhouse[0] ? "blocked; package installs from the wheelhouse, with no network"
+												 : "blocked; the install step alone may reach the package index's addresses")
+									   : "open");
 	fprintf(f, "    resources   Daytona's: %s\n", D->image[0] ? "cpu and memory (GiB, rounded up) from --cpus and --memory"
 							  : "the snapshot's; --memory, --cpus, --pids NOT applied");
 	char sz[32];
@@ -1374,7 +1440,11 @@ out:
 static int daytona_opts_check(const void *opts, const struct config *cfg, struct err *e)
 {
 	const struct daytona_opts *o = opts;
-	(void)cfg;
+	struct netpolicy pol;
+	char why[400];
+	if (!strcmp(cfg->backend, "daytona") && netpolicy_parse_allow(&pol, cfg->allow_hosts, e) == 0 &&
+	    allow_problem(&pol, why, sizeof why))
+		return err_set(e, "%s", why);
 	if (o->snapshot[0] && o->image[0])
 		return err_set(e, "--daytona-snapshot and --daytona-image exclude each other: give one");
 	if (strpbrk(o->image, "\r\n") || strpbrk(o->snapshot, " \t\r\n"))

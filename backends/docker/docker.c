@@ -243,7 +243,7 @@ static json_t *labels(const struct docker *D, const char *role)
 }
 
 /* The create request of a container on D's workspace; `net`: the engine's default network. */
-static json_t *container_spec(struct docker *D, const struct docker_inst *in, bool net, const char *role,
+static json_t *container_spec(struct docker *D, const struct docker_inst *in, bool net, bool install,
 			      const char *proxy_dir)
 {
 	const struct config *cfg = D->host.cfg;
@@ -264,7 +264,7 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 	if (mounts && proxy_dir)
 		json_array_append_new(mounts, mount_spec(proxy_dir, INSTALLNET_DIR, true));
 	/* The install step sees no --mount folder: it runs code from the package index. */
-	for (size_t i = 0; mounts && !proxy_dir && i < cfg->mounts.n; i++)
+	for (size_t i = 0; mounts && !install && i < cfg->mounts.n; i++)
 		json_array_append_new(mounts, mount_spec(cfg->mounts.v[i].host, cfg->mounts.v[i].inside, !cfg->mounts.v[i].rw));
 	json_t *host = json_pack(
 		"{s:o, s:b, s:[s], s:[s], s:s, s:I, s:I, s:I, s:I, s:{s:s, s:s}, s:I, s:b, s:b, s:s, s:s, s:{s:s}}",
@@ -275,7 +275,8 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 		"private", "CgroupnsMode", "private", "RestartPolicy", "Name", "no");
 	return json_pack("{s:s, s:[s], s:[s, s], s:s, s:s, s:s, s:[], s:I, s:o, s:o}", "Image", D->image, "Entrypoint",
 			 AGENT_IN, "Cmd", "--connect", RUN_IN "/" SOCK_NAME, "User", user, "WorkingDir", WORKSPACE,
-			 "Hostname", AGENTHOST_HOSTNAME, "Env", "StopTimeout", (json_int_t)1, "Labels", labels(D, role),
+			 "Hostname", AGENTHOST_HOSTNAME, "Env", "StopTimeout", (json_int_t)1, "Labels",
+			 labels(D, install ? "install" : "main"),
 			 "HostConfig", host);
 }
 
@@ -411,14 +412,14 @@ static int still(const char *what, const char *path, dev_t dev, ino_t ino, struc
  * code can re-point a name on their paths meanwhile: none lies in a folder the code may write
  * (hostfolders.h), and the workspace's path is in the state folder or given by --workspace.
  */
-static int verify_binds(const struct docker *D, const char *proxy_dir, struct err *e)
+static int verify_binds(const struct docker *D, bool install, struct err *e)
 {
 	const struct config *cfg = D->host.cfg;
 	if (!D->volume[0] && still("the workspace", D->host.h.ws, D->host.h.ws_dev, D->host.h.ws_ino, e) < 0)
 		return -1;
 	if (cfg->wheelhouse[0] && still("--wheelhouse", cfg->wheelhouse, cfg->wheelhouse_dev, cfg->wheelhouse_ino, e) < 0)
 		return -1;
-	for (size_t i = 0; !proxy_dir && i < cfg->mounts.n; i++) {
+	for (size_t i = 0; !install && i < cfg->mounts.n; i++) {
 		char what[MOUNT_INSIDE_MAX + 16];
 		snprintf(what, sizeof what, "--mount %s", cfg->mounts.v[i].inside);
 		if (still(what, cfg->mounts.v[i].host, cfg->mounts.v[i].dev, cfg->mounts.v[i].ino, e) < 0)
@@ -430,13 +431,13 @@ static int verify_binds(const struct docker *D, const char *proxy_dir, struct er
 /* Creates the container of in (named after the sandbox and n); notes what the engine cannot
  * limit here. 0, or -1 with e set. */
 static int create_container(struct docker *D, struct docker_inst *in, unsigned n, bool net, const char *proxy_dir,
-			    struct err *e)
+			    bool install, struct err *e)
 {
 	char name[128], path[256];
 	long status = 0;
-	if (verify_binds(D, proxy_dir, e) < 0)
+	if (verify_binds(D, install, e) < 0)
 		return -1;
-	json_t *ans = NULL, *spec = container_spec(D, in, net, proxy_dir ? "install" : "main", proxy_dir);
+	json_t *ans = NULL, *spec = container_spec(D, in, net, install, proxy_dir);
 	if (!spec)
 		return err_set(e, "out of memory");
 	snprintf(name, sizeof name, "sandbox-mcp-%s-%u", D->host.id, n);
@@ -504,7 +505,7 @@ static bool seen_as(pid_t pid, const char *inside, dev_t dev, ino_t ino)
  * server cannot see into the container (another PID namespace than the engine's, or not
  * allowed), the agent's own bind shows it: verify_binds alone holds then.
  */
-static int verify_bound(struct docker *D, struct docker_inst *in, const char *proxy_dir, struct err *e)
+static int verify_bound(struct docker *D, struct docker_inst *in, bool install, struct err *e)
 {
 	const struct config *cfg = D->host.cfg;
 	pid_t pid = container_pid(D, in->id);
@@ -520,7 +521,7 @@ static int verify_bound(struct docker *D, struct docker_inst *in, const char *pr
 		bad = "the workspace", host = D->host.h.ws;
 	else if (cfg->wheelhouse[0] && !seen_as(pid, "/wheelhouse", cfg->wheelhouse_dev, cfg->wheelhouse_ino))
 		bad = "--wheelhouse", host = cfg->wheelhouse;
-	for (size_t i = 0; !bad && !proxy_dir && i < cfg->mounts.n; i++)
+	for (size_t i = 0; !bad && !install && i < cfg->mounts.n; i++)
 		if (!seen_as(pid, cfg->mounts.v[i].inside, cfg->mounts.v[i].dev, cfg->mounts.v[i].ino)) {
 			snprintf(what, sizeof what, "--mount %s", cfg->mounts.v[i].inside);
 			bad = what, host = cfg->mounts.v[i].host;
@@ -532,7 +533,8 @@ static int verify_bound(struct docker *D, struct docker_inst *in, const char *pr
 }
 
 /* Starts a container on the workspace and connects to its agent. */
-static int spawn_once(struct docker *D, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
+static int spawn_once(struct docker *D, bool net, const char *proxy_dir, bool install, struct agent_inst **out,
+		      struct err *e)
 {
 	struct docker_inst *in = calloc(1, sizeof *in);
 	if (!in)
@@ -550,11 +552,11 @@ static int spawn_once(struct docker *D, bool net, const char *proxy_dir, struct 
 	if (rc == 0)
 		rc = listen_agent(D, in, e);
 	if (rc == 0)
-		rc = create_container(D, in, n, net, proxy_dir, e);
+		rc = create_container(D, in, n, net, proxy_dir, install, e);
 	if (rc == 0)
 		rc = start_container(D, in, e);
 	if (rc == 0)
-		rc = verify_bound(D, in, proxy_dir, e);
+		rc = verify_bound(D, in, install, e);
 	if (rc < 0) {
 		docker_kill(D, &in->in);
 		return -1;
@@ -563,7 +565,7 @@ static int spawn_once(struct docker *D, bool net, const char *proxy_dir, struct 
 	in->in.pid = container_pid(D, in->id);
 	in->in.rl_memory = D->rl_memory;
 	in->in.rl_pids = D->rl_pids;
-	if (proxy_dir)
+	if (install)
 		log_msg(LOG_INFO, "docker: the install step runs in its own container %.12s (no network but the proxy)",
 			in->id);
 	*out = &in->in;
@@ -604,12 +606,14 @@ static int host_fallback(struct docker *D, struct err *e)
 	return 0;
 }
 
-static int docker_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
+static int docker_spawn(void *ctx, bool net, const char *proxy_dir, bool install, struct agent_inst **out,
+			struct err *e)
 {
 	struct docker *D = ctx;
-	int rc = spawn_once(D, net, proxy_dir, out, e);
-	if (rc < 0 && host_fallback(D, e) == 0)
-		rc = spawn_once(D, net, proxy_dir, out, e);
+	int rc = spawn_once(D, net, proxy_dir, install, out, e);
+	/* The code's proxy folder was made in the old place: no fallback for it. */
+	if (rc < 0 && (install || !proxy_dir) && host_fallback(D, e) == 0)
+		rc = spawn_once(D, net, proxy_dir, install, out, e);
 	/* The engine would not mount the workspace's volume (its errors name it). Before the first
 	 * instance, the sandbox is made on its plain folder instead, without the quota; later, an
 	 * instance on another workspace than the others' would be wrong. */
@@ -625,7 +629,7 @@ static int docker_spawn(void *ctx, bool net, const char *proxy_dir, struct agent
 	dkvolume_remove(&D->eng, D->volume);
 	D->volume[0] = '\0';
 	err_clear(e);
-	return spawn_once(D, net, proxy_dir, out, e);
+	return spawn_once(D, net, proxy_dir, install, out, e);
 }
 
 /* ---------------------------------------------------------------- images */

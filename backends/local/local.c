@@ -166,7 +166,7 @@ static int map_ids_cb(void *ctx, pid_t pid, struct err *e)
 /* The plan of an instance (see plan.h), on the workspace's mount ws_fd or else its folder.
  * Caller frees. */
 static struct plan *make_plan(struct local *L, const char *root, int ws_fd, bool net, const char *proxy_dir,
-			      struct err *e)
+			      bool install, struct err *e)
 {
 	struct plan *p = calloc(1, sizeof *p);
 	if (!p) {
@@ -189,7 +189,7 @@ static struct plan *make_plan(struct local *L, const char *root, int ws_fd, bool
 	p->root_opts = plan_str(p, "size=4m,mode=0755,uid=%u,gid=%u", L->userns ? SBX_UID : 0, L->userns ? SBX_GID : 0);
 	snprintf(p->lo.ifr_name, IFNAMSIZ, "lo");
 	p->argv = argv;
-	if (plan_fill(p, L->host.cfg, L->host.h.ws, ws_fd, net, proxy_dir) < 0) {
+	if (plan_fill(p, L->host.cfg, L->host.h.ws, ws_fd, net, proxy_dir, install) < 0) {
 		free(p);
 		err_set(e, "the sandbox's mount plan is too large");
 		return NULL;
@@ -317,7 +317,8 @@ static int start_child(struct local *L, struct local_inst *li, struct plan *p, s
 
 /* Starts an instance on the workspace; `net` shares the host's network. 0, -1 with e set, or
  * WS_MOVE_FAILED (see start_child). */
-static int spawn_once(struct local *L, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
+static int spawn_once(struct local *L, bool net, const char *proxy_dir, bool install, struct agent_inst **out,
+		      struct err *e)
 {
 	struct child_fds c = {{-1, -1}, {-1, -1}, {-1, -1}};
 	struct local_inst *li = calloc(1, sizeof *li);
@@ -328,7 +329,7 @@ static int spawn_once(struct local *L, bool net, const char *proxy_dir, struct a
 	/* A workspace that is not its host folder is had from the holder, or not at all. */
 	bool away = L->host.h.ws_away;
 	int ws_fd = li && away ? wsholder_mount(&L->ws, e) : -1;
-	struct plan *p = li && (ws_fd >= 0 || !away) ? make_plan(L, root, ws_fd, net, proxy_dir, e) : NULL;
+	struct plan *p = li && (ws_fd >= 0 || !away) ? make_plan(L, root, ws_fd, net, proxy_dir, install, e) : NULL;
 	int rc = -1;
 	if (!li)
 		err_set(e, "out of memory");
@@ -366,10 +367,11 @@ out:
 	return rc;
 }
 
-static int local_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
+static int local_spawn(void *ctx, bool net, const char *proxy_dir, bool install, struct agent_inst **out,
+		       struct err *e)
 {
 	struct local *L = ctx;
-	int rc = spawn_once(L, net, proxy_dir, out, e);
+	int rc = spawn_once(L, net, proxy_dir, install, out, e);
 	if (rc != WS_MOVE_FAILED)
 		return rc;
 	/* The kernel would not take the workspace's tmpfs into a sandbox. Before the first
@@ -380,7 +382,7 @@ static int local_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_
 	log_msg(LOG_WARNING, "the workspace quota is not enforced: %s", e->msg);
 	hostdir_quota_lost(&L->host.h, e->msg);
 	wsholder_stop(&L->ws);
-	return spawn_once(L, net, proxy_dir, out, e) < 0 ? -1 : 0;
+	return spawn_once(L, net, proxy_dir, install, out, e) < 0 ? -1 : 0;
 }
 
 /* Between calls the agent says nothing: its init has either exited or not. */

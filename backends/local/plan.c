@@ -305,11 +305,12 @@ static int plan_finish(struct plan *p, const char *ws, int ws_fd, const char *wh
 	return 0;
 }
 
-int plan_fill(struct plan *p, const struct config *cfg, const char *ws, int ws_fd, bool net, const char *proxy_dir)
+int plan_fill(struct plan *p, const struct config *cfg, const char *ws, int ws_fd, bool net, const char *proxy_dir,
+	      bool install)
 {
 	/* The install step sees no --mount folder: it has no need of one, and it runs code from
 	 * the package index. */
-	size_t nmounts = proxy_dir ? 0 : cfg->mounts.n;
+	size_t nmounts = install ? 0 : cfg->mounts.n;
 	if (!p->root_opts || plan_build(p, net, proxy_dir != NULL) < 0 ||
 	    plan_mount_points(p, cfg->mounts.v, nmounts) < 0 ||
 	    plan_finish(p, ws, ws_fd, cfg->wheelhouse, cfg->wheelhouse_dev, cfg->wheelhouse_ino, cfg->tmp_size, proxy_dir) < 0 ||

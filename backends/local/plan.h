@@ -84,7 +84,8 @@ const char *plan_str(struct plan *p, const char *fmt, ...) __attribute__((format
  * bound), the --mount folders (none for the install step), and proxy_dir (the install step's
  * way to the proxy, or NULL). p's root, root_opts, uid and gid must be set; ws_fd must stay
  * open until the child has run. 0, or -1 when the plan does not fit. */
-int plan_fill(struct plan *p, const struct config *cfg, const char *ws, int ws_fd, bool net, const char *proxy_dir);
+int plan_fill(struct plan *p, const struct config *cfg, const char *ws, int ws_fd, bool net, const char *proxy_dir,
+	      bool install);
 
 /* After plan_fill: the host folder ws, when it is bound (ws_fd -1), must be dev:ino. */
 void plan_verify_ws(struct plan *p, dev_t dev, ino_t ino);

@@ -35,6 +35,8 @@ struct run_req {
 	const struct run_file *files;/* written before the program starts */
 	size_t nfiles;
 	bool network;                /* this step may use the network (package installs) */
+	const char *allow;           /* --allow-hosts narrowed for this call: "none", a list within it
+	                              * (netpolicy_narrow), or NULL for the whole of it */
 	bool sh_fallback;            /* argv[0] missing: run /bin/sh with the same arguments */
 	/* argv is PYTHON SCRIPT ARGS..., and env prestart_env plus variables that do not change how
 	 * Python starts: the backend may run it in an interpreter started ahead of the call with

@@ -38,6 +38,8 @@ struct config {
 	ino_t wheelhouse_ino;    /* while it is still this one */
 	char index_url[1024];    /* the package index installs use */
 	char index_hosts[1024];  /* more hosts the install step may reach, comma-separated */
+	char allow_hosts[4096];  /* --allow-hosts: the hosts the code reaches through the server's
+	                          * proxy (run/netpolicy.h); "" for none */
 	double idle_timeout_s;
 	uint64_t queue_max;      /* calls waiting behind the running one */
 	uint64_t max_message;    /* longest accepted input line, bytes */

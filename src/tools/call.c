@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "artifacts.h"
+#include "../../backends/run/netpolicy.h"
 #include "../base/clock.h"
 #include "inputs.h"
 #include "../base/log.h"
@@ -222,6 +223,15 @@ static bool prestart_ok(const struct tool_call *tc, const struct config *cfg)
 	return true;
 }
 
+/* A call's `network`, against --allow-hosts. 0, or -1 with e set. */
+static int check_network(const struct config *cfg, const char *call, struct err *e)
+{
+	struct netpolicy all, narrow;
+	if (netpolicy_parse_allow(&all, cfg->allow_hosts, e) < 0)
+		return -1;
+	return netpolicy_narrow(&narrow, &all, call, e);
+}
+
 /* Runs the program on the sandbox and makes its result (NULL: cancelled, or out of memory). */
 static json_t *run_program(struct call_ctx *c, struct inputs *in, const char *const *argv)
 {
@@ -238,7 +248,7 @@ static json_t *run_program(struct call_ctx *c, struct inputs *in, const char *co
 			     .changes_in = WORKSPACE "/" ARTIFACTS_DIR, .changes_list_max = ARTIFACTS_SCAN_MAX,
 			     .changes_files = ARTIFACTS_MAX, .changes_file_max = ARTIFACTS_PREFETCH_MAX,
 			     .on_output = capture_add, .ctx = &col,
-			     .prestart = prestart_ok(tc, cfg), .prestart_env = call_env};
+			     .prestart = prestart_ok(tc, cfg), .prestart_env = call_env, .allow = c->allow};
 	struct run_res rs = {0};
 	struct err e = {""};
 	json_t *res = NULL;
@@ -280,6 +290,10 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 	c.timeout = targ ? json_number_value(targ) : cfg->timeout_s;
 	c.deadline = c.t0 + (int64_t)ceil(c.timeout * 1000);
 	struct err e = {""};
+	const char *allow = json_string_value(json_object_get(tc->args, "network"));
+	if (allow && check_network(cfg, allow, &e) < 0)
+		return call_early_result(&c, 1, e.msg, e.msg, false);
+	c.allow = allow;
 
 	int rc = sandbox_ensure(sb, tc->cancel_fd, c.notice, &e);
 	if (rc == BACKEND_CANCELLED) {

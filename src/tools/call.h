@@ -20,6 +20,7 @@ struct call_ctx {
 	const struct config *cfg;
 	int64_t t0, deadline;      /* monotonic ms: when the call started, when it must end */
 	double timeout;            /* seconds */
+	const char *allow;         /* the call's `network` (borrowed from its arguments), or NULL */
 	char notice[SANDBOX_NOTICE_MAX];
 };
 

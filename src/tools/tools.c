@@ -25,8 +25,16 @@ static struct {
 static char *network_text(const struct config *cfg)
 {
 	char *list = cfg->wheelhouse[0] ? wheelhouse_list(cfg->wheelhouse, 40) : NULL;
+	char allowed[sizeof cfg->allow_hosts + 320];
 	const char *code = cfg->network == NET_ALL ? "the code may use the network" : "none for the code";
-	size_t n = (list ? strlen(list) : 0) + 256;
+	if (cfg->allow_hosts[0] && cfg->network == NET_INSTALL) {
+		snprintf(allowed, sizeof allowed, "the code reaches only these hosts (--allow-hosts: %s), by HTTP(S) through "
+			 "the proxy its HTTP_PROXY/HTTPS_PROXY variables name, and nothing else (no DNS, no other route); on "
+			 "Daytona the rule is by address: the addresses the names had when the sandbox was made, on any port",
+			 cfg->allow_hosts);
+		code = allowed;
+	}
+	size_t n = (list ? strlen(list) : 0) + strlen(code) + 256;
 	char *t = malloc(n);
 	if (t && list)
 		snprintf(t, n, "%s; requirements install only from the server's wheelhouse, with no network (it "

@@ -132,6 +132,23 @@ if os.environ.get('DAYTONA_TEST_FAIL'):
     CONTROL.update(json.loads(os.environ['DAYTONA_TEST_FAIL']))
 
 
+
+def bad_allow_list(v):
+    """Why a networkAllowList is not what the API takes (a string of comma-separated CIDRs), or None."""
+    import ipaddress
+    if v is None:
+        return None
+    if not isinstance(v, str) or not v:
+        return 'networkAllowList must be a non-empty string'
+    for c in v.split(','):
+        try:
+            ipaddress.ip_network(c, strict=True)
+        except ValueError:
+            return 'networkAllowList: invalid CIDR %r' % c
+        if '/' not in c:
+            return 'networkAllowList: %r has no prefix length' % c
+    return None
+
 def log(msg):
     print('daytona-test: ' + msg, file=sys.stderr, flush=True)
 
@@ -513,9 +530,14 @@ class Handler(BaseHTTPRequestHandler):
             for k in ('autoStopInterval', 'autoDeleteInterval', 'autoArchiveInterval'):
                 if k in body and not isinstance(body[k], int):
                     return self.error(400, '%s must be an integer number' % k)
+            why = bad_allow_list(body.get('networkAllowList'))
+            if why:
+                return self.error(400, why)
             s = Sandbox(body, base)
             with LOCK:
                 SANDBOXES[s.id] = s
+            log('create %s: %s' % (s.id, json.dumps({k: body.get(k) for k in ('networkAllowList', 'networkBlockAll')},
+                                                    sort_keys=True)))
             return self.send(200, s.refresh())
         if len(p) >= 2 and p[0] == 'sandbox':
             s = self.sandbox(p[1])
@@ -533,6 +555,9 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(200, s.dto)
             if p[2:] == ['network-settings'] and method == 'POST':
                 b = self.json_body() or {}
+                why = bad_allow_list(b.get('networkAllowList'))
+                if why:
+                    return self.error(400, why)
                 for k in ('networkBlockAll', 'networkAllowList', 'domainAllowList'):
                     if k in b:
                         s.dto[k] = b[k]

@@ -15,6 +15,11 @@
  *   test-helper addr-allowed HOST ADDR [URL|HOST...]
  *                                        would the proxy connect to ADDR, which HOST resolved to?
  *                                        prints "yes" or "no"
+ *   test-helper allow-host LIST HOST PORT
+ *                                        would the code's proxy, under --allow-hosts LIST, let a
+ *                                        request for HOST:PORT go on? "yes", "no" or "refused: why"
+ *   test-helper allow-narrow LIST CALL   a call's `network` CALL within --allow-hosts LIST: "ok"
+ *                                        or why not
  *   test-helper multipart                stdin read as a multipart answer: a line "NAME FILENAME
  *                                        LEN HEX" per part, then "end" or "malformed"
  *   test-helper utf8                     stdin made valid UTF-8, on stdout
@@ -99,7 +104,7 @@ static int cmd_proxy(int argc, char **argv)
 	struct err e = {""};
 	if (argc < 2 || policy_of(&pol, argc - 1, argv + 1) < 0)
 		return 1;
-	if (proxy_start(&px, argv[0], &pol, &e) < 0) {
+	if (proxy_start(&px, argv[0], &pol, PROXY_INSTALL, &e) < 0) {
 		fprintf(stderr, "test-helper: %s\n", e.msg);
 		return 1;
 	}
@@ -115,6 +120,37 @@ static int cmd_proxy(int argc, char **argv)
 	proxy_stop(px);
 	printf("allowed %u refused %u\n", allowed, refused);
 	printf("unreachable %s\n", unreachable ? why : "none");
+	return 0;
+}
+
+/* allow-host LIST HOST PORT: would the code's proxy let a request for HOST:PORT go on? */
+static int cmd_allow_host(int argc, char **argv)
+{
+	struct netpolicy pol;
+	struct err e = {""};
+	char canon[256];
+	const char *why = NULL;
+	if (argc != 3)
+		return 1;
+	if (netpolicy_parse_allow(&pol, argv[0], &e) < 0) {
+		fprintf(stderr, "test-helper: %s\n", e.msg);
+		return 1;
+	}
+	if (netpolicy_canon_host(argv[1], canon, sizeof canon, &why) < 0)
+		printf("refused: %s\n", why);
+	else
+		printf("%s\n", netpolicy_allows(&pol, canon, (unsigned)atoi(argv[2])) ? "yes" : "no");
+	return 0;
+}
+
+/* allow-narrow LIST CALL: a call's `network` against --allow-hosts LIST: "ok" or the error. */
+static int cmd_allow_narrow(int argc, char **argv)
+{
+	struct netpolicy all, sub;
+	struct err e = {""};
+	if (argc != 2 || netpolicy_parse_allow(&all, argv[0], &e) < 0)
+		return 1;
+	printf("%s\n", netpolicy_narrow(&sub, &all, argv[1], &e) < 0 ? e.msg : "ok");
 	return 0;
 }
 
@@ -505,6 +541,8 @@ static const struct {
 	{"without", cmd_without},
 	{"proxy", cmd_proxy},
 	{"addr-allowed", cmd_addr_allowed},
+	{"allow-host", cmd_allow_host},
+	{"allow-narrow", cmd_allow_narrow},
 	{"tree-remove", cmd_tree_remove},
 	{"beneath", cmd_beneath},
 	{"multipart", cmd_multipart},
