@@ -118,6 +118,16 @@ static int run_install(struct agenthost *h, const struct run_req *rq, struct run
 {
 	struct installnet inet;
 	struct agent_inst *in = NULL;
+	if (h->home->direct_install && h->home->direct_install(h->ctx)) {
+		struct agentlink_limits lim;
+		int rc = spawn(h, true, NULL, &in, e);
+		if (rc == 0) {
+			call_limits(h, in, rq, &lim);
+			rc = agentlink_run(&in->link, rq, &lim, rs, e);
+			h->home->kill(h->ctx, in);
+		}
+		return rc == BACKEND_LOST ? -1 : rc;
+	}
 	if (installnet_open(&inet, h->cfg, h->h.host, h->uid, rq->env, e) < 0)
 		return -1;
 	int rc = spawn(h, false, inet.dir, &in, e);

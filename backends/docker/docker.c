@@ -61,6 +61,7 @@
 #include "../hostfs/tree.h"
 #include "../backend.h"
 #include "dkapi.h"
+#include "dkstream.h"
 #include "dkvolume.h"
 
 #define DEFAULT_IMAGE "python:3.12-slim"
@@ -68,6 +69,11 @@
 #define RUN_IN "/run/sandbox-agent"
 #define SOCK_NAME "agent.sock"
 #define LABEL "sandbox-mcp"
+/* Where a sandbox finds the server's files when the engine does not see this server's folders. */
+#define FILES_IN "/.sandbox-mcp"
+#define AGENT_FILE "sandbox-agent"
+/* The most an agent binary may take. */
+#define AGENT_MAX (64u << 20)
 
 /* Engine call timeouts, ms. */
 #define T_QUICK 15000L
@@ -100,6 +106,9 @@ struct docker {
 	char start_time[32];
 	char pidns[32];        /* the PID namespace its pid means something in: "pid:[INODE]" */
 	char volume[96];       /* the workspace's tmpfs volume (dkvolume.h); "" when none */
+	bool stream;           /* the engine does not see this server's folders: its sandboxes get their
+	                        * files from a volume of their own and talk on their attached stdio */
+	char files[96];        /* with stream: the volume of the agent binary; "" when none */
 	bool no_pull;          /* --check: a missing image is said, not pulled */
 	bool would_pull;       /* ... and it was missing */
 };
@@ -251,9 +260,15 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 	snprintf(user, sizeof user, "%u:%u", (unsigned)D->host.uid, (unsigned)D->host.gid);
 	snprintf(tmpfs, sizeof tmpfs, "rw,nosuid,nodev,size=%llu,mode=1777", (unsigned long long)cfg->tmp_size);
 	json_t *ws = D->volume[0] ? dkvolume_mount(D->volume, WORKSPACE) : mount_spec(D->host.h.ws, WORKSPACE, false);
-	json_t *mounts = json_pack("[o, o, o]", ws, mount_spec(in->run, RUN_IN, true),
-				   mount_spec(D->agent, AGENT_IN, true));
-	for (size_t i = 0; mounts && !net && i < sizeof etc_files / sizeof etc_files[0]; i++) {
+	json_t *mounts;
+	if (D->stream) {
+		json_t *files = dkvolume_mount(D->files, FILES_IN);
+		json_object_set_new(files, "ReadOnly", json_true());
+		mounts = json_pack("[o, o]", ws, files);
+	} else {
+		mounts = json_pack("[o, o, o]", ws, mount_spec(in->run, RUN_IN, true), mount_spec(D->agent, AGENT_IN, true));
+	}
+	for (size_t i = 0; mounts && !net && !D->stream && i < sizeof etc_files / sizeof etc_files[0]; i++) {
 		char src[PATH_MAX + 32], dst[32];
 		snprintf(src, sizeof src, "%s/etc-%s", D->host.h.host, etc_files[i][0]);
 		snprintf(dst, sizeof dst, "/etc/%s", etc_files[i][0]);
@@ -273,6 +288,14 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 		(json_int_t)cfg->memory, "NanoCpus", (json_int_t)(cfg->cpus * 1e9), "PidsLimit", (json_int_t)cfg->pids,
 		"Tmpfs", "/tmp", tmpfs, "/sys", "ro,nosuid,nodev,noexec,size=4k", "ShmSize", (json_int_t)cfg->tmp_size, "Init", 0, "Privileged", 0, "IpcMode",
 		"private", "CgroupnsMode", "private", "RestartPolicy", "Name", "no");
+	if (D->stream)
+		/* StdinOnce: when the server's attach ends (it exits, or is killed), the agent reads
+		 * the end of its stdin and ends, and the container with it. */
+		return json_pack("{s:s, s:[s], s:[s], s:s, s:s, s:s, s:[], s:I, s:o, s:o, s:b, s:b, s:b, s:b, s:b, s:b}",
+				 "Image", D->image, "Entrypoint", FILES_IN "/" AGENT_FILE, "Cmd", "--stdio", "User", user,
+				 "WorkingDir", WORKSPACE, "Hostname", AGENTHOST_HOSTNAME, "Env", "StopTimeout",
+				 (json_int_t)1, "Labels", labels(D, role), "HostConfig", host, "OpenStdin", 1, "StdinOnce",
+				 1, "AttachStdin", 1, "AttachStdout", 1, "AttachStderr", 0, "Tty", 0);
 	return json_pack("{s:s, s:[s], s:[s, s], s:s, s:s, s:s, s:[], s:I, s:o, s:o}", "Image", D->image, "Entrypoint",
 			 AGENT_IN, "Cmd", "--connect", RUN_IN "/" SOCK_NAME, "User", user, "WorkingDir", WORKSPACE,
 			 "Hostname", AGENTHOST_HOSTNAME, "Env", "StopTimeout", (json_int_t)1, "Labels", labels(D, role),
@@ -414,6 +437,8 @@ static int still(const char *what, const char *path, dev_t dev, ino_t ino, struc
 static int verify_binds(const struct docker *D, const char *proxy_dir, struct err *e)
 {
 	const struct config *cfg = D->host.cfg;
+	if (D->stream)
+		return 0; /* nothing of this server's is bound: see go_stream */
 	if (!D->volume[0] && still("the workspace", D->host.h.ws, D->host.h.ws_dev, D->host.h.ws_ino, e) < 0)
 		return -1;
 	if (cfg->wheelhouse[0] && still("--wheelhouse", cfg->wheelhouse, cfg->wheelhouse_dev, cfg->wheelhouse_ino, e) < 0)
@@ -472,16 +497,23 @@ static int start_container(struct docker *D, struct docker_inst *in, struct err 
 	char path[256], why[512];
 	long status = 0;
 	json_t *ans = NULL;
+	int afd = -1;
+	/* Attached before it starts: nothing the agent says is missed. */
+	if (D->stream && (afd = dkstream_attach(&D->eng, in->id, T_CREATE, e)) < 0)
+		return -1;
 	snprintf(path, sizeof path, "/containers/%s/start", in->id);
 	int rc = dkapi_call(&D->eng, "POST", path, NULL, T_CREATE, &status, &ans, e);
 	if (rc == 0 && status != 204 && status != 304)
 		rc = err_set(e, "the engine could not start the sandbox container: %s (HTTP %ld)",
 			     dkapi_message(ans, "no reason given"), status);
 	json_decref(ans);
-	int fd = rc == 0 ? wait_agent(D, in, e) : -1;
-	if (fd < 0)
+	int fd = rc < 0 ? -1 : D->stream ? afd : wait_agent(D, in, e);
+	if (fd < 0) {
+		if (afd >= 0)
+			close(afd);
 		return -1;
-	if (agentlink_open(&in->in.link, fd, 10000, e) != 0) {
+	}
+	if (agentlink_open_mux(&in->in.link, fd, D->stream, 10000, e) != 0) {
 		container_state(D, in->id, why, sizeof why, &(bool){true});
 		return err_set(e, "(%s)", why);
 	}
@@ -541,26 +573,29 @@ static int spawn_once(struct docker *D, bool net, const char *proxy_dir, struct 
 	in->listen_fd = -1;
 	unsigned n = D->seq++;
 	int rc = 0;
-	if (hostdir_path(in->run, sizeof in->run, "%s/run-%u", D->host.h.host, n) < 0) {
+	if (D->stream) {
+		in->run[0] = '\0';
+	} else if (hostdir_path(in->run, sizeof in->run, "%s/run-%u", D->host.h.host, n) < 0) {
 		in->run[0] = '\0';
 		rc = err_set(e, "the state folder's path is too long");
 	} else if (mkdir(in->run, 0700) < 0 || chown(in->run, D->host.uid, D->host.gid) < 0) {
 		rc = err_sys(e, "creating %s", in->run);
 	}
-	if (rc == 0)
+	if (rc == 0 && !D->stream)
 		rc = listen_agent(D, in, e);
 	if (rc == 0)
 		rc = create_container(D, in, n, net, proxy_dir, e);
 	if (rc == 0)
 		rc = start_container(D, in, e);
-	if (rc == 0)
+	if (rc == 0 && !D->stream)
 		rc = verify_bound(D, in, proxy_dir, e);
 	if (rc < 0) {
 		docker_kill(D, &in->in);
 		return -1;
 	}
-	/* For telling out-of-memory kills: the engine's OOMKilled flags only a dead init. */
-	in->in.pid = container_pid(D, in->id);
+	/* For telling out-of-memory kills: the engine's OOMKilled flags only a dead init. Its
+	 * pid is the engine's, which means nothing here when this server sees another system. */
+	in->in.pid = D->stream ? 0 : container_pid(D, in->id);
 	in->in.rl_memory = D->rl_memory;
 	in->in.rl_pids = D->rl_pids;
 	if (proxy_dir)
@@ -604,12 +639,147 @@ static int host_fallback(struct docker *D, struct err *e)
 	return 0;
 }
 
+/* Reads the agent's copy in the host folder (caller frees *out). 0, or -1 with e set. */
+static int read_agent(const struct docker *D, unsigned char **out, size_t *n, struct err *e)
+{
+	int fd = open(D->agent, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	*out = NULL;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > AGENT_MAX) {
+		if (fd >= 0)
+			close(fd);
+		return err_set(e, "reading the agent's copy %s failed", D->agent);
+	}
+	unsigned char *p = malloc((size_t)st.st_size);
+	size_t got = 0;
+	while (p && got < (size_t)st.st_size) {
+		ssize_t r = read(fd, p + got, (size_t)st.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	if (!p || got != (size_t)st.st_size) {
+		free(p);
+		return err_set(e, "reading the agent's copy %s failed", D->agent);
+	}
+	*out = p;
+	*n = got;
+	return 0;
+}
+
+/* Fills the files volume through a container made for that alone, never started, which mounts
+ * it writable (the engine unpacks a tar stream only into a writable place, and a sandbox's
+ * root is read-only): the sandboxes mount it read-only. 0, or -1 with e set. */
+static int fill_files(struct docker *D, struct err *e)
+{
+	char name[128], path[256];
+	long status = 0;
+	json_t *ans = NULL;
+	struct dktar t = {0};
+	unsigned char *agent = NULL;
+	size_t n = 0;
+	int rc = read_agent(D, &agent, &n, e);
+	if (rc == 0)
+		rc = dktar_file(&t, AGENT_FILE, agent, n, 0555, e);
+	free(agent);
+	if (rc == 0)
+		rc = dktar_end(&t, e);
+	json_t *spec = rc < 0 ? NULL : json_pack("{s:s, s:[s], s:o, s:{s:s, s:[o]}}", "Image", D->image, "Cmd", "--never",
+				   "Labels", labels(D, "files"), "HostConfig", "NetworkMode", "none", "Mounts",
+				   dkvolume_mount(D->files, FILES_IN));
+	if (rc == 0 && !spec)
+		rc = err_set(e, "out of memory");
+	snprintf(name, sizeof name, "sandbox-mcp-%s-files", D->host.id);
+	snprintf(path, sizeof path, "/containers/create?name=%s", name);
+	if (rc == 0)
+		rc = dkapi_call(&D->eng, "POST", path, spec, T_CREATE, &status, &ans, e);
+	json_decref(spec);
+	const char *id = json_string_value(json_object_get(ans, "Id"));
+	if (rc == 0 && (status != 201 || !id))
+		rc = err_set(e, "the engine refused to make the container that fills the sandbox's files: %s (HTTP %ld)",
+			     dkapi_message(ans, "no container id"), status);
+	if (rc == 0)
+		rc = dkstream_put(&D->eng, id, FILES_IN, &t, T_CREATE, e);
+	json_decref(ans);
+	dktar_free(&t);
+	/* Made or not (a request cut short may have made it): its name is ours alone. */
+	remove_by_name(D, name);
+	return rc;
+}
+
+/*
+ * The engine does not see this server's folders (the server runs in a container of its own,
+ * the engine's socket bound in): from here on nothing of the host folder is bound. The agent
+ * comes from a volume of the sandbox's own (fill_files), the workspace is a volume, and the
+ * agent talks on its container's attached stdio. Host folders named by --mount and
+ * --wheelhouse are this server's, which the engine cannot bind: refused, saying what works.
+ */
+static int go_stream(struct docker *D, struct err *e)
+{
+	const struct config *cfg = D->host.cfg;
+	char why[sizeof e->msg];
+	snprintf(why, sizeof why, "%s", e->msg);
+	if (cfg->mounts.n || cfg->wheelhouse[0])
+		return err_set(e, "%s names a folder of this server's file system, which the container engine does not "
+				  "see (%s): bind it into the server's own container and name it on the engine's side, "
+				  "or leave it out", cfg->mounts.n ? "--mount" : "--wheelhouse", why);
+	log_msg(LOG_NOTICE, "docker: the engine does not see this server's folders (%s): sandboxes get the agent from "
+			    "a volume and talk on their attached stdio", why);
+	err_clear(e);
+	json_t *l = labels(D, NULL);
+	if (!l)
+		return err_set(e, "out of memory");
+	int rc = 0;
+	if (!D->volume[0]) {
+		uint64_t bytes = cfg->workspace_size ? cfg->workspace_size : cfg->memory / 2;
+		if (cfg->memory && bytes > cfg->memory / 2)
+			bytes = cfg->memory / 2;
+		char name[sizeof D->volume];
+		snprintf(name, sizeof name, "sandbox-mcp-%s", D->host.id);
+		rc = dkvolume_create(&D->eng, name, bytes ? bytes : (64u << 20), D->host.uid, D->host.gid, l, e);
+		if (rc == 0)
+			snprintf(D->volume, sizeof D->volume, "%s", name);
+	}
+	snprintf(D->files, sizeof D->files, "sandbox-mcp-%s-files", D->host.id);
+	if (rc == 0 && dkvolume_create(&D->eng, D->files, 0, 0, 0, l, e) < 0) {
+		D->files[0] = '\0';
+		rc = -1;
+	}
+	json_decref(l);
+	if (rc == 0) {
+		D->stream = true;
+		rc = fill_files(D, e);
+	}
+	return rc;
+}
+
+/* Whether the engine's message names a folder of this server's that a container binds. */
+static bool names_ours(const struct docker *D, const char *msg)
+{
+	return strstr(msg, D->host.h.host) || (!D->volume[0] && strstr(msg, D->host.h.ws)) ||
+	       strstr(msg, "bind source path does not exist");
+}
+
+static bool docker_direct_install(void *ctx)
+{
+	struct docker *D = ctx;
+	return D->stream;
+}
+
 static int docker_spawn(void *ctx, bool net, const char *proxy_dir, struct agent_inst **out, struct err *e)
 {
 	struct docker *D = ctx;
 	int rc = spawn_once(D, net, proxy_dir, out, e);
 	if (rc < 0 && host_fallback(D, e) == 0)
 		rc = spawn_once(D, net, proxy_dir, out, e);
+	if (rc < 0 && !D->stream && !D->host.main && !proxy_dir && !D->eng.http.cancelled && names_ours(D, e->msg)) {
+		rc = go_stream(D, e);
+		if (rc == 0)
+			rc = spawn_once(D, net, proxy_dir, out, e);
+	}
 	/* The engine would not mount the workspace's volume (its errors name it). Before the first
 	 * instance, the sandbox is made on its plain folder instead, without the quota; later, an
 	 * instance on another workspace than the others' would be wrong. */
@@ -825,6 +995,9 @@ static void docker_end(void *ctx, bool keep)
 	if (D->volume[0])
 		dkvolume_remove(&D->eng, D->volume);
 	D->volume[0] = '\0';
+	if (D->files[0])
+		dkvolume_remove(&D->eng, D->files);
+	D->files[0] = '\0';
 	dkapi_close(&D->eng);
 	D->eng.api[0] = '\0';
 }
@@ -867,6 +1040,7 @@ static const struct agenthost_home docker_home = {
 	.report_isolation = docker_report_isolation,
 	.report_limits = docker_report_limits,
 	.end = docker_end,
+	.direct_install = docker_direct_install,
 	.shared_net = "the engine's default bridge",
 	.ws_how = "bind-mounted at /workspace",
 };
