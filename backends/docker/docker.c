@@ -105,6 +105,7 @@ struct docker {
 	char hostname[256];    /* labels: this server */
 	char start_time[32];
 	char pidns[32];        /* the PID namespace its pid means something in: "pid:[INODE]" */
+	char self[72];         /* the container this server runs in, on the same engine; "" when none */
 	char volume[96];       /* the workspace's tmpfs volume (dkvolume.h); "" when none */
 	bool stream;           /* the engine does not see this server's folders: its sandboxes get their
 	                        * files from a volume of their own and talk on their attached stdio */
@@ -136,6 +137,60 @@ static void self_labels(struct docker *D)
 		snprintf(D->start_time, sizeof D->start_time, "?");
 	ssize_t n = readlink("/proc/self/ns/pid", D->pidns, sizeof D->pidns - 1);
 	D->pidns[n > 0 ? n : 0] = '\0';
+}
+
+/* The id of the Docker container this server runs in: the engine binds its own files of the
+ * container (/var/lib/docker/containers/ID/hostname, hosts, resolv.conf) into it, and the
+ * mount table names them. Confirmed by the engine (that container exists, with our hostname),
+ * so that a server in a container on another engine names none. */
+static void self_container(struct docker *D)
+{
+	D->self[0] = '\0';
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096], id[65] = "";
+	while (f && !id[0] && fgets(line, sizeof line, f)) {
+		const char *p = strstr(line, "/containers/");
+		if (!p || !strstr(line, " /etc/hostname "))
+			continue;
+		p += strlen("/containers/");
+		if (strspn(p, "0123456789abcdef") == 64 && p[64] == '/')
+			snprintf(id, sizeof id, "%.64s", p);
+	}
+	if (f)
+		fclose(f);
+	if (!id[0])
+		return;
+	char path[128];
+	long status = 0;
+	json_t *ans = NULL;
+	struct err e = {""};
+	snprintf(path, sizeof path, "/containers/%s/json", id);
+	if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &ans, &e) == 0 && status == 200) {
+		const char *h = json_string_value(json_object_get(json_object_get(ans, "Config"), "Hostname"));
+		if (h && !strcmp(h, D->hostname))
+			snprintf(D->self, sizeof D->self, "%s", id);
+	}
+	json_decref(ans);
+}
+
+/* Is the container id (a label's) gone or stopped? Not when the engine did not answer. */
+static bool container_gone(struct docker *D, const char *id)
+{
+	char path[128];
+	long status = 0;
+	json_t *ans = NULL;
+	struct err e = {""};
+	if (strspn(id, "0123456789abcdef") != strlen(id) || strlen(id) != 64)
+		return false;
+	snprintf(path, sizeof path, "/containers/%s/json", id);
+	if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &ans, &e) < 0) {
+		json_decref(ans);
+		return false;
+	}
+	bool gone = status == 404 ||
+		    (status == 200 && !json_is_true(json_object_get(json_object_get(ans, "State"), "Running")));
+	json_decref(ans);
+	return gone;
 }
 
 /* Image names go into URL paths: keep them to the characters image references use. */
@@ -248,6 +303,8 @@ static json_t *labels(const struct docker *D, const char *role)
 			      D->host.id);
 	if (l && role)
 		json_object_set_new(l, LABEL ".role", json_string(role));
+	if (l && D->self[0])
+		json_object_set_new(l, LABEL ".container", json_string(D->self));
 	return l;
 }
 
@@ -717,15 +774,16 @@ static int fill_files(struct docker *D, struct err *e)
  * agent talks on its container's attached stdio. Host folders named by --mount and
  * --wheelhouse are this server's, which the engine cannot bind: refused, saying what works.
  */
-static int go_stream(struct docker *D, struct err *e)
+static int go_stream(struct docker *D, const char *reason, struct err *e)
 {
 	const struct config *cfg = D->host.cfg;
 	char why[sizeof e->msg];
-	snprintf(why, sizeof why, "%s", e->msg);
-	if (cfg->mounts.n || cfg->wheelhouse[0])
+	snprintf(why, sizeof why, "%s", reason);
+	if (cfg->workspace_dir[0] || cfg->mounts.n || cfg->wheelhouse[0])
 		return err_set(e, "%s names a folder of this server's file system, which the container engine does not "
-				  "see (%s): bind it into the server's own container and name it on the engine's side, "
-				  "or leave it out", cfg->mounts.n ? "--mount" : "--wheelhouse", why);
+				  "see (%s): run the server on the engine's host to bind a folder there, or leave %s out",
+				  cfg->workspace_dir[0] ? "--workspace" : cfg->mounts.n ? "--mount" : "--wheelhouse", why,
+				  cfg->workspace_dir[0] ? "--workspace" : cfg->mounts.n ? "--mount" : "--wheelhouse");
 	log_msg(LOG_NOTICE, "docker: the engine does not see this server's folders (%s): sandboxes get the agent from "
 			    "a volume and talk on their attached stdio", why);
 	err_clear(e);
@@ -776,7 +834,7 @@ static int docker_spawn(void *ctx, bool net, const char *proxy_dir, struct agent
 	if (rc < 0 && host_fallback(D, e) == 0)
 		rc = spawn_once(D, net, proxy_dir, out, e);
 	if (rc < 0 && !D->stream && !D->host.main && !proxy_dir && !D->eng.http.cancelled && names_ours(D, e->msg)) {
-		rc = go_stream(D, e);
+		rc = go_stream(D, e->msg, e);
 		if (rc == 0)
 			rc = spawn_once(D, net, proxy_dir, out, e);
 	}
@@ -841,8 +899,13 @@ static int ensure_image(struct docker *D, struct err *e)
  * the same host is never taken for a gone one here): by pid and start time (a pid reused by
  * another process is not the server). What lacks the namespace label (an earlier build's) is
  * not judged at all: nothing is removed that cannot be proved to be a gone server's. */
-static bool owner_dead(const struct docker *D, json_t *labels, bool self_too)
+static bool owner_dead(struct docker *D, json_t *labels, bool self_too)
 {
+	/* A server in a container of the same engine: gone with its container, whoever judges
+	 * (a server in the next container, with another hostname and PID namespace, too). */
+	const char *in = json_string_value(json_object_get(labels, LABEL ".container"));
+	if (in && strcmp(in, D->self) && container_gone(D, in))
+		return true;
 	const char *host = json_string_value(json_object_get(labels, LABEL ".host"));
 	const char *ns = json_string_value(json_object_get(labels, LABEL ".pidns"));
 	const char *pid = json_string_value(json_object_get(labels, LABEL ".pid"));
@@ -862,7 +925,7 @@ static bool owner_dead(const struct docker *D, json_t *labels, bool self_too)
 }
 
 struct reap_ctx {
-	const struct docker *D;
+	struct docker *D;
 	bool self_too;
 };
 
@@ -943,7 +1006,15 @@ static int write_files(struct docker *D, struct err *e)
 static int docker_prepare(void *ctx, struct err *e)
 {
 	struct docker *D = ctx;
-	return write_files(D, e) < 0 ? -1 : ensure_image(D, e);
+	if (write_files(D, e) < 0 || ensure_image(D, e) < 0)
+		return -1;
+	/* In a container of the engine's own: its folders are not the engine's host's. */
+	if (D->self[0] && !D->stream) {
+		char why[160];
+		snprintf(why, sizeof why, "this server runs in the engine's container %.12s", D->self);
+		return go_stream(D, why, e);
+	}
+	return 0;
 }
 
 /* Between calls the agent says nothing: readable means it closed or died. */
@@ -1076,6 +1147,7 @@ static int make_sandbox(struct backend *b, struct err *e)
 	self_labels(D);
 	if (!D->eng.api[0] && dkapi_open(&D->eng, 5000, e) < 0)
 		return -1;
+	self_container(D);
 	reap_containers(D, true);
 	return agenthost_start(&D->host, e);
 }
@@ -1107,6 +1179,7 @@ static void docker_reap(const struct config *cfg)
 	 * first: they hold the folders' binds. */
 	if (dkapi_locate(&D->eng, &e) == 0 && dkapi_open(&D->eng, 3000, &e) == 0) {
 		self_labels(D);
+		self_container(D);
 		reap_containers(D, false);
 	}
 	agenthost_reap(cfg, "docker", NULL, NULL);
