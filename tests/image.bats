@@ -50,7 +50,8 @@ setup_file() {
 	mkdir -p "$CIDS"
 	cat >"$SERVER" <<SH
 #!/bin/sh
-exec docker run -i --rm --cidfile "$CIDS/\$(date +%s%N).\$\$" -v "$DK_SOCK:/var/run/docker.sock" \
+# DOCKER_ARGS: more of docker run's options (split on blanks).
+exec docker run -i --rm --cidfile "$CIDS/\$(date +%s%N).\$\$" -v "$DK_SOCK:/var/run/docker.sock" \${DOCKER_ARGS:-} \
 	"$IMG" --backend docker --image "$SBX_IMAGE" "\$@"
 SH
 	chmod +x "$SERVER"
@@ -172,5 +173,92 @@ PY
 	[ -n "$(left_on_engine)" ]
 	run "$SERVER" --check </dev/null
 	[ "$status" -eq 0 ]
+	eventually 20 nothing_left
+}
+
+# one_call CODE [SERVER ARGS...]: one execute_bash_commands call through the image; $result.
+one_call() {
+	local code=$1
+	shift
+	SANDBOX_MCP="$SERVER" mcp_session "$@" <<<"$(printf '%s\n%s\n%s\n' "$INIT" "$INITIALIZED" \
+		"$(call_json 1 execute_bash_commands "$(jq -cn --arg c "$code" '{code: $c}')")")"
+	res 1
+}
+
+@test "image: --workspace on a named volume of the docker run line keeps its files across a restart of the server's container" {
+	local vol="sbx-imagetest-ws-$$-$BATS_TEST_NUMBER"
+	DOCKER_ARGS="-v $vol:/work" one_call 'echo kept > notes.txt; ls' --workspace /work
+	sc '.exit_code == 0 and .stdout == "notes.txt\n"'
+	eventually 20 nothing_left
+	DOCKER_ARGS="-v $vol:/work" one_call 'cat notes.txt' --workspace /work
+	docker volume rm "$vol" >/dev/null
+	sc '.exit_code == 0 and .stdout == "kept\n"'
+	eventually 20 nothing_left
+}
+
+@test "image: --workspace and --mount on binds of the docker run line are the engine's host's folders" {
+	mkdir -p "$BATS_TEST_TMPDIR/ws" "$BATS_TEST_TMPDIR/data"
+	echo input >"$BATS_TEST_TMPDIR/data/in.txt"
+	DOCKER_ARGS="-v $BATS_TEST_TMPDIR/ws:/work -v $BATS_TEST_TMPDIR/data:/data" \
+		one_call 'cat /mnt/data/in.txt; echo out > result.txt; echo no > /mnt/data/x 2>&1' --workspace /work --mount /data:/mnt/data
+	sc '.stdout == "input\n" and (.stderr | test("Read-only file system"))'
+	[ "$(cat "$BATS_TEST_TMPDIR/ws/result.txt")" = out ]
+	[ ! -e "$BATS_TEST_TMPDIR/data/x" ]
+	eventually 20 nothing_left
+}
+
+@test "image: a --workspace the engine cannot see, or a --mount that holds the engine's socket, is refused saying what to type" {
+	one_call 'echo ran' --workspace /srv/ws
+	sc '.exit_code == 1 and (.stdout == "")'
+	sc '.stderr | test("--workspace /srv/ws is a folder of this server.s own file system") and test("docker run -v /path/on/the/host:/srv/ws")'
+	DOCKER_ARGS="-v $(dirname "$DK_SOCK"):/hostrun" one_call 'echo ran' --mount /hostrun:/mnt/x
+	sc '.exit_code == 1 and (.stdout == "")'
+	sc '.stderr | test("--mount /hostrun holds the container engine.s socket")'
+	eventually 20 nothing_left
+}
+
+# play_example FILE: the one server of a host configuration in examples/container/, started as
+# the host would (its command is the docker CLI, its env block the CLI's environment), with
+# this test's image in place of sandbox-mcp:latest and the sandboxes' test image: tools/list
+# and one call. $output holds the session's.
+play_example() {
+	local f=$1 cmd
+	local -a args env
+	cmd=$(jq -r '(.mcpServers // .servers)[] | .command' "$f")
+	[ "$(basename "$cmd")" = docker ]
+	mapfile -t args < <(jq -r '(.mcpServers // .servers)[] | .args[]' "$f")
+	mapfile -t env < <(jq -r '(.mcpServers // .servers)[] | .env // {} | to_entries[] | "\(.key)=\(.value)"' "$f")
+	local i new=()
+	for ((i = 0; i < ${#args[@]}; i++)); do
+		case ${args[i]} in
+		sandbox-mcp:latest) new+=(--cidfile "$CIDS/$(date +%s%N)" -e "SANDBOX_IMAGE=$SBX_IMAGE" "$IMG") ;;
+		/var/run/docker.sock:/var/run/docker.sock) new+=("$DK_SOCK:/var/run/docker.sock") ;;
+		sandbox-mcp-workspace:*) new+=("$EX_VOL:${args[i]#*:}") ;;
+		*) new+=("${args[i]}") ;;
+		esac
+	done
+	run env "${env[@]}" python3 "$SESSION" --stderr "$SERVER_LOG" --timeout 120 -- docker "${new[@]}" <<<"$(printf '%s\n' \
+		"$INIT" "$INITIALIZED" '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' \
+		"$(call_json 3 execute_bash_commands '{"code":"echo from $(hostname); ls -d /workspace"}')")"
+	[ "$status" -eq 0 ] || { echo "$f: session failed ($status): $output" >&2; tail -5 "$SERVER_LOG" >&2; return 1; }
+}
+
+@test "examples: the container configurations (Claude Desktop on macOS and Windows, Cursor, VS Code, Claude Code) start the image" {
+	local f n=0
+	export EX_VOL="sbx-imagetest-ex-$$"
+	for f in "$REPO_DIR"/examples/container/*.json; do
+		n=$((n + 1))
+		play_example "$f"
+		# SANDBOX_TIMEOUT=120 of the env block reached the server: tools/list describes it.
+		response 2 | jq -e '.result.tools[] | select(.name == "execute_python") | .description | test("Limits: 120 s per call")' >/dev/null
+		res 3
+		sc '.exit_code == 0 and .stdout == "from sandbox\n/workspace\n" and .backend == "docker"'
+	done
+	docker volume rm "$EX_VOL" >/dev/null 2>&1 || true
+	[ "$n" -eq 4 ]
+	jq -e '.mcpServers.sandbox.command == "/usr/local/bin/docker"' "$REPO_DIR/examples/container/claude_desktop_config.macos.json"
+	jq -e '.servers.sandbox.type == "stdio"' "$REPO_DIR/examples/container/vscode-mcp.json"
+	run sh "$REPO_DIR/examples/container/claude-code.sh"
+	[ "$output" = "claude mcp add --transport stdio --scope user sandbox -- docker run -i --rm -v /var/run/docker.sock:/var/run/docker.sock sandbox-mcp:latest" ]
 	eventually 20 nothing_left
 }

@@ -110,6 +110,9 @@ struct docker {
 	bool stream;           /* the engine does not see this server's folders: its sandboxes get their
 	                        * files from a volume of their own and talk on their attached stdio */
 	char files[96];        /* with stream: the volume of the agent binary; "" when none */
+	json_t *ws_mount;      /* with stream: --workspace as the engine binds it; NULL: none */
+	json_t *wh_mount;      /* ... --wheelhouse; NULL: none */
+	json_t *mnt_mounts;    /* ... the --mount folders, in their order; NULL: none */
 	bool no_pull;          /* --check: a missing image is said, not pulled */
 	bool would_pull;       /* ... and it was missing */
 };
@@ -316,7 +319,8 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 	char user[32], tmpfs[96];
 	snprintf(user, sizeof user, "%u:%u", (unsigned)D->host.uid, (unsigned)D->host.gid);
 	snprintf(tmpfs, sizeof tmpfs, "rw,nosuid,nodev,size=%llu,mode=1777", (unsigned long long)cfg->tmp_size);
-	json_t *ws = D->volume[0] ? dkvolume_mount(D->volume, WORKSPACE) : mount_spec(D->host.h.ws, WORKSPACE, false);
+	json_t *ws = D->ws_mount ? json_deep_copy(D->ws_mount)
+		     : D->volume[0] ? dkvolume_mount(D->volume, WORKSPACE) : mount_spec(D->host.h.ws, WORKSPACE, false);
 	json_t *mounts;
 	if (D->stream) {
 		json_t *files = dkvolume_mount(D->files, FILES_IN);
@@ -332,12 +336,14 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 		json_array_append_new(mounts, mount_spec(src, dst, true));
 	}
 	if (mounts && cfg->wheelhouse[0])
-		json_array_append_new(mounts, mount_spec(cfg->wheelhouse, "/wheelhouse", true));
+		json_array_append_new(mounts, D->wh_mount ? json_deep_copy(D->wh_mount)
+							  : mount_spec(cfg->wheelhouse, "/wheelhouse", true));
 	if (mounts && proxy_dir)
 		json_array_append_new(mounts, mount_spec(proxy_dir, INSTALLNET_DIR, true));
 	/* The install step sees no --mount folder: it runs code from the package index. */
 	for (size_t i = 0; mounts && !proxy_dir && i < cfg->mounts.n; i++)
-		json_array_append_new(mounts, mount_spec(cfg->mounts.v[i].host, cfg->mounts.v[i].inside, !cfg->mounts.v[i].rw));
+		json_array_append_new(mounts, D->mnt_mounts ? json_deep_copy(json_array_get(D->mnt_mounts, i))
+			: mount_spec(cfg->mounts.v[i].host, cfg->mounts.v[i].inside, !cfg->mounts.v[i].rw));
 	json_t *host = json_pack(
 		"{s:o, s:b, s:[s], s:[s], s:s, s:I, s:I, s:I, s:I, s:{s:s, s:s}, s:I, s:b, s:b, s:s, s:s, s:{s:s}}",
 		"Mounts", mounts, "ReadonlyRootfs", 1, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
@@ -767,31 +773,147 @@ static int fill_files(struct docker *D, struct err *e)
 	return rc;
 }
 
+/* Does the folder at dfd hold the engine's socket (dev:ino), within depth levels? A bounded
+ * walk (*budget entries): past it, true, as what cannot be shown safe is refused. */
+static bool holds_socket(int dfd, dev_t dev, ino_t ino, int depth, long *budget)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return false;
+	}
+	bool found = false;
+	struct dirent *de;
+	while (!found && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (--*budget < 0) {
+			found = true;
+			break;
+		}
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (st.st_dev == dev && st.st_ino == ino)
+			found = true;
+		else if (S_ISDIR(st.st_mode) && depth > 0) {
+			int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+			if (sub >= 0)
+				found = holds_socket(sub, dev, ino, depth - 1, budget);
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* The engine's socket is the keys to the host: no folder bound into a sandbox may hold it. */
+static int no_engine_socket(const struct docker *D, const char *what, const char *path, struct err *e)
+{
+	struct stat sock;
+	if (stat(D->eng.sock, &sock) < 0)
+		return 0;
+	long budget = 20000;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0 && holds_socket(fd, sock.st_dev, sock.st_ino, 4, &budget))
+		return err_set(e, "%s %s holds the container engine's socket %s (or too many files to tell): a sandbox "
+				  "must never reach it; name a folder without it", what, path, D->eng.sock);
+	return 0;
+}
+
+/* The mount that path is, or lies in, among the server's own container's Mounts (borrowed),
+ * as a mount spec for a sandbox at target (new reference): a bind of the engine's host's
+ * folder, or the named volume when path is the volume's top. NULL when there is none. */
+static json_t *engine_mount(json_t *self_mounts, const char *path, const char *target, bool ro)
+{
+	json_t *best = NULL, *m;
+	size_t i, best_len = 0;
+	json_array_foreach(self_mounts, i, m) {
+		const char *dst = json_string_value(json_object_get(m, "Destination"));
+		size_t n = dst ? strlen(dst) : 0;
+		if (n && n >= best_len && !strncmp(path, dst, n) && (path[n] == '\0' || path[n] == '/' || !strcmp(dst, "/"))) {
+			best = m;
+			best_len = n;
+		}
+	}
+	if (!best)
+		return NULL;
+	const char *type = json_string_value(json_object_get(best, "Type"));
+	const char *rest = path + best_len;
+	if (type && !strcmp(type, "bind")) {
+		const char *src = json_string_value(json_object_get(best, "Source"));
+		char full[PATH_MAX];
+		if (!src || snprintf(full, sizeof full, "%s%s", src, rest) >= (int)sizeof full)
+			return NULL;
+		return mount_spec(full, target, ro);
+	}
+	const char *name = json_string_value(json_object_get(best, "Name"));
+	if (type && !strcmp(type, "volume") && name && !*rest) {
+		json_t *v = dkvolume_mount(name, target);
+		json_object_set_new(v, "ReadOnly", json_boolean(ro));
+		return v;
+	}
+	return NULL;
+}
+
 /*
  * The engine does not see this server's folders (the server runs in a container of its own,
  * the engine's socket bound in): from here on nothing of the host folder is bound. The agent
  * comes from a volume of the sandbox's own (fill_files), the workspace is a volume, and the
- * agent talks on its container's attached stdio. Host folders named by --mount and
- * --wheelhouse are this server's, which the engine cannot bind: refused, saying what works.
+ * agent talks on its container's attached stdio. Folders named by --workspace, --mount and
+ * --wheelhouse must be what the server's own container has from the engine (a bind of the
+ * engine's host's folder, or a named volume, on its docker run line): the sandbox gets the
+ * same; anything else is refused, saying what to type.
  */
 static int go_stream(struct docker *D, const char *reason, struct err *e)
 {
 	const struct config *cfg = D->host.cfg;
 	char why[sizeof e->msg];
 	snprintf(why, sizeof why, "%s", reason);
-	if (cfg->workspace_dir[0] || cfg->mounts.n || cfg->wheelhouse[0])
-		return err_set(e, "%s names a folder of this server's file system, which the container engine does not "
-				  "see (%s): run the server on the engine's host to bind a folder there, or leave %s out",
-				  cfg->workspace_dir[0] ? "--workspace" : cfg->mounts.n ? "--mount" : "--wheelhouse", why,
-				  cfg->workspace_dir[0] ? "--workspace" : cfg->mounts.n ? "--mount" : "--wheelhouse");
+	err_clear(e);
+	json_t *self = NULL;
+	if ((cfg->workspace_dir[0] || cfg->mounts.n || cfg->wheelhouse[0]) && D->self[0]) {
+		char path[128];
+		long status = 0;
+		snprintf(path, sizeof path, "/containers/%s/json", D->self);
+		if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &self, e) < 0 || status != 200) {
+			json_decref(self);
+			return err_set(e, "the engine would not describe this server's container %.12s (%s)", D->self,
+				       e->msg[0] ? e->msg : "HTTP error");
+		}
+	}
+	json_t *mounts = json_object_get(self, "Mounts");
+	const char *bad = NULL, *bad_path = NULL;
+	if (cfg->workspace_dir[0] && !(D->ws_mount = engine_mount(mounts, D->host.h.ws, WORKSPACE, false)))
+		bad = "--workspace", bad_path = cfg->workspace_dir;
+	if (!bad && cfg->wheelhouse[0] && !(D->wh_mount = engine_mount(mounts, cfg->wheelhouse, "/wheelhouse", true)))
+		bad = "--wheelhouse", bad_path = cfg->wheelhouse;
+	if (!bad && cfg->mounts.n)
+		D->mnt_mounts = json_array();
+	for (size_t i = 0; !bad && i < cfg->mounts.n; i++) {
+		json_t *m = engine_mount(mounts, cfg->mounts.v[i].host, cfg->mounts.v[i].inside, !cfg->mounts.v[i].rw);
+		if (!m)
+			bad = "--mount", bad_path = cfg->mounts.v[i].host;
+		json_array_append_new(D->mnt_mounts, m);
+	}
+	json_decref(self);
+	if (bad)
+		return err_set(e, "%s %s is a folder of this server's own file system, which the container engine does not "
+				  "see (%s): give the server's container that folder from the engine, e.g. docker run -v "
+				  "/path/on/the/host:%s (or -v VOLUME:%s) ... %s %s", bad, bad_path, why, bad_path, bad_path,
+			       bad, bad_path);
+	if ((cfg->workspace_dir[0] && no_engine_socket(D, "--workspace", D->host.h.ws, e) < 0) ||
+	    (cfg->wheelhouse[0] && no_engine_socket(D, "--wheelhouse", cfg->wheelhouse, e) < 0))
+		return -1;
+	for (size_t i = 0; i < cfg->mounts.n; i++)
+		if (no_engine_socket(D, "--mount", cfg->mounts.v[i].host, e) < 0)
+			return -1;
 	log_msg(LOG_NOTICE, "docker: the engine does not see this server's folders (%s): sandboxes get the agent from "
 			    "a volume and talk on their attached stdio", why);
-	err_clear(e);
 	json_t *l = labels(D, NULL);
 	if (!l)
 		return err_set(e, "out of memory");
 	int rc = 0;
-	if (!D->volume[0]) {
+	if (!D->volume[0] && !D->ws_mount) {
 		uint64_t bytes = cfg->workspace_size ? cfg->workspace_size : cfg->memory / 2;
 		if (cfg->memory && bytes > cfg->memory / 2)
 			bytes = cfg->memory / 2;
@@ -1069,6 +1191,11 @@ static void docker_end(void *ctx, bool keep)
 	if (D->files[0])
 		dkvolume_remove(&D->eng, D->files);
 	D->files[0] = '\0';
+	json_decref(D->ws_mount);
+	json_decref(D->wh_mount);
+	json_decref(D->mnt_mounts);
+	D->ws_mount = D->wh_mount = D->mnt_mounts = NULL;
+	D->stream = false;
 	dkapi_close(&D->eng);
 	D->eng.api[0] = '\0';
 }
