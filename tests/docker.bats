@@ -514,6 +514,15 @@ EOF
 	done
 }
 
+@test "a --mount that holds the engine's socket is refused: no sandbox reaches the engine by a bind" {
+	local sock=${DOCKER_HOST#unix://}
+	mkdir -p "$BATS_TEST_TMPDIR/m/a/b"
+	tool execute_bash_commands '{"code":"echo ran"}' --mount "$BATS_TEST_TMPDIR/m:/mnt/m" --mount "$(dirname "$sock"):/mnt/run"
+	sc '.exit_code == 1 and .stdout == ""'
+	sc '.stderr | test("--mount /[a-z/]* holds the container engine.s socket")'
+	[ -z "$(our_containers)" ]
+}
+
 # A server that does not see the engine's file system (in a container of its own, the engine's
 # socket bound in), made here by lib/apart.sh: its folders do not exist on the engine's side.
 apart_or_skip() {

@@ -820,6 +820,19 @@ static int no_engine_socket(const struct docker *D, const char *what, const char
 	return 0;
 }
 
+/* No folder the sandboxes bind (--workspace, --wheelhouse, --mount) holds the engine's socket. */
+static int binds_clean(const struct docker *D, struct err *e)
+{
+	const struct config *cfg = D->host.cfg;
+	if ((cfg->workspace_dir[0] && no_engine_socket(D, "--workspace", D->host.h.ws, e) < 0) ||
+	    (cfg->wheelhouse[0] && no_engine_socket(D, "--wheelhouse", cfg->wheelhouse, e) < 0))
+		return -1;
+	for (size_t i = 0; i < cfg->mounts.n; i++)
+		if (no_engine_socket(D, "--mount", cfg->mounts.v[i].host, e) < 0)
+			return -1;
+	return 0;
+}
+
 /* The mount that path is, or lies in, among the server's own container's Mounts (borrowed),
  * as a mount spec for a sandbox at target (new reference): a bind of the engine's host's
  * folder, or the named volume when path is the volume's top. NULL when there is none. */
@@ -901,12 +914,8 @@ static int go_stream(struct docker *D, const char *reason, struct err *e)
 				  "see (%s): give the server's container that folder from the engine, e.g. docker run -v "
 				  "/path/on/the/host:%s (or -v VOLUME:%s) ... %s %s", bad, bad_path, why, bad_path, bad_path,
 			       bad, bad_path);
-	if ((cfg->workspace_dir[0] && no_engine_socket(D, "--workspace", D->host.h.ws, e) < 0) ||
-	    (cfg->wheelhouse[0] && no_engine_socket(D, "--wheelhouse", cfg->wheelhouse, e) < 0))
+	if (binds_clean(D, e) < 0)
 		return -1;
-	for (size_t i = 0; i < cfg->mounts.n; i++)
-		if (no_engine_socket(D, "--mount", cfg->mounts.v[i].host, e) < 0)
-			return -1;
 	log_msg(LOG_NOTICE, "docker: the engine does not see this server's folders (%s): sandboxes get the agent from "
 			    "a volume and talk on their attached stdio", why);
 	json_t *l = labels(D, NULL);
@@ -1128,7 +1137,7 @@ static int write_files(struct docker *D, struct err *e)
 static int docker_prepare(void *ctx, struct err *e)
 {
 	struct docker *D = ctx;
-	if (write_files(D, e) < 0 || ensure_image(D, e) < 0)
+	if (write_files(D, e) < 0 || ensure_image(D, e) < 0 || binds_clean(D, e) < 0)
 		return -1;
 	/* In a container of the engine's own: its folders are not the engine's host's. */
 	if (D->self[0] && !D->stream) {
