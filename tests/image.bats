@@ -262,3 +262,16 @@ play_example() {
 	[ "$output" = "claude mcp add --transport stdio --scope user sandbox -- docker run -i --rm -v /var/run/docker.sock:/var/run/docker.sock sandbox-mcp:latest" ]
 	eventually 20 nothing_left
 }
+
+@test "image: a folder named through a link or .. that leads out of the container's binds is refused, not bound from the engine's host" {
+	mkdir -p "$BATS_TEST_TMPDIR/data"
+	ln -s /etc "$BATS_TEST_TMPDIR/data/link"
+	DOCKER_ARGS="-v $BATS_TEST_TMPDIR/data:/data" one_call 'ls /mnt/x | head -3' --mount /data/link:/mnt/x
+	sc '.exit_code == 1 and .stdout == ""'
+	sc '.stderr | test("--mount /etc is a folder of this server.s own file system")'
+	mkdir -p "$BATS_TEST_TMPDIR/ws"
+	DOCKER_ARGS="-v $BATS_TEST_TMPDIR/data:/data" one_call 'echo ran' --workspace /data/../ws
+	sc '.exit_code == 1 and .stdout == ""'
+	sc '.stderr | test("--workspace /data/../ws is a folder of this server.s own file system")'
+	eventually 20 nothing_left
+}

@@ -836,14 +836,19 @@ static int binds_clean(const struct docker *D, struct err *e)
 /* The mount that path is, or lies in, among the server's own container's Mounts (borrowed),
  * as a mount spec for a sandbox at target (new reference): a bind of the engine's host's
  * folder, or the named volume when path is the volume's top. NULL when there is none. */
-static json_t *engine_mount(json_t *self_mounts, const char *path, const char *target, bool ro)
+static json_t *engine_mount(json_t *self_mounts, const char *given, const char *target, bool ro)
 {
 	json_t *best = NULL, *m;
 	size_t i, best_len = 0;
+	/* Matched as it resolves here: no "..", and no link of ours that leads out of a mount,
+	 * reaches the engine's side. */
+	char path[PATH_MAX];
+	if (!realpath(given, path))
+		return NULL;
 	json_array_foreach(self_mounts, i, m) {
 		const char *dst = json_string_value(json_object_get(m, "Destination"));
 		size_t n = dst ? strlen(dst) : 0;
-		if (n && n >= best_len && !strncmp(path, dst, n) && (path[n] == '\0' || path[n] == '/' || !strcmp(dst, "/"))) {
+		if (n && n >= best_len && !strncmp(path, dst, n) && (path[n] == '\0' || path[n] == '/')) {
 			best = m;
 			best_len = n;
 		}
