@@ -351,6 +351,12 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 		(json_int_t)cfg->memory, "NanoCpus", (json_int_t)(cfg->cpus * 1e9), "PidsLimit", (json_int_t)cfg->pids,
 		"Tmpfs", "/tmp", tmpfs, "/sys", "ro,nosuid,nodev,noexec,size=4k", "ShmSize", (json_int_t)cfg->tmp_size, "Init", 0, "Privileged", 0, "IpcMode",
 		"private", "CgroupnsMode", "private", "RestartPolicy", "Name", "no");
+	/* --gpu: every GPU of the engine's host, through its nvidia driver (the NVIDIA Container
+	 * Toolkit), which adds the device nodes and the driver's libraries, read-only. */
+	if (host && cfg->gpu)
+		json_object_set_new(host, "DeviceRequests",
+				    json_pack("[{s:s, s:I, s:[[s]]}]", "Driver", "nvidia", "Count", (json_int_t)-1,
+					      "Capabilities", "gpu"));
 	if (D->stream)
 		/* StdinOnce: when the server's attach ends (it exits, or is killed), the agent reads
 		 * the end of its stdin and ends, and the container with it. */
