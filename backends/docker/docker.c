@@ -506,8 +506,8 @@ static int still(const char *what, const char *path, dev_t dev, ino_t ino, struc
 static int verify_binds(const struct docker *D, const char *proxy_dir, struct err *e)
 {
 	const struct config *cfg = D->host.cfg;
-	if (D->stream)
-		return 0; /* nothing of this server's is bound: see go_stream */
+	/* In a container of its own (go_stream), the folders are checked as this server sees them:
+	 * what the engine binds is the same folder, through the server's container's mounts. */
 	if (!D->volume[0] && still("the workspace", D->host.h.ws, D->host.h.ws_dev, D->host.h.ws_ino, e) < 0)
 		return -1;
 	if (cfg->wheelhouse[0] && still("--wheelhouse", cfg->wheelhouse, cfg->wheelhouse_dev, cfg->wheelhouse_ino, e) < 0)
