@@ -564,6 +564,19 @@ SH
 	[ -z "$(our_volumes)" ]
 }
 
+@test "apart: what the agent sends on its stdout (output, files) stays out of the engine's log" {
+	apart_or_skip
+	SANDBOX_MCP="$TESTS_DIR/lib/apart.sh" mcp_session "$SANDBOX_MCP" <<EOF
+$INIT
+$(bash_call 1 'echo secret-output-1234')
+{"wait": 1}
+{"sh": "for c in \$(docker ps -q --filter label=sandbox-mcp.pid=\$SERVER_PID); do docker inspect -f '{{.HostConfig.LogConfig.Type}}' \$c; ! docker logs \$c 2>/dev/null | grep -a secret-output; done > $BATS_TEST_TMPDIR/logs"}
+EOF
+	res 1
+	sc '.stdout == "secret-output-1234\n"'
+	[ "$(sort -u "$BATS_TEST_TMPDIR/logs")" = none ]
+}
+
 @test "apart: a server killed with SIGKILL leaves a container whose agent ends with its stdin; the next server removes it and its volumes" {
 	apart_or_skip
 	SANDBOX_MCP="$TESTS_DIR/lib/apart.sh" mcp_session "$SANDBOX_MCP" <<EOF

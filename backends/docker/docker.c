@@ -353,6 +353,10 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 		"private", "CgroupnsMode", "private", "RestartPolicy", "Name", "no");
 	/* --gpu: every GPU of the engine's host, through its nvidia driver (the NVIDIA Container
 	 * Toolkit), which adds the device nodes and the driver's libraries, read-only. */
+	/* On the attached stdio, what the agent sends is its stdout: the calls' output and the
+	 * workspace's files. The engine's log would keep all of it on its disk, unbounded. */
+	if (host && D->stream)
+		json_object_set_new(host, "LogConfig", json_pack("{s:s, s:{}}", "Type", "none", "Config"));
 	if (host && cfg->gpu)
 		json_object_set_new(host, "DeviceRequests",
 				    json_pack("[{s:s, s:I, s:[[s]]}]", "Driver", "nvidia", "Count", (json_int_t)-1,
