@@ -523,6 +523,20 @@ EOF
 	[ -z "$(our_containers)" ]
 }
 
+@test "a --mount too large to walk, on another file system than the engine's socket, is bound without a walk" {
+	local big="$BATS_TEST_TMPDIR/big"
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "mounting a tmpfs needs root"
+	mkdir "$big"
+	mount -t tmpfs -o size=64m sbx-test-big "$big"
+	(cd "$big" && seq 100001 | xargs touch)
+	local rc=0
+	tool execute_bash_commands '{"code":"ls /mnt/big | wc -l"}' --mount "$big:/mnt/big" || rc=$?
+	umount "$big"
+	[ "$rc" -eq 0 ]
+	[ -n "$result" ]
+	sc '.exit_code == 0 and .stdout == "100001\n"'
+}
+
 # A server that does not see the engine's file system (in a container of its own, the engine's
 # socket bound in), made here by lib/apart.sh: its folders do not exist on the engine's side.
 apart_or_skip() {

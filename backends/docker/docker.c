@@ -45,6 +45,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <dirent.h>
 #include <time.h>
@@ -816,13 +817,63 @@ static bool holds_socket(int dfd, dev_t dev, ino_t ino, int depth, long *budget)
 	return found;
 }
 
+/* Whether a file of the file system dev may show under the resolved folder real, by this
+ * process's mount table: through the mount that holds real, or one mounted below it (a file
+ * shows only through a mount of its own file system; a hard link cannot leave it). 1 yes, 0
+ * no, -1 cannot tell (dev is in no mount, as on btrfs, or no table). */
+static int dev_shows_under(const char *real, dev_t dev)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -1;
+	char line[8192];
+	size_t rl = strlen(real), best = 0;
+	bool seen = false, below = false;
+	dev_t holder = 0;
+	while (!below && fgets(line, sizeof line, f)) {
+		unsigned maj, min;
+		char mp[4096], out[4096];
+		if (sscanf(line, "%*s %*s %u:%u %*s %4095s", &maj, &min, mp) != 3)
+			continue;
+		/* The table escapes blanks and backslashes as \ooo. */
+		size_t o = 0;
+		for (const char *q = mp; *q && o + 1 < sizeof out; o++) {
+			if (q[0] == '\\' && q[1] >= '0' && q[1] <= '3' && q[2] >= '0' && q[2] <= '7' && q[3] >= '0' && q[3] <= '7') {
+				out[o] = (char)((q[1] - '0') * 64 + (q[2] - '0') * 8 + (q[3] - '0'));
+				q += 4;
+			} else {
+				out[o] = *q++;
+			}
+		}
+		out[o] = '\0';
+		dev_t d = makedev(maj, min);
+		size_t ml = strlen(out);
+		seen = seen || d == dev;
+		if (d == dev && ml >= rl && !strncmp(out, real, rl) && (out[rl] == '\0' || out[rl] == '/' || rl == 1))
+			below = true;
+		else if (ml >= best && !strncmp(real, out, ml) && (real[ml] == '\0' || real[ml] == '/' || ml == 1)) {
+			best = ml;
+			holder = d;
+		}
+	}
+	fclose(f);
+	if (below || (best && holder == dev))
+		return 1;
+	return seen ? 0 : -1;
+}
+
 /* The engine's socket is the keys to the host: no folder bound into a sandbox may hold it. */
 static int no_engine_socket(const struct docker *D, const char *what, const char *path, struct err *e)
 {
 	struct stat sock;
+	char real[PATH_MAX];
 	if (stat(D->eng.sock, &sock) < 0)
 		return 0;
-	long budget = 20000;
+	/* Where the socket's file system shows nowhere under the folder, it cannot be there: no
+	 * walk (a large workspace would take long). */
+	if (realpath(path, real) && dev_shows_under(real, sock.st_dev) == 0)
+		return 0;
+	long budget = 100000;
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
 	if (fd >= 0 && holds_socket(fd, sock.st_dev, sock.st_ino, 4, &budget))
 		return err_set(e, "%s %s holds the container engine's socket %s (or too many files to tell): a sandbox "
