@@ -104,7 +104,7 @@ FLAGS_TEXT := CC=$(CC) | $(ALL_CFLAGS) | $(ALL_LDFLAGS) $(LDLIBS) | agent: $(AGE
 FLAGS_SUM := $(firstword $(shell printf '%s' $(call shq,$(FLAGS_TEXT)) | cksum))
 STAMP := $(BUILD)/.flags-$(FLAGS_SUM)
 
-.PHONY: all test check install install-apparmor uninstall clean demo fuzz soak valgrind proof-build bench
+.PHONY: all test check install install-apparmor uninstall clean demo fuzz soak valgrind proof-build bench image
 all: $(BIN) $(HELPER)
 
 $(BIN): $(OBJS)
@@ -255,6 +255,13 @@ uninstall:
 	  fi; \
 	  echo "rm -f $(APPARMOR)"; rm -f "$(APPARMOR)"; \
 	fi
+
+# The container image (Dockerfile): `docker run -i --rm -v /var/run/docker.sock:/var/run/docker.sock
+# $(IMAGE)` is the MCP server. IMAGE_TARGET=prebuilt packs $(BIN) instead of compiling it.
+IMAGE ?= sandbox-mcp:latest
+IMAGE_TARGET ?= runtime
+image:
+	docker build --target $(IMAGE_TARGET) -t $(IMAGE) .
 
 clean:
 	rm -rf $(BUILD)

@@ -17,6 +17,9 @@
  * Usage: sandbox-agent --fd N           serve the socket N, exit when it closes
  *        sandbox-agent --connect PATH   connect to the server's unix socket PATH and serve that
  *                                       connection until it closes
+ *        sandbox-agent --stdio          serve the server's frames on stdin, answer on stdout
+ *                                       (a container's attached stdio, where the server is on
+ *                                       another file system than the engine), until stdin ends
  */
 #include <dirent.h>
 #include <errno.h>
@@ -74,6 +77,7 @@ struct call {
 };
 
 static int ctl = -1;
+static int ctl_out = -1; /* where frames go: ctl, or stdout's copy with --stdio */
 static int sigfd = -1;
 static int filter_installed;
 /* No call yet: every fd "none" (-1), never 0. */
@@ -91,7 +95,7 @@ static void die(const char *what)
 void send_frame(void)
 {
 	if (ag_frame_end(&out) == 0)
-		(void)ag_write_full(ctl, out.p, out.len);
+		(void)ag_write_full(ctl_out, out.p, out.len);
 }
 
 void send_simple(uint8_t type, const char *text)
@@ -808,6 +812,8 @@ static void relay_start(int ls, const char *path)
 		return;
 	}
 	close(ctl);
+	if (ctl_out != ctl)
+		close(ctl_out);
 	close(sigfd);
 	signal(SIGCHLD, SIG_IGN); /* connection processes are reaped by the kernel */
 	sigset_t none;
@@ -1375,19 +1381,24 @@ static void serve(void)
 		call.killed = 1;
 		finish_call();
 	}
+	if (ctl_out != ctl)
+		close(ctl_out);
 	close(ctl);
-	ctl = -1;
+	ctl = ctl_out = -1;
 }
 
 int main(int argc, char **argv)
 {
 	const char *connect_path = NULL;
+	bool stdio = false;
 	if (argc == 3 && strcmp(argv[1], "--fd") == 0) {
 		ctl = atoi(argv[2]);
 	} else if (argc == 3 && strcmp(argv[1], "--connect") == 0) {
 		connect_path = argv[2];
+	} else if (argc == 2 && strcmp(argv[1], "--stdio") == 0) {
+		stdio = true;
 	} else {
-		fprintf(stderr, "usage: sandbox-agent --fd N | --connect PATH\n");
+		fprintf(stderr, "usage: sandbox-agent --fd N | --connect PATH | --stdio\n");
 		return 2;
 	}
 	/* kill(-1) from anything but PID 1 of its own namespace would reach far too much. */
@@ -1408,6 +1419,20 @@ int main(int argc, char **argv)
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		die("prctl");
 
+	if (stdio) {
+		/* The link moves off fds 0 and 1, which become /dev/null: nothing the agent starts
+		 * inherits it (each call's fds 0-2 are set anew anyway). */
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		ctl = fcntl(0, F_DUPFD_CLOEXEC, 3);
+		ctl_out = fcntl(1, F_DUPFD_CLOEXEC, 3);
+		if (null < 0 || ctl < 0 || ctl_out < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0)
+			die("stdio");
+		close(null);
+		serve();
+		kill_all();
+		return 0;
+	}
+	ctl_out = ctl;
 	if (!connect_path) {
 		if (fcntl(ctl, F_SETFD, FD_CLOEXEC) < 0)
 			die("control fd");
@@ -1425,6 +1450,7 @@ int main(int argc, char **argv)
 	while (connect(ctl, (struct sockaddr *)&sa, sizeof sa) < 0)
 		if (errno != EINTR)
 			die(connect_path);
+	ctl_out = ctl;
 	serve();
 	kill_all();
 	return 0;

@@ -9,6 +9,7 @@
 #include "../backends/backend.h"
 #include "../backends/hostfs/wsdir.h"
 #include "../backends/run/netpolicy.h"
+#include "base/gpu.h"
 #include "base/opt.h"
 
 #define F(field) OPT_FIELD(struct config, field)
@@ -52,6 +53,9 @@ static const struct opt opts[] = {
 	{"queue", "SANDBOX_QUEUE", OPT_COUNT, F(queue_max), "16", "calls that may wait behind the running one"},
 	{"max-message", "SANDBOX_MAX_MESSAGE", OPT_SIZE, F(max_message), "16M", "longest request line accepted"},
 	{"keep", "SANDBOX_KEEP", OPT_BOOL, F(keep), "false", "keep the sandbox and workspace at shutdown"},
+	{"gpu", "SANDBOX_GPU", OPT_BOOL, F(gpu), "false",
+	 "give the sandbox the NVIDIA GPUs (local: the driver's device nodes; docker: the engine's nvidia "
+	 "driver); refused where there is none"},
 	{"shutdown-budget", "SANDBOX_SHUTDOWN_BUDGET", OPT_SECONDS, F(shutdown_budget_s), "10",
 	 "on stdin EOF, seconds the requests already read may take to be answered (0: none); then "
 	 "shutdown"},
@@ -189,6 +193,25 @@ static int load_flags(struct config *cfg, const struct group *g, int ng, int arg
 	return mode;
 }
 
+/* --gpu: where the backend's GPUs are this machine's, they must be there. Docker's are the
+ * engine's host's (the server may run in a container that has none): its engine says so at the
+ * first sandbox. Daytona gives GPUs only to sandboxes built from a Dockerfile, not from the
+ * snapshots this server makes them from. */
+static int gpu_check(const struct config *c, struct err *e)
+{
+	char paths[GPU_NODES_MAX][64];
+	struct err ge = {""};
+	const char *key = getenv("DAYTONA_API_KEY");
+	if (!strcmp(c->backend, "daytona") || (!strcmp(c->backend, "auto") && key && *key))
+		return err_set(e, "--gpu: the daytona backend gives no GPU (Daytona's API takes gpu only for a sandbox "
+				  "built from a Dockerfile, and this server makes its sandboxes from snapshots)%s",
+			       strcmp(c->backend, "auto") ? "" : "; with DAYTONA_API_KEY set, auto tries it first: "
+								  "choose --backend docker or local");
+	if (!strcmp(c->backend, "local") && gpu_nodes(paths, GPU_NODES_MAX, &ge) < 0)
+		return err_set(e, "--gpu: %s", ge.msg);
+	return 0;
+}
+
 static int check_backend(const char *name, struct err *e)
 {
 	char list[256] = "";
@@ -278,6 +301,8 @@ static int check_values(const struct config *c, const struct group *g, int ng, s
 		return err_set(e, "--allow-hosts needs --network install (with --network %s the code %s)",
 			       config_net_name(c->network),
 			       c->network == NET_NONE ? "may reach nothing" : "already reaches every host");
+	if (c->gpu && gpu_check(c, e) < 0)
+		return -1;
 	if (c->workspace_dir[0] && c->workspace_dir[0] != '/')
 		return err_set(e, "--workspace must be an absolute path");
 	if (c->workspace_dir[0] && strlen(c->workspace_dir) > PATH_MAX - 256)

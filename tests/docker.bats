@@ -102,8 +102,16 @@ EOF
 }
 
 # run_scenario BACKEND: the scenario's results, minus where they ran and how long they took.
+# run_scenario_bin BACKEND ARG: the same, with ARG first on the server's command line.
 run_scenario() {
 	SANDBOX_BACKEND=$1 SESSION_TIMEOUT=300 mcp_session --network none --output-cap 1K < <(scenario)
+	scenario_results
+}
+run_scenario_bin() {
+	SANDBOX_BACKEND=$1 SESSION_TIMEOUT=300 mcp_session "$2" --network none --output-cap 1K < <(scenario)
+	scenario_results
+}
+scenario_results() {
 	printf '%s\n' "$output" | jq -c 'select(type == "object" and (.id | type) == "number")
 		| {id, sc: (.result.structuredContent | del(.backend, .sandbox_id, .duration_ms)), isError: .result.isError}' |
 		jq -sc 'sort_by(.id)'
@@ -505,6 +513,112 @@ EOF
 	for v in dead reused; do
 		grep -qF "removed volume sbx-test-$v, left by a server that is gone" "$SERVER_LOG"
 	done
+}
+
+@test "a --mount that holds the engine's socket is refused: no sandbox reaches the engine by a bind" {
+	local sock=${DOCKER_HOST#unix://}
+	mkdir -p "$BATS_TEST_TMPDIR/m/a/b"
+	tool execute_bash_commands '{"code":"echo ran"}' --mount "$BATS_TEST_TMPDIR/m:/mnt/m" --mount "$(dirname "$sock"):/mnt/run"
+	sc '.exit_code == 1 and .stdout == ""'
+	sc '.stderr | test("--mount /[a-z/]* holds the container engine.s socket")'
+	[ -z "$(our_containers)" ]
+}
+
+@test "a --mount too large to walk, on another file system than the engine's socket, is bound without a walk" {
+	local big="$BATS_TEST_TMPDIR/big"
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "mounting a tmpfs needs root"
+	mkdir "$big"
+	mount -t tmpfs -o size=64m sbx-test-big "$big"
+	(cd "$big" && seq 100001 | xargs touch)
+	local rc=0
+	tool execute_bash_commands '{"code":"ls /mnt/big | wc -l"}' --mount "$big:/mnt/big" || rc=$?
+	umount "$big"
+	[ "$rc" -eq 0 ]
+	[ -n "$result" ]
+	sc '.exit_code == 0 and .stdout == "100001\n"'
+}
+
+# A server that does not see the engine's file system (in a container of its own, the engine's
+# socket bound in), made here by lib/apart.sh: its folders do not exist on the engine's side.
+apart_or_skip() {
+	[ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null || skip_or_fail "unshare -m needs root"
+}
+
+@test "apart from the engine's file system: the parity scenario gives the same results, through a volume and the attached stdio" {
+	apart_or_skip
+	docker_res=$(run_scenario docker)
+	apart_res=$(SANDBOX_MCP="$TESTS_DIR/lib/apart.sh" run_scenario_bin docker "$SANDBOX_MCP")
+	[ "$(jq length <<<"$apart_res")" -eq 18 ]
+	if [ "$docker_res" != "$apart_res" ]; then
+		diff <(jq . <<<"$docker_res") <(jq . <<<"$apart_res") >&2 || true
+		return 1
+	fi
+	grep -q 'sandboxes get the agent from a volume and talk on their attached stdio' "$SERVER_LOG"
+	[ -z "$(our_containers)" ]
+	[ -z "$(our_volumes)" ]
+}
+
+@test "apart: the code cannot write the agent's volume nor reach the agent's stdio; nothing of the server's folders is bound" {
+	apart_or_skip
+	local code
+	code=$(cat <<'SH'
+touch /.sandbox-mcp/x 2>&1; : > /.sandbox-mcp/sandbox-agent 2>&1
+ls /proc/1/fd 2>&1; echo hi 2>&1 > /proc/1/fd/1; echo hi 2>&1 > /proc/1/fd/4
+grep -c ' /workspace \| /.sandbox-mcp ' /proc/self/mountinfo
+grep -c "$STATE\|/dev/shm/" /proc/self/mountinfo
+SH
+)
+	SANDBOX_MCP="$TESTS_DIR/lib/apart.sh" tool execute_bash_commands \
+		"$(jq -cn --arg c "STATE='$SANDBOX_STATE_DIR'; $code" '{code: $c}')" "$SANDBOX_MCP"
+	sc '.stdout | test("touch: cannot touch .*Read-only file system")'
+	sc '.stderr | test("sandbox-agent: Read-only file system")'
+	sc '.stdout | test("cannot open directory .*/proc/1/fd.*Permission denied")'
+	sc '[.stdout | scan("/proc/1/fd/[14]: Permission denied")] | length == 2'
+	sc '.stdout | endswith("\n2\n0\n")'
+	[ -z "$(our_containers)" ]
+	[ -z "$(our_volumes)" ]
+}
+
+# The install step's way out is the server's proxy, a socket that cannot reach a sandbox of a
+# server apart from the engine; a way out of its own would be the engine's whole network, its
+# address included. So it gets none, and the call says why.
+@test "apart: the install step gets no network, and a failed install says so" {
+	apart_or_skip
+	SANDBOX_MCP="$TESTS_DIR/lib/apart.sh" tool execute_python \
+		'{"script": "print(1)", "requirements": ["okpkg==1.0"], "timeout_s": 60}' "$SANDBOX_MCP"
+	sc '.exit_code == 1 and (.stderr | startswith("Failed to install requirements: the package index could not be reached (a server in a container gives the install step no network: only --wheelhouse is searched)"))'
+	[ -z "$(our_containers)" ]
+}
+
+@test "apart: what the agent sends on its stdout (output, files) stays out of the engine's log" {
+	apart_or_skip
+	SANDBOX_MCP="$TESTS_DIR/lib/apart.sh" mcp_session "$SANDBOX_MCP" <<EOF
+$INIT
+$(bash_call 1 'echo secret-output-1234')
+{"wait": 1}
+{"sh": "for c in \$(docker ps -q --filter label=sandbox-mcp.pid=\$SERVER_PID); do docker inspect -f '{{.HostConfig.LogConfig.Type}}' \$c; ! docker logs \$c 2>/dev/null | grep -a secret-output; done > $BATS_TEST_TMPDIR/logs"}
+EOF
+	res 1
+	sc '.stdout == "secret-output-1234\n"'
+	[ "$(sort -u "$BATS_TEST_TMPDIR/logs")" = none ]
+}
+
+@test "apart: a server killed with SIGKILL leaves a container whose agent ends with its stdin; the next server removes it and its volumes" {
+	apart_or_skip
+	SANDBOX_MCP="$TESTS_DIR/lib/apart.sh" mcp_session "$SANDBOX_MCP" <<EOF
+$INIT
+$(bash_call 1 'echo x > f')
+{"wait": 1}
+{"signal": "KILL"}
+{"expect_exit": 5}
+EOF
+	# Its stdin ended with the server's attach: the agent ended, and the container with it
+	# (another server on this machine may sweep it first: then it is gone, which is fine too).
+	none_running() { [ -z "$(our_containers --filter status=running)" ]; }
+	eventually 20 none_running
+	tool execute_bash_commands '{"code":"echo fresh"}' --backend local
+	[ -z "$(our_containers)" ]
+	[ -z "$(our_volumes)" ]
 }
 
 @test "after the suite: no container, volume, agent process or folder of ours is left" {

@@ -138,6 +138,35 @@ static int run_install(struct agenthost *h, const struct run_req *rq, struct run
 {
 	struct installnet inet;
 	struct agent_inst *in = NULL;
+	if (h->home->direct_install && h->home->direct_install(h->ctx)) {
+		/* The proxy cannot reach this instance: the step gets no network at all (a way out
+		 * of its own would be the whole network, the engine's address included) and
+		 * installs from --wheelhouse alone. */
+		struct agentlink_limits lim;
+		struct run_req step = *rq;
+		size_t n = 0;
+		while (rq->env && rq->env[n])
+			n++;
+		const char **env = calloc(n + 2, sizeof *env);
+		if (!env)
+			return err_set(e, "out of memory");
+		for (size_t i = 0; i < n; i++)
+			env[i] = rq->env[i];
+		env[n] = "PIP_NO_INDEX=1";
+		step.env = env;
+		int rc = spawn(h, false, NULL, true, &in, e);
+		if (rc == 0) {
+			call_limits(h, in, rq, &lim);
+			rc = agentlink_run(&in->link, &step, &lim, rs, e);
+			h->home->kill(h->ctx, in);
+			if (rc == 0 && rs->exit_code != 0)
+				snprintf(rs->unreachable, sizeof rs->unreachable,
+					 "a server in a container gives the install step no network: only --wheelhouse is "
+					 "searched");
+		}
+		free(env);
+		return rc == BACKEND_LOST ? -1 : rc;
+	}
 	if (installnet_open(&inet, h->cfg, h->h.host, h->uid, rq->env, e) < 0)
 		return -1;
 	int rc = spawn(h, false, inet.dir, true, &in, e);

@@ -77,6 +77,9 @@ struct agenthost_home {
 	/* The sandbox ends: what prepare made goes (keep: the workspace is kept with --keep). May
 	 * be NULL. */
 	void (*end)(void *ctx, bool keep);
+	/* Whether the install step must go out on the shared network itself: the server's proxy
+	 * (a unix socket in a host folder) cannot reach this home's instances now. May be NULL. */
+	bool (*direct_install)(void *ctx);
 	const char *shared_net;    /* what --network all gives, for --check */
 	const char *ws_how;        /* how the sandbox sees the workspace, for --check; NULL: nothing */
 };

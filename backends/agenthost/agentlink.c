@@ -104,7 +104,7 @@ static int wait_readable(int fd, int64_t deadline)
 	}
 }
 
-static int read_all(struct agentlink *l, void *buf, size_t n, int64_t deadline, struct err *e)
+static int read_raw(struct agentlink *l, void *buf, size_t n, int64_t deadline, struct err *e)
 {
 	unsigned char *p = buf;
 	int fd = l->fd;
@@ -127,6 +127,37 @@ static int read_all(struct agentlink *l, void *buf, size_t n, int64_t deadline, 
 		}
 		p += r;
 		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Reads n bytes of what the agent sent: on a multiplexed link, the payload of the engine's
+ * stdout frames (8 bytes each: stream 1, three zero bytes, the length big-endian). */
+static int read_all(struct agentlink *l, void *buf, size_t n, int64_t deadline, struct err *e)
+{
+	unsigned char *p = buf;
+	if (!l->mux)
+		return read_raw(l, buf, n, deadline, e);
+	while (n) {
+		if (l->mux_left == 0) {
+			unsigned char h[8];
+			int rc = read_raw(l, h, sizeof h, deadline, e);
+			if (rc)
+				return rc;
+			if (h[0] != 1 || h[1] || h[2] || h[3]) {
+				err_set(e, "the container engine sent a malformed stream frame");
+				return BACKEND_LOST;
+			}
+			l->mux_left = (uint32_t)h[4] << 24 | (uint32_t)h[5] << 16 | (uint32_t)h[6] << 8 | h[7];
+			continue;
+		}
+		size_t k = n < l->mux_left ? n : l->mux_left;
+		int rc = read_raw(l, p, k, deadline, e);
+		if (rc)
+			return rc;
+		p += k;
+		n -= k;
+		l->mux_left -= (uint32_t)k;
 	}
 	return 0;
 }
@@ -179,11 +210,18 @@ static int expect_ok(struct agentlink *l, const char *what, struct err *e)
 
 int agentlink_open(struct agentlink *l, int fd, int timeout_ms, struct err *e)
 {
+	return agentlink_open_mux(l, fd, false, timeout_ms, e);
+}
+
+int agentlink_open_mux(struct agentlink *l, int fd, bool mux, int timeout_ms, struct err *e)
+{
 	l->fd = fd;
 	l->rbuf = NULL;
 	l->rcap = 0;
 	l->reset = 0;
 	l->cache = NULL;
+	l->mux = mux;
+	l->mux_left = 0;
 	struct frame fr;
 	int rc = read_frame(l, &fr, clock_ms() + timeout_ms, e);
 	if (rc)

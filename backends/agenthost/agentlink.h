@@ -24,6 +24,8 @@ struct agentlink {
 	struct agentlink_cache *cache; /* what came with the last run's end (rq->changes_list_max):
 	                      * answers agentlink_list and agentlink_get of it until the next other
 	                      * request or agentlink_forget; NULL when none. Owned */
+	bool mux;            /* what the agent sends comes in the engine's stdout frames */
+	uint32_t mux_left;   /* bytes of the current one still to come */
 };
 
 /* rlimits applied to each call's processes. */
@@ -38,6 +40,11 @@ struct agentlink_limits {
 
 /* Takes ownership of fd and waits up to timeout_ms for the agent's greeting. */
 int agentlink_open(struct agentlink *l, int fd, int timeout_ms, struct err *e);
+
+/* The same; with mux, fd is a container's attached stdin and stdout (the Docker Engine API's
+ * hijacked attach stream, no TTY): what is sent reaches the agent as it is, and what it sends
+ * comes wrapped in the engine's 8-byte stream headers, which the link takes off. */
+int agentlink_open_mux(struct agentlink *l, int fd, bool mux, int timeout_ms, struct err *e);
 
 /* Installs the seccomp filter (struct sock_filter[], len bytes) in the agent. */
 int agentlink_filter(struct agentlink *l, const void *bpf, size_t len, struct err *e);

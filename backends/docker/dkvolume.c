@@ -73,8 +73,9 @@ int dkvolume_create(struct dkapi *eng, const char *name, uint64_t bytes, uid_t u
 	json_t *ans = NULL;
 	snprintf(o, sizeof o, "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u,nosuid,nodev", (unsigned long long)bytes,
 		 (unsigned long long)(bytes / 8192 ? bytes / 8192 : 1), (unsigned)uid, (unsigned)gid);
-	json_t *spec = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:O}", "Name", name, "Driver", "local", "DriverOpts",
-				 "type", "tmpfs", "device", "tmpfs", "o", o, "Labels", labels);
+	json_t *spec = bytes ? json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:O}", "Name", name, "Driver", "local",
+					 "DriverOpts", "type", "tmpfs", "device", "tmpfs", "o", o, "Labels", labels)
+			     : json_pack("{s:s, s:s, s:O}", "Name", name, "Driver", "local", "Labels", labels);
 	if (!spec)
 		return err_set(e, "out of memory");
 	int rc = dkapi_call(eng, "POST", "/volumes/create", spec, T_QUICK, &status, &ans, e);
@@ -89,8 +90,9 @@ int dkvolume_create(struct dkapi *eng, const char *name, uint64_t bytes, uid_t u
 	 * options and labels asked for: it must be this one, labelled by this server (pid and
 	 * start time) for this sandbox, which only this request can have made. One that is not
 	 * stays as it is. */
+	json_t *opts = json_object_get(ans, "Options");
 	if (rc == 0 && (!json_equal(json_object_get(ans, "Labels"), labels) ||
-			!str_is(json_object_get(ans, "Options"), "type", "tmpfs")))
+			(bytes ? !str_is(opts, "type", "tmpfs") : json_object_size(opts) != 0)))
 		rc = err_set(e, "the engine already has a volume named %s that is not this sandbox's", name);
 	json_decref(ans);
 	return rc;

@@ -20,7 +20,8 @@
 #include "dkapi.h"
 
 /* Makes the volume `name`: a tmpfs of `bytes` (one inode per 8 KiB), its root 0755 and owned
- * by uid:gid, with `labels` (borrowed), which must name this server and sandbox: a volume of
+ * by uid:gid (bytes 0: a plain volume of the local driver, on the engine's disk, its root
+ * root's), with `labels` (borrowed), which must name this server and sandbox: a volume of
  * that name the engine has already is taken only when it has these labels and options. A
  * request that got no answer (cancelled, timed out) may have made it: it is then removed. 0, or
  * -1 with e saying why (e.g. "cancelled", with eng->http.cancelled set). */

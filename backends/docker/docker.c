@@ -45,6 +45,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <dirent.h>
 #include <time.h>
@@ -61,6 +62,7 @@
 #include "../hostfs/tree.h"
 #include "../backend.h"
 #include "dkapi.h"
+#include "dkstream.h"
 #include "dkvolume.h"
 
 #define DEFAULT_IMAGE "python:3.12-slim"
@@ -68,6 +70,11 @@
 #define RUN_IN "/run/sandbox-agent"
 #define SOCK_NAME "agent.sock"
 #define LABEL "sandbox-mcp"
+/* Where a sandbox finds the server's files when the engine does not see this server's folders. */
+#define FILES_IN "/.sandbox-mcp"
+#define AGENT_FILE "sandbox-agent"
+/* The most an agent binary may take. */
+#define AGENT_MAX (64u << 20)
 
 /* Engine call timeouts, ms. */
 #define T_QUICK 15000L
@@ -99,7 +106,14 @@ struct docker {
 	char hostname[256];    /* labels: this server */
 	char start_time[32];
 	char pidns[32];        /* the PID namespace its pid means something in: "pid:[INODE]" */
+	char self[72];         /* the container this server runs in, on the same engine; "" when none */
 	char volume[96];       /* the workspace's tmpfs volume (dkvolume.h); "" when none */
+	bool stream;           /* the engine does not see this server's folders: its sandboxes get their
+	                        * files from a volume of their own and talk on their attached stdio */
+	char files[96];        /* with stream: the volume of the agent binary; "" when none */
+	json_t *ws_mount;      /* with stream: --workspace as the engine binds it; NULL: none */
+	json_t *wh_mount;      /* ... --wheelhouse; NULL: none */
+	json_t *mnt_mounts;    /* ... the --mount folders, in their order; NULL: none */
 	bool no_pull;          /* --check: a missing image is said, not pulled */
 	bool would_pull;       /* ... and it was missing */
 };
@@ -127,6 +141,60 @@ static void self_labels(struct docker *D)
 		snprintf(D->start_time, sizeof D->start_time, "?");
 	ssize_t n = readlink("/proc/self/ns/pid", D->pidns, sizeof D->pidns - 1);
 	D->pidns[n > 0 ? n : 0] = '\0';
+}
+
+/* The id of the Docker container this server runs in: the engine binds its own files of the
+ * container (/var/lib/docker/containers/ID/hostname, hosts, resolv.conf) into it, and the
+ * mount table names them. Confirmed by the engine (that container exists, with our hostname),
+ * so that a server in a container on another engine names none. */
+static void self_container(struct docker *D)
+{
+	D->self[0] = '\0';
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096], id[65] = "";
+	while (f && !id[0] && fgets(line, sizeof line, f)) {
+		const char *p = strstr(line, "/containers/");
+		if (!p || !strstr(line, " /etc/hostname "))
+			continue;
+		p += strlen("/containers/");
+		if (strspn(p, "0123456789abcdef") == 64 && p[64] == '/')
+			snprintf(id, sizeof id, "%.64s", p);
+	}
+	if (f)
+		fclose(f);
+	if (!id[0])
+		return;
+	char path[128];
+	long status = 0;
+	json_t *ans = NULL;
+	struct err e = {""};
+	snprintf(path, sizeof path, "/containers/%s/json", id);
+	if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &ans, &e) == 0 && status == 200) {
+		const char *h = json_string_value(json_object_get(json_object_get(ans, "Config"), "Hostname"));
+		if (h && !strcmp(h, D->hostname))
+			snprintf(D->self, sizeof D->self, "%s", id);
+	}
+	json_decref(ans);
+}
+
+/* Is the container id (a label's) gone or stopped? Not when the engine did not answer. */
+static bool container_gone(struct docker *D, const char *id)
+{
+	char path[128];
+	long status = 0;
+	json_t *ans = NULL;
+	struct err e = {""};
+	if (strspn(id, "0123456789abcdef") != strlen(id) || strlen(id) != 64)
+		return false;
+	snprintf(path, sizeof path, "/containers/%s/json", id);
+	if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &ans, &e) < 0) {
+		json_decref(ans);
+		return false;
+	}
+	bool gone = status == 404 ||
+		    (status == 200 && !json_is_true(json_object_get(json_object_get(ans, "State"), "Running")));
+	json_decref(ans);
+	return gone;
 }
 
 /* Image names go into URL paths: keep them to the characters image references use. */
@@ -239,6 +307,8 @@ static json_t *labels(const struct docker *D, const char *role)
 			      D->host.id);
 	if (l && role)
 		json_object_set_new(l, LABEL ".role", json_string(role));
+	if (l && D->self[0])
+		json_object_set_new(l, LABEL ".container", json_string(D->self));
 	return l;
 }
 
@@ -250,22 +320,31 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 	char user[32], tmpfs[96];
 	snprintf(user, sizeof user, "%u:%u", (unsigned)D->host.uid, (unsigned)D->host.gid);
 	snprintf(tmpfs, sizeof tmpfs, "rw,nosuid,nodev,size=%llu,mode=1777", (unsigned long long)cfg->tmp_size);
-	json_t *ws = D->volume[0] ? dkvolume_mount(D->volume, WORKSPACE) : mount_spec(D->host.h.ws, WORKSPACE, false);
-	json_t *mounts = json_pack("[o, o, o]", ws, mount_spec(in->run, RUN_IN, true),
-				   mount_spec(D->agent, AGENT_IN, true));
-	for (size_t i = 0; mounts && !net && i < sizeof etc_files / sizeof etc_files[0]; i++) {
+	json_t *ws = D->ws_mount ? json_deep_copy(D->ws_mount)
+		     : D->volume[0] ? dkvolume_mount(D->volume, WORKSPACE) : mount_spec(D->host.h.ws, WORKSPACE, false);
+	json_t *mounts;
+	if (D->stream) {
+		json_t *files = dkvolume_mount(D->files, FILES_IN);
+		json_object_set_new(files, "ReadOnly", json_true());
+		mounts = json_pack("[o, o]", ws, files);
+	} else {
+		mounts = json_pack("[o, o, o]", ws, mount_spec(in->run, RUN_IN, true), mount_spec(D->agent, AGENT_IN, true));
+	}
+	for (size_t i = 0; mounts && !net && !D->stream && i < sizeof etc_files / sizeof etc_files[0]; i++) {
 		char src[PATH_MAX + 32], dst[32];
 		snprintf(src, sizeof src, "%s/etc-%s", D->host.h.host, etc_files[i][0]);
 		snprintf(dst, sizeof dst, "/etc/%s", etc_files[i][0]);
 		json_array_append_new(mounts, mount_spec(src, dst, true));
 	}
 	if (mounts && cfg->wheelhouse[0])
-		json_array_append_new(mounts, mount_spec(cfg->wheelhouse, "/wheelhouse", true));
+		json_array_append_new(mounts, D->wh_mount ? json_deep_copy(D->wh_mount)
+							  : mount_spec(cfg->wheelhouse, "/wheelhouse", true));
 	if (mounts && proxy_dir)
 		json_array_append_new(mounts, mount_spec(proxy_dir, INSTALLNET_DIR, true));
 	/* The install step sees no --mount folder: it runs code from the package index. */
 	for (size_t i = 0; mounts && !install && i < cfg->mounts.n; i++)
-		json_array_append_new(mounts, mount_spec(cfg->mounts.v[i].host, cfg->mounts.v[i].inside, !cfg->mounts.v[i].rw));
+		json_array_append_new(mounts, D->mnt_mounts ? json_deep_copy(json_array_get(D->mnt_mounts, i))
+			: mount_spec(cfg->mounts.v[i].host, cfg->mounts.v[i].inside, !cfg->mounts.v[i].rw));
 	json_t *host = json_pack(
 		"{s:o, s:b, s:[s], s:[s], s:s, s:I, s:I, s:I, s:I, s:{s:s, s:s}, s:I, s:b, s:b, s:s, s:s, s:{s:s}}",
 		"Mounts", mounts, "ReadonlyRootfs", 1, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
@@ -273,6 +352,24 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 		(json_int_t)cfg->memory, "NanoCpus", (json_int_t)(cfg->cpus * 1e9), "PidsLimit", (json_int_t)cfg->pids,
 		"Tmpfs", "/tmp", tmpfs, "/sys", "ro,nosuid,nodev,noexec,size=4k", "ShmSize", (json_int_t)cfg->tmp_size, "Init", 0, "Privileged", 0, "IpcMode",
 		"private", "CgroupnsMode", "private", "RestartPolicy", "Name", "no");
+	/* --gpu: every GPU of the engine's host, through its nvidia driver (the NVIDIA Container
+	 * Toolkit), which adds the device nodes and the driver's libraries, read-only. */
+	/* On the attached stdio, what the agent sends is its stdout: the calls' output and the
+	 * workspace's files. The engine's log would keep all of it on its disk, unbounded. */
+	if (host && D->stream)
+		json_object_set_new(host, "LogConfig", json_pack("{s:s, s:{}}", "Type", "none", "Config"));
+	if (host && cfg->gpu)
+		json_object_set_new(host, "DeviceRequests",
+				    json_pack("[{s:s, s:I, s:[[s]]}]", "Driver", "nvidia", "Count", (json_int_t)-1,
+					      "Capabilities", "gpu"));
+	if (D->stream)
+		/* StdinOnce: when the server's attach ends (it exits, or is killed), the agent reads
+		 * the end of its stdin and ends, and the container with it. */
+		return json_pack("{s:s, s:[s], s:[s], s:s, s:s, s:s, s:[], s:I, s:o, s:o, s:b, s:b, s:b, s:b, s:b, s:b}",
+				 "Image", D->image, "Entrypoint", FILES_IN "/" AGENT_FILE, "Cmd", "--stdio", "User", user,
+				 "WorkingDir", WORKSPACE, "Hostname", AGENTHOST_HOSTNAME, "Env", "StopTimeout",
+				 (json_int_t)1, "Labels", labels(D, install ? "install" : "main"), "HostConfig", host, "OpenStdin", 1, "StdinOnce",
+				 1, "AttachStdin", 1, "AttachStdout", 1, "AttachStderr", 0, "Tty", 0);
 	return json_pack("{s:s, s:[s], s:[s, s], s:s, s:s, s:s, s:[], s:I, s:o, s:o}", "Image", D->image, "Entrypoint",
 			 AGENT_IN, "Cmd", "--connect", RUN_IN "/" SOCK_NAME, "User", user, "WorkingDir", WORKSPACE,
 			 "Hostname", AGENTHOST_HOSTNAME, "Env", "StopTimeout", (json_int_t)1, "Labels",
@@ -415,6 +512,8 @@ static int still(const char *what, const char *path, dev_t dev, ino_t ino, struc
 static int verify_binds(const struct docker *D, bool install, struct err *e)
 {
 	const struct config *cfg = D->host.cfg;
+	/* In a container of its own (go_stream), the folders are checked as this server sees them:
+	 * what the engine binds is the same folder, through the server's container's mounts. */
 	if (!D->volume[0] && still("the workspace", D->host.h.ws, D->host.h.ws_dev, D->host.h.ws_ino, e) < 0)
 		return -1;
 	if (cfg->wheelhouse[0] && still("--wheelhouse", cfg->wheelhouse, cfg->wheelhouse_dev, cfg->wheelhouse_ino, e) < 0)
@@ -473,16 +572,23 @@ static int start_container(struct docker *D, struct docker_inst *in, struct err 
 	char path[256], why[512];
 	long status = 0;
 	json_t *ans = NULL;
+	int afd = -1;
+	/* Attached before it starts: nothing the agent says is missed. */
+	if (D->stream && (afd = dkstream_attach(&D->eng, in->id, T_CREATE, e)) < 0)
+		return -1;
 	snprintf(path, sizeof path, "/containers/%s/start", in->id);
 	int rc = dkapi_call(&D->eng, "POST", path, NULL, T_CREATE, &status, &ans, e);
 	if (rc == 0 && status != 204 && status != 304)
 		rc = err_set(e, "the engine could not start the sandbox container: %s (HTTP %ld)",
 			     dkapi_message(ans, "no reason given"), status);
 	json_decref(ans);
-	int fd = rc == 0 ? wait_agent(D, in, e) : -1;
-	if (fd < 0)
+	int fd = rc < 0 ? -1 : D->stream ? afd : wait_agent(D, in, e);
+	if (fd < 0) {
+		if (afd >= 0)
+			close(afd);
 		return -1;
-	if (agentlink_open(&in->in.link, fd, 10000, e) != 0) {
+	}
+	if (agentlink_open_mux(&in->in.link, fd, D->stream, 10000, e) != 0) {
 		container_state(D, in->id, why, sizeof why, &(bool){true});
 		return err_set(e, "(%s)", why);
 	}
@@ -543,26 +649,29 @@ static int spawn_once(struct docker *D, bool net, const char *proxy_dir, bool in
 	in->listen_fd = -1;
 	unsigned n = D->seq++;
 	int rc = 0;
-	if (hostdir_path(in->run, sizeof in->run, "%s/run-%u", D->host.h.host, n) < 0) {
+	if (D->stream) {
+		in->run[0] = '\0';
+	} else if (hostdir_path(in->run, sizeof in->run, "%s/run-%u", D->host.h.host, n) < 0) {
 		in->run[0] = '\0';
 		rc = err_set(e, "the state folder's path is too long");
 	} else if (mkdir(in->run, 0700) < 0 || chown(in->run, D->host.uid, D->host.gid) < 0) {
 		rc = err_sys(e, "creating %s", in->run);
 	}
-	if (rc == 0)
+	if (rc == 0 && !D->stream)
 		rc = listen_agent(D, in, e);
 	if (rc == 0)
 		rc = create_container(D, in, n, net, proxy_dir, install, e);
 	if (rc == 0)
 		rc = start_container(D, in, e);
-	if (rc == 0)
+	if (rc == 0 && !D->stream)
 		rc = verify_bound(D, in, install, e);
 	if (rc < 0) {
 		docker_kill(D, &in->in);
 		return -1;
 	}
-	/* For telling out-of-memory kills: the engine's OOMKilled flags only a dead init. */
-	in->in.pid = container_pid(D, in->id);
+	/* For telling out-of-memory kills: the engine's OOMKilled flags only a dead init. Its
+	 * pid is the engine's, which means nothing here when this server sees another system. */
+	in->in.pid = D->stream ? 0 : container_pid(D, in->id);
 	in->in.rl_memory = D->rl_memory;
 	in->in.rl_pids = D->rl_pids;
 	if (install)
@@ -606,14 +715,333 @@ static int host_fallback(struct docker *D, struct err *e)
 	return 0;
 }
 
+/* Reads the agent's copy in the host folder (caller frees *out). 0, or -1 with e set. */
+static int read_agent(const struct docker *D, unsigned char **out, size_t *n, struct err *e)
+{
+	int fd = open(D->agent, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	*out = NULL;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > AGENT_MAX) {
+		if (fd >= 0)
+			close(fd);
+		return err_set(e, "reading the agent's copy %s failed", D->agent);
+	}
+	unsigned char *p = malloc((size_t)st.st_size);
+	size_t got = 0;
+	while (p && got < (size_t)st.st_size) {
+		ssize_t r = read(fd, p + got, (size_t)st.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	if (!p || got != (size_t)st.st_size) {
+		free(p);
+		return err_set(e, "reading the agent's copy %s failed", D->agent);
+	}
+	*out = p;
+	*n = got;
+	return 0;
+}
+
+/* Fills the files volume through a container made for that alone, never started, which mounts
+ * it writable (the engine unpacks a tar stream only into a writable place, and a sandbox's
+ * root is read-only): the sandboxes mount it read-only. 0, or -1 with e set. */
+static int fill_files(struct docker *D, struct err *e)
+{
+	char name[128], path[256];
+	long status = 0;
+	json_t *ans = NULL;
+	struct dktar t = {0};
+	unsigned char *agent = NULL;
+	size_t n = 0;
+	int rc = read_agent(D, &agent, &n, e);
+	if (rc == 0)
+		rc = dktar_file(&t, AGENT_FILE, agent, n, 0555, e);
+	free(agent);
+	if (rc == 0)
+		rc = dktar_end(&t, e);
+	json_t *spec = rc < 0 ? NULL : json_pack("{s:s, s:[s], s:o, s:{s:s, s:[o]}}", "Image", D->image, "Cmd", "--never",
+				   "Labels", labels(D, "files"), "HostConfig", "NetworkMode", "none", "Mounts",
+				   dkvolume_mount(D->files, FILES_IN));
+	if (rc == 0 && !spec)
+		rc = err_set(e, "out of memory");
+	snprintf(name, sizeof name, "sandbox-mcp-%s-files", D->host.id);
+	snprintf(path, sizeof path, "/containers/create?name=%s", name);
+	if (rc == 0)
+		rc = dkapi_call(&D->eng, "POST", path, spec, T_CREATE, &status, &ans, e);
+	json_decref(spec);
+	const char *id = json_string_value(json_object_get(ans, "Id"));
+	if (rc == 0 && (status != 201 || !id))
+		rc = err_set(e, "the engine refused to make the container that fills the sandbox's files: %s (HTTP %ld)",
+			     dkapi_message(ans, "no container id"), status);
+	if (rc == 0)
+		rc = dkstream_put(&D->eng, id, FILES_IN, &t, T_CREATE, e);
+	json_decref(ans);
+	dktar_free(&t);
+	/* Made or not (a request cut short may have made it): its name is ours alone. */
+	remove_by_name(D, name);
+	return rc;
+}
+
+/* Does the folder at dfd hold the engine's socket (dev:ino), within depth levels? A bounded
+ * walk (*budget entries): past it, true, as what cannot be shown safe is refused. */
+static bool holds_socket(int dfd, dev_t dev, ino_t ino, int depth, long *budget)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return false;
+	}
+	bool found = false;
+	struct dirent *de;
+	while (!found && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (--*budget < 0) {
+			found = true;
+			break;
+		}
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (st.st_dev == dev && st.st_ino == ino)
+			found = true;
+		else if (S_ISDIR(st.st_mode) && depth > 0) {
+			int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+			if (sub >= 0)
+				found = holds_socket(sub, dev, ino, depth - 1, budget);
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* Whether a file of the file system dev may show under the resolved folder real, by this
+ * process's mount table: through the mount that holds real, or one mounted below it (a file
+ * shows only through a mount of its own file system; a hard link cannot leave it). 1 yes, 0
+ * no, -1 cannot tell (dev is in no mount, as on btrfs, or no table). */
+static int dev_shows_under(const char *real, dev_t dev)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -1;
+	char line[8192];
+	size_t rl = strlen(real), best = 0;
+	bool seen = false, below = false;
+	dev_t holder = 0;
+	while (!below && fgets(line, sizeof line, f)) {
+		unsigned maj, min;
+		char mp[4096], out[4096];
+		if (sscanf(line, "%*s %*s %u:%u %*s %4095s", &maj, &min, mp) != 3)
+			continue;
+		/* The table escapes blanks and backslashes as \ooo. */
+		size_t o = 0;
+		for (const char *q = mp; *q && o + 1 < sizeof out; o++) {
+			if (q[0] == '\\' && q[1] >= '0' && q[1] <= '3' && q[2] >= '0' && q[2] <= '7' && q[3] >= '0' && q[3] <= '7') {
+				out[o] = (char)((q[1] - '0') * 64 + (q[2] - '0') * 8 + (q[3] - '0'));
+				q += 4;
+			} else {
+				out[o] = *q++;
+			}
+		}
+		out[o] = '\0';
+		dev_t d = makedev(maj, min);
+		size_t ml = strlen(out);
+		seen = seen || d == dev;
+		if (d == dev && ml >= rl && !strncmp(out, real, rl) && (out[rl] == '\0' || out[rl] == '/' || rl == 1))
+			below = true;
+		else if (ml >= best && !strncmp(real, out, ml) && (real[ml] == '\0' || real[ml] == '/' || ml == 1)) {
+			best = ml;
+			holder = d;
+		}
+	}
+	fclose(f);
+	if (below || (best && holder == dev))
+		return 1;
+	return seen ? 0 : -1;
+}
+
+/* The engine's socket is the keys to the host: no folder bound into a sandbox may hold it. */
+static int no_engine_socket(const struct docker *D, const char *what, const char *path, struct err *e)
+{
+	struct stat sock;
+	char real[PATH_MAX];
+	if (stat(D->eng.sock, &sock) < 0)
+		return 0;
+	/* Where the socket's file system shows nowhere under the folder, it cannot be there: no
+	 * walk (a large workspace would take long). */
+	if (realpath(path, real) && dev_shows_under(real, sock.st_dev) == 0)
+		return 0;
+	long budget = 100000;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0 && holds_socket(fd, sock.st_dev, sock.st_ino, 4, &budget))
+		return err_set(e, "%s %s holds the container engine's socket %s (or too many files to tell): a sandbox "
+				  "must never reach it; name a folder without it", what, path, D->eng.sock);
+	return 0;
+}
+
+/* No folder the sandboxes bind (--workspace, --wheelhouse, --mount) holds the engine's socket. */
+static int binds_clean(const struct docker *D, struct err *e)
+{
+	const struct config *cfg = D->host.cfg;
+	if ((cfg->workspace_dir[0] && no_engine_socket(D, "--workspace", D->host.h.ws, e) < 0) ||
+	    (cfg->wheelhouse[0] && no_engine_socket(D, "--wheelhouse", cfg->wheelhouse, e) < 0))
+		return -1;
+	for (size_t i = 0; i < cfg->mounts.n; i++)
+		if (no_engine_socket(D, "--mount", cfg->mounts.v[i].host, e) < 0)
+			return -1;
+	return 0;
+}
+
+/* The mount that path is, or lies in, among the server's own container's Mounts (borrowed),
+ * as a mount spec for a sandbox at target (new reference): a bind of the engine's host's
+ * folder, or the named volume when path is the volume's top. NULL when there is none. */
+static json_t *engine_mount(json_t *self_mounts, const char *given, const char *target, bool ro)
+{
+	json_t *best = NULL, *m;
+	size_t i, best_len = 0;
+	/* Matched as it resolves here: no "..", and no link of ours that leads out of a mount,
+	 * reaches the engine's side. */
+	char path[PATH_MAX];
+	if (!realpath(given, path))
+		return NULL;
+	json_array_foreach(self_mounts, i, m) {
+		const char *dst = json_string_value(json_object_get(m, "Destination"));
+		size_t n = dst ? strlen(dst) : 0;
+		if (n && n >= best_len && !strncmp(path, dst, n) && (path[n] == '\0' || path[n] == '/')) {
+			best = m;
+			best_len = n;
+		}
+	}
+	if (!best)
+		return NULL;
+	const char *type = json_string_value(json_object_get(best, "Type"));
+	const char *rest = path + best_len;
+	if (type && !strcmp(type, "bind")) {
+		const char *src = json_string_value(json_object_get(best, "Source"));
+		char full[PATH_MAX];
+		if (!src || snprintf(full, sizeof full, "%s%s", src, rest) >= (int)sizeof full)
+			return NULL;
+		return mount_spec(full, target, ro);
+	}
+	const char *name = json_string_value(json_object_get(best, "Name"));
+	if (type && !strcmp(type, "volume") && name && !*rest) {
+		json_t *v = dkvolume_mount(name, target);
+		json_object_set_new(v, "ReadOnly", json_boolean(ro));
+		return v;
+	}
+	return NULL;
+}
+
+/*
+ * The engine does not see this server's folders (the server runs in a container of its own,
+ * the engine's socket bound in): from here on nothing of the host folder is bound. The agent
+ * comes from a volume of the sandbox's own (fill_files), the workspace is a volume, and the
+ * agent talks on its container's attached stdio. Folders named by --workspace, --mount and
+ * --wheelhouse must be what the server's own container has from the engine (a bind of the
+ * engine's host's folder, or a named volume, on its docker run line): the sandbox gets the
+ * same; anything else is refused, saying what to type.
+ */
+static int go_stream(struct docker *D, const char *reason, struct err *e)
+{
+	const struct config *cfg = D->host.cfg;
+	char why[sizeof e->msg];
+	snprintf(why, sizeof why, "%s", reason);
+	err_clear(e);
+	json_t *self = NULL;
+	if ((cfg->workspace_dir[0] || cfg->mounts.n || cfg->wheelhouse[0]) && D->self[0]) {
+		char path[128];
+		long status = 0;
+		snprintf(path, sizeof path, "/containers/%s/json", D->self);
+		if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &self, e) < 0 || status != 200) {
+			json_decref(self);
+			return err_set(e, "the engine would not describe this server's container %.12s (%s)", D->self,
+				       e->msg[0] ? e->msg : "HTTP error");
+		}
+	}
+	json_t *mounts = json_object_get(self, "Mounts");
+	const char *bad = NULL, *bad_path = NULL;
+	if (cfg->workspace_dir[0] && !(D->ws_mount = engine_mount(mounts, D->host.h.ws, WORKSPACE, false)))
+		bad = "--workspace", bad_path = cfg->workspace_dir;
+	if (!bad && cfg->wheelhouse[0] && !(D->wh_mount = engine_mount(mounts, cfg->wheelhouse, "/wheelhouse", true)))
+		bad = "--wheelhouse", bad_path = cfg->wheelhouse;
+	if (!bad && cfg->mounts.n)
+		D->mnt_mounts = json_array();
+	for (size_t i = 0; !bad && i < cfg->mounts.n; i++) {
+		json_t *m = engine_mount(mounts, cfg->mounts.v[i].host, cfg->mounts.v[i].inside, !cfg->mounts.v[i].rw);
+		if (!m)
+			bad = "--mount", bad_path = cfg->mounts.v[i].host;
+		json_array_append_new(D->mnt_mounts, m);
+	}
+	json_decref(self);
+	if (bad)
+		return err_set(e, "%s %s is a folder of this server's own file system, which the container engine does not "
+				  "see (%s): give the server's container that folder from the engine, e.g. docker run -v "
+				  "/path/on/the/host:%s (or -v VOLUME:%s) ... %s %s", bad, bad_path, why, bad_path, bad_path,
+			       bad, bad_path);
+	if (binds_clean(D, e) < 0)
+		return -1;
+	log_msg(LOG_NOTICE, "docker: the engine does not see this server's folders (%s): sandboxes get the agent from "
+			    "a volume and talk on their attached stdio", why);
+	json_t *l = labels(D, NULL);
+	if (!l)
+		return err_set(e, "out of memory");
+	int rc = 0;
+	if (!D->volume[0] && !D->ws_mount) {
+		uint64_t bytes = cfg->workspace_size ? cfg->workspace_size : cfg->memory / 2;
+		if (cfg->memory && bytes > cfg->memory / 2)
+			bytes = cfg->memory / 2;
+		char name[sizeof D->volume];
+		snprintf(name, sizeof name, "sandbox-mcp-%s", D->host.id);
+		rc = dkvolume_create(&D->eng, name, bytes ? bytes : (64u << 20), D->host.uid, D->host.gid, l, e);
+		if (rc == 0)
+			snprintf(D->volume, sizeof D->volume, "%s", name);
+	}
+	snprintf(D->files, sizeof D->files, "sandbox-mcp-%s-files", D->host.id);
+	if (rc == 0 && dkvolume_create(&D->eng, D->files, 0, 0, 0, l, e) < 0) {
+		D->files[0] = '\0';
+		rc = -1;
+	}
+	json_decref(l);
+	if (rc == 0) {
+		D->stream = true;
+		rc = fill_files(D, e);
+	}
+	return rc;
+}
+
+/* Whether the engine's message names a folder of this server's that a container binds. */
+static bool names_ours(const struct docker *D, const char *msg)
+{
+	return strstr(msg, D->host.h.host) || (!D->volume[0] && strstr(msg, D->host.h.ws)) ||
+	       strstr(msg, "bind source path does not exist");
+}
+
+static bool docker_direct_install(void *ctx)
+{
+	struct docker *D = ctx;
+	return D->stream;
+}
+
 static int docker_spawn(void *ctx, bool net, const char *proxy_dir, bool install, struct agent_inst **out,
 			struct err *e)
 {
 	struct docker *D = ctx;
+	if (D->stream && proxy_dir && !install)
+		return err_set(e, "--allow-hosts needs the server on the engine's host: its proxy, a unix socket, "
+				  "cannot reach a sandbox of a server in a container");
 	int rc = spawn_once(D, net, proxy_dir, install, out, e);
 	/* The code's proxy folder was made in the old place: no fallback for it. */
 	if (rc < 0 && (install || !proxy_dir) && host_fallback(D, e) == 0)
 		rc = spawn_once(D, net, proxy_dir, install, out, e);
+	if (rc < 0 && !D->stream && !D->host.main && !proxy_dir && !D->eng.http.cancelled && names_ours(D, e->msg)) {
+		rc = go_stream(D, e->msg, e);
+		if (rc == 0)
+			rc = spawn_once(D, net, proxy_dir, install, out, e);
+	}
 	/* The engine would not mount the workspace's volume (its errors name it). Before the first
 	 * instance, the sandbox is made on its plain folder instead, without the quota; later, an
 	 * instance on another workspace than the others' would be wrong. */
@@ -675,8 +1103,13 @@ static int ensure_image(struct docker *D, struct err *e)
  * the same host is never taken for a gone one here): by pid and start time (a pid reused by
  * another process is not the server). What lacks the namespace label (an earlier build's) is
  * not judged at all: nothing is removed that cannot be proved to be a gone server's. */
-static bool owner_dead(const struct docker *D, json_t *labels, bool self_too)
+static bool owner_dead(struct docker *D, json_t *labels, bool self_too)
 {
+	/* A server in a container of the same engine: gone with its container, whoever judges
+	 * (a server in the next container, with another hostname and PID namespace, too). */
+	const char *in = json_string_value(json_object_get(labels, LABEL ".container"));
+	if (in && strcmp(in, D->self) && container_gone(D, in))
+		return true;
 	const char *host = json_string_value(json_object_get(labels, LABEL ".host"));
 	const char *ns = json_string_value(json_object_get(labels, LABEL ".pidns"));
 	const char *pid = json_string_value(json_object_get(labels, LABEL ".pid"));
@@ -696,7 +1129,7 @@ static bool owner_dead(const struct docker *D, json_t *labels, bool self_too)
 }
 
 struct reap_ctx {
-	const struct docker *D;
+	struct docker *D;
 	bool self_too;
 };
 
@@ -777,7 +1210,15 @@ static int write_files(struct docker *D, struct err *e)
 static int docker_prepare(void *ctx, struct err *e)
 {
 	struct docker *D = ctx;
-	return write_files(D, e) < 0 ? -1 : ensure_image(D, e);
+	if (write_files(D, e) < 0 || ensure_image(D, e) < 0 || binds_clean(D, e) < 0)
+		return -1;
+	/* In a container of the engine's own: its folders are not the engine's host's. */
+	if (D->self[0] && !D->stream) {
+		char why[160];
+		snprintf(why, sizeof why, "this server runs in the engine's container %.12s", D->self);
+		return go_stream(D, why, e);
+	}
+	return 0;
 }
 
 /* Between calls the agent says nothing: readable means it closed or died. */
@@ -829,6 +1270,14 @@ static void docker_end(void *ctx, bool keep)
 	if (D->volume[0])
 		dkvolume_remove(&D->eng, D->volume);
 	D->volume[0] = '\0';
+	if (D->files[0])
+		dkvolume_remove(&D->eng, D->files);
+	D->files[0] = '\0';
+	json_decref(D->ws_mount);
+	json_decref(D->wh_mount);
+	json_decref(D->mnt_mounts);
+	D->ws_mount = D->wh_mount = D->mnt_mounts = NULL;
+	D->stream = false;
 	dkapi_close(&D->eng);
 	D->eng.api[0] = '\0';
 }
@@ -871,6 +1320,7 @@ static const struct agenthost_home docker_home = {
 	.report_isolation = docker_report_isolation,
 	.report_limits = docker_report_limits,
 	.end = docker_end,
+	.direct_install = docker_direct_install,
 	.shared_net = "the engine's default bridge",
 	.ws_how = "bind-mounted at /workspace",
 };
@@ -906,6 +1356,7 @@ static int make_sandbox(struct backend *b, struct err *e)
 	self_labels(D);
 	if (!D->eng.api[0] && dkapi_open(&D->eng, 5000, e) < 0)
 		return -1;
+	self_container(D);
 	reap_containers(D, true);
 	return agenthost_start(&D->host, e);
 }
@@ -937,6 +1388,7 @@ static void docker_reap(const struct config *cfg)
 	 * first: they hold the folders' binds. */
 	if (dkapi_locate(&D->eng, &e) == 0 && dkapi_open(&D->eng, 3000, &e) == 0) {
 		self_labels(D);
+		self_container(D);
 		reap_containers(D, false);
 	}
 	agenthost_reap(cfg, "docker", NULL, NULL);

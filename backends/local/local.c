@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../src/base/gpu.h"
 #include "../../src/base/clock.h"
 #include "../../src/base/log.h"
 #include "../backend.h"
@@ -189,7 +190,16 @@ static struct plan *make_plan(struct local *L, const char *root, int ws_fd, bool
 	p->root_opts = plan_str(p, "size=4m,mode=0755,uid=%u,gid=%u", L->userns ? SBX_UID : 0, L->userns ? SBX_GID : 0);
 	snprintf(p->lo.ifr_name, IFNAMSIZ, "lo");
 	p->argv = argv;
-	if (plan_fill(p, L->host.cfg, L->host.h.ws, ws_fd, net, proxy_dir, install) < 0) {
+	struct err ge = {""};
+	char gpus[GPU_NODES_MAX][64];
+	int ngpu = L->host.cfg->gpu ? gpu_nodes(gpus, GPU_NODES_MAX, &ge) : 0;
+	if (ngpu < 0) {
+		free(p);
+		err_set(e, "--gpu: %s", ge.msg);
+		return NULL;
+	}
+	if (plan_fill(p, L->host.cfg, L->host.h.ws, ws_fd, net, proxy_dir, install) < 0 ||
+	    plan_devices(p, (const char (*)[64])gpus, (size_t)ngpu) < 0) {
 		free(p);
 		err_set(e, "the sandbox's mount plan is too large");
 		return NULL;

@@ -319,6 +319,14 @@ int plan_fill(struct plan *p, const struct config *cfg, const char *ws, int ws_f
 	return 0;
 }
 
+int plan_devices(struct plan *p, const char (*paths)[64], size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (plan_bind(p, paths[i], paths[i], false) < 0)
+			return -1;
+	return 0;
+}
+
 void plan_verify_ws(struct plan *p, dev_t dev, ino_t ino)
 {
 	if (p->ws_bind >= 0) {

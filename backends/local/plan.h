@@ -76,6 +76,10 @@ enum { STEP_SYNC = -1, STEP_HOSTNAME = -2, STEP_LO = -3, STEP_PIVOT = -4, STEP_I
        STEP_PRCTL = -6, STEP_FDS = -7, STEP_EXEC = -8, STEP_CGROUPNS = -9, STEP_CAPS = -10, STEP_ROOT = -11,
        STEP_MAKE = -12, STEP_CGROUP = -13 };
 
+/* Binds the host's device nodes (and device folders) paths[0..n) at the same paths in the
+ * sandbox (--gpu: gpu.h's). After plan_fill. 0, or -1 when the plan is full. */
+int plan_devices(struct plan *p, const char (*paths)[64], size_t n);
+
 /* Copies a formatted string into the plan's arena. Borrowed from p; NULL when it is full. */
 const char *plan_str(struct plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -44,6 +44,7 @@ struct config {
 	uint64_t queue_max;      /* calls waiting behind the running one */
 	uint64_t max_message;    /* longest accepted input line, bytes */
 	bool keep;               /* keep the sandbox at shutdown */
+	bool gpu;                /* --gpu: the sandbox gets the host's NVIDIA GPUs */
 	double shutdown_budget_s;/* on stdin EOF: how long requests read may take to be answered */
 	char workspace_dir[4096];/* --workspace: a host folder that is the workspace; "" for none */
 	struct mountlist mounts; /* --mount */

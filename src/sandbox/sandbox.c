@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "../base/gpu.h"
 #include "../base/clock.h"
 #include "../base/log.h"
 
@@ -477,6 +478,8 @@ int sandbox_check_all(const struct config *cfg, FILE *f)
 {
 	int usable = 0, would_fetch = 0;
 	const bool autosel = !strcmp(cfg->backend, "auto");
+	fprintf(f, "gpus (what --gpu gives the local backend):\n");
+	gpu_report(f, "  ");
 	fprintf(f, "backends (%s):\n", autosel ? "auto tries them in this order" : "as configured");
 	for (size_t i = 0; backend_table[i]; i++) {
 		const struct backend_ops *ops = backend_table[i];
