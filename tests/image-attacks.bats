@@ -1,0 +1,165 @@
+# Attacks on the containerised server (Dockerfile, `docker run -i` with the engine's socket bound
+# in) and on what it binds into its sandboxes: the engine's socket is the keys to the host, and
+# no sandbox may reach it, nor a host folder the user did not name. Each test is one attack
+# that must fail. The image is built as tests/image.bats builds it (the `prebuilt` target; its
+# layers are cached, so this is quick after image.bats).
+# suite: uses docker
+load lib/helpers
+bats_require_minimum_version 1.5.0
+
+SBX_IMAGE=sandbox-mcp-test:latest
+BASE=debian:bookworm-slim
+
+setup_file() {
+	export DK_ENV="$BATS_FILE_TMPDIR/engine.env" IMG="sandbox-mcp-imageattack:$$"
+	local out ctx bin
+	if ! out=$("$TESTS_DIR/lib/docker-engine.sh" up "$DK_ENV" 2>&1); then
+		export IMG_SKIP="no Docker engine here: $out"
+		return 0
+	fi
+	# shellcheck disable=SC1090
+	. "$DK_ENV"
+	export DOCKER_HOST OWN_DIR="${OWN_DIR:-}"
+	export DK_SOCK=${DOCKER_HOST#unix://}
+	if ! out=$("$REPO_DIR/backends/docker/test-image.sh" "$SBX_IMAGE" 2>&1) ||
+		! out=$("$REPO_DIR/backends/docker/test-image.sh" "$BASE" libjansson4,libseccomp2,libbsd0,libcurl4,ca-certificates 2>&1); then
+		export IMG_SKIP="the test images could not be built: $out"
+		return 0
+	fi
+	bin=$SANDBOX_MCP
+	if ldd "$bin" | grep -q 'libasan\|libubsan'; then
+		make -C "$REPO_DIR" -s build/sandbox-mcp >/dev/null
+		bin=$REPO_DIR/build/sandbox-mcp
+	fi
+	ctx="$BATS_FILE_TMPDIR/context"
+	mkdir -p "$ctx/build"
+	cp "$REPO_DIR/Dockerfile" "$ctx/"
+	cp "$bin" "$ctx/build/sandbox-mcp"
+	if ! out=$(docker build -q --target prebuilt -t "$IMG" "$ctx" 2>&1); then
+		export IMG_SKIP="the image could not be built: $out"
+		return 0
+	fi
+	# The server's command; docker run's further options come from the file $RUN_ARGS, one a
+	# line (names with blanks stay whole). Each run's container id lands in CIDS.
+	export CIDS="$BATS_FILE_TMPDIR/cids" SERVER="$BATS_FILE_TMPDIR/server"
+	mkdir -p "$CIDS"
+	cat >"$SERVER" <<SH
+#!/bin/bash
+extra=()
+[ -n "\${RUN_ARGS:-}" ] && mapfile -t extra <"\$RUN_ARGS"
+exec docker run -i --rm --cidfile "$CIDS/\$(date +%s%N).\$\$" -v "$DK_SOCK:/var/run/docker.sock" "\${extra[@]}" \
+	"$IMG" --backend docker --image "$SBX_IMAGE" "\$@"
+SH
+	chmod +x "$SERVER"
+}
+
+teardown_file() {
+	[ -n "${IMG:-}" ] && docker image rm -f "$IMG" >/dev/null 2>&1
+	[ -n "${DK_ENV:-}" ] && [ -f "$DK_ENV" ] && "$TESTS_DIR/lib/docker-engine.sh" down "$DK_ENV"
+	return 0
+}
+
+setup() {
+	common_setup
+	[ -z "${IMG_SKIP:-}" ] || skip_or_fail "$IMG_SKIP"
+	rm -f "$CIDS"/*
+	export RUN_ARGS="$BATS_TEST_TMPDIR/run-args"
+	: >"$RUN_ARGS"
+}
+
+teardown() {
+	local v
+	for v in ${VOLS:-}; do docker volume rm -f "$v" >/dev/null 2>&1 || true; done
+	return 0
+}
+
+# What the servers of this test left on the engine, and their containers still there.
+nothing_left() {
+	local f id
+	for f in "$CIDS"/*; do
+		[ -s "$f" ] || continue
+		id=$(cat "$f")
+		[ -z "$(docker ps -aq --filter "label=sandbox-mcp.container=$id")" ] || return 1
+		[ -z "$(docker volume ls -q --filter "label=sandbox-mcp.container=$id")" ] || return 1
+		[ -z "$(docker ps -aq --no-trunc --filter "id=$id")" ] || return 1
+	done
+	return 0
+}
+
+# run_arg ARG...: more options of docker run for the server's container.
+run_arg() { printf '%s\n' "$@" >>"$RUN_ARGS"; }
+
+# one_call CODE [SERVER ARGS...]: one execute_bash_commands call through the image; $result.
+one_call() {
+	local code=$1
+	shift
+	SANDBOX_MCP="$SERVER" mcp_session "$@" <<<"$(printf '%s\n%s\n%s\n' "$INIT" "$INITIALIZED" \
+		"$(call_json 1 execute_bash_commands "$(jq -cn --arg c "$code" '{code: $c}')")")"
+	res 1
+}
+
+# The server started on a fifo (fd 7 writes to it, $OUT collects): for calls one at a time.
+start_server() {
+	local fifo="$BATS_TEST_TMPDIR/in"
+	OUT="$BATS_TEST_TMPDIR/out"
+	mkfifo "$fifo"
+	"$SERVER" "$@" <"$fifo" >"$OUT" 2>"$SERVER_LOG" &
+	SERVER_PID=$!
+	exec 7>"$fifo"
+	printf '%s\n%s\n' "$INIT" "$INITIALIZED" >&7
+}
+
+# call ID CODE: one execute_bash_commands call on the started server; $result once answered.
+call() {
+	local id=$1
+	printf '%s\n' "$(call_json "$id" execute_bash_commands "$(jq -cn --arg c "$2" '{code: $c}')")" >&7
+	answered() { grep -q "\"id\":$id[,}]" "$OUT"; }
+	eventually 90 answered
+	result=$(grep "\"id\":$id[,}]" "$OUT" | jq -c .result)
+}
+
+stop_server() {
+	exec 7>&-
+	wait "$SERVER_PID" || true
+}
+
+# The sandbox containers of the server's container now running.
+sandboxes_of() {
+	docker ps -q --filter "label=sandbox-mcp.container=$(cat "$CIDS"/*)"
+}
+
+# A bind of the server's container that lies below the folder named hides, in the server's
+# view, what the engine's host has there: the server's look for the engine's socket sees the
+# stand-in, while the sandbox gets the engine's host's folder, socket and all.
+@test "attack: a nested bind that hides the engine's socket from the server does not smuggle the socket into a sandbox" {
+	local decoy="$BATS_TEST_TMPDIR/decoy"
+	: >"$decoy"
+	run_arg -v "$(dirname "$DK_SOCK"):/data" -v "$decoy:/data/$(basename "$DK_SOCK")"
+	one_call "ls -l /mnt/x/$(basename "$DK_SOCK") 2>&1; test -S /mnt/x/$(basename "$DK_SOCK") && echo SOCKET" --mount /data:/mnt/x
+	sc '.stdout | test("SOCKET") | not'
+	sc '.exit_code == 1 and .stdout == ""'
+	sc '.stderr | test("--mount /data") and test("mount of its own below")'
+	eventually 20 nothing_left
+}
+
+# The workspace and a --mount that are the same host folders through two binds of the server's
+# container: the sandbox's code re-points the --mount's host path (a name in its workspace) at
+# any host folder, which the engine follows when it makes the next sandbox.
+@test "attack: a --mount whose host folder lies in the workspace's, through another bind, cannot be re-pointed by the code" {
+	local ws="$BATS_TEST_TMPDIR/ws" secret="$BATS_TEST_TMPDIR/secret"
+	mkdir -p "$ws/data" "$ws/.sandbox" "$secret"
+	echo the-host-secret >"$secret/secret.txt"
+	run_arg -v "$ws:/work" -v "$ws/data:/data"
+	start_server --workspace /work --mount /data:/mnt/data
+	call 1 "rm -rf data && ln -s $secret data && echo repointed"
+	if printf '%s' "$result" | jq -e '.structuredContent.stdout == "repointed\n"' >/dev/null; then
+		# The sandbox is lost (an out-of-memory kill, a crash): the next call makes a new one.
+		docker kill $(sandboxes_of) >/dev/null
+		call 2 'cat /mnt/data/secret.txt 2>&1; echo done'
+		call 3 'cat /mnt/data/secret.txt 2>&1; echo done'
+	fi
+	stop_server
+	[[ "$(cat "$OUT")" != *the-host-secret* ]]
+	grep '"id":1[,}]' "$OUT" | jq -e '.result.structuredContent | .exit_code == 1 and (.stderr | test("--mount /data") and test("workspace"))' >/dev/null
+	eventually 20 nothing_left
+}
