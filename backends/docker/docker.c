@@ -879,6 +879,52 @@ static json_t *engine_mount(json_t *self_mounts, const char *given, const char *
 	return NULL;
 }
 
+/* Undoes the octal escapes of a mount table's path (\040 for a blank, ...), in place. */
+static void mountinfo_unescape(char *s)
+{
+	char *o = s;
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
+		    s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* A mount of this server's below the folder it names (its path as it resolves here) hides,
+ * in this server's view, what the engine's host has there, which is what a sandbox gets: the
+ * look for the engine's socket (binds_clean) would see the stand-in. Refused. */
+static int no_mount_below(const char *what, const char *given, struct err *e)
+{
+	char path[PATH_MAX], line[4096];
+	if (!realpath(given, path))
+		return 0; /* said by engine_mount */
+	size_t n = strlen(path);
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return err_set(e, "%s %s: this server's mount table cannot be read", what, given);
+	int rc = 0;
+	while (rc == 0 && fgets(line, sizeof line, f)) {
+		char *save = NULL, *mp = strtok_r(line, " ", &save);
+		for (int k = 0; mp && k < 4; k++)
+			mp = strtok_r(NULL, " ", &save);
+		if (!mp)
+			continue;
+		mountinfo_unescape(mp);
+		bool below = n == 1 ? mp[0] == '/' && mp[1] : !strncmp(mp, path, n) && mp[n] == '/' && mp[n + 1];
+		if (below)
+			rc = err_set(e, "%s %s has a mount of its own below it in this server's container (%.200s), which "
+					"hides what the engine's host has there from this server's checks: name a folder "
+					"without one", what, given, mp);
+	}
+	fclose(f);
+	return rc;
+}
+
 /*
  * The engine does not see this server's folders (the server runs in a container of its own,
  * the engine's socket bound in): from here on nothing of the host folder is bound. The agent
@@ -920,6 +966,14 @@ static int go_stream(struct docker *D, const char *reason, struct err *e)
 		json_array_append_new(D->mnt_mounts, m);
 	}
 	json_decref(self);
+	if (!bad) {
+		if ((cfg->workspace_dir[0] && no_mount_below("--workspace", cfg->workspace_dir, e) < 0) ||
+		    (cfg->wheelhouse[0] && no_mount_below("--wheelhouse", cfg->wheelhouse, e) < 0))
+			return -1;
+		for (size_t i = 0; i < cfg->mounts.n; i++)
+			if (no_mount_below("--mount", cfg->mounts.v[i].host, e) < 0)
+				return -1;
+	}
 	if (bad)
 		return err_set(e, "%s %s is a folder of this server's own file system, which the container engine does not "
 				  "see (%s): give the server's container that folder from the engine, e.g. docker run -v "
