@@ -123,9 +123,11 @@ stop_server() {
 	wait "$SERVER_PID" || true
 }
 
-# The sandbox containers of the server's container now running.
+# The sandbox containers now running of the first server's container this test started.
 sandboxes_of() {
-	docker ps -q --filter "label=sandbox-mcp.container=$(cat "$CIDS"/*)"
+	local first
+	first=$(find "$CIDS" -type f | sort | head -1)
+	docker ps -q --filter "label=sandbox-mcp.container=$(cat "$first")"
 }
 
 # A bind of the server's container that lies below the folder named hides, in the server's
@@ -161,5 +163,90 @@ sandboxes_of() {
 	stop_server
 	[[ "$(cat "$OUT")" != *the-host-secret* ]]
 	grep '"id":1[,}]' "$OUT" | jq -e '.result.structuredContent | .exit_code == 1 and (.stderr | test("--mount /data") and test("workspace"))' >/dev/null
+	eventually 20 nothing_left
+}
+
+# A named volume whose folder is the engine's socket's (the local driver binds any host folder)
+# is, to the server, a folder that holds the socket.
+@test "attack: a --mount on a volume of the docker run line that binds the socket's folder is refused" {
+	local vol="sbx-imageattack-sock-$$-$BATS_TEST_NUMBER"
+	VOLS=$vol
+	docker volume create --opt type=none --opt o=bind --opt device="$(dirname "$DK_SOCK")" "$vol" >/dev/null
+	run_arg -v "$vol:/data"
+	one_call 'test -S /mnt/x/docker.sock && echo SOCKET; echo ran' --mount /data:/mnt/x
+	sc '.exit_code == 1 and .stdout == ""'
+	sc '.stderr | test("--mount /data holds the container engine.s socket")'
+	eventually 20 nothing_left
+}
+
+# A folder below a named volume's top: the engine mounts a volume whole, so the sandbox would
+# get more than was named; it is refused, not widened.
+@test "attack: a --mount below a named volume's top is refused, not widened to the whole volume" {
+	local vol="sbx-imageattack-sub-$$-$BATS_TEST_NUMBER"
+	VOLS=$vol
+	docker volume create "$vol" >/dev/null
+	docker run --rm --entrypoint mkdir -v "$vol:/v" "$IMG" /v/sub
+	run_arg -v "$vol:/data"
+	one_call 'ls /mnt/x; echo ran' --mount /data/sub:/mnt/x
+	sc '.exit_code == 1 and .stdout == ""'
+	sc '.stderr | test("--mount /data/sub")'
+	eventually 20 nothing_left
+}
+
+# A bind of the whole host: the folder named below it is bound from the same host path, and
+# the bind itself (which holds the socket and has the host's mounts below it) is refused.
+@test "attack: under a bind of the host's /, the sandbox gets exactly the folder named; the bind itself is refused" {
+	local data="$BATS_TEST_TMPDIR/d a t a"
+	mkdir -p "$data" && echo inside >"$data/in.txt"
+	run_arg -v "/:/host:ro"
+	one_call 'cat "/mnt/x/in.txt"; ls /mnt/x' --mount "/host$data:/mnt/x"
+	sc '.exit_code == 0 and .stdout == "inside\nin.txt\n"'
+	eventually 20 nothing_left
+	one_call 'ls /mnt/x; echo ran' --mount /host:/mnt/x
+	sc '.exit_code == 1 and .stdout == ""'
+	sc '.stderr | test("--mount /host")'
+	eventually 20 nothing_left
+}
+
+# A mount point with blanks, named on the docker run line and to the server: the engine's
+# path is the host's folder with its blanks, not another folder.
+@test "attack: a bind whose names hold blanks maps to that very folder of the engine's host" {
+	local data="$BATS_TEST_TMPDIR/my data"
+	mkdir -p "$data" "$BATS_TEST_TMPDIR/my" && echo right >"$data/f" && echo wrong >"$BATS_TEST_TMPDIR/my/f"
+	run_arg -v "$data:/in side"
+	one_call 'cat /mnt/x/f' --mount "/in side:/mnt/x"
+	sc '.exit_code == 0 and .stdout == "right\n"'
+	eventually 20 nothing_left
+}
+
+# A rw --mount that holds another --mount's folder: the code re-points the inner one.
+@test "attack: a --mount inside a writable --mount, through another bind, is refused" {
+	local outer="$BATS_TEST_TMPDIR/outer"
+	mkdir -p "$outer/inner"
+	run_arg -v "$outer:/o" -v "$outer/inner:/i"
+	one_call 'echo ran' --mount /o:/mnt/o:rw --mount /i:/mnt/i
+	sc '.exit_code == 1 and .stdout == ""'
+	sc '.stderr | test("--mount /i lies in the folder of --mount /o")'
+	eventually 20 nothing_left
+}
+
+# The start-up sweep of a second server (on the host or in a container) leaves a live
+# containerised server's sandbox alone.
+@test "attack: another server's start-up sweep does not remove a live containerised server's sandbox" {
+	start_server
+	call 1 'echo one'
+	printf '%s' "$result" | jq -e '.structuredContent.stdout == "one\n"' >/dev/null
+	local sb id
+	sb=$(printf '%s' "$result" | jq -r .structuredContent.sandbox_id)
+	id=$(sandboxes_of)
+	[ -n "$id" ]
+	run "$SERVER" --check </dev/null
+	[ "$status" -eq 0 ]
+	run "$SANDBOX_MCP" --backend docker --image "$SBX_IMAGE" --check </dev/null
+	[ "$status" -eq 0 ]
+	[ "$(sandboxes_of)" = "$id" ]
+	call 2 'echo two'
+	printf '%s' "$result" | jq -e --arg sb "$sb" '.structuredContent.stdout == "two\n" and .structuredContent.sandbox_id == $sb' >/dev/null
+	stop_server
 	eventually 20 nothing_left
 }
