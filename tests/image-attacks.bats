@@ -250,3 +250,45 @@ sandboxes_of() {
 	stop_server
 	eventually 20 nothing_left
 }
+
+# --gpu on the local backend, on a stand-in NVIDIA driver's /dev (tests/lib/fakegpu.sh, root
+# only): the sandbox gets the driver's character nodes and folders alone; a /dev/nvidiaN or
+# /dev/nvidia-modeset that is a link (to a disk's node) is not followed, and nothing else of
+# /dev comes along; the sandbox can neither make a node nor change one's mode.
+@test "attack: --gpu on the local backend binds the driver's nodes alone, never a link's target or another device" {
+	[ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null || skip_or_fail "needs root and unshare"
+	local code
+	code='cd /dev; for f in * */*; do if [ ! -L "$f" ] && { [ -c "$f" ] || [ -b "$f" ]; }; then printf "%s " "$f"; fi; done; echo
+ls -d nvidia1 nvidia-modeset sda 2>&1 | grep -c "No such"
+mknod /dev/shm/x b 8 0 2>/dev/null || echo no-mknod
+chmod 666 nvidia-caps/nvidia-cap1 2>/dev/null || echo no-chmod'
+	SANDBOX_MCP="$TESTS_DIR/lib/fakegpu.sh" mcp_session "$SANDBOX_MCP" --backend local --gpu <<<"$(printf '%s\n%s\n%s\n' \
+		"$INIT" "$INITIALIZED" "$(call_json 1 execute_bash_commands "$(jq -cn --arg c "$code" '{code: $c}')")")"
+	res 1
+	sc '.exit_code == 0'
+	sc '.stdout == "full null nvidia-uvm nvidia0 nvidiactl random urandom zero dri/renderD128 nvidia-caps/nvidia-cap1 \n3\nno-mknod\nno-chmod\n"'
+}
+
+# The one archive the server uploads goes into a volume of its own, new for each server, which
+# the sandboxes mount read-only: the code cannot plant a link or file where the next server
+# (or the next sandbox) uploads, nor change the agent.
+@test "attack: the sandbox cannot write where the server uploads the agent, nor change the agent" {
+	one_call 'cd /.sandbox-mcp; ln -s / l 2>&1 | grep -c "Read-only"; rm -f sandbox-agent 2>&1 | grep -c "Read-only"; echo x >>sandbox-agent 2>/dev/null || echo no-write; stat -c "%a %u %U" sandbox-agent; ls'
+	sc '.exit_code == 0'
+	sc '.stdout == "1\n1\nno-write\n555 0 root\nsandbox-agent\n"'
+	eventually 20 nothing_left
+}
+
+# A server on the host whose folders the engine does not see (a mount namespace of its own,
+# tests/lib/apart.sh) has no container's binds to map: a --mount is refused, never bound by the
+# host path that happens to match.
+@test "attack: a host server apart from the engine's file system binds no --mount by a path the engine would resolve" {
+	[ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null || skip_or_fail "needs root and unshare"
+	local data="$BATS_TEST_TMPDIR/data"
+	mkdir -p "$data" && echo host-side >"$data/f"
+	SANDBOX_MCP="$TESTS_DIR/lib/apart.sh" mcp_session "$SANDBOX_MCP" --backend docker --image "$SBX_IMAGE" --mount "$data:/mnt/x" \
+		<<<"$(printf '%s\n%s\n%s\n' "$INIT" "$INITIALIZED" "$(call_json 1 execute_bash_commands '{"code":"cat /mnt/x/f"}')")"
+	res 1
+	sc '.exit_code == 1 and .stdout == ""'
+	sc '.stderr | test("--mount .*data is a folder of this server.s own file system")'
+}
