@@ -292,3 +292,33 @@ chmod 666 nvidia-caps/nvidia-cap1 2>/dev/null || echo no-chmod'
 	sc '.exit_code == 1 and .stdout == ""'
 	sc '.stderr | test("--mount .*data is a folder of this server.s own file system")'
 }
+
+# The engine's socket itself, bound into the server's container, named as a folder.
+@test "attack: the engine's socket named as --mount, --wheelhouse or --workspace is refused at start-up" {
+	local a
+	for a in "--mount=/var/run/docker.sock:/mnt/x" "--wheelhouse=/var/run/docker.sock" "--workspace=/var/run/docker.sock"; do
+		run "$SERVER" "$a" </dev/null
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"/var/run/docker.sock"*"ot a "*"irectory"* || "$output" == *"/var/run/docker.sock is not a folder"* ]]
+	done
+	eventually 20 nothing_left
+}
+
+# Two containerised servers on one named volume as --workspace: the second is refused, not
+# given the first one's live workspace.
+@test "attack: a second containerised server on a live server's workspace volume is refused" {
+	local vol="sbx-imageattack-ws-$$-$BATS_TEST_NUMBER"
+	VOLS=$vol
+	docker volume create "$vol" >/dev/null
+	run_arg -v "$vol:/work"
+	start_server --workspace /work
+	call 1 'echo first > mine; echo ok'
+	printf '%s' "$result" | jq -e '.structuredContent.stdout == "ok\n"' >/dev/null
+	one_call 'cat mine; echo second > mine' --workspace /work
+	sc '.exit_code == 1 and .stdout == ""'
+	sc '.stderr | test("another sandbox-mcp server")'
+	call 2 'cat mine'
+	printf '%s' "$result" | jq -e '.structuredContent.stdout == "first\n"' >/dev/null
+	stop_server
+	eventually 20 nothing_left
+}
