@@ -311,6 +311,13 @@ static json_t *labels(const struct docker *D, const char *role)
 	return l;
 }
 
+/* Is the container the install step's? Where the server's proxy cannot serve it (stream), it
+ * is the one with the engine's network though the sandbox has none (--network install). */
+static bool is_install(const struct docker *D, bool net, const char *proxy_dir)
+{
+	return proxy_dir || (D->stream && net && D->host.cfg->network == NET_INSTALL);
+}
+
 /* The create request of a container on D's workspace; `net`: the engine's default network. */
 static json_t *container_spec(struct docker *D, const struct docker_inst *in, bool net, const char *role,
 			      const char *proxy_dir)
@@ -341,7 +348,7 @@ static json_t *container_spec(struct docker *D, const struct docker_inst *in, bo
 	if (mounts && proxy_dir)
 		json_array_append_new(mounts, mount_spec(proxy_dir, INSTALLNET_DIR, true));
 	/* The install step sees no --mount folder: it runs code from the package index. */
-	for (size_t i = 0; mounts && !proxy_dir && i < cfg->mounts.n; i++)
+	for (size_t i = 0; mounts && !is_install(D, net, proxy_dir) && i < cfg->mounts.n; i++)
 		json_array_append_new(mounts, D->mnt_mounts ? json_deep_copy(json_array_get(D->mnt_mounts, i))
 			: mount_spec(cfg->mounts.v[i].host, cfg->mounts.v[i].inside, !cfg->mounts.v[i].rw));
 	json_t *host = json_pack(
@@ -530,7 +537,7 @@ static int create_container(struct docker *D, struct docker_inst *in, unsigned n
 	long status = 0;
 	if (verify_binds(D, proxy_dir, e) < 0)
 		return -1;
-	json_t *ans = NULL, *spec = container_spec(D, in, net, proxy_dir ? "install" : "main", proxy_dir);
+	json_t *ans = NULL, *spec = container_spec(D, in, net, is_install(D, net, proxy_dir) ? "install" : "main", proxy_dir);
 	if (!spec)
 		return err_set(e, "out of memory");
 	snprintf(name, sizeof name, "sandbox-mcp-%s-%u", D->host.id, n);
