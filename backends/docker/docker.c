@@ -936,6 +936,145 @@ static json_t *engine_mount(json_t *self_mounts, const char *given, const char *
 	return NULL;
 }
 
+/* Undoes the octal escapes of a mount table's path (\040 for a blank, ...), in place. */
+static void mountinfo_unescape(char *s)
+{
+	char *o = s;
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
+		    s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* A mount of this server's below the folder it names (its path as it resolves here) hides,
+ * in this server's view, what the engine's host has there, which is what a sandbox gets: the
+ * look for the engine's socket (binds_clean) would see the stand-in. Refused. */
+static int no_mount_below(const char *what, const char *given, struct err *e)
+{
+	char path[PATH_MAX], line[4096];
+	if (!realpath(given, path))
+		return 0; /* said by engine_mount */
+	size_t n = strlen(path);
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return err_set(e, "%s %s: this server's mount table cannot be read", what, given);
+	int rc = 0;
+	while (rc == 0 && fgets(line, sizeof line, f)) {
+		char *save = NULL, *mp = strtok_r(line, " ", &save);
+		for (int k = 0; mp && k < 4; k++)
+			mp = strtok_r(NULL, " ", &save);
+		if (!mp)
+			continue;
+		mountinfo_unescape(mp);
+		bool below = n == 1 ? mp[0] == '/' && mp[1] : !strncmp(mp, path, n) && mp[n] == '/' && mp[n + 1];
+		if (below)
+			rc = err_set(e, "%s %s has a mount of its own below it in this server's container (%.200s), which "
+					"hides what the engine's host has there from this server's checks: name a folder "
+					"without one", what, given, mp);
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Where a folder of this server's is in its file system: the mount table's device and root
+ * of the mount it lies in, which the kernel gives as it is (no link, no ".."), joined with the
+ * rest of its path. Two binds of the server's container that are one host folder (or one in
+ * the other) show as such, whatever names their docker run line gave them. */
+struct fs_place {
+	char dev[32];
+	char path[PATH_MAX + 8];
+};
+
+static int fs_place(const char *given, struct fs_place *out)
+{
+	char path[PATH_MAX], line[4096], best_mp[PATH_MAX] = "";
+	if (!realpath(given, path))
+		return -1;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -1;
+	size_t best = 0;
+	bool found = false;
+	while (fgets(line, sizeof line, f)) {
+		char *save = NULL, *fld[5] = {strtok_r(line, " ", &save)};
+		for (int k = 1; fld[k - 1] && k < 5; k++)
+			fld[k] = strtok_r(NULL, " ", &save);
+		if (!fld[4])
+			continue;
+		mountinfo_unescape(fld[3]);
+		mountinfo_unescape(fld[4]);
+		size_t n = strlen(fld[4]);
+		bool holds = n == 1 || (!strncmp(path, fld[4], n) && (path[n] == '\0' || path[n] == '/'));
+		/* The longest mount point wins; of two at one point, the later (on top). */
+		if (holds && n >= best && strlen(fld[2]) < sizeof out->dev) {
+			best = n;
+			found = true;
+			snprintf(out->dev, sizeof out->dev, "%s", fld[2]);
+			snprintf(best_mp, sizeof best_mp, "%s", fld[3]);
+		}
+	}
+	fclose(f);
+	if (!found)
+		return -1;
+	const char *rest = best == 1 ? path : path + best;
+	snprintf(out->path, sizeof out->path, "%s%s", strcmp(best_mp, "/") ? best_mp : "", rest);
+	return 0;
+}
+
+/* Is place a strictly inside place b (one file system, by its names there)? */
+static bool place_inside(const struct fs_place *a, const struct fs_place *b)
+{
+	size_t n = strlen(b->path);
+	if (strcmp(a->dev, b->dev))
+		return false;
+	if (!strcmp(b->path, "/"))
+		return a->path[1] != '\0';
+	return !strncmp(a->path, b->path, n) && a->path[n] == '/';
+}
+
+/* No folder bound into a sandbox lies in one the code may write (the workspace, a writable
+ * --mount) through another bind of the server's container: the engine binds by host path, which
+ * it resolves anew for each container, and the code could put a link on that path to any host
+ * folder. The check of hostfolders.c does not see this: here the two are apart. */
+static int binds_apart(const struct config *cfg, const char *ws, struct err *e)
+{
+	size_t n = cfg->mounts.n + 2, k = 0;
+	struct fs_place *pl = calloc(n, sizeof *pl);
+	const char **what = calloc(n, sizeof *what), **name = calloc(n, sizeof *name);
+	bool *rw = calloc(n, sizeof *rw);
+	int rc = 0;
+	if (!pl || !what || !name || !rw) {
+		rc = err_set(e, "out of memory");
+		goto out;
+	}
+	if (cfg->workspace_dir[0] && fs_place(ws, &pl[k]) == 0)
+		what[k] = "--workspace", name[k] = cfg->workspace_dir, rw[k++] = true;
+	if (cfg->wheelhouse[0] && fs_place(cfg->wheelhouse, &pl[k]) == 0)
+		what[k] = "--wheelhouse", name[k] = cfg->wheelhouse, rw[k++] = false;
+	for (size_t i = 0; i < cfg->mounts.n; i++)
+		if (fs_place(cfg->mounts.v[i].host, &pl[k]) == 0)
+			what[k] = "--mount", name[k] = cfg->mounts.v[i].host, rw[k++] = cfg->mounts.v[i].rw;
+	for (size_t i = 0; rc == 0 && i < k; i++)
+		for (size_t j = 0; rc == 0 && j < k; j++)
+			if (i != j && rw[j] && place_inside(&pl[i], &pl[j]))
+				rc = err_set(e, "%s %s lies in the folder of %s %s on the engine's host (through another bind "
+						"of this server's container), where the sandbox's code could put a link in its "
+						"place: name folders apart",
+					     what[i], name[i], what[j], name[j]);
+out:
+	free(pl);
+	free(what);
+	free(name);
+	free(rw);
+	return rc;
+}
+
 /*
  * The engine does not see this server's folders (the server runs in a container of its own,
  * the engine's socket bound in): from here on nothing of the host folder is bound. The agent
@@ -977,6 +1116,16 @@ static int go_stream(struct docker *D, const char *reason, struct err *e)
 		json_array_append_new(D->mnt_mounts, m);
 	}
 	json_decref(self);
+	if (!bad) {
+		if ((cfg->workspace_dir[0] && no_mount_below("--workspace", cfg->workspace_dir, e) < 0) ||
+		    (cfg->wheelhouse[0] && no_mount_below("--wheelhouse", cfg->wheelhouse, e) < 0))
+			return -1;
+		for (size_t i = 0; i < cfg->mounts.n; i++)
+			if (no_mount_below("--mount", cfg->mounts.v[i].host, e) < 0)
+				return -1;
+		if (binds_apart(cfg, D->host.h.ws, e) < 0)
+			return -1;
+	}
 	if (bad)
 		return err_set(e, "%s %s is a folder of this server's own file system, which the container engine does not "
 				  "see (%s): give the server's container that folder from the engine, e.g. docker run -v "
