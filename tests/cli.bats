@@ -10,7 +10,7 @@ bats_require_minimum_version 1.5.0
 		image daytona-snapshot daytona-image daytona-start-timeout; do
 		[[ "$output" == *"--$o"* ]] || { echo "missing --$o"; false; }
 	done
-	[ "$(grep -c "env SANDBOX_" <<<"$output")" -eq 36 ]
+	[ "$(grep -c "env SANDBOX_" <<<"$output")" -eq 37 ]
 	[[ "$output" == *"--check"* && "$output" == *"--version"* ]]
 }
 

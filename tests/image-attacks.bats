@@ -323,30 +323,29 @@ chmod 666 nvidia-caps/nvidia-cap1 2>/dev/null || echo no-chmod'
 	eventually 20 nothing_left
 }
 
-# The install step runs what the package index serves, on a network: it sees no --mount folder
-# (so that nothing of them can leave by that network), as it does where the server's proxy
-# serves it. Its container is caught while pip waits on an index that never answers.
-@test "attack: the containerised server's install step, on the engine's network, sees no --mount folder" {
+# The install step runs what the package index serves: it sees no --mount folder, and, as the
+# server's proxy cannot reach it here, no network at all (the engine's would hold the engine's
+# own address). Its container is inspected as the engine makes it.
+@test "attack: the containerised server's install step has no network and sees no --mount folder" {
 	mkdir -p "$BATS_TEST_TMPDIR/data"
 	run_arg -v "$BATS_TEST_TMPDIR/data:/data"
+	local seen="$BATS_TEST_TMPDIR/seen"
+	: >"$seen"
+	docker events --filter type=container --filter event=create --filter label=sandbox-mcp.role=install \
+		--format '{{.ID}}' | while read -r c; do
+		docker inspect "$c" --format '{{.HostConfig.NetworkMode}} {{index .Config.Labels "sandbox-mcp.role"}}{{range .Mounts}} {{.Destination}}{{end}}' >>"$seen" 2>&1
+	done &
+	local watcher=$!
 	start_server --mount /data:/mnt/data --index-url http://192.0.2.1/simple
 	printf '%s\n' "$(call_json 1 execute_python '{"script":"print(1)","requirements":["requests"]}')" >&7
-	local seen="$BATS_TEST_TMPDIR/seen" c
-	: >"$seen"
-	on_network() {
-		local first
-		first=$(find "$CIDS" -type f | sort | head -1)
-		[ -n "$first" ] && [ -s "$first" ] || return 1
-		for c in $(docker ps -q --filter "label=sandbox-mcp.container=$(cat "$first")"); do
-			docker inspect "$c" --format '{{.HostConfig.NetworkMode}} {{index .Config.Labels "sandbox-mcp.role"}}{{range .Mounts}} {{.Destination}}{{end}}' 2>/dev/null
-		done | grep '^bridge' >"$seen"
-	}
-	eventually 60 on_network
 	answered() { grep -q '"id":1[,}]' "$OUT"; }
 	eventually 90 answered
 	stop_server
+	pkill -P "$watcher" docker || true
+	kill "$watcher" 2>/dev/null || true
 	cat "$seen"
-	[[ "$(cat "$seen")" == "bridge install "* ]]
-	[[ "$(cat "$seen")" == *" /workspace"* && "$(cat "$seen")" != *"/mnt/data"* ]]
+	grep -q 'gives the install step no network' "$OUT"
+	[[ "$(head -1 "$seen")" == "none install "* ]]
+	[[ "$(head -1 "$seen")" == *" /workspace"* && "$(head -1 "$seen")" != *"/mnt/data"* ]]
 	eventually 20 nothing_left
 }
