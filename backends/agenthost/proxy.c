@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -189,6 +190,50 @@ static void note_unreachable(struct proxy *px, const char *host, unsigned port, 
 		(void)!write(px->unreachable_fd, &one, sizeof one);
 }
 
+/* Is sa one of this host's own addresses (an interface's, in the server's network namespace;
+ * an IPv4 one also as IPv4-mapped IPv6)? A connection there is delivered as to loopback: it
+ * reaches the host's own services, whatever range the address is in. ifs: getifaddrs's list. */
+static bool own_address(const struct ifaddrs *ifs, const struct sockaddr *sa)
+{
+	static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	const unsigned char *a = sa->sa_family == AF_INET ? (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr
+							  : (const unsigned char *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+	int fam = sa->sa_family;
+	if (fam == AF_INET6 && !memcmp(a, mapped, sizeof mapped)) {
+		fam = AF_INET;
+		a += sizeof mapped;
+	}
+	for (const struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != fam)
+			continue;
+		if (fam == AF_INET && !memcmp(a, &((const struct sockaddr_in *)i->ifa_addr)->sin_addr, 4))
+			return true;
+		if (fam == AF_INET6 && !memcmp(a, &((const struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16))
+			return true;
+	}
+	return false;
+}
+
+/* May a connection go to sa, which host resolved to? pol's address rule (netpolicy.h), with
+ * the host's own addresses local too: reached only when allowed as that very address. ifs:
+ * getifaddrs's list, NULL when it could not be had (then no address is taken for granted). */
+static bool addr_ok(const struct netpolicy *pol, const struct ifaddrs *ifs, bool have_ifs, const char *host,
+		    const struct sockaddr *sa)
+{
+	char lit[INET6_ADDRSTRLEN] = "";
+	if (!netpolicy_addr_allowed(pol, host, sa))
+		return false;
+	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
+		return false;
+	if (have_ifs && !own_address(ifs, sa))
+		return true;
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, lit, sizeof lit);
+	else
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, lit, sizeof lit);
+	return !strcasecmp(host, lit) && netpolicy_host_allowed(pol, lit);
+}
+
 /* Resolves host:port and connects to its first address that pol allows. The fd, or -1 with
  * *why. */
 static int open_upstream(struct proxy *px, const struct netpolicy *pol, const char *host, unsigned port,
@@ -208,12 +253,16 @@ static int open_upstream(struct proxy *px, const struct netpolicy *pol, const ch
 	}
 	int fd = -1, err = 0;
 	bool any_allowed = false;
+	struct ifaddrs *ifs = NULL;
+	bool have_ifs = getifaddrs(&ifs) == 0;
 	for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
-		if (!netpolicy_addr_allowed(pol, host, ai->ai_addr))
+		if (!addr_ok(pol, ifs, have_ifs, host, ai->ai_addr))
 			continue;
 		any_allowed = true;
 		fd = dial(px, ai, &err);
 	}
+	if (have_ifs)
+		freeifaddrs(ifs);
 	freeaddrinfo(res);
 	if (fd >= 0) {
 		pthread_mutex_lock(&px->mu);
@@ -223,8 +272,8 @@ static int open_upstream(struct proxy *px, const struct netpolicy *pol, const ch
 	}
 	if (!any_allowed) {
 		*why = install ? "the index host resolves to a local or private address, which the install step may not reach"
-			       : "the host resolves to a local or private address (loopback, link-local, private, "
-				 "carrier-grade NAT, multicast), which is never reached unless allowed as that address";
+			       : "the host resolves to a local or private address (loopback, the host's own, link-local, "
+				 "private, carrier-grade NAT, multicast), which is never reached unless allowed as that address";
 		return -1;
 	}
 	*why = install ? "the index host does not answer" : "the host does not answer";
