@@ -29,6 +29,7 @@
  * So the proxy is freed by whoever drops the last reference, proxy_stop or the last thread. */
 struct conn {
 	struct proxy *px;
+	struct netpolicy *pol;      /* the policy when it was accepted (owned by its thread) */
 	int client, upstream;       /* -1 when closed */
 	bool used;
 };
@@ -678,15 +679,12 @@ static void relay(struct proxy *px, struct conn *c, const struct netpolicy *pol,
 static void serve(struct conn *c)
 {
 	struct proxy *px = c->px;
-	struct netpolicy *pol = malloc(sizeof *pol);
+	struct netpolicy *pol = c->pol;
 	/* The head, and room after it for a tunnel's first TLS record. */
 	char *buf = malloc(PROXY_HEAD_MAX + TLS_RECORD_MAX);
 	size_t head_len = 0;
-	if (!buf || !pol)
+	if (!buf)
 		goto out;
-	pthread_mutex_lock(&px->mu);
-	*pol = px->pol;
-	pthread_mutex_unlock(&px->mu);
 	ssize_t got = read_head(px, c->client, buf, PROXY_HEAD_MAX, &head_len);
 	if (got == -2) {
 		refused(px, "?", "a request head over 16 KiB");
@@ -708,6 +706,7 @@ static void serve(struct conn *c)
 out:
 	free(buf);
 	free(pol);
+	c->pol = NULL;
 }
 
 static void *conn_main(void *arg)
@@ -757,17 +756,29 @@ static void *accept_main(void *arg)
 		starved = false;
 		if (!p[1].revents)
 			continue;
-		int fd = accept4(px->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0) {
-			starved = errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
+		/* Accepted and given the policy at once, under mu: a connection is served by the
+		 * policy of the call that made it, or dropped by proxy_set_policy (a thread that
+		 * read the policy later would serve a narrowed call's request with the whole list). */
+		struct netpolicy *pol = malloc(sizeof *pol);
+		if (!pol) {
+			starved = true;
 			continue;
 		}
 		pthread_mutex_lock(&px->mu);
+		int fd = accept4(px->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			int err = errno;
+			pthread_mutex_unlock(&px->mu);
+			free(pol);
+			starved = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+			continue;
+		}
+		*pol = px->pol;
 		struct conn *c = free_slot(px);
 		if (c) {
 			pthread_t t;
 			pthread_attr_t a;
-			*c = (struct conn){.px = px, .client = fd, .upstream = -1, .used = true};
+			*c = (struct conn){.px = px, .pol = pol, .client = fd, .upstream = -1, .used = true};
 			px->refs++;
 			bool started = pthread_attr_init(&a) == 0 &&
 				       pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) == 0 &&
@@ -781,6 +792,7 @@ static void *accept_main(void *arg)
 		}
 		pthread_mutex_unlock(&px->mu);
 		if (!c) {
+			free(pol);
 			refused(px, "a connection", "too many connections at once (" PROXY_MAX_STR ")");
 			reply(fd, "503 Service Unavailable", "too many connections at once");
 			close(fd);
@@ -884,9 +896,16 @@ bool proxy_unreachable(struct proxy *px, char *buf, size_t n)
 
 void proxy_set_policy(struct proxy *px, const struct netpolicy *pol)
 {
+	unsigned dropped = 0;
 	pthread_mutex_lock(&px->mu);
+	/* What waits to be accepted was made under the policy before (the call that ended, whose
+	 * processes are gone): it goes, unread. */
+	for (int fd; (fd = accept4(px->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0; dropped++)
+		close(fd);
 	px->pol = *pol;
 	pthread_mutex_unlock(&px->mu);
+	if (dropped)
+		px_log(px, LOG_INFO, "%s: dropped %u connection(s) made under the list before", who_name(px), dropped);
 }
 
 bool proxy_take_refusals(struct proxy *px, char *buf, size_t n)

@@ -57,7 +57,8 @@ int proxy_start(struct proxy **out, const char *path, const struct netpolicy *p,
 		struct err *e);
 
 /* Replaces the policy (a call narrowing it for itself): connections made from now on follow
- * it. The policy is copied. */
+ * it; one made before and not yet accepted is closed unread (each connection follows the
+ * policy it was accepted under). The policy is copied. */
 void proxy_set_policy(struct proxy *p, const struct netpolicy *pol);
 
 /* The connections refused since the last call of this, "host:port (why); ..." (cut to n,
