@@ -62,6 +62,7 @@ WRAP
 }
 
 teardown() {
+	unprivileged_teardown
 	SANDBOX_MCP=${REAL_MCP:-$SANDBOX_MCP}
 	index_down
 	for p in echo self abstract; do
@@ -132,6 +133,12 @@ $(cat "$TESTS_DIR/lib/allowhosts-attacks.py")"
 
 @test "allow-hosts attacks, docker: hellos, heads, addresses, the proxy's socket, around it: refused" {
 	attack_case docker 198.51.100.2
+}
+
+@test "allow-hosts attacks, local with a server that is not root: the same, refused" {
+	unprivileged_server
+	attack_case local 198.51.100.2
+	unprivileged_cleanup
 }
 
 # narrow_attack BACKEND HOST: a call narrowed to nothing leaves a process behind to use the
