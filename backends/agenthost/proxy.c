@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -28,6 +29,7 @@
  * So the proxy is freed by whoever drops the last reference, proxy_stop or the last thread. */
 struct conn {
 	struct proxy *px;
+	struct netpolicy *pol;      /* the policy when it was accepted (owned by its thread) */
 	int client, upstream;       /* -1 when closed */
 	bool used;
 };
@@ -189,6 +191,50 @@ static void note_unreachable(struct proxy *px, const char *host, unsigned port, 
 		(void)!write(px->unreachable_fd, &one, sizeof one);
 }
 
+/* Is sa one of this host's own addresses (an interface's, in the server's network namespace;
+ * an IPv4 one also as IPv4-mapped IPv6)? A connection there is delivered as to loopback: it
+ * reaches the host's own services, whatever range the address is in. ifs: getifaddrs's list. */
+static bool own_address(const struct ifaddrs *ifs, const struct sockaddr *sa)
+{
+	static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	const unsigned char *a = sa->sa_family == AF_INET ? (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr
+							  : (const unsigned char *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+	int fam = sa->sa_family;
+	if (fam == AF_INET6 && !memcmp(a, mapped, sizeof mapped)) {
+		fam = AF_INET;
+		a += sizeof mapped;
+	}
+	for (const struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != fam)
+			continue;
+		if (fam == AF_INET && !memcmp(a, &((const struct sockaddr_in *)i->ifa_addr)->sin_addr, 4))
+			return true;
+		if (fam == AF_INET6 && !memcmp(a, &((const struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16))
+			return true;
+	}
+	return false;
+}
+
+/* May a connection go to sa, which host resolved to? pol's address rule (netpolicy.h), with
+ * the host's own addresses local too: reached only when allowed as that very address. ifs:
+ * getifaddrs's list, NULL when it could not be had (then no address is taken for granted). */
+static bool addr_ok(const struct netpolicy *pol, const struct ifaddrs *ifs, bool have_ifs, const char *host,
+		    const struct sockaddr *sa)
+{
+	char lit[INET6_ADDRSTRLEN] = "";
+	if (!netpolicy_addr_allowed(pol, host, sa))
+		return false;
+	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
+		return false;
+	if (have_ifs && !own_address(ifs, sa))
+		return true;
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, lit, sizeof lit);
+	else
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, lit, sizeof lit);
+	return !strcasecmp(host, lit) && netpolicy_host_allowed(pol, lit);
+}
+
 /* Resolves host:port and connects to its first address that pol allows. The fd, or -1 with
  * *why. */
 static int open_upstream(struct proxy *px, const struct netpolicy *pol, const char *host, unsigned port,
@@ -208,12 +254,16 @@ static int open_upstream(struct proxy *px, const struct netpolicy *pol, const ch
 	}
 	int fd = -1, err = 0;
 	bool any_allowed = false;
+	struct ifaddrs *ifs = NULL;
+	bool have_ifs = getifaddrs(&ifs) == 0;
 	for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
-		if (!netpolicy_addr_allowed(pol, host, ai->ai_addr))
+		if (!addr_ok(pol, ifs, have_ifs, host, ai->ai_addr))
 			continue;
 		any_allowed = true;
 		fd = dial(px, ai, &err);
 	}
+	if (have_ifs)
+		freeifaddrs(ifs);
 	freeaddrinfo(res);
 	if (fd >= 0) {
 		pthread_mutex_lock(&px->mu);
@@ -223,8 +273,8 @@ static int open_upstream(struct proxy *px, const struct netpolicy *pol, const ch
 	}
 	if (!any_allowed) {
 		*why = install ? "the index host resolves to a local or private address, which the install step may not reach"
-			       : "the host resolves to a local or private address (loopback, link-local, private, "
-				 "carrier-grade NAT, multicast), which is never reached unless allowed as that address";
+			       : "the host resolves to a local or private address (loopback, the host's own, link-local, "
+				 "private, carrier-grade NAT, multicast), which is never reached unless allowed as that address";
 		return -1;
 	}
 	*why = install ? "the index host does not answer" : "the host does not answer";
@@ -640,15 +690,12 @@ static void relay(struct proxy *px, struct conn *c, const struct netpolicy *pol,
 static void serve(struct conn *c)
 {
 	struct proxy *px = c->px;
-	struct netpolicy *pol = malloc(sizeof *pol);
+	struct netpolicy *pol = c->pol;
 	/* The head, and room after it for a tunnel's first TLS record. */
 	char *buf = malloc(PROXY_HEAD_MAX + TLS_RECORD_MAX);
 	size_t head_len = 0;
-	if (!buf || !pol)
+	if (!buf)
 		goto out;
-	pthread_mutex_lock(&px->mu);
-	*pol = px->pol;
-	pthread_mutex_unlock(&px->mu);
 	ssize_t got = read_head(px, c->client, buf, PROXY_HEAD_MAX, &head_len);
 	if (got == -2) {
 		refused(px, "?", "a request head over 16 KiB");
@@ -670,6 +717,7 @@ static void serve(struct conn *c)
 out:
 	free(buf);
 	free(pol);
+	c->pol = NULL;
 }
 
 static void *conn_main(void *arg)
@@ -719,17 +767,29 @@ static void *accept_main(void *arg)
 		starved = false;
 		if (!p[1].revents)
 			continue;
-		int fd = accept4(px->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0) {
-			starved = errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
+		/* Accepted and given the policy at once, under mu: a connection is served by the
+		 * policy of the call that made it, or dropped by proxy_set_policy (a thread that
+		 * read the policy later would serve a narrowed call's request with the whole list). */
+		struct netpolicy *pol = malloc(sizeof *pol);
+		if (!pol) {
+			starved = true;
 			continue;
 		}
 		pthread_mutex_lock(&px->mu);
+		int fd = accept4(px->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			int err = errno;
+			pthread_mutex_unlock(&px->mu);
+			free(pol);
+			starved = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+			continue;
+		}
+		*pol = px->pol;
 		struct conn *c = free_slot(px);
 		if (c) {
 			pthread_t t;
 			pthread_attr_t a;
-			*c = (struct conn){.px = px, .client = fd, .upstream = -1, .used = true};
+			*c = (struct conn){.px = px, .pol = pol, .client = fd, .upstream = -1, .used = true};
 			px->refs++;
 			bool started = pthread_attr_init(&a) == 0 &&
 				       pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) == 0 &&
@@ -743,6 +803,7 @@ static void *accept_main(void *arg)
 		}
 		pthread_mutex_unlock(&px->mu);
 		if (!c) {
+			free(pol);
 			refused(px, "a connection", "too many connections at once (" PROXY_MAX_STR ")");
 			reply(fd, "503 Service Unavailable", "too many connections at once");
 			close(fd);
@@ -846,9 +907,16 @@ bool proxy_unreachable(struct proxy *px, char *buf, size_t n)
 
 void proxy_set_policy(struct proxy *px, const struct netpolicy *pol)
 {
+	unsigned dropped = 0;
 	pthread_mutex_lock(&px->mu);
+	/* What waits to be accepted was made under the policy before (the call that ended, whose
+	 * processes are gone): it goes, unread. */
+	for (int fd; (fd = accept4(px->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0; dropped++)
+		close(fd);
 	px->pol = *pol;
 	pthread_mutex_unlock(&px->mu);
+	if (dropped)
+		px_log(px, LOG_INFO, "%s: dropped %u connection(s) made under the list before", who_name(px), dropped);
 }
 
 bool proxy_take_refusals(struct proxy *px, char *buf, size_t n)

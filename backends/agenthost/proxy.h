@@ -12,7 +12,9 @@
  *     address: none, or that address); no CONNECT to port 80, whose plain HTTP goes as an
  *     absolute-form request with its Host checked;
  *   - to the hosts, ports and addresses the install step's policy allows (run/netpolicy.h):
- *     the index hosts by name, never a local address unless named as one.
+ *     the index hosts by name, never a local address unless named as one (the server host's
+ *     own addresses, whatever their range, count as local: a connection there reaches its
+ *     services as loopback would).
  *
  * So code that runs during the install step (a build backend, anything pip is talked into)
  * reaches the index and nothing else: not the host's loopback or its abstract unix sockets
@@ -55,7 +57,8 @@ int proxy_start(struct proxy **out, const char *path, const struct netpolicy *p,
 		struct err *e);
 
 /* Replaces the policy (a call narrowing it for itself): connections made from now on follow
- * it. The policy is copied. */
+ * it; one made before and not yet accepted is closed unread (each connection follows the
+ * policy it was accepted under). The policy is copied. */
 void proxy_set_policy(struct proxy *p, const struct netpolicy *pol);
 
 /* The connections refused since the last call of this, "host:port (why); ..." (cut to n,

@@ -84,6 +84,9 @@ int netpolicy_split_hostport(const char *s, size_t len, char *host, size_t n, un
 	*port = dflt;
 	if (colon) {
 		char *end;
+		/* Digits alone: strtoul would take "-18446744073709543536" for 8080. */
+		if (!colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1))
+			return -1;
 		unsigned long v = strtoul(colon + 1, &end, 10);
 		if (*end || !v || v > 65535)
 			return -1;
