@@ -79,7 +79,7 @@ $(cat "$TESTS_DIR/lib/allowhosts-probe.py")"
 	tool execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 120}')" --allow-hosts "$ALLOW"
 	printf '%s' "$result" | jq -c '.content' | cut -c1-2000 >&2
 	sc '.exit_code == 0'
-	P=$(printf '%s' "$result" | jq -r '.structuredContent.stdout' | tail -1)
+	P=$(printf '%s' "$result" | jq -r '.structuredContent.stdout' | sed '/^$/d' | tail -1)
 	echo "$P" | jq . >&2
 	# The allowed paths work: plain HTTP, by the proxy variables, and tunnels whose hello names the host.
 	jqe "$P" '.ok_http == "200" and .ok_upper == "200" and .ok_env_proxy == "200"'
@@ -237,16 +237,20 @@ for i in range(40):
     s.sendall(b'GET http://$H:8080/ok.txt HTTP/1.1\r\nX-Slow: ')
     held.append(s)
 import select
-busy, waiting, until = 0, list(held), time.monotonic() + 5
+busy, other, waiting, until = 0, [], list(held), time.monotonic() + 30
 while busy < 8 and time.monotonic() < until:
     ready = select.select(waiting, [], [], 0.2)[0]
     for s in ready:
         waiting.remove(s)
         try:
-            busy += b' 503 ' in s.recv(200)
-        except OSError:
-            pass
+            got = s.recv(200)
+            busy += b' 503 ' in got
+            if b' 503 ' not in got:
+                other.append(got[:40].decode('latin-1'))
+        except OSError as e:
+            other.append(type(e).__name__)
 out['busy'] = busy
+out['other'] = other
 for s in held:
     s.close()
 ok = None
@@ -261,7 +265,7 @@ out['after'] = ok
 print(json.dumps(out))"
 	tool execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 60}')" --allow-hosts "$H:8080"
 	local P
-	P=$(printf '%s' "$result" | jq -r '.structuredContent.stdout' | tail -1)
+	P=$(printf '%s' "$result" | jq -r '.structuredContent.stdout' | sed '/^$/d' | tail -1)
 	# At most 32 at once: the rest were told so at once; once they went, the allowed path works.
 	jqe "$P" '.busy >= 8 and .after == 200'
 	sc '.notice | test("a connection \\(too many connections at once \\(32\\)\\)")'

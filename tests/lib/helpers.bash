@@ -88,8 +88,13 @@ sc() {
 	}
 }
 
-# jqe JSON FILTER: jq -e, printing the JSON when it does not hold.
+# jqe JSON FILTER: jq -e, printing the JSON when it does not hold; empty JSON never holds (jq -e
+# passes on no input at all).
 jqe() {
+	[ -n "${1//[[:space:]]/}" ] || {
+		echo "does not satisfy: $2: no JSON given" >&2
+		return 1
+	}
 	printf '%s' "$1" | jq -e "$2" >/dev/null || {
 		echo "does not satisfy: $2" >&2
 		printf '%s\n' "$1" >&2
