@@ -21,6 +21,7 @@ void agenthost_init(struct agenthost *h, const struct agenthost_home *home, void
 	h->home = home;
 	h->ctx = ctx;
 	h->cfg = cfg;
+	h->chan.fd = -1;
 	hostdir_init(&h->h);
 }
 
@@ -90,7 +91,9 @@ int agenthost_start(struct agenthost *h, struct err *e)
 		return -1;
 	if (h->home->prepare && h->home->prepare(h->ctx, e) < 0)
 		return -1;
-	return spawn(h, cfg->network == NET_ALL, NULL, &h->main, e);
+	if (spawn(h, cfg->network == NET_ALL, NULL, &h->main, e) < 0)
+		return -1;
+	return agentlink_channel(&h->main->link, &h->chan, e) ? -1 : 0;
 }
 
 /* The rlimits of one call's processes in instance in. */
@@ -106,6 +109,8 @@ static void call_limits(const struct agenthost *h, const struct agent_inst *in, 
 	 * every call that starts within the second its timeout began, whatever fraction of it
 	 * passed (a prestarted interpreter and a plain start see the same limit). */
 	lim->cpu_s = ((uint64_t)(left > 0 ? left : 0) + 999) / 1000 + 1;
+	if (rq->background) /* bound by its own timeout, not its wait's */
+		lim->cpu_s = (rq->bg_timeout_ms + 999) / 1000 + 1;
 	lim->nproc = in->rl_pids ? cfg->pids : 0;
 	lim->as = in->rl_memory ? cfg->memory : 0;
 	lim->spill_max = cfg->spill_max;
@@ -180,6 +185,14 @@ int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res 
 	return rc;
 }
 
+int agenthost_process(struct agenthost *h, const struct proc_req *rq, struct proc_res *rs, struct err *e)
+{
+	*rs = (struct proc_res){0};
+	if (!h->main)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	return agentlink_process(&h->chan, rq, rs, e);
+}
+
 int agenthost_put(struct agenthost *h, const struct run_file *f, struct err *e)
 {
 	if (!h->main || h->main->link.fd < 0)
@@ -240,6 +253,7 @@ int agenthost_destroy(struct agenthost *h, enum backend_end how, struct err *e)
 {
 	bool keep = how == BACKEND_END_SHUTDOWN && h->cfg->keep && h->h.dir[0];
 	int rc = 0;
+	agentlink_close(&h->chan);
 	if (h->home->kill)
 		h->home->kill(h->ctx, h->main);
 	h->main = NULL;

@@ -89,6 +89,8 @@ struct agenthost {
 	uid_t uid;                 /* the sandbox user on the host: --sandbox-uid as root, else ours */
 	gid_t gid;
 	bool as_root;
+	struct agentlink chan;     /* the main agent's channel for background processes (agentlink.h);
+	                            * used by agenthost_process alone, from any one thread */
 };
 
 /* Sets h up, with nothing made yet (destroy is safe from here on). */
@@ -105,6 +107,7 @@ int agenthost_list(struct agenthost *h, const char *dir, const char *skip, size_
 		   struct err *e);
 int agenthost_get(struct agenthost *h, const char *path, size_t max, struct ws_file *out, struct err *e);
 int agenthost_watch_fd(const struct agenthost *h);
+int agenthost_process(struct agenthost *h, const struct proc_req *rq, struct proc_res *rs, struct err *e);
 void agenthost_settle(struct agenthost *h);
 int agenthost_check(struct agenthost *h, struct err *e);
 int agenthost_destroy(struct agenthost *h, enum backend_end how, struct err *e);

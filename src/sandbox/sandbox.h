@@ -19,6 +19,7 @@
 #define SANDBOX_SANDBOX_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +39,10 @@ struct sandbox {
 	bool ahead_made;              /* one was made ahead since the last call or cleanup */
 	json_t *installed;            /* requirements installed in this sandbox: object used as a set */
 	json_t *outputs_seen;         /* outputs/ as the last call left it: path -> "ctime:size" (artifacts.c) */
+	/* What sandbox_process, on another thread, may use: the backend while it is there, under
+	 * side_mu, which its removal takes first. */
+	pthread_mutex_t side_mu;
+	struct backend *side;
 };
 
 void sandbox_init(struct sandbox *s, const struct config *cfg);
@@ -100,6 +105,11 @@ void sandbox_check(struct sandbox *s);
 int64_t sandbox_idle_deadline(const struct sandbox *s);
 /* Removes an idle sandbox and leaves a notice for the next call. */
 void sandbox_idle_expire(struct sandbox *s);
+
+/* Background processes (backend.h's process), from any one thread besides the worker, at the
+ * same time as it: with no sandbox, a list is empty and anything else fails (-1, e says
+ * why). 0, -1, BACKEND_LOST. */
+int sandbox_process(struct sandbox *s, const struct proc_req *rq, struct proc_res *rs, struct err *e);
 
 /* Shutdown: destroys the sandbox (keeps the workspace when cfg->keep). */
 void sandbox_shutdown(struct sandbox *s);

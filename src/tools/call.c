@@ -112,6 +112,8 @@ static json_t *add_artifacts(json_t *r, struct artifacts *a)
  */
 static json_t *run_result(struct call_ctx *c, const struct run_res *rs, struct capture *col, const char *spill)
 {
+	char pid[32];
+	snprintf(pid, sizeof pid, "bg-%u", rs->bg_id);
 	char files[2][160], why[2][sizeof(struct err)];
 	/* The call's files first: what they take of the result's size is not the streams'. */
 	size_t max = c->cfg->result_max;
@@ -127,6 +129,7 @@ static json_t *run_result(struct call_ctx *c, const struct run_res *rs, struct c
 	f.timed_out = rs->timed_out;
 	f.oom_killed = rs->oom_killed;
 	f.memory_limit = rs->memory_limit;
+	f.process_id = rs->bg_id ? pid : NULL;
 	for (int i = 0; i < 2; i++) {
 		f.s[i].out = &col->out[i];
 		snprintf(files[i], sizeof files[i], "%s.%s", spill, i ? "stderr" : "stdout");
@@ -237,6 +240,25 @@ static json_t *run_program(struct call_ctx *c, struct inputs *in, const char *co
 			     .cancel_fd = tc->cancel_fd, .cap = cfg->output_cap, .spill_prefix = spill,
 			     .changes_in = WORKSPACE "/" ARTIFACTS_DIR, .on_output = capture_add, .ctx = &col,
 			     .prestart = prestart_ok(tc, cfg), .prestart_env = call_env};
+	char label[128];
+	if (json_is_true(json_object_get(tc->args, "background"))) {
+		const json_t *w = json_object_get(tc->args, "wait_s");
+		int64_t now = clock_ms(), wait_ms = (int64_t)ceil((w ? json_number_value(w) : 1.0) * 1000);
+		const char *code = json_string_value(json_object_get(tc->args, tc->tool == TOOL_PYTHON ? "script" : "code"));
+		size_t ll = strcspn(code, "\n");
+		snprintf(label, sizeof label, "%s: %.*s%s", tc->tool == TOOL_PYTHON ? "python" : "bash", (int)(ll > 100 ? 100 : ll),
+			 code, ll > 100 || code[ll] ? " ..." : "");
+		rq.background = true;
+		rq.prestart = false;
+		rq.bg_wait_ms = wait_ms;
+		rq.bg_timeout_ms = c->deadline > now ? (uint64_t)(c->deadline - now) : 0;
+		rq.bg_max = (unsigned)cfg->max_background;
+		rq.bg_label = label;
+		/* The call itself ends with the wait, or soon after: the process's timeout is the agent's. */
+		if (now + wait_ms + 10000 < rq.deadline_ms)
+			rq.deadline_ms = now + wait_ms + 10000;
+		rq.cap = tools_bg_cap(cfg); /* what each read of it returns at most */
+	}
 	struct run_res rs = {0};
 	struct err e = {""};
 	json_t *res = NULL;
@@ -275,7 +297,8 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 {
 	struct call_ctx c = {.sb = sb, .tc = tc, .cfg = cfg, .t0 = clock_ms()};
 	const json_t *targ = json_object_get(tc->args, "timeout_s");
-	c.timeout = targ ? json_number_value(targ) : cfg->timeout_s;
+	bool bg = json_is_true(json_object_get(tc->args, "background"));
+	c.timeout = targ ? json_number_value(targ) : bg ? cfg->bg_timeout_s : cfg->timeout_s;
 	c.deadline = c.t0 + (int64_t)ceil(c.timeout * 1000);
 	struct err e = {""};
 

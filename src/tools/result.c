@@ -219,7 +219,11 @@ static char *text_block(const struct result_facts *f, char *const text[2], const
 	struct buf b = {0};
 	char sz[32];
 	buf_reserve(&b, len[0] + len[1] + 1024);
-	if (!f->backend)
+	if (f->process_id)
+		tb_fmt(&b, "running: background process %s (%lld ms so far, %s sandbox %s); read, feed or signal it "
+			   "with the process tool\n", f->process_id, (long long)f->duration_ms, f->backend ? f->backend : "-",
+		       f->sandbox_id ? f->sandbox_id : "-");
+	else if (!f->backend)
 		tb_fmt(&b, "exit_code: %d (no sandbox)\n", f->exit_code);
 	else
 		tb_fmt(&b, "exit_code: %d (%lld ms, %s sandbox %s)\n", f->exit_code, (long long)f->duration_ms,
@@ -290,6 +294,10 @@ static json_t *build(const struct result_facts *f, const struct pieces p[2], cha
 		str_or_null(cut[1] && !f->s[1].file ? f->s[1].file_error : NULL), "backend", str_or_null(f->backend),
 		"sandbox_id", str_or_null(f->backend ? f->sandbox_id : NULL), "error", str_or_null(f->error), "notice",
 		str_or_null(f->notice));
+	if (sc && f->process_id) {
+		json_object_set_new(sc, "process_id", json_string(f->process_id));
+		json_object_set_new(sc, "running", json_true());
+	}
 	json_t *r = json_pack("{s:[{s:s, s:o}], s:o}", "content", "type", "text", "text", json_stringn_nocheck(tb, tl),
 			      "structuredContent", sc);
 	free(tb);
