@@ -151,6 +151,11 @@ int backend_watch_fd(const struct backend *b)
 	return host_of(b) ? agenthost_watch_fd(host_of(b)) : -1;
 }
 
+bool backend_has_process(const struct backend *b)
+{
+	return b->ops->process || b->ops->home;
+}
+
 int backend_process(struct backend *b, const struct proc_req *rq, struct proc_res *rs, struct err *e)
 {
 	*rs = (struct proc_res){0};

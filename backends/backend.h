@@ -135,6 +135,8 @@ int backend_get(struct backend *b, const char *path, size_t max, struct ws_file 
 void backend_settle(struct backend *b);
 /* -1 when the backend has nothing to watch. */
 int backend_watch_fd(const struct backend *b);
+/* Whether the backend runs background processes (its process op, or the agent host's). */
+bool backend_has_process(const struct backend *b);
 /* -1 with e set when the backend has no background processes. */
 int backend_process(struct backend *b, const struct proc_req *rq, struct proc_res *rs, struct err *e);
 /* 0 when whole (or nothing to check), BACKEND_LOST. */

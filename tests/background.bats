@@ -236,3 +236,28 @@ life() {
 	res 3
 	sc '(.stdout | contains("sleep 64")) and (.stdout | contains("sleep 65") | not)'
 }
+
+@test "background: an ended one's output stays readable until 16 newer ones ended; idle removal ends the rest" {
+	local i lines=()
+	for i in $(seq 1 16); do
+		lines+=("$(bg "$i" "sleep 0.3; echo n$i" '{"wait_s": 0.05}')" "{\"wait\": $i}")
+	done
+	# The last, quiet and slower, ends after them all: a read of it waits for its end.
+	lines+=("$(bg 17 'sleep 1' '{"wait_s": 0.05}')" '{"wait": 17}' "$(proc 18 '{"process_id": "bg-17", "wait_s": 20}')" '{"wait": 18}')
+	lines+=("$(proc 19 '{}')" '{"wait": 19}' "$(proc 20 '{"process_id": "bg-1"}')" "$(proc 21 '{"process_id": "bg-2"}')")
+	lines+=("$(bg 22 'sleep 60')" '{"wait": 22}' '{"sleep": 2.5}' "$(call_json 23 execute_bash_commands '{"code": "echo new"}')")
+	SERVER_ARGS="--idle-timeout 2" session_of "${lines[@]}"
+	res 1
+	sc '.running == true'
+	res 18
+	sc '.running == false and .exit_code == 0 and .stdout == ""'
+	# bg-17 was read and went; of the 16 others, the oldest went when the 17th ended.
+	res 19
+	sc '(.processes | length == 15) and all(.processes[]; .running == false)'
+	res 20
+	sc '.error | test("no such background process")'
+	res 21
+	sc '.stdout == "n2\n" and .exit_code == 0'
+	res 23
+	sc '.stdout == "new\n" and (.notice | test("removed after 2 s without use")) and (.notice | test("1 background process of sandbox"))'
+}

@@ -500,6 +500,12 @@ void agentlink_report_limits(const struct config *cfg, uint64_t open_files_max, 
 	fprintf(f, "    file size   %-10s rlimit (RLIMIT_FSIZE)\n", config_fmt_size(cfg->file_size, sz, sizeof sz));
 	fprintf(f, "    cpu time    %-10s rlimit (RLIMIT_CPU), the call's timeout\n", "per call");
 	fprintf(f, "    /tmp        %-10s tmpfs size\n", config_fmt_size(cfg->tmp_size, sz, sizeof sz));
+	if (cfg->max_background)
+		fprintf(f, "    background  %-10llu at once (--max-background), each until its timeout_s (default %g s, at most "
+			   "%g s), in the sandbox's memory, process and filter limits\n",
+			(unsigned long long)cfg->max_background, cfg->bg_timeout_s, cfg->bg_max_timeout_s);
+	else
+		fprintf(f, "    background  %-10s (--max-background 0)\n", "none");
 }
 
 bool agentlink_ended(const struct agentlink *l)

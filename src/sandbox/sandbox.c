@@ -21,10 +21,17 @@ int sandbox_process(struct sandbox *s, const struct proc_req *rq, struct proc_re
 {
 	*rs = (struct proc_res){0};
 	pthread_mutex_lock(&s->side_mu);
-	int rc = s->side ? backend_process(s->side, rq, rs, e)
-		 : rq->op == PROC_LIST ? 0 : err_set(e, "there is no sandbox, so no background process runs");
+	int rc = s->side && backend_has_process(s->side) ? backend_process(s->side, rq, rs, e)
+		 : rq->op == PROC_LIST ? 0
+		 : err_set(e, "%s", s->side ? "this sandbox's backend runs no background processes"
+					   : "there is no sandbox, so no background process runs");
 	pthread_mutex_unlock(&s->side_mu);
 	return rc;
+}
+
+bool sandbox_has_process(const struct sandbox *s)
+{
+	return s->b && backend_has_process(s->b);
 }
 
 /* How many background processes run in the sandbox (0 when it cannot tell). */

@@ -111,6 +111,9 @@ void sandbox_idle_expire(struct sandbox *s);
  * why). 0, -1, BACKEND_LOST. */
 int sandbox_process(struct sandbox *s, const struct proc_req *rq, struct proc_res *rs, struct err *e);
 
+/* Whether the sandbox there runs background processes (worker thread). */
+bool sandbox_has_process(const struct sandbox *s);
+
 /* Shutdown: destroys the sandbox (keeps the workspace when cfg->keep). */
 void sandbox_shutdown(struct sandbox *s);
 

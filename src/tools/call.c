@@ -309,6 +309,11 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 	}
 	if (rc < 0)
 		return call_early_result(&c, 1, e.msg, e.msg, false);
+	if (bg && !sandbox_has_process(sb)) {
+		snprintf(e.msg, sizeof e.msg, "background: the %s backend runs no background processes: run the code without it",
+			 sandbox_backend(sb));
+		return call_early_result(&c, 1, e.msg, e.msg, false);
+	}
 	if (tc->tool == TOOL_PYTHON) {
 		json_t *res = install_requirements(&c, json_object_get(tc->args, "requirements"));
 		if (res || tc->cancelled)
