@@ -22,6 +22,8 @@ static const struct opt opts[] = {
 	 "largest timeout_s a call may ask for, seconds"},
 	{"max-background", "SANDBOX_MAX_BACKGROUND", OPT_COUNT, F(max_background), "8",
 	 "background processes (background: true) that may run at once, 0 to 64 (0: none)"},
+	{"max-sessions", "SANDBOX_MAX_SESSIONS", OPT_COUNT, F(max_sessions), "8",
+	 "Python sessions (execute_python with session) that may live at once, 0 to 64 (0: none)"},
 	{"background-timeout", "SANDBOX_BACKGROUND_TIMEOUT", OPT_SECONDS, F(bg_timeout_s), "3600",
 	 "default timeout of a background process, seconds"},
 	{"max-background-timeout", "SANDBOX_MAX_BACKGROUND_TIMEOUT", OPT_SECONDS, F(bg_max_timeout_s), "86400",
@@ -255,6 +257,8 @@ static int check_limits(const struct config *c, struct err *e)
 		return err_set(e, "--timeout (%g) is above --max-timeout (%g)", c->timeout_s, c->max_timeout_s);
 	if (c->max_background > 64)
 		return err_set(e, "--max-background must be at most 64 (it is %llu)", (unsigned long long)c->max_background);
+	if (c->max_sessions > 64)
+		return err_set(e, "--max-sessions must be at most 64 (it is %llu)", (unsigned long long)c->max_sessions);
 	if (c->bg_timeout_s <= 0 || c->bg_timeout_s > c->bg_max_timeout_s)
 		return err_set(e, "--background-timeout (%g) must be above 0 and at most --max-background-timeout (%g)",
 			       c->bg_timeout_s, c->bg_max_timeout_s);

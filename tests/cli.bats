@@ -6,11 +6,11 @@ bats_require_minimum_version 1.5.0
 	run "$SANDBOX_MCP" --help
 	[ "$status" -eq 0 ]
 	for o in backend timeout max-timeout output-cap result-max spill-max memory cpus pids open-files file-size \
-		tmp-size network wheelhouse index-url index-hosts idle-timeout queue max-message keep shutdown-budget workspace mount state-dir sandbox-ahead python python-prestart python-preload log-level sandbox-uid max-background background-timeout max-background-timeout \
+		tmp-size network wheelhouse index-url index-hosts idle-timeout queue max-message keep shutdown-budget workspace mount state-dir sandbox-ahead python python-prestart python-preload log-level sandbox-uid max-background max-sessions background-timeout max-background-timeout \
 		image daytona-snapshot daytona-image daytona-start-timeout; do
 		[[ "$output" == *"--$o"* ]] || { echo "missing --$o"; false; }
 	done
-	[ "$(grep -c "env SANDBOX_" <<<"$output")" -eq 38 ]
+	[ "$(grep -c "env SANDBOX_" <<<"$output")" -eq 39 ]
 	[[ "$output" == *"--check"* && "$output" == *"--version"* ]]
 }
 

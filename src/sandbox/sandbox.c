@@ -29,6 +29,54 @@ int sandbox_process(struct sandbox *s, const struct proc_req *rq, struct proc_re
 	return rc;
 }
 
+unsigned sandbox_session_find(struct sandbox *s, const char *name)
+{
+	unsigned id = 0;
+	pthread_mutex_lock(&s->side_mu);
+	for (size_t i = 0; i < SANDBOX_SESSIONS_MAX && !id; i++)
+		if (s->sessions[i].id && !strcmp(s->sessions[i].name, name))
+			id = s->sessions[i].id;
+	pthread_mutex_unlock(&s->side_mu);
+	return id;
+}
+
+int sandbox_session_set(struct sandbox *s, const char *name, unsigned id)
+{
+	int rc = -1;
+	pthread_mutex_lock(&s->side_mu);
+	for (size_t i = 0; i < SANDBOX_SESSIONS_MAX; i++)
+		if (s->sessions[i].id && !strcmp(s->sessions[i].name, name))
+			s->sessions[i].id = 0;
+	for (size_t i = 0; i < SANDBOX_SESSIONS_MAX && id && rc; i++)
+		if (!s->sessions[i].id) {
+			snprintf(s->sessions[i].name, sizeof s->sessions[i].name, "%s", name);
+			s->sessions[i].id = id;
+			rc = 0;
+		}
+	pthread_mutex_unlock(&s->side_mu);
+	return id ? rc : 0;
+}
+
+size_t sandbox_session_count(struct sandbox *s)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&s->side_mu);
+	for (size_t i = 0; i < SANDBOX_SESSIONS_MAX; i++)
+		n += s->sessions[i].id != 0;
+	pthread_mutex_unlock(&s->side_mu);
+	return n;
+}
+
+void sandbox_session_name(struct sandbox *s, unsigned id, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s", "");
+	pthread_mutex_lock(&s->side_mu);
+	for (size_t i = 0; i < SANDBOX_SESSIONS_MAX && id; i++)
+		if (s->sessions[i].id == id)
+			snprintf(buf, n, "%s", s->sessions[i].name);
+	pthread_mutex_unlock(&s->side_mu);
+}
+
 bool sandbox_has_process(const struct sandbox *s)
 {
 	return s->b && backend_has_process(s->b);
@@ -83,6 +131,7 @@ static int drop(struct sandbox *s, enum backend_end how, struct err *e)
 	}
 	pthread_mutex_lock(&s->side_mu);
 	s->side = NULL;
+	memset(s->sessions, 0, sizeof s->sessions);
 	pthread_mutex_unlock(&s->side_mu);
 	int rc = backend_destroy(s->b, how, e);
 	backend_free(s->b); /* nothing left to do: every backend's destroy is idempotent */

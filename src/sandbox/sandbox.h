@@ -29,6 +29,7 @@
 #include "../base/err.h"
 
 #define SANDBOX_NOTICE_MAX 1024
+#define SANDBOX_SESSIONS_MAX 64
 
 struct sandbox {
 	const struct config *cfg;     /* borrowed */
@@ -43,6 +44,9 @@ struct sandbox {
 	 * side_mu, which its removal takes first. */
 	pthread_mutex_t side_mu;
 	struct backend *side;
+	/* Python sessions: their names and the background processes they run as; under side_mu,
+	 * emptied with the sandbox. */
+	struct { char name[72]; unsigned id; } sessions[SANDBOX_SESSIONS_MAX];
 };
 
 void sandbox_init(struct sandbox *s, const struct config *cfg);
@@ -110,6 +114,14 @@ void sandbox_idle_expire(struct sandbox *s);
  * same time as it: with no sandbox, a list is empty and anything else fails (-1, e says
  * why). 0, -1, BACKEND_LOST. */
 int sandbox_process(struct sandbox *s, const struct proc_req *rq, struct proc_res *rs, struct err *e);
+
+/* Python sessions (any thread): the background process that session name runs as (0: none);
+ * set one (id 0 removes it; -1 when SANDBOX_SESSIONS_MAX are set); how many there are; the
+ * name of the one that process id is, copied to buf (n bytes; "" when none). */
+unsigned sandbox_session_find(struct sandbox *s, const char *name);
+int sandbox_session_set(struct sandbox *s, const char *name, unsigned id);
+size_t sandbox_session_count(struct sandbox *s);
+void sandbox_session_name(struct sandbox *s, unsigned id, char *buf, size_t n);
 
 /* Whether the sandbox there runs background processes (worker thread). */
 bool sandbox_has_process(const struct sandbox *s);

@@ -38,6 +38,11 @@ static const char *const call_env[] = {
 	NULL,
 };
 
+const char *const *call_env_base(void)
+{
+	return call_env;
+}
+
 /* ------------------------------------------------------------ results */
 
 static void facts_init(struct result_facts *f, const struct call_ctx *c)
@@ -298,6 +303,7 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 	struct call_ctx c = {.sb = sb, .tc = tc, .cfg = cfg, .t0 = clock_ms()};
 	const json_t *targ = json_object_get(tc->args, "timeout_s");
 	bool bg = json_is_true(json_object_get(tc->args, "background"));
+	bool session = json_object_get(tc->args, "session") != NULL;
 	c.timeout = targ ? json_number_value(targ) : bg ? cfg->bg_timeout_s : cfg->timeout_s;
 	c.deadline = c.t0 + (int64_t)ceil(c.timeout * 1000);
 	struct err e = {""};
@@ -309,9 +315,9 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 	}
 	if (rc < 0)
 		return call_early_result(&c, 1, e.msg, e.msg, false);
-	if (bg && !sandbox_has_process(sb)) {
-		snprintf(e.msg, sizeof e.msg, "background: the %s backend runs no background processes: run the code without it",
-			 sandbox_backend(sb));
+	if ((bg || session) && !sandbox_has_process(sb)) {
+		snprintf(e.msg, sizeof e.msg, "%s: the %s backend runs no %s: run the code without it",
+			 bg ? "background" : "session", sandbox_backend(sb), bg ? "background processes" : "sessions");
 		return call_early_result(&c, 1, e.msg, e.msg, false);
 	}
 	if (tc->tool == TOOL_PYTHON) {
@@ -324,6 +330,8 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 	json_t *res;
 	if (inputs_build(tc->args, call_env, &in, &e) < 0)
 		res = call_early_result(&c, 1, e.msg, e.msg, false);
+	else if (session)
+		res = session_run(&c, &in);
 	else if (program(tc, cfg, &in, &argv) < 0)
 		res = call_early_result(&c, 1, "out of memory", "out of memory", false);
 	else

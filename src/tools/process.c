@@ -51,7 +51,7 @@ static int exit_code(const struct proc_info *p)
 	return 1;
 }
 
-static json_t *list_result(const struct proc_res *rs)
+static json_t *list_result(struct sandbox *sb, const struct proc_res *rs)
 {
 	struct buf b = {0};
 	json_t *arr = json_array();
@@ -75,11 +75,15 @@ static json_t *list_result(const struct proc_res *rs)
 			 state, when, (unsigned long long)p->duration_ms, (unsigned long long)p->s[0].bytes,
 			 (unsigned long long)p->s[1].bytes, p->label);
 		buf_str(&b, line);
+		char sess[72];
+		sandbox_session_name(sb, p->id, sess, sizeof sess);
 		json_array_append_new(arr, json_pack("{s:s, s:b, s:o, s:s, s:s, s:I, s:I, s:I}", "process_id", id, "running",
 						     p->running, "exit_code", p->running ? json_null() : json_integer(exit_code(p)),
 						     "command", p->label, "started", when, "duration_ms",
 						     (json_int_t)p->duration_ms, "stdout_bytes", (json_int_t)p->s[0].bytes,
 						     "stderr_bytes", (json_int_t)p->s[1].bytes));
+		if (*sess)
+			json_object_set_new(json_array_get(arr, json_array_size(arr) - 1), "session", json_string(sess));
 	}
 	json_t *r = b.p && !b.oom ? result_text(b.p, false) : NULL;
 	buf_free(&b);
@@ -181,12 +185,12 @@ json_t *tools_process(struct sandbox *sb, const json_t *args)
 		struct proc_req rq = {.op = PROC_LIST};
 		if (sandbox_process(sb, &rq, &rs, &e) < 0)
 			return fail("process: %s", e.msg);
-		json_t *r = list_result(&rs);
+		json_t *r = list_result(sb, &rs);
 		proc_res_free(&rs);
 		return r;
 	}
-	char *end;
-	unsigned long n = strncmp(id, "bg-", 3) ? 0 : strtoul(id + 3, &end, 10);
+	char *end = "";
+	unsigned long n = strncmp(id, "bg-", 3) ? sandbox_session_find(sb, id) : strtoul(id + 3, &end, 10);
 	if (!n || *end || n > 0xffffffffUL)
 		return fail("process: no background process %.64s (ids look like bg-1; call process without process_id "
 			    "to list them)", id);

@@ -241,6 +241,8 @@ static char *text_block(const struct result_facts *f, char *const text[2], const
 	}
 	if (f->notice)
 		tb_fmt(&b, "notice: %s\n", f->notice);
+	if (f->session && f->value)
+		tb_fmt(&b, "value: %s\n", f->value);
 	if (f->error)
 		tb_fmt(&b, "error: %s\n", f->error);
 	for (int i = 0; i < 2; i++) {
@@ -294,6 +296,10 @@ static json_t *build(const struct result_facts *f, const struct pieces p[2], cha
 		str_or_null(cut[1] && !f->s[1].file ? f->s[1].file_error : NULL), "backend", str_or_null(f->backend),
 		"sandbox_id", str_or_null(f->backend ? f->sandbox_id : NULL), "error", str_or_null(f->error), "notice",
 		str_or_null(f->notice));
+	if (sc && f->session) {
+		json_object_set_new(sc, "session", json_string(f->session));
+		json_object_set_new(sc, "value", str_or_null(f->value));
+	}
 	if (sc && f->process_id) {
 		json_object_set_new(sc, "process_id", json_string(f->process_id));
 		json_object_set_new(sc, "running", json_true());

@@ -54,6 +54,8 @@ static char *fill_description(const char *tmpl, const struct config *cfg)
 		bg_mt[32];
 	config_fmt_size(tools_bg_cap(cfg), bg_cap, sizeof bg_cap);
 	snprintf(bg_max, sizeof bg_max, "%llu", (unsigned long long)cfg->max_background);
+	char sess_max[32];
+	snprintf(sess_max, sizeof sess_max, "%llu", (unsigned long long)cfg->max_sessions);
 	snprintf(bg_t, sizeof bg_t, "%g", cfg->bg_timeout_s);
 	snprintf(bg_mt, sizeof bg_mt, "%g", cfg->bg_max_timeout_s);
 	snprintf(timeout, sizeof timeout, "%g", cfg->timeout_s);
@@ -67,7 +69,7 @@ static char *fill_description(const char *tmpl, const struct config *cfg)
 	const char *keys[][2] = {{"{timeout}", timeout}, {"{max_timeout}", max_timeout}, {"{memory}", memory},
 				 {"{output_cap}", cap}, {"{result_max}", result}, {"{network}", network},
 				 {"{bg_cap}", bg_cap}, {"{max_background}", bg_max}, {"{bg_timeout}", bg_t},
-				 {"{bg_max_timeout}", bg_mt}};
+				 {"{bg_max_timeout}", bg_mt}, {"{max_sessions}", sess_max}};
 	size_t n = strlen(tmpl) + strlen(network) + 1024;
 	char *out = malloc(n);
 	if (!out) {
@@ -216,6 +218,12 @@ int tools_check(int tool, const json_t *args, json_t **why)
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: %s%s", tool_names[tool], e.msg, hint);
 	} else if (tool != TOOL_CLEANUP && tool != TOOL_PROCESS && call_check(args, &e) < 0) {
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: %s", tool_names[tool], e.msg);
+	} else if (json_object_get(args, "session") && json_is_true(json_object_get(args, "background"))) {
+		snprintf(msg, sizeof msg, "Invalid arguments for %s: session and background do not go together",
+			 tool_names[tool]);
+	} else if (json_object_get(args, "session") && T.cfg->max_sessions == 0) {
+		snprintf(msg, sizeof msg, "Invalid arguments for %s: session: this server keeps no sessions (--max-sessions 0)",
+			 tool_names[tool]);
 	} else if (json_is_true(json_object_get(args, "background")) && T.cfg->max_background == 0) {
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: background: this server runs no background processes "
 			 "(--max-background 0)", tool_names[tool]);
