@@ -38,7 +38,9 @@ def main():
     rpc('initialize', {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'bench', 'version': '1'}})
     p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
     call('execute_bash_commands', {'code': 'true'})
-    res = {'warm bash `true`': [], 'background: true, return (wait_s 0)': [], 'process read of a running one': []}
+    res = {'warm bash `true`': [], 'background: true, return (wait_s 0)': [], 'process read of a running one': [],
+           'Python `pass`, a fresh interpreter': [], 'session cell `x += 1`': []}
+    call('execute_python', {'script': 'x = 0', 'session': 'bench'})
     for _ in range(a.rounds):
         time.sleep(0.1)
         ms, r = call('execute_bash_commands', {'code': 'true'})
@@ -53,6 +55,14 @@ def main():
         ms, r = call('process', {'process_id': pid})
         res['process read of a running one'].append(ms)
         call('process', {'process_id': pid, 'signal': 'KILL', 'wait_s': 5})
+        time.sleep(0.1)
+        ms, r = call('execute_python', {'script': 'pass'})
+        res['Python `pass`, a fresh interpreter'].append(ms)
+        time.sleep(0.1)
+        ms, r = call('execute_python', {'script': 'x += 1', 'session': 'bench'})
+        if r['structuredContent'].get('exit_code') != 0:
+            sys.exit('session cell failed: %s' % json.dumps(r)[:300])
+        res['session cell `x += 1`'].append(ms)
     p.stdin.close()
     p.wait(30)
     print('| case (%s backend, %d rounds) | median ms | p90 ms |' % (a.backend, a.rounds))
