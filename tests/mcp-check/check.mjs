@@ -169,6 +169,17 @@ check('background_process', async () => {
   assert.equal(sc(r).exit_code, 137);
 });
 
+check('python_session', async () => {
+  let r = await call('execute_python', { script: 'import math\nx = 20', session: 'sdk' });
+  assert.equal(sc(r).value, null);
+  r = await call('execute_python', { script: 'x += 1\nprint("p")\nmath.floor(x * 2.5)', session: 'sdk' });
+  assert.equal(sc(r).value, '52');
+  assert.equal(sc(r).stdout, 'p\n');
+  assert.equal(sc(r).session, 'sdk');
+  r = await call('process', { process_id: 'sdk', signal: 'KILL', wait_s: 10 });
+  assert.equal(sc(r).running, false);
+});
+
 check('cleanup', async () => {
   let r = await call('cleanup_sandbox', {});
   assert.notEqual(r.isError, true);
