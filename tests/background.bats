@@ -83,7 +83,7 @@ life() {
 
 @test "background: process is answered at once while a long call runs, and calls still run one at a time" {
 	session_of "$(bg 1 'echo tick; sleep 60')" '{"wait": 1}' \
-		"$(call_json 2 execute_bash_commands '{"code": "sleep 6; echo slow"}')" \
+		"$(call_json 2 execute_bash_commands '{"code": "sleep 3; echo slow"}')" \
 		'{"sleep": 0.5}' \
 		"$(proc 3 '{"process_id": "bg-1"}')" '{"wait": 3}' \
 		"$(proc 4 '{}')" '{"wait": 4}' '{"wait": 2}'
@@ -260,4 +260,24 @@ life() {
 	sc '.stdout == "n2\n" and .exit_code == 0'
 	res 23
 	sc '.stdout == "new\n" and (.notice | test("removed after 2 s without use")) and (.notice | test("1 background process of sandbox"))'
+}
+
+@test "background: no interpreter is started ahead while one runs (it is handed calls only when alone); after it, one is again" {
+	SERVER_ARGS="--log-level debug" session_of "$(call_json 1 execute_python '{"script": "pass"}')" '{"wait": 1}' '{"sleep": 0.5}' \
+		"$(call_json 2 execute_python '{"script": "pass"}')" '{"wait": 2}' \
+		"$(bg 3 'sleep 60')" '{"wait": 3}' \
+		"$(call_json 4 execute_python '{"script": "import os; print(len(os.listdir(\"/proc\")) > 0)"}')" '{"wait": 4}' \
+		"$(call_json 5 execute_python '{"script": "pass"}')" '{"wait": 5}' \
+		"$(proc 6 '{"process_id": "bg-1", "signal": "KILL", "wait_s": 10}')" '{"wait": 6}' \
+		"$(call_json 7 execute_bash_commands '{"code": "true"}')" '{"wait": 7}' '{"sleep": 1}' \
+		"$(call_json 8 execute_python '{"script": "pass"}')"
+	res 4
+	sc '.stdout == "True\n"'
+	# It ran on beside those calls until the KILL.
+	res 6
+	sc '.running == false and .exit_code == 137'
+	grep -q "call 2 ran in an interpreter started ahead" "$SERVER_LOG"
+	run ! grep -qE "call (4|5) ran in an interpreter started ahead" "$SERVER_LOG"
+	# (the log counts calls, not process requests: request 8 is call 7)
+	grep -q "call 7 ran in an interpreter started ahead" "$SERVER_LOG"
 }
