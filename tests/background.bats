@@ -281,3 +281,18 @@ life() {
 	# (the log counts calls, not process requests: request 8 is call 7)
 	grep -q "call 7 ran in an interpreter started ahead" "$SERVER_LOG"
 }
+
+@test "background: a read stays within --result-max, even of output that JSON escapes six-fold" {
+	session_of "$(bg 1 'sleep 0.3; head -c 100000 /dev/zero; head -c 100000 /dev/zero >&2; exec sleep 60' '{"wait_s": 0.1}')" \
+		'{"wait": 1}' \
+		"$(call_json 2 execute_bash_commands '{"code": "for i in $(seq 300); do [ -s .sandbox/output/call-1.stderr ] && break; sleep 0.1; done"}')" \
+		'{"wait": 2}' "$(proc 3 '{"process_id": "bg-1"}')" '{"wait": 3}' \
+		"$(bg 4 'sleep 0.3; printf "%s" "$(head -c 3000 /dev/zero | tr "\0" y)"; exec sleep 60' '{"wait_s": 0.1}')" '{"wait": 4}' \
+		"$(proc 5 '{"process_id": "bg-2", "wait_s": 20}')"
+	res 3
+	sc '.stdout_bytes == 100000 and .stderr_bytes == 100000 and (.stdout | length) > 0 and .stdout_skipped > 0'
+	[ "$(response 3 | jq -c .result | wc -c)" -le 32768 ]
+	# Output that fits is shown in the text block as well.
+	res 5
+	jqe "$result" '.content[0].text | contains("yyyyyyyyyy")'
+}

@@ -54,6 +54,9 @@ const char *const *call_env_base(void);
 struct inputs;
 json_t *session_run(struct call_ctx *c, struct inputs *in);
 
+/* The process tool (process.c; tools.h's tools_process), its result within result_max bytes. */
+json_t *process_run(struct sandbox *sb, const json_t *args, size_t result_max);
+
 /* cleanup_sandbox. New ref; NULL when out of memory. */
 json_t *call_cleanup(struct sandbox *sb);
 

@@ -97,7 +97,8 @@ static json_t *list_result(struct sandbox *sb, const struct proc_res *rs)
 	return r;
 }
 
-static json_t *read_result(const char *id, const struct proc_info *p, const char *prefix, long written)
+static json_t *read_result(const char *id, const struct proc_info *p, const char *prefix, long written, bool bodies,
+			   bool cut)
 {
 	static const char *const names[2] = {"stdout", "stderr"};
 	struct buf b = {0};
@@ -124,6 +125,10 @@ static json_t *read_result(const char *id, const struct proc_info *p, const char
 		snprintf(file[i], sizeof file[i], "%s.%s", prefix, names[i]);
 		if (!cl) {
 			snprintf(line, sizeof line, "--- %s: nothing new ---\n", names[i]);
+			buf_str(&b, line);
+		} else if (!bodies) {
+			snprintf(line, sizeof line, "--- %s: %zu bytes, in structuredContent.%s (too large to show twice)%s ---\n",
+				 names[i], cl, names[i], cut ? ", cut to fit the result" : "");
 			buf_str(&b, line);
 		} else {
 			snprintf(line, sizeof line, "--- %s ---\n", names[i]);
@@ -170,7 +175,7 @@ static json_t *read_result(const char *id, const struct proc_info *p, const char
 	return r;
 }
 
-json_t *tools_process(struct sandbox *sb, const json_t *args)
+json_t *process_run(struct sandbox *sb, const json_t *args, size_t result_max)
 {
 	const char *id = json_string_value(json_object_get(args, "process_id"));
 	const char *input = json_string_value(json_object_get(args, "input"));
@@ -230,7 +235,22 @@ json_t *tools_process(struct sandbox *sb, const json_t *args)
 		proc_res_free(&rs);
 		clock_sleep_ms(POLL_MS);
 	}
-	json_t *r = read_result(id, &rs.v[0], rs.v[0].prefix, written);
+	/* Within --result-max: the streams' text is shown once, or, where even that is too large
+	 * (output that JSON escapes six-fold), cut. */
+	struct proc_info *p = &rs.v[0];
+	json_t *r = read_result(id, p, p->prefix, written, true, false);
+	if (r && json_dumpb(r, NULL, 0, JSON_COMPACT) > result_max) {
+		json_decref(r);
+		r = read_result(id, p, p->prefix, written, false, false);
+	}
+	if (r && json_dumpb(r, NULL, 0, JSON_COMPACT) > result_max) {
+		json_decref(r);
+		size_t keep = result_max > 4096 ? (result_max - 4096) / 12 : 0;
+		for (int i = 0; i < 2; i++)
+			if (p->s[i].len > keep)
+				p->s[i].len = keep;
+		r = read_result(id, p, p->prefix, written, false, true);
+	}
 	proc_res_free(&rs);
 	return r;
 }

@@ -17,7 +17,8 @@ static const char *const tool_names[TOOL_COUNT] = {"execute_python", "execute_ba
 
 uint64_t tools_bg_cap(const struct config *cfg)
 {
-	return cfg->output_cap < cfg->result_max / 4 ? cfg->output_cap : cfg->result_max / 4;
+	/* Each stream is in a result twice (its text block and structuredContent). */
+	return cfg->output_cap < cfg->result_max / 8 ? cfg->output_cap : cfg->result_max / 8;
 }
 
 static struct {
@@ -244,6 +245,11 @@ int tools_check(int tool, const json_t *args, json_t **why)
 void tools_prepare(struct sandbox *sb, int cancel_fd, int call_fd)
 {
 	call_prepare(sb, T.cfg, cancel_fd, call_fd);
+}
+
+json_t *tools_process(struct sandbox *sb, const json_t *args)
+{
+	return process_run(sb, args, T.cfg->result_max);
 }
 
 json_t *tools_run(struct sandbox *sb, struct tool_call *tc)
