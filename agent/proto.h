@@ -119,13 +119,14 @@ enum ag_type {
 	AG_PRESTART = 14,
 	AG_PREINFO = 15,
 	AG_SETTLE = 16,
-	AG_DETACHED = 17,
-	AG_CHANNEL = 18,
-	AG_BG_LIST = 19,
-	AG_BG_READ = 20,
-	AG_BG_INPUT = 21,
-	AG_BG_SIGNAL = 22,
-	AG_BG_INFO = 23,
+	/* background processes: a range of their own */
+	AG_DETACHED = 32,
+	AG_CHANNEL = 33,
+	AG_BG_LIST = 34,
+	AG_BG_READ = 35,
+	AG_BG_INPUT = 36,
+	AG_BG_SIGNAL = 37,
+	AG_BG_INFO = 38,
 };
 
 /* Background entries' flags */
