@@ -5,6 +5,7 @@
 #ifndef SANDBOX_AGENT_H
 #define SANDBOX_AGENT_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -31,6 +32,10 @@ extern struct ag_buf out;
 void send_frame(void);
 void send_simple(uint8_t type, const char *text);
 void send_errno(const char *what, int err);
+
+/* Creates path anew (a fresh file renamed over whatever is there, following no symlink):
+ * its fd, write-only, or -1 with errno set. */
+int create_fresh(const char *path, unsigned mode);
 
 /* Every signal back to its default action, none blocked (async-signal-safe). */
 void reset_signals(void);
@@ -91,5 +96,46 @@ void prestart_between_calls(void);
 /* AG_PREINFO: answers with its phase, how long the last one took to be ready, and what it
  * said. */
 void prestart_info(void);
+
+/* The prestarted interpreter ends now, if one runs (why: what AG_PREINFO then says). */
+void prestart_end(const char *why);
+
+/*
+ * Background processes (background.c; proto.h's AG_RUN_BACKGROUND and channel): a call that
+ * outlives its wait becomes one, and runs on beside later calls in its own session, which the
+ * end of a call spares. While one runs no prestarted interpreter is kept: it is handed calls
+ * only when alone.
+ */
+struct bg_stream {
+	int fd;                  /* the pipe's read end, -1 when closed */
+	uint64_t bytes;          /* everything it wrote so far */
+	int file_fd;             /* the spill file, -1 when none */
+	uint64_t file_len;       /* bytes written to it */
+	int file_errno;
+	int cut;
+};
+
+/* A running call, handed over: pid (its session's leader), its stdin's write end, its two
+ * streams (spill files that hold each from byte 0), when it started, its cap and spill file
+ * prefix. The id it now has (0 when none could be given: nothing was taken). */
+uint32_t bg_adopt(pid_t pid, int in_fd, const struct bg_stream s[2], uint64_t started_ns, uint64_t cap,
+		  uint64_t spill_max, const char *prefix, uint64_t timeout_ms, const char *label);
+/* How many run now. */
+unsigned bg_live(void);
+/* The channel's fd arrived (AG_CHANNEL): taken. */
+void bg_channel(int fd);
+/* Adds the fds to watch to p (room for at least max): how many. */
+int bg_watch(struct pollfd *p, int max);
+/* After the poll: handles what turned ready among p's n fds. */
+void bg_ready(const struct pollfd *p, int n);
+/* ms until a background process's deadline (-1: none); bg_expire ends those past it. */
+int bg_next_ms(void);
+void bg_expire(void);
+/* A child of the agent was reaped: 1 when it was a background process's leader. */
+int bg_reaped(pid_t p, int status);
+/* Whether a process of session sid must be spared at a call's end. */
+int bg_spared(pid_t sid);
+/* Every one ends (the connection ended, or the calls' end could not spare them): forgotten. */
+void bg_end_all(void);
 
 #endif

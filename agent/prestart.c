@@ -596,3 +596,9 @@ void prestart_info(void)
 	ag_put_str(&out, z.said, strlen(z.said));
 	send_frame();
 }
+
+void prestart_end(const char *why)
+{
+	if (z.pid)
+		stop(why);
+}

@@ -62,6 +62,34 @@
  *                                u64 started_ns (CLOCK_REALTIME_COARSE when the program was
  *                                started: files it changed have a ctime at or after it)
  *
+ *
+ * Background processes (AG_RUN_BACKGROUND): a run with that flag has a stdin pipe, and the run
+ * spec ends with u32 wait_ms, u64 timeout_ms, u32 max_live, str label. It is answered as any run
+ * when the program ends within wait_ms; else, at wait_ms, by
+ *   agent  -> server  AG_DETACHED u32 id, u64 started_ns, u64 bytes[2]: the run goes on as the
+ *                                background process id (no AG_EXIT follows); its output from then
+ *                                on is read through the channel
+ * A run refused because max_live background processes run already is answered by AG_ERR. Those
+ * processes run until they end, timeout_ms passes (the agent kills their session), or the
+ * connection ends; the ends of calls kill every process but theirs (their sessions).
+ *   server -> agent   AG_CHANNEL  empty, with one fd (SCM_RIGHTS): a second stream socket that
+ *                                the agent serves beside this one, for the requests below,
+ *                                answered there at once, even while a call runs; AG_OK / AG_ERR
+ * On the channel, each request answered before the next is read:
+ *   server -> agent   AG_BG_LIST  empty: AG_BG_INFO u32 n, n x entry (data empty)
+ *   server -> agent   AG_BG_READ  u32 id: AG_BG_INFO with its one entry, holding what it wrote
+ *                                since the last read; an ended process read so is forgotten;
+ *                                AG_ERR for an unknown id
+ *   server -> agent   AG_BG_INPUT u32 id, u32 close, bytes: written to its stdin (what fits
+ *                                without blocking), then closed when close is 1; AG_OK u32
+ *                                bytes written, or AG_ERR
+ *   server -> agent   AG_BG_SIGNAL u32 id, u32 signal: to its process group; AG_OK / AG_ERR
+ * Entry: u32 id, u32 flags (AG_BG_*), i32 wait status, u64 started_ns, u64 duration_ms,
+ *        str label, str spill_prefix, 2 x (u64 bytes, u64 from, u64 file_start, u32 file_errno, str data):
+ *        per stream, all it wrote (bytes); data starts at stream byte `from`; what came after
+ *        data up to `bytes` is only in <spill_prefix>.stdout/.stderr, which holds the stream
+ *        from byte file_start (AG_BG_FILE_OUT/ERR: such a file exists).
+ *
  * Run spec: u32 flags, u64 cap, u64 spill_max, str cwd, str spill_prefix,
  *           u32 relay_port, str relay_socket,
  *           u32 nrlim, nrlim x (u32 resource, u64 limit), u32 argc, str argv[argc],
@@ -82,7 +110,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define AG_VERSION 8u
+#define AG_VERSION 9u
 #define AG_MAX_FRAME (64u << 20)
 #define AG_PUT_FILES 256u /* files in one AG_PUT */
 
@@ -103,12 +131,30 @@ enum ag_type {
 	AG_PRESTART = 14,
 	AG_PREINFO = 15,
 	AG_SETTLE = 16,
-	AG_OUTPUTS = 32, /* apart from the numbers above, which other messages take in order */
+	/* background processes: a range of their own */
+	AG_DETACHED = 32,
+	AG_CHANNEL = 33,
+	AG_BG_LIST = 34,
+	AG_BG_READ = 35,
+	AG_BG_INPUT = 36,
+	AG_BG_SIGNAL = 37,
+	AG_BG_INFO = 38,
+	AG_OUTPUTS = 48, /* a call's outputs/ with its end: a range of its own too */
 };
 
 /* AG_RUN_OUTPUTS: the most files, and the most bytes of one, that come with a call's end. */
 #define AG_OUTPUTS_FILES 64u
 #define AG_OUTPUTS_FILE_MAX (64u << 10)
+
+/* Background entries' flags */
+#define AG_BG_RUNNING 0x1u
+#define AG_BG_TIMED_OUT 0x2u
+#define AG_BG_FILE_OUT 0x4u
+#define AG_BG_FILE_ERR 0x8u
+#define AG_BG_CUT 0x10u         /* a file stopped at spill_max bytes */
+#define AG_BG_INPUT_CLOSED 0x20u
+#define AG_BG_MAX 64u           /* live background processes the agent takes at most */
+#define AG_BG_ENDED 16u         /* ended ones kept unread at most: the oldest goes first */
 
 /* AG_LIST */
 #define AG_LIST_DEPTH 64           /* folders deeper than this are not walked */
@@ -126,6 +172,7 @@ enum ag_type {
 #define AG_RUN_PRESTART 0x2u    /* argv is PYTHON SCRIPT ARGS... in the prestarted interpreter's
 				 * environment (but for variables that do not change how Python
 				 * starts): it may run in that interpreter */
+#define AG_RUN_BACKGROUND 0x4u  /* a background process: see above */
 #define AG_RUN_OUTPUTS 0x100u   /* answer AG_OUTPUTS before AG_EXIT (the spec says what of) */
 
 /* AG_EXIT flags */

@@ -74,6 +74,11 @@ struct call {
 	char out_dir[4096];
 	uint32_t out_max, out_files;
 	uint64_t file_max;
+	/* a background call (AG_RUN_BACKGROUND) */
+	int bg, in_w;           /* in_w: its stdin's write end, -1 when none */
+	long detach_ms;         /* monotonic: when it becomes a background process */
+	uint64_t bg_timeout_ms;
+	char label[256];
 };
 
 static int ctl = -1;
@@ -81,7 +86,11 @@ static int ctl_out = -1; /* where frames go: ctl, or stdout's copy with --stdio 
 static int sigfd = -1;
 static int filter_installed;
 /* No call yet: every fd "none" (-1), never 0. */
-static struct call call = {.s = {{.fd = -1, .spill_fd = -1}, {.fd = -1, .spill_fd = -1}}};
+static struct call call = {.s = {{.fd = -1, .spill_fd = -1}, {.fd = -1, .spill_fd = -1}}, .in_w = -1};
+/* The end of a call spared background processes' sessions: what they left may still run, so
+ * no prestarted interpreter is started until a call's end kills everything again. */
+static int spared;
+static int passed_fd = -1;    /* an fd that came with the frame being read (AG_CHANNEL) */
 struct ag_buf out;
 static unsigned tmp_seq;
 
@@ -170,7 +179,7 @@ static int open_parent(const char *path, const char **base, int create)
  * someone reads it), and no symlink on the way is followed (open_parent). Returns the open fd
  * (write-only), or -1 with errno set.
  */
-static int create_fresh(const char *path, unsigned mode)
+int create_fresh(const char *path, unsigned mode)
 {
 	const char *base;
 	char tmp[300];
@@ -964,15 +973,88 @@ static void note_reaped(pid_t p, int st)
 		call.status = st;
 		call.reaped = 1;
 	}
-	prestart_reaped(p, st);
+	if (!bg_reaped(p, st))
+		prestart_reaped(p, st);
+}
+
+static long mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000L + t.tv_nsec / 1000000;
+}
+
+/* The session of process p (its state and parent too), or -1. */
+static pid_t stat_of(pid_t p, char *state, pid_t *ppid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (r <= 0)
+		return -1;
+	buf[r] = '\0';
+	const char *q = strrchr(buf, ')');
+	int pp, pg, sid;
+	if (!q || sscanf(q + 1, " %c %d %d %d", state, &pp, &pg, &sid) != 4)
+		return -1;
+	*ppid = pp;
+	return sid;
+}
+
+/* Kills every process but those of the background processes' sessions, and reaps what of
+ * them is ours, until none is left: a process killed cannot fork, so each round sees only what
+ * the one before missed. 0, or -1 when they kept coming (then nothing was spared). */
+static int kill_sparing(void)
+{
+	for (int round = 0; round < 500; round++) {
+		int st, left = 0;
+		pid_t p;
+		while ((p = waitpid(-1, &st, WNOHANG | __WALL)) > 0)
+			note_reaped(p, st);
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			char *end, state = 0;
+			pid_t ppid = 0;
+			long q = strtol(e->d_name, &end, 10);
+			if (*end || q <= 1)
+				continue;
+			pid_t sid = stat_of((pid_t)q, &state, &ppid);
+			if (sid < 0 || bg_spared(sid))
+				continue;
+			/* A zombie waits for its parent: ours are reaped above, another's goes with it. */
+			if (state == 'Z' && ppid != 1)
+				continue;
+			kill((pid_t)q, SIGKILL);
+			left++;
+		}
+		if (!d)
+			return -1;
+		closedir(d);
+		if (!left)
+			return 0;
+		poll(NULL, 0, 2);
+	}
+	return -1;
 }
 
 /* Kills every process of the namespace but us (and a prestarted interpreter that can be trusted
- * to have stayed apart from the code: it does the killing then) and reaps them all. */
-static void kill_all(void)
+ * to have stayed apart from the code: it does the killing then; and, with spare, the
+ * background processes' sessions) and reaps them all. */
+static void kill_all_but(int spare)
 {
-	if (prestart_kill_others(note_reaped) == 0)
+	if (spare && bg_live()) {
+		spared = 1;
+		if (kill_sparing() == 0)
+			return;
+		bg_end_all();
+	}
+	if (!bg_live() && prestart_kill_others(note_reaped) == 0)
 		return;
+	spared = 0;
 	for (;;) {
 		kill(-1, SIGKILL);
 		int st;
@@ -984,6 +1066,11 @@ static void kill_all(void)
 		}
 		note_reaped(p, st);
 	}
+}
+
+static void kill_all(void)
+{
+	kill_all_but(1);
 }
 
 static void reap(void)
@@ -1052,6 +1139,43 @@ static void finish_call(void)
 	ag_put_u64(&out, call.started_ns);
 	send_frame();
 	call.pid = 0;
+	if (call.in_w >= 0)
+		close(call.in_w);
+	call.in_w = -1;
+}
+
+/* A background call that outlived its wait: it goes on as a background process. */
+static void detach_call(void)
+{
+	struct bg_stream s[2];
+	for (int i = 0; i < 2; i++) {
+		struct stream *t = &call.s[i];
+		s[i] = (struct bg_stream){.fd = t->fd, .bytes = t->bytes, .file_fd = t->spill_fd, .file_len = t->spilled,
+					  .file_errno = t->spill_errno, .cut = t->spill_cut};
+	}
+	prestart_end("a background process runs");
+	uint32_t id = bg_adopt(call.pid, call.in_w, s, call.started_ns, call.cap, call.spill_max, call.spill_prefix,
+			       call.bg_timeout_ms, call.label);
+	if (!id) { /* cannot happen: the run was refused when too many ran */
+		call.killed = 1;
+		finish_call();
+		return;
+	}
+	for (int i = 0; i < 2; i++) {
+		free(call.s[i].head);
+		call.s[i].head = NULL;
+		call.s[i].fd = call.s[i].spill_fd = -1;
+	}
+	ag_frame_begin(&out, AG_DETACHED);
+	ag_put_u32(&out, id);
+	ag_put_u64(&out, call.started_ns);
+	ag_put_u64(&out, call.s[0].bytes);
+	ag_put_u64(&out, call.s[1].bytes);
+	send_frame();
+	call.pid = 0;
+	call.bg = 0;
+	call.in_w = -1;
+	call.out_dir[0] = '\0'; /* its outputs/ are listed when the server asks */
 }
 
 
@@ -1118,6 +1242,7 @@ static int parse_run(struct ag_cur *c, struct run_spec *sp)
  * the two pipes, no other fd, the call's rlimits and folder. Reports a failure to start
  * through px (close-on-exec) and exits 127. Async-signal-safe. */
 static void child_exec(struct run_spec *sp, int devnull, int outw, int errw, int px)
+/* devnull: what becomes stdin (/dev/null, or a background call's pipe) */
 {
 	reset_signals();
 	setsid();
@@ -1168,7 +1293,7 @@ static void close_pair(int p[2])
 
 /* Forks the program of sp with stdout, stderr and its exec report on pipes. The child's pid,
  * or -1 with errno set and *what naming the step (nothing left open). */
-static pid_t spawn_call(struct run_spec *sp, int po[2], int pe[2], int *exec_err, const char **what)
+static pid_t spawn_call(struct run_spec *sp, int po[2], int pe[2], int in_r, int *exec_err, const char **what)
 {
 	int px[2] = {-1, -1};
 	po[0] = po[1] = pe[0] = pe[1] = -1;
@@ -1181,7 +1306,7 @@ static pid_t spawn_call(struct run_spec *sp, int po[2], int pe[2], int *exec_err
 		errno = err;
 		return -1;
 	}
-	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int devnull = in_r >= 0 ? dup(in_r) : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	/* Coarse, as file times are: whatever the program changes has a ctime at or after it. */
 	struct timespec t0;
 	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
@@ -1255,9 +1380,40 @@ static void do_run(struct ag_cur *c)
 			send_simple(AG_ERR, "bad RUN");
 		return;
 	}
+	call.bg = (sp.flags & AG_RUN_BACKGROUND) != 0;
+	int in[2] = {-1, -1};
+	if (call.bg) {
+		uint32_t wait_ms = ag_get_u32(c);
+		call.bg_timeout_ms = ag_get_u64(c);
+		uint32_t max_live = ag_get_u32(c);
+		if (get_str(c, call.label, sizeof call.label) < 0 || c->bad) {
+			send_simple(AG_ERR, "bad RUN");
+			return;
+		}
+		if (bg_live() >= max_live || bg_live() >= AG_BG_MAX) {
+			char m[160];
+			snprintf(m, sizeof m, "at most %u background processes may run at once: end one first (process "
+				 "with signal)", max_live < AG_BG_MAX ? max_live : AG_BG_MAX);
+			send_simple(AG_ERR, m);
+			return;
+		}
+		if (pipe2(in, O_CLOEXEC) < 0) {
+			send_errno("pipe", errno);
+			return;
+		}
+		fcntl(in[1], F_SETFL, O_NONBLOCK);
+		call.detach_ms = mono_ms() + (long)wait_ms;
+		/* A prestarted interpreter is handed calls only when alone: none is kept while
+		 * background processes run. */
+		sp.flags &= ~AG_RUN_PRESTART;
+	}
 	int relay = sp.relay_port ? relay_listen((uint16_t)sp.relay_port) : -1;
 	if (sp.relay_port && relay < 0) {
 		send_errno("the relay to the server's proxy", errno);
+		if (in[0] >= 0)
+			close(in[0]);
+		if (in[1] >= 0)
+			close(in[1]);
 		return;
 	}
 	int po[2], pe[2], exec_err = 0;
@@ -1267,16 +1423,21 @@ static void do_run(struct ag_cur *c)
 	pid_t pid = sp.flags & AG_RUN_PRESTART ? spawn_prestarted(&sp, po, pe) : -1;
 	call.prestarted = pid > 0;
 	if (pid < 0)
-		pid = spawn_call(&sp, po, pe, &exec_err, &what);
+		pid = spawn_call(&sp, po, pe, in[0], &exec_err, &what);
+	if (in[0] >= 0)
+		close(in[0]);
 	if (pid < 0) {
 		int err = errno;
 		if (relay >= 0)
 			close(relay);
+		if (in[1] >= 0)
+			close(in[1]);
 		send_errno(what, err);
 		return;
 	}
 	if (relay >= 0)
 		relay_start(relay, sp.relay_sock);
+	call.in_w = in[1];
 	call.pid = pid;
 	call.status = 0;
 	call.reaped = call.killed = 0;
@@ -1289,12 +1450,40 @@ static void do_run(struct ag_cur *c)
 		say_exec_failed(sp.argv[0], exec_err);
 }
 
+/* Reads a frame's header, taking the fd that may come with it (passed_fd). 1, or <= 0 as
+ * ag_read_full. */
+static int read_header(unsigned char hdr[4])
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {hdr, 4};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+	ssize_t r;
+	do
+		r = recvmsg(ctl, &m, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	/* With --stdio the link is a pipe: no fd can come with a frame there. */
+	if (r < 0 && errno == ENOTSOCK)
+		return ag_read_full(ctl, hdr, 4) > 0 ? 1 : -1;
+	if (r <= 0)
+		return r < 0 ? -1 : 0;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		int fd;
+		memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+		if (passed_fd >= 0)
+			close(passed_fd);
+		passed_fd = fd;
+	}
+	return r == 4 ? 1 : ag_read_full(ctl, hdr + r, 4 - (size_t)r) > 0 ? 1 : -1;
+}
+
 /* Reads and handles one frame; returns -1 when the server is gone. */
 static int handle_frame(void)
 {
 	static unsigned char *buf;
 	unsigned char hdr[4];
-	if (ag_read_full(ctl, hdr, 4) <= 0)
+	if (read_header(hdr) <= 0)
 		return -1;
 	uint32_t n = ag_le32(hdr);
 	if (n == 0 || n > AG_MAX_FRAME)
@@ -1333,8 +1522,17 @@ static int handle_frame(void)
 		prestart_info();
 		break;
 	case AG_SETTLE:
-		if (!call.pid)
+		if (!call.pid && !bg_live() && !spared)
 			prestart_between_calls();
+		break;
+	case AG_CHANNEL:
+		if (passed_fd < 0) {
+			send_simple(AG_ERR, "no channel came");
+			break;
+		}
+		bg_channel(passed_fd);
+		passed_fd = -1;
+		send_simple(AG_OK, NULL);
 		break;
 	default:
 		send_simple(AG_ERR, "unknown frame");
@@ -1352,17 +1550,26 @@ static void serve(void)
 		/* The prestarted interpreter is heard only between calls: one that became ready while
 		 * code ran beside it may have read what that code was changing, and is not trusted
 		 * (kill_all ends it with the call). */
-		struct pollfd p[5] = {{ctl, POLLIN, 0}, {sigfd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0},
-				      {call.pid ? -1 : prestart_fd(), POLLIN, 0}};
+		struct pollfd p[5 + 2 * (AG_BG_MAX + AG_BG_ENDED) + 1] = {
+			{ctl, POLLIN, 0}, {sigfd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0},
+			{call.pid ? -1 : prestart_fd(), POLLIN, 0}};
 		if (call.pid) {
 			p[2].fd = call.s[0].fd;
 			p[3].fd = call.s[1].fd;
 		}
-		if (poll(p, 5, -1) < 0) {
+		int nb = bg_watch(p + 5, (int)(sizeof p / sizeof p[0]) - 5);
+		long t = bg_next_ms();
+		if (call.pid && call.bg) {
+			long left = call.detach_ms - mono_ms();
+			left = left < 0 ? 0 : left;
+			t = t < 0 || left < t ? left : t;
+		}
+		if (poll(p, 5 + (nb > 0 ? (nfds_t)nb : 0), (int)t) < 0) {
 			if (errno == EINTR)
 				continue;
 			die("poll");
 		}
+		bg_ready(p + 5, nb);
 		if (p[0].revents) {
 			if (handle_frame() < 0)
 				break;
@@ -1376,11 +1583,15 @@ static void serve(void)
 			prestart_readable();
 		if (call.pid && call.reaped)
 			finish_call();
+		else if (call.pid && call.bg && mono_ms() >= call.detach_ms)
+			detach_call();
+		bg_expire();
 	}
 	if (call.pid) {
 		call.killed = 1;
 		finish_call();
 	}
+	bg_end_all();
 	if (ctl_out != ctl)
 		close(ctl_out);
 	close(ctl);
@@ -1437,7 +1648,7 @@ int main(int argc, char **argv)
 		if (fcntl(ctl, F_SETFD, FD_CLOEXEC) < 0)
 			die("control fd");
 		serve();
-		kill_all();
+		kill_all_but(0);
 		return 0;
 	}
 	/* The server listens there, on a folder bound read-only, and takes this one connection
@@ -1452,6 +1663,6 @@ int main(int argc, char **argv)
 			die(connect_path);
 	ctl_out = ctl;
 	serve();
-	kill_all();
+	kill_all_but(0);
 	return 0;
 }

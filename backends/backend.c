@@ -151,6 +151,25 @@ int backend_watch_fd(const struct backend *b)
 	return host_of(b) ? agenthost_watch_fd(host_of(b)) : -1;
 }
 
+bool backend_has_process(const struct backend *b)
+{
+	if (b->ops->process)
+		return true;
+	return b->started && host_of(b) && agenthost_has_process(host_of(b));
+}
+
+int backend_process(struct backend *b, const struct proc_req *rq, struct proc_res *rs, struct err *e)
+{
+	*rs = (struct proc_res){0};
+	if (!b->started)
+		return err_set(e, "the sandbox is not started");
+	if (b->ops->process)
+		return b->ops->process(b, rq, rs, e);
+	if (host_of(b))
+		return agenthost_process(host_of(b), rq, rs, e);
+	return err_set(e, "the %s backend runs no background processes", b->ops->name);
+}
+
 int backend_check(struct backend *b, struct err *e)
 {
 	if (!b->started)

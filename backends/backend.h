@@ -27,7 +27,7 @@ struct backend_ops {
 	size_t priv_size;
 	/* A backend built on the agent host (agenthost.h) names its home here: its private struct
 	 * then begins with a struct agenthost, which backend_new sets up, and every op of start,
-	 * run, put, list, get, settle, watch_fd, check, destroy and report it leaves NULL is the
+	 * run, put, list, get, settle, watch_fd, process, check, destroy and report it leaves NULL is the
 	 * agent host's. NULL for the others. */
 	const struct agenthost_home *home;
 	bool workspace_dir;          /* --workspace is the workspace (else: said in its report) */
@@ -87,6 +87,11 @@ struct backend_ops {
 	/* Removes the sandbox and everything it made; the workspace as `how` says. Idempotent.
 	 * 0, or -1 with e naming what could not be removed. */
 	int (*destroy)(struct backend *b, enum backend_end how, struct err *e);
+	/* Background processes (run.h's proc_req): lists, reads, feeds or signals them. Called on
+	 * another thread than every other op and at the same time as them, but never at the same
+	 * time as destroy (sandbox.c holds them apart). 0, -1 (e says why), BACKEND_LOST. NULL: the
+	 * backend has none (a run asking for one is refused before it is made). */
+	int (*process)(struct backend *b, const struct proc_req *rq, struct proc_res *rs, struct err *e);
 	/* For --check: one line per limit, saying whether and how it is enforced here. */
 	void (*report)(struct backend *b, FILE *f);
 	/* Removes what servers that died left behind (sandboxes, folders, cgroups). Called once
@@ -130,6 +135,10 @@ int backend_get(struct backend *b, const char *path, size_t max, struct ws_file 
 void backend_settle(struct backend *b);
 /* -1 when the backend has nothing to watch. */
 int backend_watch_fd(const struct backend *b);
+/* Whether the backend runs background processes (its process op, or the agent host's). */
+bool backend_has_process(const struct backend *b);
+/* -1 with e set when the backend has no background processes. */
+int backend_process(struct backend *b, const struct proc_req *rq, struct proc_res *rs, struct err *e);
 /* 0 when whole (or nothing to check), BACKEND_LOST. */
 int backend_check(struct backend *b, struct err *e);
 /* 0, or -1 with e naming what could not be removed (the backend is closed either way). */

@@ -21,6 +21,14 @@ static const struct opt opts[] = {
 	{"timeout", "SANDBOX_TIMEOUT", OPT_SECONDS, F(timeout_s), "60", "default timeout of a call, seconds"},
 	{"max-timeout", "SANDBOX_MAX_TIMEOUT", OPT_SECONDS, F(max_timeout_s), "600",
 	 "largest timeout_s a call may ask for, seconds"},
+	{"max-background", "SANDBOX_MAX_BACKGROUND", OPT_COUNT, F(max_background), "8",
+	 "background processes (background: true) that may run at once, 0 to 64 (0: none)"},
+	{"max-sessions", "SANDBOX_MAX_SESSIONS", OPT_COUNT, F(max_sessions), "8",
+	 "Python sessions (execute_python with session) that may live at once, 0 to 64 (0: none)"},
+	{"background-timeout", "SANDBOX_BACKGROUND_TIMEOUT", OPT_SECONDS, F(bg_timeout_s), "3600",
+	 "default timeout of a background process, seconds"},
+	{"max-background-timeout", "SANDBOX_MAX_BACKGROUND_TIMEOUT", OPT_SECONDS, F(bg_max_timeout_s), "86400",
+	 "largest timeout_s a background process may ask for, seconds"},
 	{"output-cap", "SANDBOX_OUTPUT_CAP", OPT_SIZE, F(output_cap), "64K",
 	 "bytes of stdout and of stderr kept (head and tail); past it the full text is saved in the workspace"},
 	{"result-max", "SANDBOX_RESULT_MAX", OPT_SIZE, F(result_max), "32K",
@@ -274,6 +282,13 @@ static int check_limits(const struct config *c, struct err *e)
 		return err_set(e, "--timeout and --max-timeout must be above 0");
 	if (c->timeout_s > c->max_timeout_s)
 		return err_set(e, "--timeout (%g) is above --max-timeout (%g)", c->timeout_s, c->max_timeout_s);
+	if (c->max_background > 64)
+		return err_set(e, "--max-background must be at most 64 (it is %llu)", (unsigned long long)c->max_background);
+	if (c->max_sessions > 64)
+		return err_set(e, "--max-sessions must be at most 64 (it is %llu)", (unsigned long long)c->max_sessions);
+	if (c->bg_timeout_s <= 0 || c->bg_timeout_s > c->bg_max_timeout_s)
+		return err_set(e, "--background-timeout (%g) must be above 0 and at most --max-background-timeout (%g)",
+			       c->bg_timeout_s, c->bg_max_timeout_s);
 	if (c->cpus <= 0 || c->cpus > 1024)
 		return err_set(e, "--cpus must be above 0 and at most 1024 (it is %g)", c->cpus);
 	if (c->workspace_size && c->workspace_size < (16u << 20))

@@ -590,6 +590,26 @@ SH
 	[ -z "$(our_containers)" ]
 }
 
+# The process tool's channel is a socket handed to the agent: none reaches it on a container's
+# attached stdio, so such a sandbox says it runs no background processes, and serves calls on.
+@test "apart: background and session are refused with the reason; calls go on" {
+	apart_or_skip
+	SANDBOX_MCP="$TESTS_DIR/lib/apart.sh" mcp_session "$SANDBOX_MCP" <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code": "sleep 5", "background": true}')
+{"wait": 1}
+$(call_json 2 execute_python '{"script": "x = 1", "session": "s"}')
+{"wait": 2}
+$(bash_call 3 'echo after')
+EOF
+	res 1
+	sc '.exit_code == 1 and (.stderr | test("background: the docker backend runs no background processes"))'
+	res 2
+	sc '.exit_code == 1 and (.stderr | test("session: the docker backend runs no sessions"))'
+	res 3
+	sc '.stdout == "after\n"'
+}
+
 @test "apart: what the agent sends on its stdout (output, files) stays out of the engine's log" {
 	apart_or_skip
 	SANDBOX_MCP="$TESTS_DIR/lib/apart.sh" mcp_session "$SANDBOX_MCP" <<EOF

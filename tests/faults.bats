@@ -40,7 +40,7 @@ EOF2
 	done
 	jqe "$(response '"p1"')" '.result == {}'
 	jqe "$(response '"p2"')" '.result == {}'
-	jqe "$(response '"l"')" '.result.tools | length == 3'
+	jqe "$(response '"l"')" '.result.tools | length == 4'
 	# It stopped because stdin closed at the end, not before.
 	grep -q "shutting down: stdin closed" "$SERVER_LOG"
 }

@@ -175,13 +175,13 @@ assert_clean_exit() {
 	local listing defs def i n name
 	listing=$(response 1 | jq -c '.result.tools')
 	defs="$REPO_DIR/schemas/tools.json"
-	jqe "$listing" 'map(.name) | sort == ["cleanup_sandbox", "execute_bash_commands", "execute_python"]'
+	jqe "$listing" 'map(.name) | sort == ["cleanup_sandbox", "execute_bash_commands", "execute_python", "process"]'
 	jqe "$listing" 'all(.[]; keys == ["annotations", "description", "inputSchema", "name", "outputSchema", "title"])'
 	jqe "$listing" 'all(.[]; (.title | type == "string" and length > 0) and (.description | type == "string" and length > 20))'
 	jqe "$listing" 'all(.[]; .description | test("\\{[a-z_]+\\}") | not)'
 	jqe "$listing" 'all(.[]; .inputSchema.type == "object" and .outputSchema.type == "object")'
 	n=$(jq '.tools | length' "$defs")
-	[ "$n" -eq 3 ]
+	[ "$n" -eq 4 ]
 	for ((i = 0; i < n; i++)); do
 		def=$(jq -c ".tools[$i]" "$defs")
 		name=$(jq -r '.name' <<<"$def")

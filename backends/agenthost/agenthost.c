@@ -25,6 +25,7 @@ void agenthost_init(struct agenthost *h, const struct agenthost_home *home, void
 	h->ctx = ctx;
 	h->cfg = cfg;
 	h->oom_fd = -1;
+	h->chan.fd = -1;
 	hostdir_init(&h->h);
 }
 
@@ -110,7 +111,11 @@ int agenthost_start(struct agenthost *h, struct err *e)
 		close(h->oom_fd);
 		h->oom_fd = -1;
 	}
-	return 0;
+	/* The channel is a socket handed to the agent (SCM_RIGHTS): none reaches an agent on a
+	 * container's attached stdio, which then runs no background processes. */
+	if (h->main->link.mux)
+		return 0;
+	return agentlink_channel(&h->main->link, &h->chan, e) ? -1 : 0;
 }
 
 /* The rlimits of one call's processes in instance in. */
@@ -126,6 +131,8 @@ static void call_limits(const struct agenthost *h, const struct agent_inst *in, 
 	 * every call that starts within the second its timeout began, whatever fraction of it
 	 * passed (a prestarted interpreter and a plain start see the same limit). */
 	lim->cpu_s = ((uint64_t)(left > 0 ? left : 0) + 999) / 1000 + 1;
+	if (rq->background) /* bound by its own timeout, not its wait's */
+		lim->cpu_s = (rq->bg_timeout_ms + 999) / 1000 + 1;
 	lim->nproc = in->rl_pids ? cfg->pids : 0;
 	lim->as = in->rl_memory ? cfg->memory : 0;
 	lim->spill_max = cfg->spill_max;
@@ -280,6 +287,21 @@ static int run_main(struct agenthost *h, const struct run_req *rq, struct run_re
 	return rc;
 }
 
+bool agenthost_has_process(const struct agenthost *h)
+{
+	return h->chan.fd >= 0;
+}
+
+int agenthost_process(struct agenthost *h, const struct proc_req *rq, struct proc_res *rs, struct err *e)
+{
+	*rs = (struct proc_res){0};
+	if (!h->main)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	if (h->chan.fd < 0)
+		return err_set(e, "this sandbox runs no background processes");
+	return agentlink_process(&h->chan, rq, rs, e);
+}
+
 int agenthost_put(struct agenthost *h, const struct run_file *f, struct err *e)
 {
 	if (!h->main || h->main->link.fd < 0)
@@ -347,6 +369,7 @@ int agenthost_destroy(struct agenthost *h, enum backend_end how, struct err *e)
 	if (h->oom_fd >= 0)
 		close(h->oom_fd);
 	h->oom_fd = -1;
+	agentlink_close(&h->chan);
 	if (h->home->kill)
 		h->home->kill(h->ctx, h->main);
 	h->main = NULL;

@@ -104,6 +104,8 @@ struct agenthost {
 	 * the main instance and relayed to for each call; allow: the list (NULL: no such way). */
 	struct netpolicy *allow;
 	struct installnet codenet;
+	struct agentlink chan;     /* the main agent's channel for background processes (agentlink.h);
+	                            * used by agenthost_process alone, from any one thread */
 };
 
 /* Sets h up, with nothing made yet (destroy is safe from here on). */
@@ -113,6 +115,10 @@ void agenthost_init(struct agenthost *h, const struct agenthost_home *home, void
  * instance. 0 with h->id set, or -1 with e set (then agenthost_destroy removes what was made). */
 int agenthost_start(struct agenthost *h, struct err *e);
 
+/* Whether the sandbox runs background processes (agenthost_process): not where its agent talks
+ * on a container's attached stdio (no channel can be handed to it there). */
+bool agenthost_has_process(const struct agenthost *h);
+
 /* The backend ops (backend.h), for the backends built on the agent host. */
 int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res *rs, struct err *e);
 int agenthost_put(struct agenthost *h, const struct run_file *f, struct err *e);
@@ -120,6 +126,7 @@ int agenthost_list(struct agenthost *h, const char *dir, const char *skip, size_
 		   struct err *e);
 int agenthost_get(struct agenthost *h, const char *path, size_t max, struct ws_file *out, struct err *e);
 int agenthost_watch_fd(const struct agenthost *h);
+int agenthost_process(struct agenthost *h, const struct proc_req *rq, struct proc_res *rs, struct err *e);
 void agenthost_settle(struct agenthost *h);
 int agenthost_check(struct agenthost *h, struct err *e);
 int agenthost_destroy(struct agenthost *h, enum backend_end how, struct err *e);

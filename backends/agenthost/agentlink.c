@@ -499,7 +499,7 @@ static int send_run(struct agentlink *l, const struct run_req *rq, const struct 
 	ag_frame_begin(&b, AG_RUN);
 	bool outputs = outputs_wanted(rq);
 	ag_put_u32(&b, (rq->sh_fallback ? AG_RUN_SH_FALLBACK : 0) | (rq->prestart ? AG_RUN_PRESTART : 0) |
-			       (outputs ? AG_RUN_OUTPUTS : 0));
+			       (outputs ? AG_RUN_OUTPUTS : 0) | (rq->background ? AG_RUN_BACKGROUND : 0));
 	ag_put_u64(&b, rq->cap);
 	ag_put_u64(&b, lim->spill_max);
 	ag_put_str(&b, rq->cwd, strlen(rq->cwd));
@@ -530,6 +530,13 @@ static int send_run(struct agentlink *l, const struct run_req *rq, const struct 
 		ag_put_str(&b, rq->changes_in, strlen(rq->changes_in));
 		ag_put_u32(&b, (uint32_t)(rq->changes_files < AG_OUTPUTS_FILES ? rq->changes_files : AG_OUTPUTS_FILES));
 		ag_put_u64(&b, rq->changes_file_max < AG_OUTPUTS_FILE_MAX ? rq->changes_file_max : AG_OUTPUTS_FILE_MAX);
+	}
+	if (rq->background) {
+		const char *lb = rq->bg_label ? rq->bg_label : "";
+		ag_put_u32(&b, rq->bg_wait_ms < 0 ? 0 : rq->bg_wait_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)rq->bg_wait_ms);
+		ag_put_u64(&b, rq->bg_timeout_ms);
+		ag_put_u32(&b, rq->bg_max);
+		ag_put_str(&b, lb, strlen(lb));
 	}
 	int rc = send_frame(l, &b, e);
 	free(b.p);
@@ -618,6 +625,13 @@ int agentlink_run_until(struct agentlink *l, const struct run_req *rq, const str
 				else
 					rs->exit_code = 1;
 				return 0;
+			} else if (fr.type == AG_DETACHED && fr.len >= 28 && rq->background) {
+				struct ag_cur c = {fr.data, fr.len, 0};
+				rs->bg_id = ag_get_u32(&c);
+				rs->started_ns = (int64_t)ag_get_u64(&c);
+				rs->bytes[0] = ag_get_u64(&c);
+				rs->bytes[1] = ag_get_u64(&c);
+				return 0;
 			} else if (fr.type == AG_ERR) {
 				return err_set(e, "%s", (char *)fr.data);
 			}
@@ -700,6 +714,12 @@ void agentlink_report_limits(const struct config *cfg, uint64_t open_files_max, 
 	fprintf(f, "    file size   %-10s rlimit (RLIMIT_FSIZE)\n", config_fmt_size(cfg->file_size, sz, sizeof sz));
 	fprintf(f, "    cpu time    %-10s rlimit (RLIMIT_CPU), the call's timeout\n", "per call");
 	fprintf(f, "    /tmp        %-10s tmpfs size\n", config_fmt_size(cfg->tmp_size, sz, sizeof sz));
+	if (cfg->max_background)
+		fprintf(f, "    background  %-10llu at once (--max-background), each until its timeout_s (default %g s, at most "
+			   "%g s), in the sandbox's memory, process and filter limits\n",
+			(unsigned long long)cfg->max_background, cfg->bg_timeout_s, cfg->bg_max_timeout_s);
+	else
+		fprintf(f, "    background  %-10s (--max-background 0)\n", "none");
 }
 
 bool agentlink_ended(const struct agentlink *l)
@@ -717,4 +737,127 @@ void agentlink_close(struct agentlink *l)
 	free(l->rbuf);
 	l->rbuf = NULL;
 	l->rcap = 0;
+}
+
+int agentlink_channel(struct agentlink *l, struct agentlink *ch, struct err *e)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return err_sys(e, "socketpair");
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_CHANNEL);
+	(void)ag_frame_end(&b);
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	memset(cbuf, 0, sizeof cbuf);
+	struct iovec iov = {b.p, b.len};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &sv[1], sizeof(int));
+	ssize_t w;
+	do
+		w = b.oom ? -1 : sendmsg(l->fd, &m, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	free(b.p);
+	close(sv[1]);
+	if (w != (ssize_t)iov.iov_len) {
+		close(sv[0]);
+		err_sys(e, "sandbox agent connection");
+		return BACKEND_LOST;
+	}
+	int rc = expect_ok(l, "opening the background processes' channel", e);
+	if (rc) {
+		close(sv[0]);
+		return rc;
+	}
+	*ch = (struct agentlink){.fd = sv[0]};
+	return 0;
+}
+
+/* One entry of AG_BG_INFO into pi. 0, or -1 when malformed. */
+static int get_entry(struct ag_cur *c, struct proc_info *pi)
+{
+	size_t ll;
+	pi->id = ag_get_u32(c);
+	uint32_t flags = ag_get_u32(c);
+	pi->status = (int)ag_get_u32(c);
+	pi->started_ns = (int64_t)ag_get_u64(c);
+	pi->duration_ms = ag_get_u64(c);
+	const char *lb = ag_get_str(c, &ll);
+	if (c->bad)
+		return -1;
+	snprintf(pi->label, sizeof pi->label, "%.*s", (int)ll, lb);
+	lb = ag_get_str(c, &ll);
+	if (c->bad)
+		return -1;
+	snprintf(pi->prefix, sizeof pi->prefix, "%.*s", (int)ll, lb);
+	pi->running = flags & AG_BG_RUNNING;
+	pi->timed_out = flags & AG_BG_TIMED_OUT;
+	pi->input_closed = flags & AG_BG_INPUT_CLOSED;
+	pi->cut = flags & AG_BG_CUT;
+	for (int i = 0; i < 2; i++) {
+		size_t dl;
+		pi->s[i].bytes = ag_get_u64(c);
+		pi->s[i].from = ag_get_u64(c);
+		pi->s[i].file_start = ag_get_u64(c);
+		pi->s[i].file_errno = (int)ag_get_u32(c);
+		pi->s[i].file = flags & (i ? AG_BG_FILE_ERR : AG_BG_FILE_OUT);
+		const char *d = ag_get_str(c, &dl);
+		if (c->bad)
+			return -1;
+		if (!(pi->s[i].data = malloc(dl + 1)))
+			return -1;
+		memcpy(pi->s[i].data, d, dl);
+		pi->s[i].data[dl] = '\0';
+		pi->s[i].len = dl;
+	}
+	return 0;
+}
+
+int agentlink_process(struct agentlink *ch, const struct proc_req *rq, struct proc_res *rs, struct err *e)
+{
+	*rs = (struct proc_res){0};
+	if (ch->fd < 0)
+		return err_set(e, "the sandbox has no channel for background processes"), BACKEND_LOST;
+	struct ag_buf b = {0};
+	static const uint8_t types[] = {AG_BG_LIST, AG_BG_READ, AG_BG_INPUT, AG_BG_SIGNAL};
+	ag_frame_begin(&b, types[rq->op]);
+	if (rq->op != PROC_LIST)
+		ag_put_u32(&b, rq->id);
+	if (rq->op == PROC_INPUT) {
+		ag_put_u32(&b, rq->close_input);
+		ag_put(&b, rq->input, rq->len);
+	}
+	if (rq->op == PROC_SIGNAL)
+		ag_put_u32(&b, (uint32_t)rq->sig);
+	int rc = send_frame(ch, &b, e);
+	free(b.p);
+	if (rc)
+		return rc == -1 ? -1 : BACKEND_LOST;
+	struct frame fr;
+	bool info = rq->op == PROC_LIST || rq->op == PROC_READ;
+	if ((rc = expect(ch, info ? AG_BG_INFO : AG_OK, &fr, "background process", e)))
+		return rc;
+	struct ag_cur c = {fr.data, fr.len, 0};
+	if (!info) {
+		rs->written = rq->op == PROC_INPUT ? ag_get_u32(&c) : 0;
+		return 0;
+	}
+	uint32_t n = ag_get_u32(&c);
+	if (c.bad || n > AG_BG_MAX + AG_BG_ENDED)
+		goto bad;
+	if (!(rs->v = calloc(n ? n : 1, sizeof *rs->v)))
+		return err_set(e, "out of memory");
+	for (uint32_t i = 0; i < n; i++) {
+		rs->n++;
+		if (get_entry(&c, &rs->v[i]) < 0)
+			goto bad;
+	}
+	return 0;
+bad:
+	proc_res_free(rs);
+	err_set(e, "the sandbox agent sent a malformed answer");
+	return BACKEND_LOST;
 }

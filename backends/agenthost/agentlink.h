@@ -100,6 +100,15 @@ bool agentlink_ended(const struct agentlink *l);
 
 void agentlink_close(struct agentlink *l);
 
+/* The channel (proto.h's AG_CHANNEL): a second connection to the same agent, ch, for the
+ * requests about background processes, answered at once even while l runs a call. ch must be
+ * used by one thread at a time, which may be another than l's. 0, -1, BACKEND_LOST. */
+int agentlink_channel(struct agentlink *l, struct agentlink *ch, struct err *e);
+
+/* A request about background processes over the channel (run.h's proc_req): 0 with rs filled,
+ * -1 (e says why: no such process), BACKEND_LOST. */
+int agentlink_process(struct agentlink *ch, const struct proc_req *rq, struct proc_res *rs, struct err *e);
+
 /* For --check: the per-call rlimits the agent applies (see agentlink_run), and /tmp's size,
  * one line each, as the backends that run the agent print their limits. open_files_max: the
  * most open files the agent may give (agent_inst's nofile_max; 0: no bound). */

@@ -19,3 +19,13 @@ void ws_file_free(struct ws_file *f)
 		*f = (struct ws_file){0};
 	}
 }
+
+void proc_res_free(struct proc_res *r)
+{
+	for (size_t i = 0; r->v && i < r->n; i++)
+		for (int k = 0; k < 2; k++)
+			free(r->v[i].s[k].data);
+	free(r->v);
+	r->v = NULL;
+	r->n = 0;
+}

@@ -59,6 +59,14 @@ struct run_req {
 	 * buf NULL: len bytes passed that the backend did not keep (only ever past the cap). */
 	void (*on_output)(void *ctx, int stream, const char *buf, size_t len);
 	void *ctx;
+	/* A background call (backend.h's process): when the program outlives bg_wait_ms it goes on
+	 * as a background process (rs->bg_id), bound by bg_timeout_ms, refused when bg_max run
+	 * already; bg_label names it in listings. deadline_ms bounds only the wait. */
+	bool background;
+	int64_t bg_wait_ms;
+	uint64_t bg_timeout_ms;
+	unsigned bg_max;
+	const char *bg_label;
 };
 
 struct run_res {
@@ -83,7 +91,47 @@ struct run_res {
 	                              * reach and why ("host:port: connection refused"); "" */
 	char notice[768];            /* what the call's result should also say (what a --workspace
 	                              * folder kept in step with the sandbox left out); "" for none */
+	unsigned bg_id;              /* rq->background: the background process it became; 0: it ended */
 };
+
+/* A background process as the sandbox tells of it (backend.h's process). */
+struct proc_info {
+	unsigned id;
+	bool running, timed_out, input_closed, cut;
+	int status;                  /* wait status, once ended */
+	int64_t started_ns;          /* the sandbox's wall clock */
+	uint64_t duration_ms;
+	char label[256];
+	char prefix[256];            /* of its spill files: <prefix>.stdout, <prefix>.stderr */
+	struct {
+		uint64_t bytes;          /* all it wrote */
+		uint64_t from;           /* the stream's byte where data starts */
+		uint64_t file_start;     /* with file: the stream's byte where the file starts */
+		bool file;               /* <prefix>.stdout/.stderr holds the stream from file_start */
+		int file_errno;
+		char *data;              /* owned; what it wrote since the last read */
+		size_t len;
+	} s[2];
+};
+
+enum proc_op { PROC_LIST, PROC_READ, PROC_INPUT, PROC_SIGNAL };
+
+struct proc_req {
+	enum proc_op op;
+	unsigned id;
+	const char *input;           /* PROC_INPUT: bytes to write, then close_input */
+	size_t len;
+	bool close_input;
+	int sig;
+};
+
+struct proc_res {
+	struct proc_info *v;         /* owned; free with proc_res_free */
+	size_t n;
+	size_t written;              /* PROC_INPUT */
+};
+
+void proc_res_free(struct proc_res *r);
 
 /* What lies under a listed folder: every name but folders (which are walked). */
 struct ws_entry {

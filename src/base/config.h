@@ -24,6 +24,10 @@ struct config {
 	double max_timeout_s;    /* largest timeout_s a call may ask for */
 	uint64_t output_cap;     /* bytes of each stream kept in memory; past it, the stream is spilled */
 	uint64_t result_max;     /* largest serialized result of a call */
+	uint64_t max_background; /* background processes that may run at once */
+	uint64_t max_sessions;   /* Python sessions that may live at once */
+	double bg_timeout_s;     /* default timeout_s of a background process */
+	double bg_max_timeout_s; /* largest timeout_s a background process may ask for */
 	uint64_t spill_max;      /* largest spill file per stream */
 	uint64_t memory;         /* bytes, whole sandbox */
 	double cpus;

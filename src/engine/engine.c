@@ -57,7 +57,48 @@ struct engine {
 	bool watch_tree;
 	uint64_t tree_digest;
 	struct resources_pager pager; /* the worker's alone: the listing being paged */
+	/* The process tool's requests: answered in order by a thread of their own, never behind
+	 * the queue of calls (tools.h's tools_process). Under mu. */
+	pthread_t side;
+	bool side_started;
+	pthread_cond_t side_cv;
+	STAILQ_HEAD(, job) side_queue;
+	size_t side_queued;
 };
+
+static void *side_main(void *arg)
+{
+	struct engine *g = arg;
+	pthread_mutex_lock(&g->mu);
+	for (;;) {
+		struct job *j = STAILQ_FIRST(&g->side_queue);
+		if (!j && g->stop)
+			break;
+		if (!j) {
+			pthread_cond_wait(&g->side_cv, &g->mu);
+			continue;
+		}
+		STAILQ_REMOVE_HEAD(&g->side_queue, queue);
+		g->side_queued--;
+		bool stop = g->stop;
+		pthread_mutex_unlock(&g->mu);
+		if (stop) {
+			j->reply->drop(j);
+		} else {
+			json_t *r = tools_process(&g->sb, j->args);
+			if (r) {
+				j->reply->result(j, r);
+				j->reply->after(j, false);
+			} else {
+				j->reply->error(j, 0, "Internal error: the result could not be built");
+			}
+		}
+		j->reply->free(j);
+		pthread_mutex_lock(&g->mu);
+	}
+	pthread_mutex_unlock(&g->mu);
+	return NULL;
+}
 
 static void on_output(void *ctx, int stream, const char *buf, size_t len)
 {
@@ -322,12 +363,14 @@ int engine_start(struct engine **out, const struct config *cfg, const struct eng
 	g->output = output;
 	g->cancel_fd = g->wake_fd = g->drained_fd = -1;
 	STAILQ_INIT(&g->queue);
+	STAILQ_INIT(&g->side_queue);
 	sandbox_init(&g->sb, cfg);
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&g->cv, &ca);
+	pthread_cond_init(&g->side_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	g->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -346,6 +389,7 @@ int engine_start(struct engine **out, const struct config *cfg, const struct eng
 		errno = rc;
 		return err_sys(e, "starting the engine");
 	}
+	g->side_started = pthread_create(&g->side, NULL, side_main, g) == 0;
 	*out = g;
 	return 0;
 }
@@ -358,6 +402,17 @@ void engine_output_drained(struct engine *g)
 int engine_submit(struct engine *g, struct job *j)
 {
 	pthread_mutex_lock(&g->mu);
+	if (j->kind == JOB_TOOL && j->tool == TOOL_PROCESS && g->side_started) {
+		if (g->stop || g->side_queued >= g->cfg->queue_max) {
+			pthread_mutex_unlock(&g->mu);
+			return -1;
+		}
+		STAILQ_INSERT_TAIL(&g->side_queue, j, queue);
+		g->side_queued++;
+		pthread_cond_signal(&g->side_cv);
+		pthread_mutex_unlock(&g->mu);
+		return 0;
+	}
 	if (g->stop || g->queued >= g->cfg->queue_max) {
 		pthread_mutex_unlock(&g->mu);
 		return -1;
@@ -434,7 +489,7 @@ void engine_tick(struct engine *g)
 bool engine_pending(struct engine *g)
 {
 	pthread_mutex_lock(&g->mu);
-	bool p = g->handling || g->queued;
+	bool p = g->handling || g->queued || g->side_queued;
 	pthread_mutex_unlock(&g->mu);
 	return p;
 }
@@ -466,6 +521,7 @@ int engine_stop(struct engine *g, int64_t deadline_ms)
 	if (g->running || g->preparing)
 		kick(g->cancel_fd);
 	kick(g->wake_fd);
+	pthread_cond_broadcast(&g->side_cv);
 	pthread_mutex_unlock(&g->mu);
 	while (q) {
 		struct job *n = STAILQ_NEXT(q, queue);
@@ -487,6 +543,9 @@ int engine_stop(struct engine *g, int64_t deadline_ms)
 	pthread_mutex_unlock(&g->mu);
 	if (rc == 0) {
 		pthread_join(g->worker, NULL);
+		if (g->side_started)
+			pthread_join(g->side, NULL);
+		pthread_cond_destroy(&g->side_cv);
 		close(g->cancel_fd);
 		close(g->wake_fd);
 		close(g->drained_fd);

@@ -15,6 +15,85 @@ void sandbox_init(struct sandbox *s, const struct config *cfg)
 	s->cfg = cfg;
 	s->installed = json_object();
 	s->outputs_seen = json_object();
+	pthread_mutex_init(&s->side_mu, NULL);
+}
+
+int sandbox_process(struct sandbox *s, const struct proc_req *rq, struct proc_res *rs, struct err *e)
+{
+	*rs = (struct proc_res){0};
+	pthread_mutex_lock(&s->side_mu);
+	int rc = s->side && backend_has_process(s->side) ? backend_process(s->side, rq, rs, e)
+		 : rq->op == PROC_LIST ? 0
+		 : err_set(e, "%s", s->side ? "this sandbox's backend runs no background processes"
+					   : "there is no sandbox, so no background process runs");
+	pthread_mutex_unlock(&s->side_mu);
+	return rc;
+}
+
+unsigned sandbox_session_find(struct sandbox *s, const char *name)
+{
+	unsigned id = 0;
+	pthread_mutex_lock(&s->side_mu);
+	for (size_t i = 0; i < SANDBOX_SESSIONS_MAX && !id; i++)
+		if (s->sessions[i].id && !strcmp(s->sessions[i].name, name))
+			id = s->sessions[i].id;
+	pthread_mutex_unlock(&s->side_mu);
+	return id;
+}
+
+int sandbox_session_set(struct sandbox *s, const char *name, unsigned id)
+{
+	int rc = -1;
+	pthread_mutex_lock(&s->side_mu);
+	for (size_t i = 0; i < SANDBOX_SESSIONS_MAX; i++)
+		if (s->sessions[i].id && !strcmp(s->sessions[i].name, name))
+			s->sessions[i].id = 0;
+	for (size_t i = 0; i < SANDBOX_SESSIONS_MAX && id && rc; i++)
+		if (!s->sessions[i].id) {
+			snprintf(s->sessions[i].name, sizeof s->sessions[i].name, "%s", name);
+			s->sessions[i].id = id;
+			rc = 0;
+		}
+	pthread_mutex_unlock(&s->side_mu);
+	return id ? rc : 0;
+}
+
+size_t sandbox_session_count(struct sandbox *s)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&s->side_mu);
+	for (size_t i = 0; i < SANDBOX_SESSIONS_MAX; i++)
+		n += s->sessions[i].id != 0;
+	pthread_mutex_unlock(&s->side_mu);
+	return n;
+}
+
+void sandbox_session_name(struct sandbox *s, unsigned id, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s", "");
+	pthread_mutex_lock(&s->side_mu);
+	for (size_t i = 0; i < SANDBOX_SESSIONS_MAX && id; i++)
+		if (s->sessions[i].id == id)
+			snprintf(buf, n, "%s", s->sessions[i].name);
+	pthread_mutex_unlock(&s->side_mu);
+}
+
+bool sandbox_has_process(const struct sandbox *s)
+{
+	return s->b && backend_has_process(s->b);
+}
+
+/* How many background processes run in the sandbox (0 when it cannot tell). */
+static size_t live_processes(struct sandbox *s)
+{
+	struct proc_req rq = {.op = PROC_LIST};
+	struct proc_res rs;
+	size_t n = 0;
+	if (sandbox_process(s, &rq, &rs, &(struct err){""}) == 0)
+		for (size_t i = 0; i < rs.n; i++)
+			n += rs.v[i].running;
+	proc_res_free(&rs);
+	return n;
 }
 
 int sandbox_fd_limit(struct err *e)
@@ -45,6 +124,16 @@ static int drop(struct sandbox *s, enum backend_end how, struct err *e)
 {
 	if (!s->b)
 		return 0;
+	size_t live = live_processes(s);
+	if (live) {
+		size_t l = strlen(s->pending);
+		snprintf(s->pending + l, sizeof s->pending - l, "%s%zu background process%s of sandbox %s ended with it.",
+			 l ? " " : "", live, live == 1 ? "" : "es", s->b->sandbox_id);
+	}
+	pthread_mutex_lock(&s->side_mu);
+	s->side = NULL;
+	memset(s->sessions, 0, sizeof s->sessions);
+	pthread_mutex_unlock(&s->side_mu);
 	int rc = backend_destroy(s->b, how, e);
 	backend_free(s->b); /* nothing left to do: every backend's destroy is idempotent */
 	s->b = NULL;
@@ -109,6 +198,9 @@ static int try_backend(struct sandbox *s, const struct backend_ops *ops, int can
 		return rc == BACKEND_ABSENT || rc == BACKEND_CANCELLED ? rc : -1;
 	}
 	s->b = b;
+	pthread_mutex_lock(&s->side_mu);
+	s->side = b;
+	pthread_mutex_unlock(&s->side_mu);
 	return 0;
 }
 

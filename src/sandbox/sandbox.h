@@ -19,6 +19,7 @@
 #define SANDBOX_SANDBOX_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include "../base/err.h"
 
 #define SANDBOX_NOTICE_MAX 1024
+#define SANDBOX_SESSIONS_MAX 64
 
 struct sandbox {
 	const struct config *cfg;     /* borrowed */
@@ -38,6 +40,13 @@ struct sandbox {
 	bool ahead_made;              /* one was made ahead since the last call or cleanup */
 	json_t *installed;            /* requirements installed in this sandbox: object used as a set */
 	json_t *outputs_seen;         /* outputs/ as the last call left it: path -> "ctime:size" (artifacts.c) */
+	/* What sandbox_process, on another thread, may use: the backend while it is there, under
+	 * side_mu, which its removal takes first. */
+	pthread_mutex_t side_mu;
+	struct backend *side;
+	/* Python sessions: their names and the background processes they run as; under side_mu,
+	 * emptied with the sandbox. */
+	struct { char name[72]; unsigned id; } sessions[SANDBOX_SESSIONS_MAX];
 };
 
 void sandbox_init(struct sandbox *s, const struct config *cfg);
@@ -100,6 +109,22 @@ void sandbox_check(struct sandbox *s);
 int64_t sandbox_idle_deadline(const struct sandbox *s);
 /* Removes an idle sandbox and leaves a notice for the next call. */
 void sandbox_idle_expire(struct sandbox *s);
+
+/* Background processes (backend.h's process), from any one thread besides the worker, at the
+ * same time as it: with no sandbox, a list is empty and anything else fails (-1, e says
+ * why). 0, -1, BACKEND_LOST. */
+int sandbox_process(struct sandbox *s, const struct proc_req *rq, struct proc_res *rs, struct err *e);
+
+/* Python sessions (any thread): the background process that session name runs as (0: none);
+ * set one (id 0 removes it; -1 when SANDBOX_SESSIONS_MAX are set); how many there are; the
+ * name of the one that process id is, copied to buf (n bytes; "" when none). */
+unsigned sandbox_session_find(struct sandbox *s, const char *name);
+int sandbox_session_set(struct sandbox *s, const char *name, unsigned id);
+size_t sandbox_session_count(struct sandbox *s);
+void sandbox_session_name(struct sandbox *s, unsigned id, char *buf, size_t n);
+
+/* Whether the sandbox there runs background processes (worker thread). */
+bool sandbox_has_process(const struct sandbox *s);
 
 /* Shutdown: destroys the sandbox (keeps the workspace when cfg->keep). */
 void sandbox_shutdown(struct sandbox *s);

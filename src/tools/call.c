@@ -39,6 +39,11 @@ static const char *const call_env[] = {
 	NULL,
 };
 
+const char *const *call_env_base(void)
+{
+	return call_env;
+}
+
 /* ------------------------------------------------------------ results */
 
 static void facts_init(struct result_facts *f, const struct call_ctx *c)
@@ -113,6 +118,8 @@ static json_t *add_artifacts(json_t *r, struct artifacts *a)
  */
 static json_t *run_result(struct call_ctx *c, const struct run_res *rs, struct capture *col, const char *spill)
 {
+	char pid[32];
+	snprintf(pid, sizeof pid, "bg-%u", rs->bg_id);
 	char files[2][160], why[2][sizeof(struct err)];
 	/* The call's files first: what they take of the result's size is not the streams'. */
 	size_t max = c->cfg->result_max;
@@ -128,6 +135,7 @@ static json_t *run_result(struct call_ctx *c, const struct run_res *rs, struct c
 	f.timed_out = rs->timed_out;
 	f.oom_killed = rs->oom_killed;
 	f.memory_limit = rs->memory_limit;
+	f.process_id = rs->bg_id ? pid : NULL;
 	for (int i = 0; i < 2; i++) {
 		f.s[i].out = &col->out[i];
 		snprintf(files[i], sizeof files[i], "%s.%s", spill, i ? "stderr" : "stdout");
@@ -249,6 +257,25 @@ static json_t *run_program(struct call_ctx *c, struct inputs *in, const char *co
 			     .changes_files = ARTIFACTS_MAX, .changes_file_max = ARTIFACTS_PREFETCH_MAX,
 			     .on_output = capture_add, .ctx = &col,
 			     .prestart = prestart_ok(tc, cfg), .prestart_env = call_env, .allow = c->allow};
+	char label[128];
+	if (json_is_true(json_object_get(tc->args, "background"))) {
+		const json_t *w = json_object_get(tc->args, "wait_s");
+		int64_t now = clock_ms(), wait_ms = (int64_t)ceil((w ? json_number_value(w) : 1.0) * 1000);
+		const char *code = json_string_value(json_object_get(tc->args, tc->tool == TOOL_PYTHON ? "script" : "code"));
+		size_t ll = strcspn(code, "\n");
+		snprintf(label, sizeof label, "%s: %.*s%s", tc->tool == TOOL_PYTHON ? "python" : "bash", (int)(ll > 100 ? 100 : ll),
+			 code, ll > 100 || code[ll] ? " ..." : "");
+		rq.background = true;
+		rq.prestart = false;
+		rq.bg_wait_ms = wait_ms;
+		rq.bg_timeout_ms = c->deadline > now ? (uint64_t)(c->deadline - now) : 0;
+		rq.bg_max = (unsigned)cfg->max_background;
+		rq.bg_label = label;
+		/* The call itself ends with the wait, or soon after: the process's timeout is the agent's. */
+		if (now + wait_ms + 10000 < rq.deadline_ms)
+			rq.deadline_ms = now + wait_ms + 10000;
+		rq.cap = tools_bg_cap(cfg); /* what each read of it returns at most */
+	}
 	struct run_res rs = {0};
 	struct err e = {""};
 	json_t *res = NULL;
@@ -287,7 +314,9 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 {
 	struct call_ctx c = {.sb = sb, .tc = tc, .cfg = cfg, .t0 = clock_ms()};
 	const json_t *targ = json_object_get(tc->args, "timeout_s");
-	c.timeout = targ ? json_number_value(targ) : cfg->timeout_s;
+	bool bg = json_is_true(json_object_get(tc->args, "background"));
+	bool session = json_object_get(tc->args, "session") != NULL;
+	c.timeout = targ ? json_number_value(targ) : bg ? cfg->bg_timeout_s : cfg->timeout_s;
 	c.deadline = c.t0 + (int64_t)ceil(c.timeout * 1000);
 	struct err e = {""};
 	const char *allow = json_string_value(json_object_get(tc->args, "network"));
@@ -302,6 +331,11 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 	}
 	if (rc < 0)
 		return call_early_result(&c, 1, e.msg, e.msg, false);
+	if ((bg || session) && !sandbox_has_process(sb)) {
+		snprintf(e.msg, sizeof e.msg, "%s: the %s backend runs no %s: run the code without it",
+			 bg ? "background" : "session", sandbox_backend(sb), bg ? "background processes" : "sessions");
+		return call_early_result(&c, 1, e.msg, e.msg, false);
+	}
 	if (tc->tool == TOOL_PYTHON) {
 		json_t *res = install_requirements(&c, json_object_get(tc->args, "requirements"));
 		if (res || tc->cancelled)
@@ -312,6 +346,8 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 	json_t *res;
 	if (inputs_build(tc->args, call_env, &in, &e) < 0)
 		res = call_early_result(&c, 1, e.msg, e.msg, false);
+	else if (session)
+		res = session_run(&c, &in);
 	else if (program(tc, cfg, &in, &argv) < 0)
 		res = call_early_result(&c, 1, "out of memory", "out of memory", false);
 	else

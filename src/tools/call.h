@@ -46,6 +46,18 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
  * unless call_fd is readable by then (a call is waiting). */
 void call_prepare(struct sandbox *sb, const struct config *cfg, int cancel_fd, int call_fd);
 
+/* The environment every call's code starts with (borrowed, NULL-terminated). */
+const char *const *call_env_base(void);
+
+/* execute_python with `session` (session.c): the cell runs in that session's interpreter, with
+ * in's files and env written first. The CallToolResult (new ref); NULL when cancelled
+ * (c->tc->cancelled) or out of memory. */
+struct inputs;
+json_t *session_run(struct call_ctx *c, struct inputs *in);
+
+/* The process tool (process.c; tools.h's tools_process), its result within result_max bytes. */
+json_t *process_run(struct sandbox *sb, const json_t *args, size_t result_max);
+
 /* cleanup_sandbox. New ref; NULL when out of memory. */
 json_t *call_cleanup(struct sandbox *sb);
 

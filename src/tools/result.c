@@ -220,7 +220,11 @@ static char *text_block(const struct result_facts *f, char *const text[2], const
 	struct buf b = {0};
 	char sz[32];
 	buf_reserve(&b, len[0] + len[1] + 1024);
-	if (!f->backend)
+	if (f->process_id)
+		tb_fmt(&b, "running: background process %s (%lld ms so far, %s sandbox %s); read, feed or signal it "
+			   "with the process tool\n", f->process_id, (long long)f->duration_ms, f->backend ? f->backend : "-",
+		       f->sandbox_id ? f->sandbox_id : "-");
+	else if (!f->backend)
 		tb_fmt(&b, "exit_code: %d (no sandbox)\n", f->exit_code);
 	else
 		tb_fmt(&b, "exit_code: %d (%lld ms, %s sandbox %s)\n", f->exit_code, (long long)f->duration_ms,
@@ -238,6 +242,8 @@ static char *text_block(const struct result_facts *f, char *const text[2], const
 	}
 	if (f->notice)
 		tb_fmt(&b, "notice: %s\n", f->notice);
+	if (f->session && f->value)
+		tb_fmt(&b, "value: %s\n", f->value);
 	if (f->error)
 		tb_fmt(&b, "error: %s\n", f->error);
 	for (int i = 0; i < 2; i++) {
@@ -304,6 +310,14 @@ static json_t *build(const struct result_facts *f, const struct pieces p[2], cha
 	ok &= json_object_set_new_nocheck(sc, "sandbox_id", str_or_null(f->backend ? f->sandbox_id : NULL)) == 0;
 	ok &= json_object_set_new_nocheck(sc, "error", str_or_null(f->error)) == 0;
 	ok &= json_object_set_new_nocheck(sc, "notice", str_or_null(f->notice)) == 0;
+	if (f->session) {
+		ok &= json_object_set_new_nocheck(sc, "session", json_string(f->session)) == 0;
+		ok &= json_object_set_new_nocheck(sc, "value", str_or_null(f->value)) == 0;
+	}
+	if (f->process_id) {
+		ok &= json_object_set_new_nocheck(sc, "process_id", json_string(f->process_id)) == 0;
+		ok &= json_object_set_new_nocheck(sc, "running", json_true()) == 0;
+	}
 	ok &= json_object_set_new_nocheck(item, "type", json_string("text")) == 0;
 	ok &= json_object_set_new_nocheck(item, "text", json_stringn_nocheck(tb, tl)) == 0;
 	ok &= json_array_append(content, item) == 0;
@@ -357,8 +371,11 @@ static size_t len_or_0(const char *s)
 static size_t size_bound(const struct result_facts *f, const size_t need[2])
 {
 	size_t strings = cost_bound(f->backend) + cost_bound(f->sandbox_id) + cost_bound(f->error) +
-			 cost_bound(f->notice);
-	size_t lines = line_bound(len_or_0(f->backend) + len_or_0(f->sandbox_id)) + 2 * line_bound(0);
+			 cost_bound(f->notice) + cost_bound(f->session) + cost_bound(f->value) + cost_bound(f->process_id);
+	size_t lines = line_bound(len_or_0(f->backend) + len_or_0(f->sandbox_id) + len_or_0(f->process_id)) +
+		       2 * line_bound(0);
+	if (f->session && f->value)
+		lines += line_bound(strlen(f->value));
 	if (f->timed_out)
 		lines += line_bound(32);
 	if (f->oom_killed)

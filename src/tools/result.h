@@ -41,6 +41,10 @@ struct result_facts {
 	const char *error;         /* why the sandbox could not run the code, or NULL */
 	const char *notice;        /* or NULL */
 	struct result_stream s[2]; /* stdout, stderr */
+	const char *session;       /* a session call: its name (NULL: none), and its cell's value */
+	const char *value;         /* (NULL: none; the caller keeps it within an eighth of max) */
+	const char *process_id;    /* a background call still running: its id (exit_code means
+	                            * nothing then); NULL for a call that ended */
 };
 
 /* Builds the result within max bytes (at least RESULT_MIN). cut (may be NULL) gets, per

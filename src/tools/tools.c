@@ -12,7 +12,14 @@
 #include "schema.h"
 #include "wheelhouse.h"
 
-static const char *const tool_names[TOOL_COUNT] = {"execute_python", "execute_bash_commands", "cleanup_sandbox"};
+static const char *const tool_names[TOOL_COUNT] = {"execute_python", "execute_bash_commands", "cleanup_sandbox",
+						   "process"};
+
+uint64_t tools_bg_cap(const struct config *cfg)
+{
+	/* Each stream is in a result twice (its text block and structuredContent). */
+	return cfg->output_cap < cfg->result_max / 8 ? cfg->output_cap : cfg->result_max / 8;
+}
 
 static struct {
 	const struct config *cfg;
@@ -52,7 +59,14 @@ static char *network_text(const struct config *cfg)
 /* Replaces each {key} of the description with the configured value. Caller frees. */
 static char *fill_description(const char *tmpl, const struct config *cfg)
 {
-	char timeout[32], max_timeout[32], memory[32], cap[32], result[32];
+	char timeout[32], max_timeout[32], memory[32], cap[32], result[32], bg_cap[32], bg_max[32], bg_t[32],
+		bg_mt[32];
+	config_fmt_size(tools_bg_cap(cfg), bg_cap, sizeof bg_cap);
+	snprintf(bg_max, sizeof bg_max, "%llu", (unsigned long long)cfg->max_background);
+	char sess_max[32];
+	snprintf(sess_max, sizeof sess_max, "%llu", (unsigned long long)cfg->max_sessions);
+	snprintf(bg_t, sizeof bg_t, "%g", cfg->bg_timeout_s);
+	snprintf(bg_mt, sizeof bg_mt, "%g", cfg->bg_max_timeout_s);
 	snprintf(timeout, sizeof timeout, "%g", cfg->timeout_s);
 	snprintf(max_timeout, sizeof max_timeout, "%g", cfg->max_timeout_s);
 	config_fmt_size(cfg->memory, memory, sizeof memory);
@@ -62,7 +76,9 @@ static char *fill_description(const char *tmpl, const struct config *cfg)
 	if (!network)
 		return NULL;
 	const char *keys[][2] = {{"{timeout}", timeout}, {"{max_timeout}", max_timeout}, {"{memory}", memory},
-				 {"{output_cap}", cap}, {"{result_max}", result}, {"{network}", network}};
+				 {"{output_cap}", cap}, {"{result_max}", result}, {"{network}", network},
+				 {"{bg_cap}", bg_cap}, {"{max_background}", bg_max}, {"{bg_timeout}", bg_t},
+				 {"{bg_max_timeout}", bg_mt}, {"{max_sessions}", sess_max}};
 	size_t n = strlen(tmpl) + strlen(network) + 1024;
 	char *out = malloc(n);
 	if (!out) {
@@ -172,7 +188,7 @@ const char *tools_name(int tool)
 
 const char *tools_names(void)
 {
-	return "execute_python, execute_bash_commands, cleanup_sandbox";
+	return "execute_python, execute_bash_commands, cleanup_sandbox, process";
 }
 
 /* What to add to a schema error: the arguments the tool takes, and where a misplaced program
@@ -209,8 +225,21 @@ int tools_check(int tool, const json_t *args, json_t **why)
 	} else if (schema_validate(T.input[tool], args, "", &e) < 0) {
 		argument_hint(tool, args, hint, sizeof hint);
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: %s%s", tool_names[tool], e.msg, hint);
-	} else if (tool != TOOL_CLEANUP && call_check(args, &e) < 0) {
+	} else if (tool != TOOL_CLEANUP && tool != TOOL_PROCESS && call_check(args, &e) < 0) {
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: %s", tool_names[tool], e.msg);
+	} else if (json_object_get(args, "session") && json_is_true(json_object_get(args, "background"))) {
+		snprintf(msg, sizeof msg, "Invalid arguments for %s: session and background do not go together",
+			 tool_names[tool]);
+	} else if (json_object_get(args, "session") && T.cfg->max_sessions == 0) {
+		snprintf(msg, sizeof msg, "Invalid arguments for %s: session: this server keeps no sessions (--max-sessions 0)",
+			 tool_names[tool]);
+	} else if (json_is_true(json_object_get(args, "background")) && T.cfg->max_background == 0) {
+		snprintf(msg, sizeof msg, "Invalid arguments for %s: background: this server runs no background processes "
+			 "(--max-background 0)", tool_names[tool]);
+	} else if (json_is_true(json_object_get(args, "background"))) {
+		if (t && json_number_value(t) > T.cfg->bg_max_timeout_s)
+			snprintf(msg, sizeof msg, "Invalid arguments for %s: timeout_s: must be at most %g for a background "
+				 "process (the server's --max-background-timeout)", tool_names[tool], T.cfg->bg_max_timeout_s);
 	} else if (t && json_number_value(t) > T.cfg->max_timeout_s) {
 		snprintf(msg, sizeof msg, "Invalid arguments for %s: timeout_s: must be at most %g (the server's --max-timeout)",
 			 tool_names[tool], T.cfg->max_timeout_s);
@@ -226,10 +255,17 @@ void tools_prepare(struct sandbox *sb, int cancel_fd, int call_fd)
 	call_prepare(sb, T.cfg, cancel_fd, call_fd);
 }
 
+json_t *tools_process(struct sandbox *sb, const json_t *args)
+{
+	return process_run(sb, args, T.cfg->result_max);
+}
+
 json_t *tools_run(struct sandbox *sb, struct tool_call *tc)
 {
 	tc->cancelled = false;
 	if (tc->tool == TOOL_CLEANUP)
 		return call_cleanup(sb);
+	if (tc->tool == TOOL_PROCESS) /* one that came the worker's way all the same */
+		return tools_process(sb, tc->args);
 	return call_execute(sb, tc, T.cfg);
 }

@@ -1,5 +1,5 @@
 /*
- * The three tools: their listing (from schemas/tools.json and the schema files, with the
+ * The four tools: their listing (from schemas/tools.json and the schema files, with the
  * configured limits written into the descriptions), argument checks, and what a call does on
  * the sandbox. The same steps run on every backend, so results and error texts are the same.
  *
@@ -16,7 +16,7 @@
 #include "../base/err.h"
 #include "../sandbox/sandbox.h"
 
-enum tool_id { TOOL_PYTHON, TOOL_BASH, TOOL_CLEANUP, TOOL_COUNT };
+enum tool_id { TOOL_PYTHON, TOOL_BASH, TOOL_CLEANUP, TOOL_PROCESS, TOOL_COUNT };
 
 /* Where a call keeps its files inside the workspace. */
 #define TOOLS_DIR WORKSPACE "/.sandbox"
@@ -61,6 +61,13 @@ struct tool_call {
  * (sandbox_prepare), primed as a first call would want it (its Python interpreter started)
  * unless call_fd turned readable meanwhile (a call came, and starts what it needs). */
 void tools_prepare(struct sandbox *sb, int cancel_fd, int call_fd);
+
+/* What a background process's read keeps of each stream, in bytes: what a result has room for. */
+uint64_t tools_bg_cap(const struct config *cfg);
+
+/* The process tool (process.c): answered on any one thread besides the worker, at the same time
+ * as calls. The CallToolResult (new ref); NULL when out of memory. */
+json_t *tools_process(struct sandbox *sb, const json_t *args);
 
 /* Runs the call (worker thread). The CallToolResult (new ref); NULL when cancelled
  * (tc->cancelled) or, without tc->cancelled, when out of memory. */

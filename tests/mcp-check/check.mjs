@@ -46,7 +46,7 @@ check('initialize', async () => {
 
 check('tools_list', async () => {
   const { tools } = await client.listTools();
-  for (const n of ['execute_python', 'execute_bash_commands', 'cleanup_sandbox']) {
+  for (const n of ['execute_python', 'execute_bash_commands', 'cleanup_sandbox', 'process']) {
     const t = tools.find((x) => x.name === n);
     assert.ok(t, `${n} missing`);
     assert.equal(t.inputSchema?.type, 'object', `${n} inputSchema`);
@@ -145,6 +145,42 @@ check('sequential_order', async () => {
   await Promise.all(ps);
   const r = await call('execute_bash_commands', { code: 'cat order.txt' });
   assert.equal(sc(r).stdout, '0\n1\n2\n3\n4\n');
+});
+
+check('background_process', async () => {
+  let r = await call('execute_bash_commands', { code: 'echo start; read x; echo "got $x"; sleep 30', background: true, wait_s: 0.5 });
+  // Daytona runs none yet: refused before anything runs.
+  if (sc(r).backend === 'daytona') { assert.match(sc(r).error, /runs no background processes/); return; }
+  assert.equal(sc(r).running, true);
+  assert.equal(sc(r).stdout, 'start\n');
+  const id = sc(r).process_id;
+  assert.match(id, /^bg-[0-9]+$/);
+  // The process tool is answered while a long call runs.
+  let order = [];
+  const slow = call('execute_bash_commands', { code: 'sleep 3; echo slow' }).then((x) => { order.push('call'); return x; });
+  await new Promise((res) => setTimeout(res, 300));
+  r = await call('process', { process_id: id, input: 'hi\n', wait_s: 10 }).then((x) => { order.push('process'); return x; });
+  assert.equal(sc(r).input_written, 3);
+  assert.equal(sc(r).stdout, 'got hi\n');
+  assert.equal((await slow).structuredContent.stdout, 'slow\n');
+  assert.deepEqual(order, ['process', 'call']);
+  r = await call('process', {});
+  assert.ok(sc(r).processes.some((p) => p.process_id === id && p.running), 'listed as running');
+  r = await call('process', { process_id: id, signal: 'KILL', wait_s: 10 });
+  assert.equal(sc(r).running, false);
+  assert.equal(sc(r).exit_code, 137);
+});
+
+check('python_session', async () => {
+  let r = await call('execute_python', { script: 'import math\nx = 20', session: 'sdk' });
+  if (sc(r).backend === 'daytona') { assert.match(sc(r).error, /runs no sessions/); return; }
+  assert.equal(sc(r).value, null);
+  r = await call('execute_python', { script: 'x += 1\nprint("p")\nmath.floor(x * 2.5)', session: 'sdk' });
+  assert.equal(sc(r).value, '52');
+  assert.equal(sc(r).stdout, 'p\n');
+  assert.equal(sc(r).session, 'sdk');
+  r = await call('process', { process_id: 'sdk', signal: 'KILL', wait_s: 10 });
+  assert.equal(sc(r).running, false);
 });
 
 check('cleanup', async () => {
