@@ -20,6 +20,9 @@
 #include "agent.h"
 
 #define SLOTS (AG_BG_MAX + AG_BG_ENDED)
+/* A read answers with both streams' kept bytes in one frame, which must fit AG_MAX_FRAME with
+ * room for the rest of the entry: past this, a stream's bytes go to its file only. */
+#define KEEP_MAX ((AG_MAX_FRAME - (64u << 10)) / 2)
 
 struct bg_out {
 	struct bg_stream s;
@@ -203,7 +206,7 @@ uint32_t bg_adopt(pid_t pid, int in_fd, const struct bg_stream s[2], uint64_t st
 	b->running = 1;
 	b->in_fd = in_fd;
 	b->started_ns = started_ns;
-	b->cap = cap;
+	b->cap = cap < KEEP_MAX ? cap : KEEP_MAX;
 	b->spill_max = spill_max;
 	/* Its life counts from its start, the call's, not from now. */
 	struct timespec rt;
