@@ -88,3 +88,96 @@ done'
 	jqe "$all" '.[2].running == false and all(.error == null)'
 	jqe "$all" '(.[0].o + .[2].o + .[2].os) == 40000000 and (.[0].e + .[2].e + .[2].es) == 40000005'
 }
+
+@test "background attack: forged, out-of-range and malformed process ids and arguments get errors; the server goes on" {
+	local ids=("bg-0" "bg-2" "bg-4294967295" "bg-4294967296" "bg-18446744073709551617" "bg--4294967295" "bg-1x" "bg-" "1" "BG-1" "bg-0x1")
+	local lines=("$(bg 1 'read x; echo "got $x"; sleep 60')" '{"wait": 1}') i=10 id
+	for id in "${ids[@]}"; do
+		lines+=("$(proc $i "$(jq -cn --arg p "$id" '{process_id: $p, signal: "KILL"}')")" "{\"wait\": $i}")
+		i=$((i + 1))
+	done
+	# Out of the schema's range: refused before anything runs.
+	lines+=("$(proc 30 '{"process_id": "bg-1", "wait_s": 1e308}')" '{"wait": 30}')
+	lines+=("$(proc 31 '{"process_id": "bg-1", "wait_s": -1}')" '{"wait": 31}')
+	lines+=("$(proc 32 '{"process_id": "bg-1", "signal": "STOP"}')" '{"wait": 32}')
+	lines+=("$(big_input 33 1048577)" '{"wait": 33}')
+	lines+=("$(proc 34 '{"input": "x"}')" '{"wait": 34}')
+	lines+=("$(proc 35 "$(jq -cn '{process_id: ("bg-" + ("1" * 64))}')")" '{"wait": 35}')
+	# bg-1 was touched by none of them: it still reads its first line.
+	lines+=("$(proc 40 '{"process_id": "bg-1", "input": "one\n", "wait_s": 20}')" '{"wait": 40}')
+	lines+=("$(call_json 41 execute_bash_commands '{"code": "echo alive"}')")
+	session_of "${lines[@]}"
+	for i in $(seq 10 20) 34; do
+		res "$i"
+		jqe "$result" '.isError == true and (.structuredContent.error | type == "string")'
+	done
+	for i in 30 31 32 33 35; do
+		res "$i"
+		jqe "$result" '.isError == true'
+	done
+	res 40
+	sc '.running == true and .stdout == "got one\n"'
+	res 41
+	sc '.stdout == "alive\n"'
+}
+
+@test "background attack: a MiB of input to a program that never reads returns at once with what the pipe took" {
+	session_of "$(bg 1 'exec sleep 60')" '{"wait": 1}' \
+		"$(big_input 2 1048576)" '{"wait": 2}' \
+		"$(big_input 3 1048576 true)" '{"wait": 3}' \
+		"$(proc 4 '{"process_id": "bg-1", "input": "z"}')" '{"wait": 4}' \
+		"$(call_json 5 execute_bash_commands '{"code": "echo alive", "timeout_s": 10}')"
+	res 2
+	sc '.running == true and .input_written > 0 and .input_written < 1048576'
+	res 3
+	sc '.input_written == 0'
+	res 4
+	sc '.error | test("input is closed")'
+	res 5
+	sc '.stdout == "alive\n"'
+}
+
+# A background process replaces the folder its spill files go to, and the file itself, with
+# symlinks before it floods its output: the agent follows neither, and what it could not keep
+# is said, never written through.
+spill_symlinks() {
+	local plant='mkdir -p /tmp/elsewhere .sandbox/output
+: > /tmp/target
+ln -sfn /tmp/target .sandbox/output/call-1.stdout
+rm -rf .sandbox/output-real; mv .sandbox/output .sandbox/output-real; ln -s /tmp/elsewhere .sandbox/output
+echo planted
+read go
+head -c 300000 /dev/zero | tr "\0" x
+echo; echo flooded >&2
+exec sleep 60'
+	session_of "$(bg 1 "$plant" '{"wait_s": 5}')" '{"wait": 1}' \
+		"$(proc 2 '{"process_id": "bg-1", "input": "go\n"}')" '{"wait": 2}' \
+		"$(proc 3 '{"process_id": "bg-1", "wait_s": 20}')" '{"wait": 3}' \
+		"$(proc 4 '{"process_id": "bg-1", "wait_s": 5}')" '{"wait": 4}' \
+		"$(call_json 5 execute_bash_commands '{"code": "ls -A /tmp/elsewhere; wc -c < /tmp/target; ls -A .sandbox/output-real"}')"
+	res 1
+	sc '.running == true and .stdout == "planted\n"'
+	local all
+	all=$(printf '%s\n' "$output" | jq -sc '[.[] | select(.id == 3 or .id == 4) | .result.structuredContent]')
+	jqe "$(jq -c 'map(del(.stdout))' <<<"$all")" 'true'
+	jqe "$all" '(map(.stdout | length) | add) + (map(.stdout_skipped) | add) == 300001'
+	jqe "$all" '(map(.stderr) | join("")) == "flooded\n"'
+	res 5
+	sc '.stdout == "0\ncall-1.stdout\n"'
+}
+
+@test "background attack: spill files are never written through symlinks the code planted (local)" {
+	with_backend local
+	spill_symlinks
+}
+
+@test "background attack: spill files are never written through symlinks the code planted (local, not root)" {
+	unprivileged_server
+	with_backend local
+	spill_symlinks
+}
+
+@test "background attack: spill files are never written through symlinks the code planted (Docker)" {
+	with_backend docker
+	spill_symlinks
+}
