@@ -181,3 +181,44 @@ exec sleep 60'
 	with_backend docker
 	spill_symlinks
 }
+
+# A background process that leaves children in every way it can: in a session of its own (a
+# double fork), stopped with SIGSTOP, ignoring every signal it may ignore.
+ESCAPES='trap "" TERM HUP INT QUIT USR1 USR2
+(setsid sh -c "trap \"\" TERM HUP; sleep 73.101 & exec sleep 73.102" &)
+sh -c "kill -STOP \$\$; exec sleep 73.103" &
+nohup setsid sleep 73.104 >/dev/null 2>&1 &
+echo left'
+
+@test "background attack: what a background process left in other sessions, stopped or deaf, ends with cleanup_sandbox" {
+	session_of "$(bg 1 "$ESCAPES; exec sleep 73.105")" '{"wait": 1}' "$(until_running 73.104)" \
+		"$(call_json 2 cleanup_sandbox '{}')" '{"wait": 2}' \
+		"$(call_json 3 execute_bash_commands '{"code": "ps -eo args"}')" '{"wait": 3}' '{"sh": "sleep 0.2"}'
+	res 1
+	sc '.running == true and .stdout == "left\n"'
+	res 3
+	sc '(.stdout | contains("73.10") | not)'
+	eventually 10 no_process_matching 'sleep 73\.10'
+}
+
+@test "background attack: what a background process left in other sessions, stopped or deaf, ends with shutdown (Docker)" {
+	with_backend docker
+	session_of "$(bg 1 "$ESCAPES; exec sleep 73.105")" '{"wait": 1}' \
+		"$(call_json 2 execute_bash_commands '{"code": "for p in /proc/[0-9]*; do tr \"\\\\0\" \" \" < $p/cmdline; echo; done"}')"
+	res 2
+	sc '(.stdout | contains("sleep 73.104")) and (.stdout | contains("sleep 73.105"))'
+	eventually 20 no_process_matching 'sleep 73\.10'
+}
+
+@test "background attack: what a background process left in other sessions ends when it ends, not only at the next call's end" {
+	session_of "$(bg 1 "$ESCAPES; sleep 60" '{"timeout_s": 2, "wait_s": 0.5}')" '{"wait": 1}' \
+		"$(proc 3 '{"process_id": "bg-1", "wait_s": 20}')" '{"wait": 3}' \
+		"$(proc 5 '{}')" '{"wait": 5}' \
+		"$(call_json 6 execute_bash_commands '{"code": "ps -eo args"}')"
+	res 3
+	sc '.running == false and .timed_out == true'
+	res 5
+	sc '.processes == []'
+	res 6
+	sc '(.stdout | contains("73.10") | not)'
+}
