@@ -48,6 +48,7 @@ struct bg {
 static struct bg slots[SLOTS];
 static uint32_t next_id = 1;
 static uint64_t ended_seq;
+static int unswept;     /* one ended since the last bg_take_ended */
 static int chan = -1;
 static struct ag_buf cout;
 
@@ -279,6 +280,7 @@ static void ended(struct bg *b, int status)
 	/* What it left in its session goes with it. */
 	kill_session(b->pid);
 	b->pid = 0;
+	unswept = 1;
 	trim_ended();
 }
 
@@ -323,6 +325,13 @@ void bg_expire(void)
 			kill_session(slots[i].pid); /* its leader is reaped through SIGCHLD */
 			slots[i].deadline_ms = 0;
 		}
+}
+
+int bg_take_ended(void)
+{
+	int u = unswept;
+	unswept = 0;
+	return u;
 }
 
 void bg_end_all(void)

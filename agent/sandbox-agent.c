@@ -1493,6 +1493,11 @@ static void serve(void)
 		else if (call.pid && call.bg && mono_ms() >= call.detach_ms)
 			detach_call();
 		bg_expire();
+		/* What an ended one left in other sessions goes now, as at a call's end, so that
+		 * nothing of it outlives it: at once when no call runs, else with that call's end
+		 * (a background call in its wait included: the look waits for its detach). */
+		if (!call.pid && bg_take_ended())
+			kill_all();
 	}
 	if (call.pid) {
 		call.killed = 1;
