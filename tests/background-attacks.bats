@@ -149,18 +149,19 @@ echo planted
 read go
 head -c 300000 /dev/zero | tr "\0" x
 echo; echo flooded >&2
-exec sleep 60'
+exec sleep 76.5'
 	session_of "$(bg 1 "$plant" '{"wait_s": 5}')" '{"wait": 1}' \
-		"$(proc 2 '{"process_id": "bg-1", "input": "go\n"}')" '{"wait": 2}' \
+		"$(proc 2 '{"process_id": "bg-1", "input": "go\n"}')" '{"wait": 2}' "$(until_running 76.5)" \
 		"$(proc 3 '{"process_id": "bg-1", "wait_s": 20}')" '{"wait": 3}' \
-		"$(proc 4 '{"process_id": "bg-1", "wait_s": 5}')" '{"wait": 4}' \
+		"$(proc 4 '{"process_id": "bg-1"}')" '{"wait": 4}' \
 		"$(call_json 5 execute_bash_commands '{"code": "ls -A /tmp/elsewhere; wc -c < /tmp/target; ls -A .sandbox/output-real"}')"
 	res 1
 	sc '.running == true and .stdout == "planted\n"'
 	local all
-	all=$(printf '%s\n' "$output" | jq -sc '[.[] | select(.id == 3 or .id == 4) | .result.structuredContent]')
-	jqe "$(jq -c 'map(del(.stdout))' <<<"$all")" 'true'
+	# The read after the input (2) may take the flood's first bytes already.
+	all=$(printf '%s\n' "$output" | jq -sc '[.[] | select(.id == 2 or .id == 3 or .id == 4) | .result.structuredContent]')
 	jqe "$all" '(map(.stdout | length) | add) + (map(.stdout_skipped) | add) == 300001'
+	jqe "$all" 'map(select(.stdout_skipped > 0)) | all(.stdout_file == null)'
 	jqe "$all" '(map(.stderr) | join("")) == "flooded\n"'
 	res 5
 	sc '.stdout == "0\ncall-1.stdout\n"'
@@ -221,4 +222,60 @@ echo left'
 	sc '.processes == []'
 	res 6
 	sc '(.stdout | contains("73.10") | not)'
+}
+
+@test "background attack: a flood of process requests beside a call, and reads waiting across cleanup_sandbox" {
+	local lines=("$(bg 1 'while :; do echo tick; sleep 0.05; done')" '{"wait": 1}'
+		"$(call_json 2 execute_bash_commands '{"code": "sleep 2; echo slow"}')") i
+	for i in $(seq 10 209); do
+		lines+=("$(proc "$i" '{"process_id": "bg-1"}')")
+	done
+	lines+=('{"wait": 2}' "$(proc 300 '{"process_id": "bg-1", "wait_s": 30}')"
+		"$(call_json 301 cleanup_sandbox '{}')" "$(proc 302 '{"process_id": "bg-1", "wait_s": 30}')" "$(proc 303 '{}')"
+		'{"wait": 301}' '{"wait": 302}' '{"wait": 303}'
+		"$(call_json 304 execute_bash_commands '{"code": "echo after"}')")
+	session_of "${lines[@]}"
+	res 2
+	sc '.stdout == "slow\n"'
+	# Every request got one answer; each tick was read at most once, in order.
+	local all
+	all=$(printf '%s\n' "$output" | jq -sc '[.[] | select((.id | type) == "number" and .id >= 10 and .id <= 209)]')
+	jqe "$all" 'length == 200'
+	jqe "$all" '[.[] | .result.structuredContent | select(.error == null) | .stdout] | join("") | test("^(tick\n)*$")'
+	res 302
+	jqe "$result" '.isError == true or .structuredContent.running == false'
+	res 304
+	sc '.stdout == "after\n" and (.notice | test("1 background process"))'
+}
+
+@test "background attack: the agent killed while a read waits: the read fails, the server goes on" {
+	local pidf="$BATS_TEST_TMPDIR/server.pid"
+	{
+		printf '%s\n' "$INIT" "$INITIALIZED" "$(bg 1 'sleep 74.5')" '{"wait": 1}'
+		proc 2 '{"process_id": "bg-1", "wait_s": 30}'
+		echo '{"sleep": 0.5}'
+		jq -cn --arg c "kill -KILL \$(pgrep -P \$(cat $pidf) -f '^sandbox-agent ')" '{sh: $c}'
+		echo '{"wait": 2}'
+		call_json 3 execute_bash_commands '{"code": "echo after"}'
+	} >"$BATS_TEST_TMPDIR/s"
+	run python3 "$SESSION" --stderr "$SERVER_LOG" --pidfile "$pidf" --timeout 60 -- "$SANDBOX_MCP" --no-sandbox-ahead <"$BATS_TEST_TMPDIR/s"
+	[ "$status" -eq 0 ]
+	res 2
+	jqe "$result" '.isError == true and (.structuredContent.error | type == "string")'
+	res 3
+	sc '.stdout == "after\n"'
+	eventually 10 no_process_matching 'sleep 74\.5'
+}
+
+@test "background attack: a zombie flood and a stream of new sessions beside later calls" {
+	# Children it never reaps, and a fork loop whose children each start a session of their
+	# own: a later call's end must still come, and its end still leaves nothing of its own.
+	session_of "$(bg 1 'for i in $(seq 100); do sh -c "exit 0" & done; exec 2>/dev/null; while :; do setsid sleep 75.5 & sleep 0.01; done')" '{"wait": 1}' \
+		"$(call_json 2 execute_bash_commands '{"code": "setsid sleep 75.6 & echo ran", "timeout_s": 30}')" '{"wait": 2}' \
+		"$(call_json 3 execute_bash_commands '{"code": "ps -eo args | grep -c \"^sleep 75.6\""}')" '{"wait": 3}' \
+		"$(proc 4 '{}')"
+	res 2
+	sc '.stdout == "ran\n"'
+	res 3
+	sc '.stdout == "0\n"'
 }
