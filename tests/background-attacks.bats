@@ -279,3 +279,21 @@ echo left'
 	res 3
 	sc '.stdout == "0\n"'
 }
+
+@test "background attack: a background call in its wait cannot reach the prestarted interpreter beside it" {
+	local spy='for p in /proc/[0-9]*; do
+	case "$(tr "\0" " " < $p/cmdline 2>/dev/null)" in *"yth"on*) ;; *) continue ;; esac
+	echo "found"
+	cat $p/environ >/dev/null 2>&1 && echo "read its env"
+	ls $p/fd/ >/dev/null 2>&1 && echo "listed its fds"
+	kill -STOP ${p#/proc/} 2>/dev/null && echo "stopped it"
+done; exit 0'
+	session_of "$(call_json 1 execute_python '{"script": "print(1)"}')" '{"wait": 1}' '{"sleep": 2}' \
+		"$(bg 2 "$spy" '{"wait_s": 20}')" '{"wait": 2}' \
+		"$(call_json 3 execute_python '{"script": "print(3)", "timeout_s": 20}')"
+	res 2
+	jqe "$result" '.structuredContent | has("process_id") | not'
+	sc '(.stdout | test("found")) and (.stdout | test("read|listed|stopped") | not)'
+	res 3
+	sc '.stdout == "3\n" and .timed_out == false'
+}
