@@ -133,6 +133,9 @@ int bg_next_ms(void);
 void bg_expire(void);
 /* A child of the agent was reaped: 1 when it was a background process's leader. */
 int bg_reaped(pid_t p, int status);
+/* Whether one ended since the last look (then what it moved out of its session, beyond
+ * kill_session's reach, must be swept away as at a call's end): cleared. */
+int bg_take_ended(void);
 /* Whether a process of session sid must be spared at a call's end. */
 int bg_spared(pid_t sid);
 /* Every one ends (the connection ended, or the calls' end could not spare them): forgotten. */

@@ -20,6 +20,9 @@
 #include "agent.h"
 
 #define SLOTS (AG_BG_MAX + AG_BG_ENDED)
+/* A read answers with both streams' kept bytes in one frame, which must fit AG_MAX_FRAME with
+ * room for the rest of the entry: past this, a stream's bytes go to its file only. */
+#define KEEP_MAX ((AG_MAX_FRAME - (64u << 10)) / 2)
 
 struct bg_out {
 	struct bg_stream s;
@@ -45,6 +48,7 @@ struct bg {
 static struct bg slots[SLOTS];
 static uint32_t next_id = 1;
 static uint64_t ended_seq;
+static int unswept;     /* one ended since the last bg_take_ended */
 static int chan = -1;
 static struct ag_buf cout;
 
@@ -203,7 +207,7 @@ uint32_t bg_adopt(pid_t pid, int in_fd, const struct bg_stream s[2], uint64_t st
 	b->running = 1;
 	b->in_fd = in_fd;
 	b->started_ns = started_ns;
-	b->cap = cap;
+	b->cap = cap < KEEP_MAX ? cap : KEEP_MAX;
 	b->spill_max = spill_max;
 	/* Its life counts from its start, the call's, not from now. */
 	struct timespec rt;
@@ -276,6 +280,7 @@ static void ended(struct bg *b, int status)
 	/* What it left in its session goes with it. */
 	kill_session(b->pid);
 	b->pid = 0;
+	unswept = 1;
 	trim_ended();
 }
 
@@ -320,6 +325,13 @@ void bg_expire(void)
 			kill_session(slots[i].pid); /* its leader is reaped through SIGCHLD */
 			slots[i].deadline_ms = 0;
 		}
+}
+
+int bg_take_ended(void)
+{
+	int u = unswept;
+	unswept = 0;
+	return u;
 }
 
 void bg_end_all(void)

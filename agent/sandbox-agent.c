@@ -1241,6 +1241,51 @@ static int parse_run(struct ag_cur *c, struct run_spec *sp)
 /* The call's program, in the forked child: signals reset, a session of its own, /dev/null,
  * the two pipes, no other fd, the call's rlimits and folder. Reports a failure to start
  * through px (close-on-exec) and exits 127. Async-signal-safe. */
+/*
+ * A background process runs beside later calls, as the same user in the same PID namespace:
+ * unconfined, it could read a later call's environment and memory maps through /proc, write
+ * into its output pipes through /proc/PID/fd, or stop or kill it. A Landlock domain of its own,
+ * which its children inherit, keeps it to itself: the kernel refuses a process in a domain any
+ * ptrace-mode access (/proc/PID/environ, fd, mem, ...) to a process outside it, and with the
+ * scopes of ABI 6 any signal to one and any connect to its abstract unix sockets. The headers
+ * may predate ABI 6: the ABI's own layout, which the kernel keeps.
+ */
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
+#endif
+#define LL_CREATE_RULESET_VERSION 1u
+#define LL_SCOPE_ABSTRACT_UNIX_SOCKET 1ull
+#define LL_SCOPE_SIGNAL 2ull
+#define LL_ABI_SCOPES 6
+struct ll_ruleset_attr {
+	uint64_t handled_access_fs, handled_access_net, scoped;
+};
+
+/* Whether background processes can be confined (the Landlock ABI has scopes). */
+static int confine_possible(void)
+{
+	long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
+	return v >= LL_ABI_SCOPES;
+}
+
+/* Confines the calling process (a background process, before exec): 0, or -1 with errno set.
+ * Async-signal-safe. */
+static int confine_background(void)
+{
+	struct ll_ruleset_attr a = {0, 0, LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL};
+	int fd = (int)syscall(SYS_landlock_create_ruleset, &a, sizeof a, 0);
+	if (fd < 0)
+		return -1;
+	int r = (int)syscall(SYS_landlock_restrict_self, fd, 0);
+	int err = errno;
+	close(fd);
+	errno = err;
+	return r;
+}
+
 static void child_exec(struct run_spec *sp, int devnull, int outw, int errw, int px)
 /* devnull: what becomes stdin (/dev/null, or a background call's pipe) */
 {
@@ -1260,6 +1305,8 @@ static void child_exec(struct run_spec *sp, int devnull, int outw, int errw, int
 			goto fail;
 	}
 	if (chdir(sp->cwd) < 0)
+		goto fail;
+	if ((sp->flags & AG_RUN_BACKGROUND) && confine_background() < 0)
 		goto fail;
 	exec_path(sp->argv[0], sp->argv, sp->envp);
 	if (errno == ENOENT && (sp->flags & AG_RUN_SH_FALLBACK)) {
@@ -1395,6 +1442,11 @@ static void do_run(struct ag_cur *c)
 			snprintf(m, sizeof m, "at most %u background processes may run at once: end one first (process "
 				 "with signal)", max_live < AG_BG_MAX ? max_live : AG_BG_MAX);
 			send_simple(AG_ERR, m);
+			return;
+		}
+		if (!confine_possible()) {
+			send_simple(AG_ERR, "background processes need Landlock with scopes (Linux 6.12 or later, "
+					    "Landlock enabled) to keep them from later calls; this sandbox has none");
 			return;
 		}
 		if (pipe2(in, O_CLOEXEC) < 0) {
@@ -1586,6 +1638,11 @@ static void serve(void)
 		else if (call.pid && call.bg && mono_ms() >= call.detach_ms)
 			detach_call();
 		bg_expire();
+		/* What an ended one left in other sessions goes now, as at a call's end, so that
+		 * nothing of it outlives it: at once when no call runs, else with that call's end
+		 * (a background call in its wait included: the look waits for its detach). */
+		if (!call.pid && bg_take_ended())
+			kill_all();
 	}
 	if (call.pid) {
 		call.killed = 1;
