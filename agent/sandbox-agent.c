@@ -782,8 +782,15 @@ static void relay_splice(int a, int b)
 					open_a = 0;
 				continue;
 			}
-			if (ag_write_full(to, buf, (size_t)r) < 0)
-				return;
+			if (ag_write_full(to, buf, (size_t)r) < 0) {
+				/* `to` takes no more (a proxy that refused the connection closed it): this
+				 * way is done, and what `to` still has to say (the refusal) goes on. */
+				shutdown(from, SHUT_RD);
+				if (i)
+					open_b = 0;
+				else
+					open_a = 0;
+			}
 		}
 	}
 }
@@ -825,6 +832,7 @@ static void relay_start(int ls, const char *path)
 		close(ctl_out);
 	close(sigfd);
 	signal(SIGCHLD, SIG_IGN); /* connection processes are reaped by the kernel */
+	signal(SIGPIPE, SIG_IGN); /* a side that closed is a failed write, not the end of the other */
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
