@@ -59,3 +59,104 @@ EOF
 
 @test "local: a call timed out with 100k folders in outputs/ keeps its sandbox" { timeout_tree_case local; }
 @test "docker: a call timed out with 100k folders in outputs/ keeps its sandbox" { timeout_tree_case docker; }
+@test "daytona: a call timed out with 100k folders in outputs/ keeps its sandbox" { timeout_tree_case daytona; }
+
+# Links, a FIFO, a socket and a symlinked folder planted in outputs/, and a call after that
+# makes outputs/ itself a symlink: nothing is followed, opened or blocked on, and nothing of
+# what they point at (/etc/passwd, the agent's own /proc) comes back, then or on a read.
+links_case() {
+	with_backend "$1"
+	local plant='mkdir -p outputs && cd outputs && echo plain > a.txt &&
+ln -s /etc/passwd l-passwd && ln -s /proc/self/environ l-environ && ln -s /proc/1/root/etc/passwd l-root &&
+ln -s /etc l-dir && mkdir sub && ln -s /etc/passwd sub/l && mkfifo fifo &&
+python3 -c "import socket; socket.socket(socket.AF_UNIX).bind(\"sock\")"'
+	SESSION_TIMEOUT=60 mcp_session <<EOF
+$INIT
+$(bash_call 1 "$plant")
+{"wait": 1}
+$(read_json 2 outputs/l-passwd)
+{"wait": 2}
+$(read_json 3 outputs/fifo)
+{"wait": 3}
+$(bash_call 4 'rm -rf outputs && ln -s /etc outputs')
+{"wait": 4}
+$(read_json 5 outputs/passwd)
+{"wait": 5}
+$(bash_call 6 'rm outputs && ln -s /proc/self/cwd outputs')
+{"wait": 6}
+$(bash_call 7 'rm outputs && mkdir outputs && ln -s /proc/1/root outputs/root && echo x > outputs/x.txt')
+{"wait": 7}
+EOF
+	res 1
+	sc '[.artifacts[] | [.path, .shown]] == [["outputs/a.txt", "text"], ["outputs/fifo", "none"], ["outputs/l-dir", "none"],
+		["outputs/l-environ", "none"], ["outputs/l-passwd", "none"], ["outputs/l-root", "none"], ["outputs/sock", "none"],
+		["outputs/sub/l", "none"]]'
+	sc '[.artifacts[] | select(.path | test("/l")) | .note | test("symlink")] | all'
+	[[ "$output" != *root:x:0* ]]
+	[[ "$output" != *PATH=* ]]
+	response 2 | jq -e '.error != null or (.result.contents[0].text // "" | test("root:") | not)' >/dev/null
+	response 3 | jq -e '.error != null or (.result.contents[0].text // "" | . == "")' >/dev/null
+	res 4
+	sc '.artifacts == null or (.artifacts | length) == 0'
+	response 5 | jq -e '.error != null' >/dev/null
+	res 6
+	sc '.artifacts == null or (.artifacts | length) == 0'
+	res 7
+	sc '[.artifacts[] | [.path, .shown]] == [["outputs/root", "none"], ["outputs/x.txt", "text"]]'
+}
+
+@test "local: links, FIFOs and sockets in outputs/, or outputs/ a link, read nothing outside" { links_case local; }
+@test "docker: links, FIFOs and sockets in outputs/, or outputs/ a link, read nothing outside" { links_case docker; }
+@test "daytona: links, FIFOs and sockets in outputs/, or outputs/ a link, read nothing outside" { links_case daytona; }
+
+# What came with one call's end answers nothing after it: a read between calls, the next call's
+# outputs (a file rewritten, one removed, one that now is a symlink), a killed call's, and what
+# follows cleanup_sandbox read the workspace as it is then.
+stale_case() {
+	with_backend "$1"
+	SESSION_TIMEOUT=60 mcp_session <<EOF
+$INIT
+$(bash_call 1 'mkdir -p outputs && echo one > outputs/a.txt && echo bee > outputs/b.txt && echo cee > outputs/c.txt')
+{"wait": 1}
+$(read_json 2 outputs/a.txt)
+{"wait": 2}
+$(bash_call 3 'echo two > outputs/a.txt && rm outputs/b.txt && rm outputs/c.txt && ln -s a.txt outputs/c.txt')
+{"wait": 3}
+$(read_json 4 outputs/a.txt)
+{"wait": 4}
+$(read_json 5 outputs/b.txt)
+{"wait": 5}
+$(read_json 6 outputs/c.txt)
+{"wait": 6}
+$(bash_call 7 'echo three > outputs/a.txt; sleep 100' 2)
+{"wait": 7}
+$(read_json 8 outputs/a.txt)
+{"wait": 8}
+$(call_json 9 cleanup_sandbox '{}')
+{"wait": 9}
+$(read_json 10 outputs/a.txt)
+{"wait": 10}
+$(bash_call 11 'mkdir -p outputs && echo four > outputs/d.txt')
+{"wait": 11}
+EOF
+	res 1
+	sc '[.artifacts[] | [.path, .text]] == [["outputs/a.txt", "one\n"], ["outputs/b.txt", "bee\n"], ["outputs/c.txt", "cee\n"]]'
+	response 2 | jq -e '.result.contents[0].text == "one\n"' >/dev/null
+	res 3
+	sc '[.artifacts[] | [.path, .shown]] == [["outputs/a.txt", "text"], ["outputs/c.txt", "none"]]'
+	sc '.artifacts[0].text == "two\n"'
+	response 4 | jq -e '.result.contents[0].text == "two\n"' >/dev/null
+	response 5 | jq -e '.error != null' >/dev/null
+	response 6 | jq -e '.error != null or (.result.contents[0].text // "" | . != "cee\n")' >/dev/null
+	res 7
+	sc '.exit_code == 124 and ([.artifacts[] | [.path, .text]] == [["outputs/a.txt", "three\n"]])'
+	response 8 | jq -e '.result.contents[0].text == "three\n"' >/dev/null
+	res 9
+	response 10 | jq -e '.error != null' >/dev/null
+	res 11
+	sc '[.artifacts[] | [.path, .text]] == [["outputs/d.txt", "four\n"]]'
+}
+
+@test "local: nothing that came with a call's end answers after it" { stale_case local; }
+@test "docker: nothing that came with a call's end answers after it" { stale_case docker; }
+@test "daytona: nothing that came with a call's end answers after it" { stale_case daytona; }
