@@ -74,6 +74,8 @@ python3 -c "import socket; socket.socket(socket.AF_UNIX).bind(\"sock\")"'
 $INIT
 $(bash_call 1 "$plant")
 {"wait": 1}
+$(bash_call 4 "$sizes")
+{"wait": 4}
 $(read_json 2 outputs/l-passwd)
 {"wait": 2}
 $(read_json 3 outputs/fifo)
@@ -160,3 +162,46 @@ EOF
 @test "local: nothing that came with a call's end answers after it" { stale_case local; }
 @test "docker: nothing that came with a call's end answers after it" { stale_case docker; }
 @test "daytona: nothing that came with a call's end answers after it" { stale_case daytona; }
+
+# Names with a newline or not UTF-8, a path of 2 KiB, files at and past the 64 KiB that come
+# with a call's end, sparse ones, then 100k files: each answered as a read would, and the
+# server keeps serving.
+names_case() {
+	with_backend "$1"
+	local plant='mkdir -p outputs && cd outputs && printf "nl\n" > "$(printf "new\nline.txt")" &&
+printf "latin\n" > "$(printf "caf\351.txt")" &&
+d=$(python3 -c "print(\"/\".join([\"d\" * 200] * 10))") && mkdir -p "$d" && echo deep > "$d/f.txt"'
+	local sizes='cd outputs && head -c 65536 /dev/zero | tr "\0" a > at64k.txt && head -c 65537 /dev/zero | tr "\0" b > over64k.txt &&
+truncate -s 900M sparse.bin && truncate -s 60000 sparse-small.bin'
+	SESSION_TIMEOUT=90 mcp_session <<EOF
+$INIT
+$(bash_call 1 "$plant")
+{"wait": 1}
+$(bash_call 4 "$sizes")
+{"wait": 4}
+$(bash_call 2 'mkdir -p outputs/many && cd outputs/many && python3 -c "
+for i in range(100000):
+    open(\"f%06d\" % i, \"w\").close()
+"' 60)
+{"wait": 2}
+$(bash_call 3 'echo alive; ls outputs/many | wc -l')
+{"wait": 3}
+EOF
+	res 1
+	sc '(.artifacts | length) == 3'
+	sc '[.artifacts[] | select(.path == "outputs/new\nline.txt") | .text] == ["nl\n"]'
+	sc '[.artifacts[] | select(.path | endswith("/f.txt")) | .text] == ["deep\n"]'
+	sc '[.artifacts[] | select(.path | test("^outputs/caf")) | .size] == [6]'
+	res 4
+	sc '(.artifacts | length) == 4'
+	sc '[.artifacts[] | select(.path == "outputs/at64k.txt" or .path == "outputs/over64k.txt") | .size] == [65536, 65537]'
+	sc '[.artifacts[] | select(.path | test("sparse")) | .size] == [60000, 943718400]'
+	res 2
+	sc '.exit_code == 0 and .error == null and (.artifacts | length) <= 20'
+	res 3
+	sc '.stdout == "alive\n100000\n"'
+}
+
+@test "local: odd names, 64 KiB bounds, sparse files and 100k files in outputs/" { names_case local; }
+@test "docker: odd names, 64 KiB bounds, sparse files and 100k files in outputs/" { names_case docker; }
+@test "daytona: odd names, 64 KiB bounds, sparse files and 100k files in outputs/" { names_case daytona; }
