@@ -205,3 +205,51 @@ EOF
 @test "local: odd names, 64 KiB bounds, sparse files and 100k files in outputs/" { names_case local; }
 @test "docker: odd names, 64 KiB bounds, sparse files and 100k files in outputs/" { names_case docker; }
 @test "daytona: odd names, 64 KiB bounds, sparse files and 100k files in outputs/" { names_case daytona; }
+
+# The agent lives in the sandbox, beside the code: what it sends with a call's end is checked
+# as untrusted (counts past the frame or past what was asked, lengths that run past the frame, a
+# file past 64 KiB or past its size, bytes of a FIFO, a NUL in a name). A malformed one ends the
+# connection (the sandbox is taken for lost) and answers nothing.
+lying_frame() { # KIND: an AG_OUTPUTS frame, in hex, into $BATS_TEST_TMPDIR/KIND.hex
+	python3 - "$1" >"$BATS_TEST_TMPDIR/$1.hex" <<'PYEOF'
+import struct, sys
+def u32(v): return struct.pack('<I', v & 0xffffffff)
+def u64(v): return struct.pack('<Q', v)
+def s(b): return u32(len(b)) + b
+def frame(payload): return (u32(len(payload) + 1) + bytes([32]) + payload).hex()
+def entry(name): return s(name) + u64(5) + u64(0) + u64(0) + u32(0o100644)
+def fil(name, data, mode=0o100644, size=None):
+    return s(name) + u32(0) + u32(mode) + u64(len(data) if size is None else size) + s(data)
+k = sys.argv[1]
+none = u32(0) + u32(0)  # an empty listing
+print({
+    'good': frame(u32(0) + u32(1) + entry(b'a') + u32(1) + fil(b'a', b'hello')),
+    'count': frame(u32(0) + u32(0xffffffff) + entry(b'a')),
+    'over': frame(u32(0) + u32(1001) + b''.join(entry(b'n%d' % i) for i in range(1001)) + u32(0)),
+    'files': frame(none + u32(65) + b''.join(fil(b'f%d' % i, b'') for i in range(65))),
+    'manyfiles': frame(none + u32(0xffffffff)),
+    'strlen': frame(none + u32(1) + u32(0xffffffff) + b'a'),
+    'datalen': frame(none + u32(1) + s(b'a') + u32(0) + u32(0o100644) + u64(5) + u32(0xfffffffe) + b'hello'),
+    'big': frame(none + u32(1) + fil(b'a', b'x' * 65537, size=1 << 40)),
+    'longer': frame(none + u32(1) + fil(b'a', b'xyz', size=2)),
+    'fifo': frame(none + u32(1) + fil(b'a', b'xyz', mode=0o010644)),
+    'nul': frame(none + u32(1) + fil(b'a\0b', b'')),
+    'empty': frame(none + u32(1) + fil(b'', b'')),
+    'short': frame(none + u32(1) + s(b'a') + u32(0)),
+}[k])
+PYEOF
+}
+
+@test "a lying agent's listing and files with a call's end are checked, never taken on trust" {
+	local k
+	lying_frame good
+	run "$REPO_DIR/build/test-helper" lying-agent "@$BATS_TEST_TMPDIR/good.hex"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'run 0 \nlist 1\nget 0 5 hello')" ]
+	for k in count over files manyfiles strlen datalen big longer fifo nul empty short; do
+		lying_frame "$k"
+		run "$REPO_DIR/build/test-helper" lying-agent "@$BATS_TEST_TMPDIR/$k.hex"
+		[ "$status" -eq 0 ] || { echo "$k: status $status" >&2; return 1; }
+		[ "$output" = "run -2 the sandbox agent sent a malformed list" ] || { echo "$k: $output" >&2; return 1; }
+	done
+}
