@@ -60,6 +60,11 @@ EOF
 @test "local: a call timed out with 100k folders in outputs/ keeps its sandbox" { timeout_tree_case local; }
 @test "docker: a call timed out with 100k folders in outputs/ keeps its sandbox" { timeout_tree_case docker; }
 @test "daytona: a call timed out with 100k folders in outputs/ keeps its sandbox" { timeout_tree_case daytona; }
+@test "local, not root: a call timed out with 100k folders in outputs/ keeps its sandbox" {
+	unprivileged_server
+	timeout_tree_case local
+	unprivileged_cleanup
+}
 
 # Links, a FIFO, a socket and a symlinked folder planted in outputs/, and a call after that
 # makes outputs/ itself a symlink: nothing is followed, opened or blocked on, and nothing of
@@ -110,6 +115,18 @@ EOF
 @test "local: links, FIFOs and sockets in outputs/, or outputs/ a link, read nothing outside" { links_case local; }
 @test "docker: links, FIFOs and sockets in outputs/, or outputs/ a link, read nothing outside" { links_case docker; }
 @test "daytona: links, FIFOs and sockets in outputs/, or outputs/ a link, read nothing outside" { links_case daytona; }
+@test "local, not root: links, FIFOs and sockets in outputs/, or outputs/ a link, read nothing outside" {
+	unprivileged_server
+	links_case local
+	unprivileged_cleanup
+}
+@test "docker, not root: links, FIFOs and sockets in outputs/, or outputs/ a link, read nothing outside" {
+	[ -z "${DK_SKIP:-}" ] || skip_or_fail "$DK_SKIP"
+	unprivileged_server
+	unprivileged_docker
+	links_case docker
+	unprivileged_cleanup
+}
 
 # What came with one call's end answers nothing after it: a read between calls, the next call's
 # outputs (a file rewritten, one removed, one that now is a symlink), a killed call's, and what
@@ -162,6 +179,11 @@ EOF
 @test "local: nothing that came with a call's end answers after it" { stale_case local; }
 @test "docker: nothing that came with a call's end answers after it" { stale_case docker; }
 @test "daytona: nothing that came with a call's end answers after it" { stale_case daytona; }
+@test "local, not root: nothing that came with a call's end answers after it" {
+	unprivileged_server
+	stale_case local
+	unprivileged_cleanup
+}
 
 # Names with a newline or not UTF-8, a path of 2 KiB, files at and past the 64 KiB that come
 # with a call's end, sparse ones, then 100k files: each answered as a read would, and the
