@@ -275,3 +275,32 @@ PYEOF
 		[ "$output" = "run -2 the sandbox agent sent a malformed list" ] || { echo "$k: $output" >&2; return 1; }
 	done
 }
+
+# The largest "out" an honest runner can send (1000 names of ~4 KiB, 20 changed files of 64 KiB)
+# fits the bound of the answer that brings it, which is no larger than that.
+@test "daytona: the largest outputs/ listing and files come with a call's end" {
+	with_backend daytona
+	SESSION_TIMEOUT=90 mcp_session <<EOF
+$INIT
+$(bash_call 1 'mkdir -p outputs && cd outputs && python3 -c "
+import os
+d = \"/\".join([\"d\" * 250] * 15)
+os.makedirs(d)
+for i in range(20):
+    open(\"a%02d.txt\" % i, \"w\").write(\"x\" * 65536)
+for i in range(1000):
+    open(\"%s/%s%04d\" % (d, \"f\" * 180, i), \"w\").close()
+"' 60)
+{"wait": 1}
+$(bash_call 2 'echo alive')
+{"wait": 2}
+EOF
+	res 1
+	sc '.exit_code == 0 and .error == null'
+	sc 'any(.artifacts[]; .path == "outputs/a00.txt")'
+	local id
+	id=$(printf '%s' "$result" | jq -r '.structuredContent.sandbox_id')
+	res 2
+	sc '.stdout == "alive\n"'
+	[ "$(printf '%s' "$result" | jq -r '.structuredContent.sandbox_id')" = "$id" ]
+}
