@@ -56,7 +56,8 @@
  *                                listed names whose ctime is at or after started_ns, but regular
  *                                files over file_max bytes: what the server reads right after a
  *                                call comes with its end, in no round trip of its own (absent
- *                                when the agent could not make it: the server asks then)
+ *                                when the agent could not make it, when the call was killed,
+ *                                or when walking out_dir took over 500 ms: the server asks then)
  *   agent  -> server  AG_EXIT    i32 wait status, u32 flags, u64 bytes[2], u32 spill_errno[2]
  *                                (why a stream past the cap could not be saved; 0 when it was),
  *                                u64 started_ns (CLOCK_REALTIME_COARSE when the program was

@@ -51,6 +51,8 @@
 #endif
 
 #define CHUNK 65536
+/* The most a call's end spends walking its outputs folder for AG_OUTPUTS (send_outputs). */
+#define OUTPUTS_WALK_MS 500
 
 struct stream {
 	int fd;                 /* read end of the pipe, -1 when closed */
@@ -411,6 +413,8 @@ struct walk {
 	int depth;
 	uint32_t max, count, visited, flags;
 	char skip[256];             /* a name at the top left out, "" for none */
+	int64_t until_ns;           /* CLOCK_MONOTONIC past which the walk stops (0: none) */
+	int late;                   /* it stopped so: the listing is not whole */
 };
 
 static void walk_close(struct walk *w)
@@ -448,6 +452,14 @@ static int walk_name(struct walk *w, const char *name)
 		 * patience, which would take the sandbox for dead. */
 		w->flags |= AG_LIST_TRUNCATED;
 		return 1;
+	}
+	if (w->until_ns && w->visited % 256 == 0) {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (ts_ns(now) >= w->until_ns) {
+			w->late = 1;
+			return 1;
+		}
 	}
 	size_t nl = strlen(name), at = w->plen[w->depth];
 	if (at + nl + 2 >= sizeof w->rel) {
@@ -502,12 +514,14 @@ static void walk_all(struct walk *w, int fd)
 }
 
 /* Appends AG_ENTRIES' payload for path (at most max names, skip left out at the top) to the
- * frame under way. */
-static void list_into(const char *path, uint32_t max, const char *skip)
+ * frame under way. until_ns not 0: a walk still under way then stops, and -1 is returned (the
+ * payload is not whole); else 0. */
+static int list_into(const char *path, uint32_t max, const char *skip, int64_t until_ns)
 {
 	static struct walk w;
 	memset(&w, 0, sizeof w);
 	w.max = max;
+	w.until_ns = until_ns;
 	snprintf(w.skip, sizeof w.skip, "%s", skip);
 	size_t at = out.len;
 	ag_put_u32(&out, 0); /* flags, filled in below */
@@ -523,11 +537,12 @@ static void list_into(const char *path, uint32_t max, const char *skip)
 	if (fd >= 0)
 		walk_all(&w, fd);
 	if (out.oom)
-		return;
+		return 0;
 	for (int i = 0; i < 4; i++) {
 		out.p[at + i] = (unsigned char)(w.flags >> (8 * i));
 		out.p[at + 4 + i] = (unsigned char)(w.count >> (8 * i));
 	}
+	return w.late ? -1 : 0;
 }
 
 static void do_list(struct ag_cur *c)
@@ -543,7 +558,7 @@ static void do_list(struct ag_cur *c)
 		return;
 	}
 	ag_frame_begin(&out, AG_ENTRIES);
-	list_into(path, max, skip);
+	list_into(path, max, skip, 0);
 	if (out.oom) {
 		send_errno("listing", ENOMEM);
 		return;
@@ -649,13 +664,16 @@ static int by_name(const void *a, const void *b)
 /* AG_OUTPUTS (proto.h), the call's processes gone: the listing of out_dir, then the first
  * out_files (by name) of the names there the call may have changed, but regular files over
  * file_max, each read as AG_GET reads one (a symlink not followed, a FIFO only stat'ed). None
- * when memory runs out or it passes a frame's bound: the server then asks as without. */
+ * when memory runs out, it passes a frame's bound, or the walk takes more than OUTPUTS_WALK_MS
+ * (AG_EXIT must come within the server's patience for a call it kills, and a tree of 100k
+ * folders takes seconds): the server then asks as without, with the patience of a request. */
 static void send_outputs(void)
 {
 	static struct pick picks[AG_LIST_VISIT < 4096 ? AG_LIST_VISIT : 4096];
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ag_frame_begin(&out, AG_OUTPUTS);
-	list_into(call.out_dir, call.out_max, "");
-	if (out.oom)
+	if (list_into(call.out_dir, call.out_max, "", ts_ns(t0) + OUTPUTS_WALK_MS * 1000000ll) < 0 || out.oom)
 		goto oom;
 	struct ag_cur c = {out.p + 5, out.len - 5, 0};
 	(void)ag_get_u32(&c);
@@ -1134,7 +1152,8 @@ static void finish_call(void)
 		free(s->head);
 		s->head = NULL;
 	}
-	if (call.out_dir[0])
+	/* A killed call's end is awaited for a short while only: its listing is asked for after. */
+	if (call.out_dir[0] && !call.killed)
 		send_outputs();
 	call.out_dir[0] = '\0';
 	ag_frame_begin(&out, AG_EXIT);

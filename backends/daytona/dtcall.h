@@ -63,9 +63,12 @@ struct dtcall_req {
 	json_t **out;
 };
 
-/* How much larger an answer that brings "out" may be: a listing's bound, and 20 files of
- * 64 KiB in base64. */
-#define DTCALL_OUT_BODY ((64u << 20) + (2u << 20))
+/* How much larger an answer that brings "out" may be: what an honest runner can say, 1000 names
+ * of at most 4,095 bytes (5,460 in base64, with their numbers: under 8 KiB each) and 20 files of
+ * 64 KiB with their names (under 128 KiB each in base64), room for escaping included. Not a
+ * listing query's 64 MiB: the code may forge the answer, which is parsed whole, and crafted
+ * JSON takes ~46 times its size in memory. */
+#define DTCALL_OUT_BODY (1000u * (8u << 10) + 20u * (128u << 10))
 
 /* Runs rq in the sandbox, feeding rq->on_output as output comes. 0 with rs filled (a
  * cancelled call: rs->cancelled, the call stopped and swept), -1 with e set (the call failed,

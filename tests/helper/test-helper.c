@@ -42,6 +42,14 @@
  *   test-helper result MAX OUT ERR       the result of a call that printed the files OUT and ERR
  *                                        (a 64 KiB capture each), within MAX bytes: its JSON, then
  *                                        a line "size N" (its serialized size)
+ *   test-helper lying-agent HEX...       the server's side of a call (agentlink_run of a call
+ *                                        whose end brings outputs/'s listing and files) against
+ *                                        an agent that answers the run with the frames HEX (whole
+ *                                        frames, in hex; @FILE: in that file) then AG_EXIT, and each later request
+ *                                        with an empty listing or ENOENT; prints "run RC MSG",
+ *                                        then for a run that ended well "list N" (of
+ *                                        /workspace/outputs) and "get ERR LEN DATA" (of
+ *                                        /workspace/outputs/a)
  *   test-helper without CALL[,CALL...] -- PROG [ARGS...]
  *                                        runs PROG with those system calls failing with ENOSYS,
  *                                        as on a kernel (or under a tool) that lacks them; the
@@ -61,9 +69,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../agent/proto.h"
+#include "../../backends/agenthost/agentlink.h"
 #include "../../backends/agenthost/proxy.h"
 #include "../../backends/daytona/multipart.h"
 #include "../../backends/hostfs/beneath.h"
@@ -534,6 +545,115 @@ static int cmd_without(int argc, char **argv)
 	return 127;
 }
 
+/* One whole frame from fd into a buffer of the caller's (freed by it); -1 at its end. */
+static int lying_read(int fd, unsigned char **buf)
+{
+	unsigned char h[4];
+	if (ag_read_full(fd, h, 4) <= 0)
+		return -1;
+	uint32_t n = ag_le32(h);
+	if (n == 0 || n > AG_MAX_FRAME || !(*buf = malloc(n)) || ag_read_full(fd, *buf, n) <= 0)
+		return -1;
+	return 0;
+}
+
+static void lying_agent(int fd, int argc, char **argv)
+{
+	struct ag_buf b = {0};
+	unsigned char *in = NULL;
+	ag_frame_begin(&b, AG_HELLO);
+	ag_put_u32(&b, AG_VERSION);
+	ag_frame_end(&b);
+	if (ag_write_full(fd, b.p, b.len) < 0 || lying_read(fd, &in) < 0)
+		_exit(1);
+	free(in);
+	for (int i = 0; i < argc; i++) {
+		/* @FILE: the hex is that file's (an argument is at most 128 KiB) */
+		size_t hl = 0;
+		FILE *hf = argv[i][0] == '@' ? fopen(argv[i] + 1, "r") : NULL;
+		char *hex = hf ? slurp(hf, &hl) : argv[i][0] == '@' ? NULL : argv[i];
+		if (hf)
+			fclose(hf);
+		size_t n = !hex ? 0 : (hf ? hl : strlen(hex)) / 2;
+		unsigned char *d = malloc(n ? n : 1);
+		for (size_t k = 0; d && k < n; k++)
+			sscanf(hex + 2 * k, "%2hhx", &d[k]);
+		if (!hex || !d || ag_write_full(fd, d, n) < 0)
+			_exit(1);
+		free(d);
+	}
+	ag_frame_begin(&b, AG_EXIT);
+	for (int i = 0; i < 10; i++)
+		ag_put_u32(&b, 0);
+	ag_frame_end(&b);
+	if (ag_write_full(fd, b.p, b.len) < 0)
+		_exit(1);
+	/* Whatever comes next is answered as for an empty outputs/. */
+	while (lying_read(fd, &in) == 0) {
+		if (in[0] == AG_LIST) {
+			ag_frame_begin(&b, AG_ENTRIES);
+			ag_put_u32(&b, 0);
+			ag_put_u32(&b, 0);
+		} else if (in[0] == AG_GET) {
+			ag_frame_begin(&b, AG_DATA);
+			ag_put_u32(&b, ENOENT);
+			ag_put_u32(&b, 0);
+			ag_put_u64(&b, 0);
+		} else {
+			free(in);
+			continue;
+		}
+		free(in);
+		ag_frame_end(&b);
+		if (ag_write_full(fd, b.p, b.len) < 0)
+			break;
+	}
+	_exit(0);
+}
+
+static int cmd_lying_agent(int argc, char **argv)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return 1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		close(sv[0]);
+		lying_agent(sv[1], argc, argv);
+	}
+	close(sv[1]);
+	struct agentlink l;
+	struct err e = {""};
+	int rc = agentlink_open(&l, sv[0], 5000, &e);
+	if (rc == 0) {
+		const char *argv_run[] = {"true", NULL}, *env[] = {NULL};
+		struct run_req rq = {.argv = argv_run, .env = env, .cwd = "/workspace", .cancel_fd = -1,
+				     .deadline_ms = clock_ms() + 10000, .changes_in = "/workspace/outputs",
+				     .changes_list_max = 1000, .changes_files = 20, .changes_file_max = 65536};
+		struct agentlink_limits lim = {0};
+		struct run_res rs = {0};
+		rc = agentlink_run(&l, &rq, &lim, &rs, &e);
+	}
+	printf("run %d %s\n", rc, e.msg);
+	if (rc == 0) {
+		struct ws_list ls;
+		struct ws_file f;
+		if (agentlink_list(&l, "/workspace/outputs", NULL, 1000, &ls, &e) == 0) {
+			printf("list %zu\n", ls.n);
+			ws_list_free(&ls);
+		}
+		if (agentlink_get(&l, "/workspace/outputs/a", 1 << 20, &f, &e) == 0) {
+			printf("get %d %zu %.*s\n", f.err, f.len, (int)f.len, f.data ? (const char *)f.data : "");
+			ws_file_free(&f);
+		}
+	}
+	agentlink_close(&l);
+	waitpid(pid, NULL, 0);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
@@ -558,6 +678,7 @@ static const struct {
 	{"requirement", cmd_requirement},
 	{"frame-encode", cmd_frame_encode},
 	{"frame-decode", cmd_frame_decode},
+	{"lying-agent", cmd_lying_agent},
 };
 
 int main(int argc, char **argv)
