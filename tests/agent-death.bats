@@ -1,6 +1,7 @@
 # An agent that dies between calls, the next request right behind its death: the server notices
 # (before it sends, or on the reset of the connection), and every request gets its answer; the
 # next call runs in a fresh sandbox whose result carries the notice. Local and Docker.
+# suite: uses docker
 load lib/helpers
 load lib/docker-setup
 bats_require_minimum_version 1.5.0

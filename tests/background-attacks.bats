@@ -253,7 +253,8 @@ echo left'
 	{
 		printf '%s\n' "$INIT" "$INITIALIZED" "$(bg 1 'sleep 74.5')" '{"wait": 1}'
 		proc 2 '{"process_id": "bg-1", "wait_s": 30}'
-		echo '{"sleep": 0.5}'
+		# The kill comes right behind the read: whether the read reached the agent first or not,
+		# it must fail with an error and the server go on.
 		jq -cn --arg c "kill -KILL \$(pgrep -P \$(cat $pidf) -f '^sandbox-agent ')" '{sh: $c}'
 		echo '{"wait": 2}'
 		call_json 3 execute_bash_commands '{"code": "echo after"}'
@@ -288,7 +289,11 @@ echo left'
 	ls $p/fd/ >/dev/null 2>&1 && echo "listed its fds"
 	kill -STOP ${p#/proc/} 2>/dev/null && echo "stopped it"
 done; exit 0'
-	session_of "$(call_json 1 execute_python '{"script": "print(1)"}')" '{"wait": 1}' '{"sleep": 2}' \
+	# Once call 1 has ended, an interpreter is started ahead of the next Python call: wait until
+	# one runs among the server's processes.
+	local ahead
+	ahead=$(jq -cn '{until: "ps -eo pid=,ppid=,args= | awk -v r=$SERVER_PID '\''{p[$1]=$2; a[$1]=$0} END {t[r]=1; do {c=0; for (i in p) if (t[p[i]] && !t[i]) {t[i]=1; c=1}} while (c); for (i in t) if (a[i] ~ /python/) f=1; exit !f}'\''"}')
+	session_of "$(call_json 1 execute_python '{"script": "print(1)"}')" '{"wait": 1}' "$ahead" \
 		"$(bg 2 "$spy" '{"wait_s": 20}')" '{"wait": 2}' \
 		"$(call_json 3 execute_python '{"script": "print(3)", "timeout_s": 20}')"
 	res 2

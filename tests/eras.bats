@@ -81,7 +81,7 @@ era_check() {
 	local era=$1
 	tapped_server "$era"
 	inspect "$era" --method tools/list
-	jqe "$output" '[.result.tools[].name] == ["execute_python", "execute_bash_commands", "cleanup_sandbox"]'
+	jqe "$output" '[.result.tools[].name] == ["execute_python", "execute_bash_commands", "cleanup_sandbox", "process"]'
 	inspect "$era" --method tools/call --tool-name execute_python --tool-args-json '{"script": "print(6 * 7)"}'
 	jqe "$output" '.result.structuredContent.stdout == "42\n" and .result.structuredContent.exit_code == 0 and (.result.isError // false) == false'
 	wire_methods >&2

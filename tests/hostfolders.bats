@@ -2,6 +2,7 @@
 # start-up on every backend (none in the state folder or /dev/shm, none in a folder the code may
 # write), bound only while each is still the folder checked then, and never left holding a
 # set-id file or folder or a file capability, as root and not, on the local and Docker backends.
+# suite: uses docker
 load lib/helpers
 load lib/docker-setup
 load lib/daytona-setup

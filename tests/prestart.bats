@@ -3,6 +3,7 @@
 # new one would, case by case the same results as a plain start; calls that cannot use one start
 # plainly; a started interpreter that code kills or stops costs a plain start, never the server;
 # code cannot read or write it while it waits; --check says which start is in use.
+# suite: uses docker
 load lib/helpers
 load lib/prestart
 load lib/docker-setup

@@ -668,9 +668,9 @@ line_of() {
 		{"raw": "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{\"k\":[18446744073709551616]}}\n"}
 	EOF
 	[ "$(printf '%s\n' "$output" | jq -c 'select(.id == null and .error.code == -32700)' | wc -l)" -eq 3 ]
+	jqe "$(response 4)" '.result == {}'
 	run ! grep -qF '"id":1,' <<<"$output"
 	run ! grep -qF '"id":2,' <<<"$output"
-	jqe "$(response 4)" '.result == {}'
 }
 
 @test "big numbers: digits inside strings stay text, a batch's members settle alone, many at once are bounded" {
