@@ -102,7 +102,7 @@ static json_t *read_result(const char *id, const struct proc_info *p, const char
 {
 	static const char *const names[2] = {"stdout", "stderr"};
 	struct buf b = {0};
-	char line[600];
+	char line[4400]; /* room for a file name (file[i] below) and its words */
 	if (p->running)
 		snprintf(line, sizeof line, "%s: running (%llu ms so far)\n", id, (unsigned long long)p->duration_ms);
 	else if (p->timed_out)
@@ -137,9 +137,10 @@ static json_t *read_result(const char *id, const struct proc_info *p, const char
 			if (clean[cl - 1] != '\n')
 				buf_str(&b, "\n");
 		}
+		const char *fname = file[i];
 		if (skipped && p->s[i].file)
-			snprintf(line, sizeof line, "(%s: %llu more bytes are only in %s, from its byte %llu)\n", names[i],
-				 (unsigned long long)skipped, file[i],
+			snprintf(line, sizeof line, "(%s: %llu more bytes are only in %.4200s, from its byte %llu)\n", names[i],
+				 (unsigned long long)skipped, fname,
 				 (unsigned long long)(p->s[i].from + p->s[i].len - p->s[i].file_start));
 		else if (skipped)
 			snprintf(line, sizeof line, "(%s: %llu more bytes could not be kept%s%s)\n", names[i],
