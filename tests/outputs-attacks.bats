@@ -237,12 +237,15 @@ EOF
 # file past 64 KiB or past its size, bytes of a FIFO, a NUL in a name). A malformed one ends the
 # connection (the sandbox is taken for lost) and answers nothing.
 lying_frame() { # KIND: an AG_OUTPUTS frame, in hex, into $BATS_TEST_TMPDIR/KIND.hex
-	python3 - "$1" >"$BATS_TEST_TMPDIR/$1.hex" <<'PYEOF'
-import struct, sys
+	python3 - "$1" "$REPO_DIR" >"$BATS_TEST_TMPDIR/$1.hex" <<'PYEOF'
+import os, re, struct, sys
+# The frame's type, as agent/proto.h numbers it.
+with open(os.path.join(sys.argv[2], 'agent', 'proto.h')) as f:
+    AG_OUTPUTS = int(re.search(r'\bAG_OUTPUTS = (\d+)', f.read()).group(1))
 def u32(v): return struct.pack('<I', v & 0xffffffff)
 def u64(v): return struct.pack('<Q', v)
 def s(b): return u32(len(b)) + b
-def frame(payload): return (u32(len(payload) + 1) + bytes([32]) + payload).hex()
+def frame(payload): return (u32(len(payload) + 1) + bytes([AG_OUTPUTS]) + payload).hex()
 def entry(name): return s(name) + u64(5) + u64(0) + u64(0) + u32(0o100644)
 def fil(name, data, mode=0o100644, size=None):
     return s(name) + u32(0) + u32(mode) + u64(len(data) if size is None else size) + s(data)
