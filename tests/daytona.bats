@@ -219,7 +219,7 @@ EOF
 	# The warm bash call, and the Python one with its script file: each one POST, nothing else.
 	# (A request to a sandbox before this one, cut short under load, may end in the log late: not this call's.)
 	jqe "$(cat "$log.2")" "[.requests[] | select((.path | startswith(\"/toolbox/\") | not) or (.path | contains(\"$id\"))) | {method, path}] == [{method: \"POST\", path: \"/toolbox/$id/process/execute\"}]"
-	jqe "$(cat "$log.3")" "[.requests[] | {method, path}] == [{method: \"POST\", path: \"/toolbox/$id/process/execute\"}]"
+	jqe "$(cat "$log.3")" "[.requests[] | select((.path | startswith(\"/toolbox/\") | not) or (.path | contains(\"$id\"))) | {method, path}] == [{method: \"POST\", path: \"/toolbox/$id/process/execute\"}]"
 }
 
 @test "a call returning 20 small files is one request: the listing and the files come with its end" {
@@ -246,7 +246,7 @@ EOF
 	# is read by a request of its own, as before.
 	jqe "$(response 3)" '.result.structuredContent | [.artifacts[] | [.path, .shown]] == [["outputs/f17.txt", "text"], ["outputs/f18.txt", "none"], ["outputs/f19.txt", "link"]]
 		and .artifacts[0].text == "changed\n" and (.artifacts[1].note | test("symlink"))'
-	jqe "$(cat "$log.3")" "[.requests[] | {method, path}] == [{method: \"POST\", path: \"/toolbox/$id/process/execute\"}, {method: \"POST\", path: \"/toolbox/$id/process/execute\"}]"
+	jqe "$(cat "$log.3")" "[.requests[] | select((.path | startswith(\"/toolbox/\") | not) or (.path | contains(\"$id\"))) | {method, path}] == [{method: \"POST\", path: \"/toolbox/$id/process/execute\"}, {method: \"POST\", path: \"/toolbox/$id/process/execute\"}]"
 }
 
 @test "a long call streams its output while it runs, and waits in the sandbox: a silent one costs a request per 2 s" {

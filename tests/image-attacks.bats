@@ -28,8 +28,9 @@ setup_file() {
 	fi
 	bin=$SANDBOX_MCP
 	if ldd "$bin" | grep -q 'libasan\|libubsan'; then
-		make -C "$REPO_DIR" -s build/sandbox-mcp >/dev/null
-		bin=$REPO_DIR/build/sandbox-mcp
+		# A plain build of the same source beside it (SANITIZE may be in the environment).
+		env -u SANITIZE make -C "$REPO_DIR" -s -j2 SANITIZE= BUILD="$BATS_FILE_TMPDIR/plain" >/dev/null
+		bin=$BATS_FILE_TMPDIR/plain/sandbox-mcp
 	fi
 	ctx="$BATS_FILE_TMPDIR/context"
 	mkdir -p "$ctx/build"
