@@ -332,18 +332,22 @@ chmod 666 nvidia-caps/nvidia-cap1 2>/dev/null || echo no-chmod'
 	run_arg -v "$BATS_TEST_TMPDIR/data:/data"
 	local seen="$BATS_TEST_TMPDIR/seen"
 	: >"$seen"
-	docker events --filter type=container --filter event=create --filter label=sandbox-mcp.role=install \
-		--format '{{.ID}}' | while read -r c; do
+	# The watcher holds none of bats' descriptors, and its docker events is killed by its pid.
+	{
+		docker events --filter type=container --filter event=create --filter label=sandbox-mcp.role=install \
+			--format '{{.ID}}' &
+		echo $! >"$BATS_TEST_TMPDIR/events.pid"
+		wait
+	} 3>&- 2>/dev/null | while read -r c; do
 		docker inspect "$c" --format '{{.HostConfig.NetworkMode}} {{index .Config.Labels "sandbox-mcp.role"}}{{range .Mounts}} {{.Destination}}{{end}}' >>"$seen" 2>&1
-	done &
-	local watcher=$!
+	done 3>&- &
 	start_server --mount /data:/mnt/data --index-url http://192.0.2.1/simple
 	printf '%s\n' "$(call_json 1 execute_python '{"script":"print(1)","requirements":["requests"]}')" >&7
 	answered() { grep -q '"id":1[,}]' "$OUT"; }
 	eventually 90 answered
 	stop_server
-	pkill -P "$watcher" docker || true
-	kill "$watcher" 2>/dev/null || true
+	kill "$(cat "$BATS_TEST_TMPDIR/events.pid")" 2>/dev/null || true
+	wait
 	cat "$seen"
 	grep -q 'gives the install step no network' "$OUT"
 	[[ "$(head -1 "$seen")" == "none install "* ]]
