@@ -141,4 +141,11 @@ int bg_spared(pid_t sid);
 /* Every one ends (the connection ended, or the calls' end could not spare them): forgotten. */
 void bg_end_all(void);
 
+/* Milliseconds of CLOCK_MONOTONIC. */
+long mono_ms(void);
+
+/* The session of process p, from /proc/p/stat; its state and parent too where asked (NULL:
+ * not). -1 when p is gone or its stat unreadable. */
+pid_t proc_session(pid_t p, char *state, pid_t *ppid);
+
 #endif

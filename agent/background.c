@@ -52,15 +52,14 @@ static int unswept;     /* one ended since the last bg_take_ended */
 static int chan = -1;
 static struct ag_buf cout;
 
-static long mono_ms(void)
+long mono_ms(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec * 1000L + t.tv_nsec / 1000000;
 }
 
-/* The session of process p, or -1. */
-static pid_t session_of(pid_t p, char *state, pid_t *ppid)
+pid_t proc_session(pid_t p, char *state, pid_t *ppid)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
@@ -94,7 +93,7 @@ static void kill_session(pid_t sid)
 		long p = strtol(e->d_name, &end, 10);
 		if (*end || p <= 1)
 			continue;
-		if (session_of((pid_t)p, NULL, NULL) == sid)
+		if (proc_session((pid_t)p, NULL, NULL) == sid)
 			kill((pid_t)p, SIGKILL);
 	}
 	if (d)

@@ -1003,33 +1003,6 @@ static void note_reaped(pid_t p, int st)
 		prestart_reaped(p, st);
 }
 
-static long mono_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000L + t.tv_nsec / 1000000;
-}
-
-/* The session of process p (its state and parent too), or -1. */
-static pid_t stat_of(pid_t p, char *state, pid_t *ppid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t r = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (r <= 0)
-		return -1;
-	buf[r] = '\0';
-	const char *q = strrchr(buf, ')');
-	int pp, pg, sid;
-	if (!q || sscanf(q + 1, " %c %d %d %d", state, &pp, &pg, &sid) != 4)
-		return -1;
-	*ppid = pp;
-	return sid;
-}
-
 /* Kills every process but those of the background processes' sessions, and reaps what of
  * them is ours, until none is left: a process killed cannot fork, so each round sees only what
  * the one before missed. 0, or -1 when they kept coming (then nothing was spared). */
@@ -1048,7 +1021,7 @@ static int kill_sparing(void)
 			long q = strtol(e->d_name, &end, 10);
 			if (*end || q <= 1)
 				continue;
-			pid_t sid = stat_of((pid_t)q, &state, &ppid);
+			pid_t sid = proc_session((pid_t)q, &state, &ppid);
 			if (sid < 0 || bg_spared(sid))
 				continue;
 			/* A zombie waits for its parent: ours are reaped above, another's goes with it. */
