@@ -198,6 +198,20 @@ EOF
 	sc '.exit_code == 0 and .stdout == "three\n"'
 }
 
+# executes_only LOG ID N RESPONSE: the requests of a call, in the test server's log LOG, were
+# N process/execute requests to sandbox ID and nothing else. The runner waits up to 2 s in the
+# sandbox per request: a call that ran longer (a loaded machine) may add one poll per 2 s it
+# took, by its duration_ms, and nothing else. (A request to a sandbox before this one, cut short
+# under load, may end in the log late: not this call's.)
+executes_only() {
+	local dur polls
+	jqe "$4" '.result.structuredContent.duration_ms | type == "number"'
+	dur=$(jq '.result.structuredContent.duration_ms' <<<"$4")
+	polls=$((dur < 2000 ? 0 : dur / 2000))
+	jqe "$(cat "$1")" "[.requests[] | select((.path | startswith(\"/toolbox/\") | not) or (.path | contains(\"$2\"))) | {method, path}]
+		| length >= $3 and length <= $3 + $polls and all(. == {method: \"POST\", path: \"/toolbox/$2/process/execute\"})"
+}
+
 @test "a warm call is one request: one process/execute starts it, with its files, waits for its end, brings its output" {
 	log="$BATS_TEST_TMPDIR/log"
 	mcp_session <<EOF
@@ -217,9 +231,8 @@ EOF
 	jqe "$(response 2)" '.result.structuredContent.exit_code == 0'
 	jqe "$(response 3)" '.result.structuredContent.stdout == "42\n"'
 	# The warm bash call, and the Python one with its script file: each one POST, nothing else.
-	# (A request to a sandbox before this one, cut short under load, may end in the log late: not this call's.)
-	jqe "$(cat "$log.2")" "[.requests[] | select((.path | startswith(\"/toolbox/\") | not) or (.path | contains(\"$id\"))) | {method, path}] == [{method: \"POST\", path: \"/toolbox/$id/process/execute\"}]"
-	jqe "$(cat "$log.3")" "[.requests[] | select((.path | startswith(\"/toolbox/\") | not) or (.path | contains(\"$id\"))) | {method, path}] == [{method: \"POST\", path: \"/toolbox/$id/process/execute\"}]"
+	executes_only "$log.2" "$id" 1 "$(response 2)"
+	executes_only "$log.3" "$id" 1 "$(response 3)"
 }
 
 @test "a call returning 20 small files is one request: the listing and the files come with its end" {
@@ -240,13 +253,12 @@ EOF
 	id=$(response 2 | jq -r '.result.structuredContent.sandbox_id')
 	jqe "$(response 2)" '.result.structuredContent | (.artifacts | length) == 20 and all(.artifacts[]; .shown == "text")
 		and [.artifacts[].text] == [range(10; 30) | "file \(.)\n"]'
-	# (A request to a sandbox before this one, cut short under load, may end in the log late: not this call's.)
-	jqe "$(cat "$log.2")" "[.requests[] | select((.path | startswith(\"/toolbox/\") | not) or (.path | contains(\"$id\"))) | {method, path}] == [{method: \"POST\", path: \"/toolbox/$id/process/execute\"}]"
+	executes_only "$log.2" "$id" 1 "$(response 2)"
 	# What came with the end is what a read says: a symlink not followed; a file over 64 KiB
 	# is read by a request of its own, as before.
 	jqe "$(response 3)" '.result.structuredContent | [.artifacts[] | [.path, .shown]] == [["outputs/f17.txt", "text"], ["outputs/f18.txt", "none"], ["outputs/f19.txt", "link"]]
 		and .artifacts[0].text == "changed\n" and (.artifacts[1].note | test("symlink"))'
-	jqe "$(cat "$log.3")" "[.requests[] | select((.path | startswith(\"/toolbox/\") | not) or (.path | contains(\"$id\"))) | {method, path}] == [{method: \"POST\", path: \"/toolbox/$id/process/execute\"}, {method: \"POST\", path: \"/toolbox/$id/process/execute\"}]"
+	executes_only "$log.3" "$id" 2 "$(response 3)"
 }
 
 @test "a long call streams its output while it runs, and waits in the sandbox: a silent one costs a request per 2 s" {
