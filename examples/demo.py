@@ -13,8 +13,14 @@ handshake, lists the tools and makes the calls an agent would make:
   5. execute_bash_commands  a file goes in (`files`) and its upper-case copy comes back (`collect`)
   6. execute_python         draws a chart of the CSV into outputs/: it comes back as an image,
                             which the demo saves next to its log
-  7. cleanup_sandbox        removes the sandbox and its workspace
-  8. execute_bash_commands  looks for the file again: it is gone
+  7. execute_python         session "frame": loads the CSV into a data frame (pandas when it is
+                            installed, columns of lists otherwise), which stays loaded
+  8. execute_python         session "frame" again: uses the frame of call 7; its last
+                            expression comes back as `value`
+  9. execute_bash_commands  background: a job that outlives its call returns a process_id at
+                            once; `process` polls it until it ends, with all of its output
+ 10. cleanup_sandbox        removes the sandbox and its workspace
+ 11. execute_bash_commands  looks for the file again: it is gone
 
 Every result is checked. The last line is a summary; the exit status is 0 when every step
 went as it should and 1 otherwise, so the demo doubles as a test. The server's stderr (its
@@ -151,6 +157,10 @@ def show_result(result):
             sc["exit_code"], "true" if result.get("isError") else "false", sc.get("duration_ms"), where, flags))
         if sc.get("notice"):
             print("     notice: %s" % sc["notice"])
+        if sc.get("session"):
+            print("     session %s, value: %s" % (sc["session"], sc.get("value")))
+        if sc.get("running"):
+            print("     still running as %s" % sc.get("process_id"))
         if sc.get("error"):
             print("     error: %s" % sc["error"])
         print("     stdout:")
@@ -346,6 +356,46 @@ def session(server, log_path):
                 print("     (could not save the chart: %s)" % e)
         return p
 
+    def check_frame(sc, r):
+        if sc["exit_code"] != 0 or r.get("isError"):
+            return ["expected exit_code 0 and no isError"]
+        if sc.get("session") != "frame" or "loaded 60 rows" not in sc["stdout"]:
+            return ["the session did not load the frame"]
+        return []
+
+    def check_frame_kept(sc, r):
+        if sc["exit_code"] != 0 or r.get("isError"):
+            return ["expected exit_code 0 and no isError"]
+        if sc.get("value") != "60":
+            return ["expected value '60' (the frame of the call before), got %r" % sc.get("value")]
+        if "Oslo" not in sc["stdout"]:
+            return ["the frame's cities are not in stdout"]
+        return []
+
+    def check_background(sc, r):
+        if r.get("isError") or sc.get("running") is not True or not sc.get("process_id"):
+            return ["expected running true and a process_id"]
+        pid, out, polls = sc["process_id"], sc.get("stdout", ""), 0
+        while True:
+            polls += 1
+            print("  -> process %s" % json.dumps({"process_id": pid, "wait_s": 5}))
+            reply = server.request("tools/call", {"name": "process", "arguments": {"process_id": pid, "wait_s": 5}})
+            if reply is None or "error" in reply:
+                return ["process: %s" % (json.dumps(reply["error"]) if reply else "no answer")]
+            ps = reply["result"].get("structuredContent") or {}
+            out += ps.get("stdout", "")
+            print("  <- running %s | exit_code %s | %s new bytes of stdout" % (
+                ps.get("running"), ps.get("exit_code"), len(ps.get("stdout", ""))))
+            if ps.get("running") is False:
+                break
+            if polls == 20:
+                return ["still running after 20 polls"]
+        print("     stdout, all polls together:")
+        print(block(out))
+        if ps.get("exit_code") != 0 or out != "".join("step %d\n" % i for i in range(1, 6)) + "done\n":
+            return ["expected exit_code 0 and steps 1 to 5, then done"]
+        return []
+
     def check_cleanup(sc, r):
         p = []
         if r.get("isError"):
@@ -420,6 +470,27 @@ def session(server, log_path):
                 "            + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))\n"
                 "print('mean temperature:', ', '.join(f'{c} {m:.1f} C' for c, m in zip(cities, means)))\n"),
         }, check_chart),
+        ("A Python session keeps a data frame loaded between calls", "execute_python", {
+            "session": "frame",
+            "script": (
+                "import csv\n"
+                "try:\n"
+                "    import pandas as pd\n"
+                "    frame = pd.read_csv('data/temperatures.csv')\n"
+                "except ImportError:  # no pandas here: the same columns as lists\n"
+                "    rows = list(csv.DictReader(open('data/temperatures.csv')))\n"
+                "    frame = {k: [r[k] for r in rows] for k in rows[0]}\n"
+                "print(f'loaded {len(frame[\"day\"])} rows into the session')\n"),
+        }, check_frame),
+        ("The same session: the frame is still there, and the last expression is the value", "execute_python", {
+            "session": "frame",
+            "script": "print(sorted(set(frame['city'])))\nlen(frame['day'])\n",
+        }, check_frame_kept),
+        ("A background job returns at once and is polled to its end", "execute_bash_commands", {
+            "code": "for i in 1 2 3 4 5; do echo step $i; sleep 0.4; done; echo done",
+            "background": True,
+            "wait_s": 0,
+        }, check_background),
         ("cleanup_sandbox removes the sandbox and its workspace", "cleanup_sandbox", {}, check_cleanup),
         ("The next call gets a new, empty workspace", "execute_bash_commands", {
             "code": ("if [ -e data/temperatures.csv ]; then echo 'data/temperatures.csv is still there'\n"

@@ -225,7 +225,7 @@ tools_via() {
 	[ "$status" -eq 0 ]
 	[[ "${lines[${#lines[@]} - 1]}" =~ ^summary:\ ([0-9]+)\ of\ ([0-9]+)\ steps\ as\ expected$ ]]
 	[ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ]
-	[ "${BASH_REMATCH[1]}" -ge 9 ]
+	[ "${BASH_REMATCH[1]}" -ge 12 ]
 	[[ "$output" != *FAIL* ]]
 	# What the session shows: persistence, a fresh interpreter, the timeout, the cleanup.
 	[[ "$output" == *"wrote 60 rows to /workspace/data/temperatures.csv"* ]]
@@ -236,16 +236,19 @@ tools_via() {
 	[[ "$output" == *"file notes/shout.txt (text/plain, 30 bytes): text"* ]]
 	[[ "$output" == *"image content: image/png"* ]]
 	[ "$(head -c 8 "$BATS_TEST_TMPDIR/sandbox-mcp-demo-chart.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ]
+	# A session keeps its frame between calls; a background job polled to its end.
+	[[ "$output" == *"loaded 60 rows into the session"*"session frame, value: 60"* ]]
+	[[ "$output" == *"still running as bg-"*"running False | exit_code 0"*"| step 5"*"| done"* ]]
 }
 
 @test "examples: demo.py exits non-zero and says what failed when the steps go wrong" {
 	cd "$REPO_DIR"
 	# An "interpreter" that fails whatever it is given (one that does not exist is refused at
 	# start-up): the Python steps fail, and so does step 2, which reads the file step 1 should
-	# have written; the rest still pass.
+	# have written, and the session steps 7 and 8; the rest still pass.
 	run python3 examples/demo.py --log "$BATS_TEST_TMPDIR/server.log" "$SANDBOX_MCP" --python /bin/false
 	[ "$status" -eq 1 ]
-	[[ "${lines[${#lines[@]} - 1]}" == "summary: "*" steps as expected; FAILED: 1 execute_python, 2 execute_bash_commands, 3 execute_python, 6 execute_python" ]]
+	[[ "${lines[${#lines[@]} - 1]}" == "summary: "*" steps as expected; FAILED: 1 execute_python, 2 execute_bash_commands, 3 execute_python, 6 execute_python, 7 execute_python, 8 execute_python" ]]
 	[[ "$output" == *"FAIL: expected exit_code 0 and no isError"* ]]
 }
 
