@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "../base/clock.h"
 #include "../base/embed.h"
@@ -23,7 +24,8 @@
 
 #include <poll.h>
 
-#define POLL_MS 5              /* how often a cell's end is looked for */
+#define POLL_MIN_US 200        /* a cell's end is looked for this soon after its start, */
+#define POLL_MAX_US 5000       /* then twice as late each time, up to this */
 #define INTERRUPT_MS 1000      /* a cell interrupted at its timeout has this long to stop */
 
 /* Reads what the session wrote since the last read into col. 1 running, 0 ended (*status
@@ -183,6 +185,7 @@ json_t *session_run(struct call_ctx *c, struct inputs *in)
 	int64_t kill_at = -1;
 	struct ws_file rf = {0};
 	char lost_why[200] = "";
+	long poll_us = POLL_MIN_US;
 	for (;;) {
 		running = drain(c->sb, id, &col, &status, &bg_timed_out, &e);
 		ws_file_free(&rf);
@@ -220,7 +223,8 @@ json_t *session_run(struct call_ctx *c, struct inputs *in)
 			lost = true;
 			break;
 		}
-		clock_sleep_ms(POLL_MS);
+		nanosleep(&(struct timespec){0, poll_us * 1000}, NULL);
+		poll_us = poll_us * 2 < POLL_MAX_US ? poll_us * 2 : POLL_MAX_US;
 	}
 	json_t *res = NULL;
 	if (c->tc->cancelled) {
