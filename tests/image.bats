@@ -10,6 +10,7 @@
 # The sandboxes use the test image (backends/docker/test-image.sh).
 # suite: uses docker
 load lib/helpers
+load lib/inspector
 bats_require_minimum_version 1.5.0
 
 SBX_IMAGE=sandbox-mcp-test:latest
@@ -105,6 +106,17 @@ nothing_left() {
 	[[ "$output" =~ (^|$'\n')([0-9]+)\ passed,\ 0\ failed$ ]]
 	[ "${BASH_REMATCH[2]}" -ge 13 ]
 	[ -n "$(ls "$CIDS")" ]
+	eventually 20 nothing_left
+}
+
+@test "image: the MCP Inspector CLI lists the tools and runs a call through docker run -i, in each protocol era" {
+	inspector_cli
+	local era
+	for era in legacy auto modern; do
+		SANDBOX_MCP="$SERVER" era_check "$era"
+	done
+	# The last era's requests named 2026-07-28, and every result said so back.
+	jq -e -s 'map(select(.result != null)) | length >= 4 and all(.result.resultType == "complete")' "$WIRE.out" >/dev/null
 	eventually 20 nothing_left
 }
 

@@ -547,7 +547,43 @@ static int read_sysctl(const char *path)
 	return v;
 }
 
-/* Can this process make a user namespace that may mount? 0, or -1 with why not and the fix. */
+/* Does this process run in a container of an engine (Docker, Podman)? For the hints alone. */
+static bool in_container(void)
+{
+	return access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0 || getenv("container");
+}
+
+/* Is this process confined by an AppArmor profile (an engine's docker-default)? */
+static bool apparmor_confined(void)
+{
+	char buf[128] = "";
+	int fd = open("/proc/self/attr/current", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return n > 0 && strncmp(buf, "unconfined", 10) != 0;
+}
+
+/* What a containerised server lacks for the local backend, and what to start it with; "" out of
+ * a container. */
+static const char *container_hint(void)
+{
+	if (!in_container())
+		return "";
+	return apparmor_confined()
+		? "; in a container, the engine's defaults refuse what the local sandbox needs: start it with "
+		  "--security-opt seccomp=unconfined --security-opt systempaths=unconfined --security-opt "
+		  "apparmor=unconfined (doc/backends.md, \"The local backend in a container\"), or use --backend "
+		  "docker from it"
+		: "; in a container, the engine's defaults refuse what the local sandbox needs: start it with "
+		  "--security-opt seccomp=unconfined --security-opt systempaths=unconfined (doc/backends.md, "
+		  "\"The local backend in a container\"), or use --backend docker from it";
+}
+
+/* Can this process make a user namespace that may mount, with a /proc of its own? 0, or -1
+ * with why not and the fix. */
 static int userns_probe(struct err *e)
 {
 	if (read_sysctl("/proc/sys/user/max_user_namespaces") == 0)
@@ -560,11 +596,19 @@ static int userns_probe(struct err *e)
 	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL);
 	if (pid < 0)
 		return err_sys(e, "cannot create user namespaces");
-	if (pid == 0)
-		_exit(mount(NULL, "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 ? 0 : 1);
+	if (pid == 0) {
+		if (mount(NULL, "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
+			_exit(1);
+		/* The kernel refuses a new proc where the one there has paths masked by mounts over
+		 * them (an engine's defaults for a container). */
+		_exit(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0 ? 0 : 3);
+	}
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
+		return err_set(e, "a /proc of the sandbox's own cannot be mounted: the /proc here has paths masked by "
+				  "mounts over them");
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		if (read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1)
 			return err_set(e, "AppArmor restricts unprivileged user namespaces "
@@ -627,11 +671,12 @@ static int local_probe(struct backend *b, struct err *e)
 	if (L->userns)
 		return 0;
 	/* Root needs no user namespace to make the others, but a sandbox user to become. */
-	char why[300];
+	char why[512];
+	const char *hint = container_hint();
 	if (geteuid() != 0)
-		return err_set(e, "%s", ue.msg);
+		return err_set(e, "%s%s", ue.msg, hint);
 	if (!plain_namespaces(why, sizeof why))
-		return err_set(e, "%s; %s", ue.msg, why);
+		return err_set(e, "%s; %s%s", ue.msg, why, hint);
 	if (!uid_mapped(b->cfg->sandbox_uid))
 		return err_set(e, "%s; as root without one the code would run as uid %llu, which does not exist here",
 			       ue.msg, (unsigned long long)b->cfg->sandbox_uid);
