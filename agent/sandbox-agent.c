@@ -775,10 +775,48 @@ void reset_signals(void)
 
 /* ---------------------------------------------------------------- the relay */
 
-/* Copies both ways between a and b until both are done. */
+/* Moves what `from` has (a read's worth) to `to`, through the pipe p in the kernel (splice),
+ * or through buf when p[0] < 0: the count, 0 at the end of `from`, -1 when `to` takes no more,
+ * -2 when the kernel cannot splice these two (nothing moved). */
+static ssize_t relay_move(int from, int to, const int p[2], unsigned char *buf, size_t n)
+{
+	if (p[0] < 0) {
+		ssize_t r;
+		do
+			r = read(from, buf, n);
+		while (r < 0 && errno == EINTR);
+		if (r <= 0)
+			return 0;
+		return ag_write_full(to, buf, (size_t)r) < 0 ? -1 : r;
+	}
+	ssize_t r;
+	do
+		r = splice(from, NULL, p[1], NULL, 4 * n, SPLICE_F_MOVE);
+	while (r < 0 && errno == EINTR);
+	if (r < 0 && (errno == EINVAL || errno == ENOSYS || errno == EPERM))
+		return -2;
+	if (r <= 0)
+		return 0;
+	for (ssize_t left = r; left > 0;) {
+		ssize_t w = splice(p[0], NULL, to, NULL, (size_t)left, SPLICE_F_MOVE);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		left -= w;
+	}
+	return r;
+}
+
+/* Copies both ways between a and b until both are done: in the kernel (a pipe a way, splice)
+ * where it can, else through a buffer. */
 static void relay_splice(int a, int b)
 {
 	static unsigned char buf[CHUNK];
+	int pipes[2][2] = {{-1, -1}, {-1, -1}};
+	for (int i = 0; i < 2; i++)
+		if (pipe2(pipes[i], O_CLOEXEC) == 0)
+			(void)fcntl(pipes[i][0], F_SETPIPE_SZ, 1 << 18); /* fewer, larger moves where allowed */
 	int open_a = 1, open_b = 1;
 	while (open_a || open_b) {
 		struct pollfd p[2] = {{open_a ? a : -1, POLLIN, 0}, {open_b ? b : -1, POLLIN, 0}};
@@ -791,16 +829,20 @@ static void relay_splice(int a, int b)
 			if (!p[i].revents)
 				continue;
 			int from = i ? b : a, to = i ? a : b;
-			ssize_t r = read(from, buf, sizeof buf);
-			if (r <= 0) {
+			ssize_t r = relay_move(from, to, pipes[i], buf, sizeof buf);
+			if (r == -2) {
+				close(pipes[i][0]);
+				close(pipes[i][1]);
+				pipes[i][0] = pipes[i][1] = -1;
+				r = relay_move(from, to, pipes[i], buf, sizeof buf);
+			}
+			if (r == 0) {
 				shutdown(to, SHUT_WR);
 				if (i)
 					open_b = 0;
 				else
 					open_a = 0;
-				continue;
-			}
-			if (ag_write_full(to, buf, (size_t)r) < 0) {
+			} else if (r < 0) {
 				/* `to` takes no more (a proxy that refused the connection closed it): this
 				 * way is done, and what `to` still has to say (the refusal) goes on. */
 				shutdown(from, SHUT_RD);

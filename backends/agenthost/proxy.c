@@ -289,11 +289,57 @@ static int open_upstream(struct proxy *px, const struct netpolicy *pol, const ch
 	return -1;
 }
 
+/* What one way of splice_both moved: a count, 0 at the end of `from`, MOVE_NONE when it had
+ * nothing after all, MOVE_STOP when `to` takes no more or the proxy stops, MOVE_BUF when the
+ * kernel cannot splice these two (nothing moved: go on through the buffer). */
+#define MOVE_NONE (-2)
+#define MOVE_STOP (-1)
+#define MOVE_BUF (-3)
+
+/* Moves what `from` has now, at most want bytes, to `to`: through the pipe p in the kernel
+ * (splice), or through buf (n bytes) when p[0] < 0. */
+static ssize_t move(struct proxy *px, int from, int to, const int p[2], char *buf, size_t n, size_t want)
+{
+	if (p[0] < 0) {
+		ssize_t r = read(from, buf, want < n ? want : n);
+		if (r < 0 && (errno == EAGAIN || errno == EINTR))
+			return MOVE_NONE;
+		if (r <= 0)
+			return 0;
+		return write_all(px, to, buf, (size_t)r) < 0 ? MOVE_STOP : r;
+	}
+	ssize_t r = splice(from, NULL, p[1], NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return MOVE_NONE;
+	if (r < 0 && (errno == EINVAL || errno == ENOSYS || errno == EPERM))
+		return MOVE_BUF;
+	if (r <= 0)
+		return 0;
+	for (ssize_t left = r; left > 0;) {
+		ssize_t w = splice(p[0], NULL, to, NULL, (size_t)left, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
+			if (!wait_fd(px, to, POLLOUT, PROXY_IDLE_MS))
+				return MOVE_STOP;
+			continue;
+		}
+		if (w <= 0)
+			return MOVE_STOP;
+		left -= w;
+	}
+	return r;
+}
+
 /* Copies both ways until both sides are done or PROXY_IDLE_MS pass without a byte; of the
- * client's (a), a_left bytes at most: past them it is no longer read. */
+ * client's (a), a_left bytes at most: past them it is no longer read. The bytes move in the
+ * kernel (a pipe a way, splice) where it can, else through a buffer (no pipe to be had, as at
+ * the open files limit, or sockets the kernel cannot splice). */
 static void splice_both(struct proxy *px, int a, int b, uint64_t a_left)
 {
 	char buf[65536];
+	int pipes[2][2] = {{-1, -1}, {-1, -1}};
+	for (int i = 0; i < 2; i++)
+		if (pipe2(pipes[i], O_CLOEXEC | O_NONBLOCK) == 0)
+			(void)fcntl(pipes[i][0], F_SETPIPE_SZ, 1 << 18); /* fewer, larger moves where allowed */
 	bool open_a = a_left > 0, open_b = true;
 	while (open_a || open_b) {
 		struct pollfd p[3] = {{open_a ? a : -1, POLLIN, 0}, {open_b ? b : -1, POLLIN, 0}, {px->stop_fd, POLLIN, 0}};
@@ -301,16 +347,22 @@ static void splice_both(struct proxy *px, int a, int b, uint64_t a_left)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0 || p[2].revents)
-			return;
+			break;
 		for (int i = 0; i < 2; i++) {
 			if (!p[i].revents)
 				continue;
 			int from = i ? b : a, to = i ? a : b;
-			size_t want = i || a_left > sizeof buf ? sizeof buf : (size_t)a_left;
-			ssize_t n = read(from, buf, want);
-			if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			size_t want = i || a_left > sizeof buf * 4 ? sizeof buf * 4 : (size_t)a_left;
+			ssize_t n = move(px, from, to, pipes[i], buf, sizeof buf, want);
+			if (n == MOVE_BUF) {
+				close(pipes[i][0]);
+				close(pipes[i][1]);
+				pipes[i][0] = pipes[i][1] = -1;
+				n = move(px, from, to, pipes[i], buf, sizeof buf, want);
+			}
+			if (n == MOVE_NONE)
 				continue;
-			if (n <= 0) {
+			if (n == 0) {
 				shutdown(to, SHUT_WR);
 				if (i)
 					open_b = false;
@@ -318,12 +370,17 @@ static void splice_both(struct proxy *px, int a, int b, uint64_t a_left)
 					open_a = false;
 				continue;
 			}
-			if (write_all(px, to, buf, (size_t)n) < 0)
-				return;
+			if (n < 0)
+				goto out;
 			if (!i && (a_left -= (uint64_t)n) == 0)
 				open_a = false;
 		}
 	}
+out:
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 2; j++)
+			if (pipes[i][j] >= 0)
+				close(pipes[i][j]);
 }
 
 /* A request's head, as far as the proxy needs it. */
