@@ -959,13 +959,19 @@ class Handler(BaseHTTPRequestHandler):
 
     def send(self, code, obj=None, raw=None, ctype='application/json'):
         data = raw if raw is not None else (json.dumps(obj).encode() if obj is not None else b'')
-        self.status = code
+        self.set_status(code)
         self.send_response(code)
         self.send_header('Content-Type', ctype)
         self.send_header('Content-Length', str(len(data)))
         self.send_header('Cache-Control', 'no-cache, private')
         self.end_headers()
         self.wfile.write(data)
+
+    def set_status(self, code):
+        """The status of the answer, in the request log too (a stream's entry is there while it lasts)."""
+        self.status = code
+        if self.entry is not None:
+            self.entry['status'] = code
 
     def auth(self):
         h = self.headers.get('Authorization', '')
@@ -978,15 +984,20 @@ class Handler(BaseHTTPRequestHandler):
 
     def handle_any(self, method):
         self.status = 0
+        self.entry = None
         u = urlsplit(self.path)
         self.query = {k: v[-1] for k, v in parse_qs(u.query, keep_blank_values=True).items()}
         self.query_all = parse_qs(u.query, keep_blank_values=True)
         path = u.path
         entry = {'method': method, 'path': path, 'query': u.query, 'auth': None,
-                 'user_agent': self.headers.get('User-Agent', ''), 'upgrade': self.headers.get('Upgrade', '')}
+                 'user_agent': self.headers.get('User-Agent', ''), 'upgrade': self.headers.get('Upgrade', ''),
+                 'status': 0}
         try:
             if path == '/_control':
                 return self.control(method)
+            self.entry = entry
+            with LOCK:
+                REQUESTS.append(entry)
             entry['auth'] = self.auth()
             if CONTROL['latency_ms']:
                 time.sleep(CONTROL['latency_ms'] / 1000.0)
@@ -1008,11 +1019,6 @@ class Handler(BaseHTTPRequestHandler):
             self.send(x.status['code'], x.status)
         except (BrokenPipeError, ConnectionResetError, EOFError, socket.timeout, ssl.SSLError):
             self.close_connection = True
-        finally:
-            if path != '/_control':
-                entry['status'] = self.status
-                with LOCK:
-                    REQUESTS.append(entry)
 
     def control(self, method):
         out = {}
@@ -1214,7 +1220,7 @@ class Handler(BaseHTTPRequestHandler):
         end = min(ends) if ends else None
         match = lambda o: (ns is None or o['metadata'].get('namespace') == ns) and \
             selector_matches(reqs, o['metadata'].get('labels') or {}) and field_matches(fs, o)
-        self.status = 200
+        self.set_status(200)
         self.send_response(200)
         self.send_header('Content-Type', 'application/json')
         self.send_header('Transfer-Encoding', 'chunked')
@@ -1329,7 +1335,7 @@ class Handler(BaseHTTPRequestHandler):
         except OSError as x:
             raise ApiError(500, 'exec failed: %s' % x)
         accept = base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
-        self.status = 101
+        self.set_status(101)
         self.send_response(101)
         self.send_header('Upgrade', 'websocket')
         self.send_header('Connection', 'Upgrade')
