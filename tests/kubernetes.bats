@@ -67,7 +67,9 @@ make_pod() {
 wait_phase() {
 	for _ in $(seq 150); do
 		k GET "/api/v1/namespaces/$NS/pods/$1"
-		[ "$(jq -r .status.phase <<<"$body")" = "$2" ] && return 0
+		phase=$(jq -r .status.phase <<<"$body")
+		[ "$phase" = "$2" ] && return 0
+		[[ "$phase" != Succeeded && "$phase" != Failed ]] || break
 		sleep 0.1
 	done
 	echo "pod $1 never reached $2: $body" >&2
@@ -158,6 +160,23 @@ wsexec() {
 	make_pod ro '.spec.containers[0].securityContext = {readOnlyRootFilesystem: true}'
 	out=$(wsexec ro -- sh -c 'touch /tmp/x; echo "tmp=$?"; touch /workspace/x; echo "ws=$?"')
 	jqe "$out" '.stdout == "tmp=1\nws=0\n"'
+	# Root in a pod has a runtime's default capabilities (no CAP_SYS_ADMIN: no mount), a root it
+	# cannot climb out of (pivot_root, not chroot), and a network of its loopback only.
+	make_pod root '.spec.containers[0].securityContext = {capabilities: {drop: ["NET_RAW"]}}'
+	port=${URL##*:}
+	out=$(wsexec root -- sh -c 'grep CapEff /proc/self/status; mount -t tmpfs x /tmp; echo "mount=$?"
+		python3 -c "import os, socket
+os.mkdir(\"/tmp/x\"); os.chroot(\"/tmp/x\")
+for _ in range(30): os.chdir(\"..\")
+os.chroot(\".\"); print(\" \".join(sorted(os.listdir(\"/\"))))
+try:
+    socket.create_connection((\"127.0.0.1\", '"$port"'), timeout=2); print(\"reached\")
+except OSError as x: print(\"refused\")"')
+	jqe "$out" '.stdout | test("CapEff:\t00000000a80405fb\nmount=32\n")'
+	jqe "$out" '.stdout | test("\nbin dev etc lib .*usr workspace\nrefused\n$")'
+	make_pod none '.spec.containers[0].securityContext = {capabilities: {drop: ["ALL"]}}'
+	out=$(wsexec none -- grep CapEff /proc/self/status)
+	jqe "$out" '.stdout == "CapEff:\t0000000000000000\n"'
 	# The container's command runs as asked, in the same root as exec.
 	make_pod cmd '.spec.containers[0].command = ["sh", "-c"] | .spec.containers[0].args = ["echo started > /workspace/mark; exec sleep infinity"]'
 	out=$(wsexec cmd -- cat /workspace/mark)

@@ -1,12 +1,17 @@
 """The pid 1 of one pod of the Kubernetes test server (server.py), started by it under
-`unshare --pid --mount --uts --fork` as root: it makes the pod's root file system, chroots into
-it and runs the container's command, as a container runtime would, then reaps orphans.
+`unshare --pid --mount --uts --net --fork` as root: it makes the pod's root file system,
+pivots into it (pivot_root, as runc does: a chroot could be climbed out of) and runs the
+container's command, as a container runtime would, then reaps orphans. The network namespace
+has its loopback only.
 
 The root is a tmpfs of its own with the host's /usr bound read-only and nosuid (a stock image,
 simulated), bin/sbin/lib/lib64 links into it, a /dev of a few bound device nodes, a /proc of
 the pod's PID namespace, a small /etc, a /tmp, and one tmpfs per emptyDir volume at its
 mountPath (of its sizeLimit, or of the root's size). readOnlyRootFilesystem remounts the root
 read-only after that; volumes stay writable unless their volumeMount says readOnly.
+
+The command runs through the root's /usr/bin/setpriv (the host's, read-only) with its user,
+group, no_new_privs and capabilities (see server.py's Pod.setpriv), as exec does.
 
 Argument: one JSON object (see server.py's Pod.sandbox_config). Writes "ready\n" on stdout once
 the command runs, then "exit N\n" when it ends (N as a shell reports it: 128+signal), and
@@ -16,8 +21,15 @@ import ctypes, json, os, signal, sys
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-PR_SET_NO_NEW_PRIVS = 38
+MNT_DETACH = 2
+SYS_PIVOT_ROOT = {'x86_64': 155, 'aarch64': 41}
 libc = ctypes.CDLL(None, use_errno=True)
+
+
+def loopback_up():
+    import fcntl, socket, struct
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        fcntl.ioctl(s, 0x8914, struct.pack('16sH', b'lo', 0x1 | 0x8 | 0x40))  # SIOCSIFFLAGS: UP, LOOPBACK, RUNNING
 
 
 def mount(src, dst, fstype, flags, data=None):
@@ -67,11 +79,20 @@ def make_root(cfg):
         mount('tmpfs', d, 'tmpfs', MS_NOSUID | MS_NODEV, 'size=%d,mode=0777' % v['size'])
         if v.get('readOnly'):
             mount(None, d, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    if cfg['read_only_root']:
-        mount(None, r, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, 'size=%d' % cfg['root_size'])
+    os.mkdir(r + '/.old')
     name = cfg['hostname'].encode()
     libc.sethostname(name, len(name))
-    os.chroot(r)
+    loopback_up()
+    if libc.syscall(SYS_PIVOT_ROOT[os.uname().machine], r.encode(), (r + '/.old').encode()) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, 'pivot_root: %s' % os.strerror(e))
+    os.chdir('/')
+    if libc.umount2(b'/.old', MNT_DETACH) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, 'umount the old root: %s' % os.strerror(e))
+    os.rmdir('/.old')
+    if cfg['read_only_root']:
+        mount(None, '/', None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, 'size=%d' % cfg['root_size'])
     os.chdir(cfg['workdir'])
 
 
@@ -80,12 +101,8 @@ def run_command(cfg):
     if pid == 0:
         try:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            if cfg['no_new_privs'] and libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-                raise OSError(ctypes.get_errno(), 'prctl')
-            os.setgroups([])
-            os.setgid(cfg['gid'])
-            os.setuid(cfg['uid'])
-            os.execvpe(cfg['argv'][0], cfg['argv'], cfg['env'])
+            argv = cfg['setpriv'] + cfg['argv']
+            os.execve(argv[0], argv, cfg['env'])
         except OSError as x:
             os.write(2, ('%s: %s\n' % (cfg['argv'][0], x.strerror)).encode())
         os._exit(127)

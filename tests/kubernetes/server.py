@@ -51,13 +51,18 @@ What it follows:
     certificate signed by that CA (the user is its CN). A kubeconfig (clientcmd's v1 Config)
     with both users is written with --kubeconfig-out.
 
-Pods run here: each pod is a PID, mount and UTS namespace (unshare, as root) whose pid 1
-(podinit.py) makes its root, a tmpfs with the host's /usr read-only, one tmpfs per emptyDir
-volume (of its sizeLimit), and runs the container's command and args as its securityContext's
-runAsUser/runAsGroup (no_new_privs when allowPrivilegeEscalation is false); exec runs in the
-same namespaces and root (nsenter, setpriv). A pod without command runs "sleep infinity" (the
-simulated image's entrypoint). Pods share this host's network. Without root, or where unshare
-is refused, the commands run on this host in a folder of the pod's (the log says so).
+Pods run here: each pod is a PID, mount, UTS and network namespace (unshare, as root) whose
+pid 1 (podinit.py) makes its root, a tmpfs with the host's /usr read-only, one tmpfs per
+emptyDir volume (of its sizeLimit, at most 1 GiB: it is this host's memory), pivots into it,
+and runs the container's command and args as its securityContext's runAsUser/runAsGroup, with
+a container runtime's default capabilities less capabilities.drop plus capabilities.add (all
+when privileged), no_new_privs when allowPrivilegeEscalation is false; exec runs in the same
+namespaces and root the same way (nsenter, setpriv). Not simulated: seccomp profiles, memory
+and CPU limits (see "evict" for an OOM kill), image pulls. A pod without a command runs
+"sleep infinity" (the simulated image's entrypoint). Its network namespace has a loopback only:
+a pod reaches nothing, this server included (NetworkPolicies are stored, not enforced).
+Without root, or where unshare is refused, the commands run on this host in a folder of the
+pod's, as this server's user (the log and GET /_control's "sandboxed" say so).
 
 Usage: server.py [--port N] [--port-file FILE] [--kubeconfig-out FILE] [--token T]
   --token (or K8S_TEST_TOKEN): the bearer token it accepts (default "test-token").
@@ -81,7 +86,7 @@ then applies what it names. GET /_control: the state, the request log and the po
                         OOMKilled: the container terminated with reason OOMKilled, 137
   "clear_log": true     empties the request log
 """
-import argparse, base64, copy, fnmatch, hashlib, json, os, re, shutil, signal, socket, ssl
+import argparse, base64, copy, fnmatch, hashlib, hmac, json, os, re, shutil, signal, socket, ssl
 import select, struct, subprocess, sys, tempfile, threading, time, uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -389,13 +394,21 @@ def check_security(f, sc, add, pod):
 
 # ---------------------------------------------------------------- pods
 SANDBOXED = None  # whether pods get namespaces of their own (probed once)
+DEFAULT_CAPS = ('chown', 'dac_override', 'fsetid', 'fowner', 'mknod', 'net_raw', 'setgid', 'setuid', 'setfcap',
+                'setpcap', 'net_bind_service', 'sys_chroot', 'kill', 'audit_write')
+KNOWN_CAPS = DEFAULT_CAPS + ('net_admin', 'sys_ptrace', 'sys_admin', 'sys_resource', 'ipc_lock', 'sys_nice',
+                             'sys_time', 'net_broadcast', 'linux_immutable', 'sys_module', 'sys_rawio', 'sys_pacct',
+                             'sys_boot', 'lease', 'audit_control', 'mac_override', 'mac_admin', 'syslog',
+                             'wake_alarm', 'block_suspend', 'audit_read', 'perfmon', 'bpf', 'checkpoint_restore',
+                             'dac_read_search', 'ipc_owner', 'sys_tty_config')
+MAX_TMPFS = 1 << 30  # an emptyDir's tmpfs is this host's memory: at most 1 GiB, whatever its sizeLimit
 
 
 def probe_namespaces():
     if os.geteuid() != 0:
         return False
     try:
-        return subprocess.run(['unshare', '--pid', '--mount', '--uts', '--fork', 'true'], timeout=10,
+        return subprocess.run(['unshare', '--pid', '--mount', '--uts', '--net', '--fork', 'true'], timeout=10,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -414,6 +427,7 @@ class Pod:
         os.makedirs(self.dir + '/root')
         self.init = None
         self.init_pid = None
+        self.execs = []  # exec'd processes: killed with the pod (with namespaces, its PID namespace's end does it)
         self.ended = False
         self.gone = threading.Event()
         c = obj['spec']['containers'][0]
@@ -463,9 +477,9 @@ class Pod:
         for m in self.container.get('volumeMounts') or []:
             lim = quantity((vols[m['name']].get('emptyDir') or {}).get('sizeLimit', 0) or 0)
             mounts.append({'mountPath': os.path.normpath(m['mountPath']), 'readOnly': bool(m.get('readOnly')),
-                           'size': int(lim) if lim else root_size})
-        return {'root': self.dir + '/root', 'root_size': root_size, 'uid': uid, 'gid': gid, 'no_new_privs': nnp,
-                'read_only_root': ro, 'volumes': mounts, 'hostname': self.name[:63], 'pod_ip': self.ip,
+                           'size': min(int(lim), MAX_TMPFS) if lim else root_size})
+        return {'root': self.dir + '/root', 'root_size': root_size, 'uid': uid, 'setpriv': self.setpriv(),
+                'gid': gid, 'read_only_root': ro, 'volumes': mounts, 'hostname': self.name[:63], 'pod_ip': self.ip,
                 'workdir': self.container.get('workingDir') or '/', 'argv': self.argv(), 'env': self.env()}
 
     def start(self):
@@ -475,7 +489,7 @@ class Pod:
             if self.ended or self.obj['metadata'].get('deletionTimestamp'):
                 return
         if SANDBOXED:
-            pre = ['unshare', '--pid', '--mount', '--uts', '--fork', '--kill-child']
+            pre = ['unshare', '--pid', '--mount', '--uts', '--net', '--fork', '--kill-child']
             self.init = subprocess.Popen(pre + [sys.executable, HERE + '/podinit.py', json.dumps(self.sandbox_config())],
                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=None,
                                          start_new_session=True)
@@ -537,11 +551,13 @@ class Pod:
                                                              'deadline'))
 
     def kill(self):
-        if self.init is not None and self.init.poll() is None:
-            try:
-                os.killpg(self.init.pid, signal.SIGKILL)
-            except OSError:
-                pass
+        for p in [self.init] + self.execs:
+            if p is not None and p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if self.init is not None:
             self.init.wait()
 
     def finish(self, code, reason=None, message=None, pod_reason=None):
@@ -571,13 +587,29 @@ class Pod:
                                 lastTransitionTime=t)
             record('pods', 'MODIFIED', self.obj)
 
+    def setpriv(self):
+        """The pod's /usr/bin/setpriv with the container's user, group, no_new_privs and
+        capabilities: a container runtime's default set (Docker's and containerd's), less
+        securityContext.capabilities.drop ("ALL": all), plus its add; all when privileged."""
+        uid, gid, nnp, _ = self.security()
+        sc = self.container.get('securityContext') or {}
+        caps = sc.get('capabilities') or {}
+        norm = lambda c: c.lower().replace('cap_', '', 1)
+        if sc.get('privileged'):
+            have = None
+        else:
+            drop = [norm(c) for c in caps.get('drop') or []]
+            have = set() if 'all' in drop else set(DEFAULT_CAPS) - set(drop)
+            have |= {norm(c) for c in caps.get('add') or [] if norm(c) in KNOWN_CAPS}
+        bound = '+all' if have is None else ','.join(['-all'] + ['+' + c for c in sorted(have)])
+        return ['/usr/bin/setpriv', '--reuid=%d' % uid, '--regid=%d' % gid, '--clear-groups', '--inh-caps=-all',
+                '--bounding-set=' + bound] + (['--no-new-privs'] if nnp else []) + ['--']
+
     def exec_argv(self, command):
         if not SANDBOXED:
             return command
-        uid, gid, nnp, _ = self.security()
-        pre = ['nsenter', '-t', str(self.init_pid), '--pid', '--mount', '--uts', '--root', '--wd', '--']
-        return pre + ['/usr/bin/setpriv', '--reuid=%d' % uid, '--regid=%d' % gid, '--clear-groups'] + \
-            (['--no-new-privs'] if nnp else []) + ['--'] + command
+        pre = ['nsenter', '-t', str(self.init_pid), '--pid', '--mount', '--uts', '--net', '--root', '--wd', '--']
+        return pre + self.setpriv() + command
 
     def remove(self, grace):
         """Deletes it: SIGTERM to its command, SIGKILL after grace seconds, then gone."""
@@ -884,9 +916,8 @@ class WebSocket:
             if size + n > MAX_MESSAGE:
                 return self.fail(1009, b'message too big')
             key = self.read_exact(4)
-            data = bytearray(self.read_exact(n))
-            for i in range(n):
-                data[i] ^= key[i & 3]
+            raw = self.read_exact(n)
+            data = (int.from_bytes(raw, 'big') ^ int.from_bytes((key * (n // 4 + 1))[:n], 'big')).to_bytes(n, 'big')
             if opcode == 8:
                 self.close(struct.unpack('!H', bytes(data[:2]))[0] if len(data) >= 2 else 1000)
                 return None
@@ -975,7 +1006,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def auth(self):
         h = self.headers.get('Authorization', '')
-        if h.startswith('Bearer ') and h[7:] == TOKEN:
+        if h.startswith('Bearer ') and hmac.compare_digest(h[7:].encode(), TOKEN.encode()):
             return 'token'
         cert = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
         if cert:
@@ -1334,6 +1365,8 @@ class Handler(BaseHTTPRequestHandler):
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         except OSError as x:
             raise ApiError(500, 'exec failed: %s' % x)
+        with LOCK:
+            pod.execs = [p for p in pod.execs if p.poll() is None] + [proc]
         accept = base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
         self.set_status(101)
         self.send_response(101)
@@ -1512,7 +1545,7 @@ def main():
         with open(a.port_file + '.tmp', 'w') as f:
             f.write('%d\n' % port)
         os.rename(a.port_file + '.tmp', a.port_file)
-    log('pods run %s' % ('in PID, mount and UTS namespaces of their own' if SANDBOXED else
+    log('pods run %s' % ('in PID, mount, UTS and network namespaces of their own' if SANDBOXED else
                          'on this host, in a folder each (no namespaces: not root, or unshare refused)'))
     log('listening on https://127.0.0.1:%d, state in %s' % (port, ROOT))
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
