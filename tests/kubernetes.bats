@@ -397,3 +397,32 @@ except OSError as x: print(\"refused\")"')
 	k DELETE "/api/v1/namespaces/$NS/pods/slow"
 	[ "$code" = 200 ]
 }
+
+@test "bad input gets a clear error, and the server serves on" {
+	k POST "/api/v1/namespaces/$NS/pods" '{"metadata": '
+	[ "$code" = 400 ]
+	jqe "$body" '.kind == "Status" and .reason == "BadRequest"'
+	k POST "/api/v1/namespaces/$NS/pods" '{"metadata": ["x"], "spec": {}}'
+	[ "$code" = 400 ]
+	for bad in '.spec.containers[0].resources = "lots"' '.spec.containers[0].resources.limits = ["1Gi"]' \
+		'.spec.volumes = {}' '.spec.volumes[0].emptyDir = "yes"' '.spec.containers[0].env = {"A": "b"}' \
+		'.spec.containers[0].workingDir = "relative"' '.spec.containers[0].securityContext = "root"'; do
+		k POST "/api/v1/namespaces/$NS/pods" "$(pod_json bad "$bad")"
+		[ "$code" = 422 ] || { echo "$bad: $code $body" >&2; false; }
+	done
+	make_pod p
+	k DELETE "/api/v1/namespaces/$NS/pods/p?gracePeriodSeconds=soon"
+	[ "$code" = 400 ]
+	k GET "/api/v1/namespaces/$NS/pods/p/exec?command=%00&stdout=true" '' -H 'Upgrade: websocket' -H 'Connection: Upgrade'
+	[ "$code" = 400 ]
+	k POST "/api/v1/namespaces/$NS/pods" '' -H 'Content-Length: -5'
+	[ "$code" = 400 ]
+	out=$(wsexec p --huge --stdin x -- sleep 5)
+	jqe "$out" '.close_code == 1009 and .status == null'
+	k GET /version
+	[ "$code" = 200 ]
+	out=$(wsexec p -- echo still)
+	jqe "$out" '.stdout == "still\n"'
+	# Nothing above made the server fail on its own.
+	run ! grep -q Traceback "$BATS_FILE_TMPDIR/k8s.log"
+}

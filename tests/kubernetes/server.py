@@ -103,6 +103,7 @@ CONTROL = copy.deepcopy(DEFAULTS)
 REQUESTS = []
 OBJECTS = {}  # (resource key, namespace, name) -> object (pods: the Pod's .obj)
 PODS = {}     # (namespace, name) -> Pod
+ALL_PODS = []  # every Pod made, so that none outlives this server
 EVENTS = []   # (resourceVersion, resource key, type, object copy), the last MAX_EVENTS
 MAX_EVENTS = 2000
 RV = [1000]
@@ -241,7 +242,11 @@ def record(key, typ, obj):
 
 
 def new_meta(meta, ns):
+    if meta is not None and not isinstance(meta, dict):
+        raise ApiError(400, 'metadata: must be an object')
     meta = dict(meta or {})
+    if not isinstance(meta.get('generateName', ''), str):
+        raise ApiError(400, 'metadata.generateName: must be a string')
     if not meta.get('name') and meta.get('generateName'):
         meta['name'] = meta['generateName'] + uuid.uuid4().hex[:5]
     meta.update(namespace=ns, uid=str(uuid.uuid4()), creationTimestamp=now_iso(), generation=1)
@@ -297,6 +302,9 @@ def check_pod(body):
         add('spec.runtimeClassName', 'Invalid value: %s: a lowercase RFC 1123 subdomain' % json.dumps(rc))
     check_security('spec.securityContext', spec.get('securityContext'), add, pod=True)
     vols = {}
+    if not isinstance(spec.get('volumes') or [], list):
+        add('spec.volumes', 'Invalid value: must be a list')
+        spec['volumes'] = None
     for i, v in enumerate(spec.get('volumes') or []):
         f = 'spec.volumes[%d]' % i
         name = v.get('name') if isinstance(v, dict) else None
@@ -310,6 +318,9 @@ def check_pod(body):
             add(f, 'Unsupported value: this server has emptyDir volumes only')
             continue
         ed = v['emptyDir'] or {}
+        if not isinstance(ed, dict):
+            add(f + '.emptyDir', 'Invalid value: must be an object')
+            continue
         if ed.get('medium', '') not in ('', 'Memory'):
             add(f + '.emptyDir.medium', 'Unsupported value: %s' % json.dumps(ed.get('medium')))
         if 'sizeLimit' in ed and (quantity(ed['sizeLimit']) is None or quantity(ed['sizeLimit']) < 0):
@@ -330,6 +341,14 @@ def check_pod(body):
         elif c['name'] in names:
             add(f + '.name', 'Duplicate value: "%s"' % c['name'])
         names.add(c.get('name'))
+        for k, t in (('resources', dict), ('securityContext', dict), ('env', list), ('volumeMounts', list),
+                     ('workingDir', str)):
+            if c.get(k) is not None and not isinstance(c[k], t):
+                add('%s.%s' % (f, k), 'Invalid value: must be a%s %s' % ('n' if t is dict else '',
+                                                                        'object' if t is dict else t.__name__))
+                c[k] = None
+        if c.get('workingDir') is not None and not c['workingDir'].startswith('/'):
+            add(f + '.workingDir', 'Invalid value: must be an absolute path')
         if not isinstance(c.get('image'), str) or not c['image'].strip():
             add(f + '.image', 'Required value')
         for k in ('command', 'args'):
@@ -341,6 +360,9 @@ def check_pod(body):
                 add('%s.env[%d]' % (f, j), 'Invalid value: a name and a string value')
         res = c.get('resources') or {}
         for part in ('limits', 'requests'):
+            if not isinstance(res.get(part) or {}, dict):
+                add('%s.resources.%s' % (f, part), 'Invalid value: must be an object')
+                res = {}
             for k, q in (res.get(part) or {}).items():
                 if quantity(q) is None or quantity(q) < 0:
                     add('%s.resources.%s[%s]' % (f, part, k), 'Invalid value: %s: must be a quantity' % json.dumps(q))
@@ -422,6 +444,7 @@ class Pod:
         self.obj = obj
         self.ns, self.name = obj['metadata']['namespace'], obj['metadata']['name']
         Pod.N[0] += 1
+        ALL_PODS.append(self)
         self.ip = '10.244.%d.%d' % (Pod.N[0] // 250, Pod.N[0] % 250 + 2)
         self.dir = os.path.join(ROOT, 'pods', uuid.uuid4().hex)
         os.makedirs(self.dir + '/root')
@@ -508,6 +531,9 @@ class Pod:
                 return self.finish(128, 'StartError', str(x))
         t = now_iso()
         with LOCK:
+            if self.ended:  # deleted or evicted while it started: what started goes too
+                self.kill()
+                return
             st = self.obj['status']
             st.update(phase='Running', podIP=self.ip, podIPs=[{'ip': self.ip}], hostIP='10.0.0.1',
                       hostIPs=[{'ip': '10.0.0.1'}], startTime=t)
@@ -976,8 +1002,15 @@ class Handler(BaseHTTPRequestHandler):
     def body(self):
         if self.headers.get('Transfer-Encoding', '').lower() == 'chunked':
             raise ApiError(411, 'a request body needs a Content-Length here')
-        n = int(self.headers.get('Content-Length') or 0)
+        try:
+            n = int(self.headers.get('Content-Length') or 0)
+        except ValueError:
+            n = -1
+        if n < 0:
+            self.close_connection = True
+            raise ApiError(400, 'a bad Content-Length')
         if n > MAX_BODY:
+            self.close_connection = True
             raise ApiError(413, 'the request is too large')
         return self.rfile.read(n) if n else b''
 
@@ -1050,6 +1083,16 @@ class Handler(BaseHTTPRequestHandler):
             self.send(x.status['code'], x.status)
         except (BrokenPipeError, ConnectionResetError, EOFError, socket.timeout, ssl.SSLError):
             self.close_connection = True
+        except Exception as x:  # a bug here, or input nothing above checked: a 500 Status, and serve on
+            import traceback
+            log('%s %s: %s' % (method, path, traceback.format_exc()))
+            self.close_connection = True
+            if self.status == 0:
+                try:
+                    self.send(500, status_obj(500, 'InternalError', 'an error on the server (%s) has prevented the '
+                                              'request from succeeding' % type(x).__name__))
+                except OSError:
+                    pass
 
     def control(self, method):
         out = {}
@@ -1137,9 +1180,16 @@ class Handler(BaseHTTPRequestHandler):
             return self.create(key, ns, self.json_body())
         if method == 'DELETE' and name:
             b = self.json_body() or {}
-            grace = b.get('gracePeriodSeconds', self.query.get('gracePeriodSeconds'))
+            grace = b.get('gracePeriodSeconds', self.query.get('gracePeriodSeconds')) if isinstance(b, dict) else None
+            if grace is not None:
+                try:
+                    grace = int(grace)
+                except (TypeError, ValueError):
+                    raise ApiError(400, 'gracePeriodSeconds: %s is not an integer' % json.dumps(grace))
+                if grace < 0:
+                    raise ApiError(422, 'gracePeriodSeconds: must be greater than or equal to 0', 'Invalid')
             if key == 'pods':
-                return self.send(200, delete_pod(ns, name, int(grace) if grace is not None else None))
+                return self.send(200, delete_pod(ns, name, grace))
             with LOCK:
                 o = OBJECTS.pop((key, ns, name), None)
                 if o is None:
@@ -1339,6 +1389,8 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(400, 'container %s is not valid for pod %s' % (cname, name))
         if not command:
             raise ApiError(400, 'you must specify at least 1 command')
+        if any('\0' in c for c in command):
+            raise ApiError(400, 'a command argument holds a NUL byte')
         if not (flag('stdin') or flag('stdout') or flag('stderr')):
             raise ApiError(400, 'you must specify at least one of stdin, stdout, stderr')
         if flag('tty'):
@@ -1554,7 +1606,7 @@ def main():
     except KeyboardInterrupt:
         pass
     finally:
-        for p in list(PODS.values()):
+        for p in ALL_PODS:
             p.kill()
         shutil.rmtree(ROOT, ignore_errors=True)
 

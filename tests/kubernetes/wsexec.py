@@ -9,6 +9,7 @@ Usage: wsexec.py KUBECONFIG NAMESPACE POD [options] -- COMMAND [ARGS...]
   --stdin-delay S     waits S seconds before it sends stdin
   --fragment          stdin in three fragments, with a ping between them
   --unmasked          sends one unmasked frame (the server must close with 1002)
+  --huge              sends the head of a frame of 2^40 bytes (the server must close with 1009)
   --close-after S     sends a close frame after S seconds
   --context NAME      the kubeconfig context (default: its current-context)
 Prints one JSON object: protocol, stdout, stderr, status (channel 3, parsed), close_code
@@ -41,6 +42,7 @@ def main():
     ap.add_argument('--stdin-delay', type=float, default=0)
     ap.add_argument('--fragment', action='store_true')
     ap.add_argument('--unmasked', action='store_true')
+    ap.add_argument('--huge', action='store_true')
     ap.add_argument('--close-after', type=float)
     ap.add_argument('--context')
     ap.add_argument('command', nargs='+')
@@ -88,6 +90,8 @@ def main():
     out['accept_ok'] = headers.get('sec-websocket-accept') == want
     if a.unmasked:
         sock.sendall(frame(2, b'\0x', mask=False))
+    if a.huge:
+        sock.sendall(bytes([0x82, 0x80 | 127]) + struct.pack('!Q', 1 << 40) + os.urandom(4) + b'\0' * 1024)
     if a.stdin is not None:
         time.sleep(a.stdin_delay)
         data = a.stdin.encode()
