@@ -513,7 +513,7 @@ class Pod:
                 return
         if SANDBOXED:
             pre = ['unshare', '--pid', '--mount', '--uts', '--net', '--fork', '--kill-child']
-            self.init = subprocess.Popen(pre + [sys.executable, HERE + '/podinit.py', json.dumps(self.sandbox_config())],
+            self.init = subprocess.Popen(pre + [sys.executable, '-S', HERE + '/podinit.py', json.dumps(self.sandbox_config())],
                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=None,
                                          start_new_session=True)
             line = self.init.stdout.readline().decode().strip()
