@@ -72,8 +72,9 @@ then applies what it names. GET /_control: the state, the request log and the po
   "fail": {"status": 500|503|..., "method": M, "path": GLOB, "count": N}
                         answer matching requests (fnmatch on the path) with that status (a
                         metav1.Status); count: how many (default all)
-  "exec_drop_ms": MS    exec streams that start from now on lose their connection MS ms in
-                        (no status, no close frame), as when a node or proxy goes away
+  "exec_drop_ms": MS    exec streams that start from now on lose their connection MS ms after
+                        their first output (no status, no close frame), as when a node or
+                        proxy goes away
   "watch_end_ms": MS    watches that start from now on end (a clean end of the stream) MS ms in
   "busy_delete": true   a DELETE of a pod still Pending answers 409 Conflict
   "start_ms": MS        how long a pod stays Pending (default 200)
@@ -1432,15 +1433,18 @@ class Handler(BaseHTTPRequestHandler):
         self.connection.settimeout(None)
         ws = WebSocket(self.connection, self.rfile)
         drop = CONTROL['exec_drop_ms']
+        first = threading.Event()
+
+        def cut():  # the fault: the connection goes, drop ms after the first output
+            first.wait()
+            time.sleep(drop / 1000.0)
+            with ws.wlock:
+                ws.closed = True
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
         if drop:
-            def cut():
-                time.sleep(drop / 1000.0)
-                with ws.wlock:
-                    ws.closed = True
-                    try:
-                        self.connection.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
             threading.Thread(target=cut, daemon=True).start()
 
         def pump(fd, channel):
@@ -1454,6 +1458,7 @@ class Handler(BaseHTTPRequestHandler):
                 try:
                     if flag('stdout' if channel == 1 else 'stderr'):
                         ws.send(bytes([channel]) + data)
+                        first.set()
                 except OSError:
                     pass  # the client went away: keep draining, so that the command is not blocked
         pumps = [threading.Thread(target=pump, args=(proc.stdout.fileno(), 1), daemon=True),
@@ -1499,6 +1504,7 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
         ws.close(1000)
+        first.set()  # a cut still waiting has nothing left to cut
         try:
             self.connection.shutdown(socket.SHUT_WR) if not isinstance(self.connection, ssl.SSLSocket) else None
         except OSError:
