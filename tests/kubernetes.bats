@@ -419,6 +419,10 @@ except OSError as x: print(\"refused\")"')
 	[ "$code" = 400 ]
 	k GET "/api/v1/namespaces/$NS/pods/p/exec?command=%00&stdout=true" '' -H 'Upgrade: websocket' -H 'Connection: Upgrade'
 	[ "$code" = 400 ]
+	k GET "/api/v1/namespaces/$NS/pods/p/exec?command=true&stdout=true" '' -H 'Upgrade: websocket' -H 'Connection: Upgrade' \
+		-H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: not*base64' -H 'Sec-WebSocket-Protocol: v5.channel.k8s.io'
+	[ "$code" = 400 ]
+	jqe "$body" '.message | test("Sec-WebSocket-Key")'
 	k POST "/api/v1/namespaces/$NS/pods" '' -H 'Content-Length: -5'
 	[ "$code" = 400 ]
 	out=$(wsexec p --huge --stdin x -- sleep 5)

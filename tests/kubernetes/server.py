@@ -1404,7 +1404,11 @@ class Handler(BaseHTTPRequestHandler):
                 'upgrade' not in self.headers.get('Connection', '').lower():
             raise ApiError(400, 'Upgrade request required')
         key = self.headers.get('Sec-WebSocket-Key', '')
-        if self.headers.get('Sec-WebSocket-Version') != '13' or len(base64.b64decode(key + '==')[:16]) != 16:
+        try:
+            nonce = base64.b64decode(key, validate=True)
+        except ValueError:
+            nonce = b''
+        if self.headers.get('Sec-WebSocket-Version') != '13' or len(nonce) != 16:
             raise ApiError(400, 'a WebSocket handshake needs Sec-WebSocket-Version 13 and a Sec-WebSocket-Key')
         offered = [x.strip() for x in self.headers.get('Sec-WebSocket-Protocol', '').split(',') if x.strip()]
         proto = next((x for x in offered if x in ('v5.channel.k8s.io', 'v4.channel.k8s.io')), None)
