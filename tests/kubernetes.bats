@@ -113,6 +113,10 @@ wsexec() {
 	make_pod p
 	out=$(wsexec p --stdin 'abcdefghij' --fragment --close-stdin -- cat)
 	jqe "$out" '.stdout == "abcdefghij" and .pongs == 1 and .status.status == "Success"'
+	# 100,000 bytes each way: a frame with a 64-bit length in, many frames out.
+	big=$(head -c 100000 /dev/zero | tr '\0' a)
+	out=$(wsexec p --stdin "$big" --close-stdin -- sh -c 'cat; cat /dev/zero | head -c 300000 | tr "\0" b >&2')
+	jqe "$out" '(.stdout | length) == 100000 and (.stderr | length) == 300000 and .status.status == "Success"'
 	# Nothing is sent for 2 s: the stream stays open until the client's line comes.
 	out=$(wsexec p --stdin-delay 2 --stdin $'late\n' -- sh -c 'read x; echo "got $x"')
 	jqe "$out" '.stdout == "got late\n" and .status.status == "Success"'

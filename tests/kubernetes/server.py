@@ -886,17 +886,45 @@ def cascade(key, ns, obj):
 # ---------------------------------------------------------------- WebSocket (RFC 6455)
 class WebSocket:
     """The server's end of one WebSocket connection: frames in (masked, possibly fragmented,
-    control frames between fragments), frames out (unmasked). send() is thread-safe."""
+    control frames between fragments), frames out (unmasked). send() is thread-safe.
+
+    Every read and write of the socket holds one lock: an OpenSSL connection must not be read
+    and written by two threads at once. The reader waits for data with select() outside it."""
 
     def __init__(self, sock, rfile):
-        self.sock, self.rfile = sock, rfile
+        self.sock = sock
         self.wlock = threading.Lock()
         self.closed = False
+        # What the HTTP reader already holds past the handshake (a client may send at once).
+        sock.setblocking(False)
+        try:
+            self.buf = rfile.peek() or b''
+            rfile.read(len(self.buf))
+        except (OSError, ValueError):
+            self.buf = b''
+        sock.settimeout(30)
+
+    def fill(self):
+        while True:
+            if not (isinstance(self.sock, ssl.SSLSocket) and self.sock.pending()):
+                if not select.select([self.sock], [], [], 1.0)[0]:
+                    if self.closed:
+                        raise EOFError
+                    continue
+            with self.wlock:
+                try:
+                    data = self.sock.recv(65536)
+                except (ssl.SSLWantReadError, BlockingIOError, socket.timeout):
+                    continue
+            if not data:
+                raise EOFError
+            self.buf += data
+            return
 
     def read_exact(self, n):
-        b = self.rfile.read(n)
-        if b is None or len(b) < n:
-            raise EOFError
+        while len(self.buf) < n:
+            self.fill()
+        b, self.buf = self.buf[:n], self.buf[n:]
         return b
 
     def send_frame(self, opcode, payload):
@@ -1434,7 +1462,6 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         self.close_connection = True
-        self.connection.settimeout(None)
         ws = WebSocket(self.connection, self.rfile)
         drop = CONTROL['exec_drop_ms']
         first = threading.Event()
