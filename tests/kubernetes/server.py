@@ -9,8 +9,10 @@ What it follows:
   - The Kubernetes API reference (kubernetes.io/docs/reference/kubernetes-api/) and the API
     conventions (git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md):
     metav1.Status errors (reason AlreadyExists, NotFound, Invalid with details.causes,
-    Conflict, Forbidden, Unauthorized, Gone), lists with metadata.resourceVersion, label
-    selectors (labels.Parse: =, ==, !=, in, notin, exists, !exists), watch streams (one
+    Conflict, Forbidden, Unauthorized, Expired with code 410), lists with
+    metadata.resourceVersion, label selectors (labels.Parse: =, ==, !=, in, notin, exists,
+    !exists), field selectors on metadata.name, metadata.namespace and status.phase, watch
+    streams (chunked; one
     JSON watch event per line: ADDED, MODIFIED, DELETED, ERROR with a 410 Status when the
     asked resourceVersion is too old), delete with a grace period (the object gets
     metadata.deletionTimestamp, then goes with a DELETED event).
@@ -35,7 +37,8 @@ What it follows:
     WebSocket framing is RFC 6455, written here: the handshake (Sec-WebSocket-Accept),
     masked client frames (an unmasked one is a protocol error, 1002), fragmented messages,
     ping/pong, close; messages over 16 MiB are refused (1009). tty=true is not supported
-    (400). A stream stays open for as long as the command runs and the client keeps it.
+    (400). A stream stays open for as long as the command runs and the client keeps it; a
+    command whose connection goes keeps running, its stdin at end-of-file, as under a kubelet.
   - networking.k8s.io/v1 NetworkPolicy: stored (create, get, list, watch, delete), not
     enforced. authorization.k8s.io/v1 SelfSubjectAccessReview: answered from a configurable
     set (see "access"), which also governs the requests themselves (403 Forbidden).
@@ -107,6 +110,7 @@ PODS = {}     # (namespace, name) -> Pod
 ALL_PODS = []  # every Pod made, so that none outlives this server
 EVENTS = []   # (resourceVersion, resource key, type, object copy), the last MAX_EVENTS
 MAX_EVENTS = 2000
+MAX_LOG = 10000  # request log entries kept
 RV = [1000]
 MAX_BODY = 4 << 20
 MAX_MESSAGE = 16 << 20
@@ -1091,6 +1095,7 @@ class Handler(BaseHTTPRequestHandler):
             self.entry = entry
             with LOCK:
                 REQUESTS.append(entry)
+                del REQUESTS[:-MAX_LOG]
             entry['auth'] = self.auth()
             if CONTROL['latency_ms']:
                 time.sleep(CONTROL['latency_ms'] / 1000.0)
