@@ -4,7 +4,7 @@
 # Usage: scripts/deps.sh [build|test]   (test also installs the test tools; default build)
 set -eu
 want="build-essential pkg-config libjansson-dev libseccomp-dev libcurl4-openssl-dev libbsd-dev python3 python3-pip"
-[ "${1:-build}" = test ] && want="$want bats jq debootstrap clang libclang-rt-dev curl groff-base iproute2 procps python3-jsonschema e2fsprogs valgrind strace"
+[ "${1:-build}" = test ] && want="$want bats jq debootstrap clang libclang-rt-dev curl groff-base iproute2 procps python3-jsonschema e2fsprogs valgrind strace openssl"
 missing=""
 for p in $want; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || missing="$missing $p"
