@@ -855,9 +855,35 @@ static void relay_splice(int a, int b)
 	}
 }
 
+/* Hands connection c over to the server's proxy on u: one byte 0 with c as SCM_RIGHTS
+ * (backends/agenthost/proxy.h), so that the proxy serves the code's socket itself. 0 when
+ * sent. */
+static int hand_over(int u, int c)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm;
+	memset(&cm, 0, sizeof cm);
+	char zero = 0;
+	struct iovec iov = {&zero, 1};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b};
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &c, sizeof c);
+	ssize_t r;
+	do
+		r = sendmsg(u, &m, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	return r == 1 ? 0 : -1;
+}
+
 /*
- * For the call: a process that takes TCP connections on 127.0.0.1:port and carries each to
- * the unix socket path, a process per connection. The listening socket is made before the
+ * For the call: a process that takes TCP connections on 127.0.0.1:port and hands each over to
+ * the server's proxy on the unix socket path (hand_over), which then serves the code's socket
+ * itself; where it cannot, a process per connection carries the bytes. The listening socket is made before the
  * call starts (relay_listen), so no connection of the call can come too early: it waits in
  * the backlog; the process is started once the call is (relay_start), so that a prestarted
  * interpreter finds itself alone when it takes the call. It is one more process of the
@@ -903,16 +929,19 @@ static void relay_start(int ls, const char *path)
 				continue;
 			_exit(1);
 		}
-		if (fork() == 0) {
+		struct sockaddr_un su = {.sun_family = AF_UNIX};
+		int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		snprintf(su.sun_path, sizeof su.sun_path, "%s", path);
+		bool up = u >= 0 && connect(u, (struct sockaddr *)&su, sizeof su) == 0;
+		if (up && hand_over(u, c) < 0 && fork() == 0) {
+			/* Not handed over (sendmsg refused): the bytes go through a process of ours. */
 			close(ls);
-			struct sockaddr_un su = {.sun_family = AF_UNIX};
-			int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			snprintf(su.sun_path, sizeof su.sun_path, "%s", path);
-			if (u >= 0 && connect(u, (struct sockaddr *)&su, sizeof su) == 0)
-				relay_splice(c, u);
+			relay_splice(c, u);
 			_exit(0);
 		}
 		close(c);
+		if (u >= 0)
+			close(u);
 	}
 }
 

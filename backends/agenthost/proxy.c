@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -127,12 +128,11 @@ static int write_all(struct proxy *px, int fd, const char *buf, size_t n)
 	return 0;
 }
 
-/* Reads the request head (through "\r\n\r\n") into buf; returns its total bytes read (the
- * head and whatever followed), *head_len the head's length; -1 on timeout or EOF, -2 when
- * cap bytes came with no end of the head. */
-static ssize_t read_head(struct proxy *px, int fd, char *buf, size_t cap, size_t *head_len)
+/* Reads the request head (through "\r\n\r\n") into buf, after the len bytes already there;
+ * returns its total bytes read (the head and whatever followed), *head_len the head's length;
+ * -1 on timeout or EOF, -2 when cap bytes came with no end of the head. */
+static ssize_t read_head(struct proxy *px, int fd, char *buf, size_t len, size_t cap, size_t *head_len)
 {
-	size_t len = 0;
 	int64_t deadline = clock_ms() + PROXY_HEAD_MS;
 	while (len < cap) {
 		int64_t left = deadline - clock_ms();
@@ -744,6 +744,71 @@ static void relay(struct proxy *px, struct conn *c, const struct netpolicy *pol,
 		splice_both(px, c->client, up, client_left);
 }
 
+/* What a connection's first message was (recv_first). */
+#define FIRST_BYTE (-1)  /* a client speaking itself: its request's first byte */
+#define FIRST_BAD (-2)   /* nothing, EOF, or a handover that is not one socket */
+
+/* Reads a connection's first message, once it is there: the socket it hands over (one byte 0
+ * with it as SCM_RIGHTS: proxy.h), set non-blocking and without a lingering close; or
+ * FIRST_BYTE with that byte in *first; or FIRST_BAD. What is handed over gets nothing it
+ * could not have had from the code itself: the proxy reads and writes it. */
+static int recv_first(int fd, char *first)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov = {first, 1};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b};
+	ssize_t r;
+	do
+		r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0)
+		return FIRST_BAD;
+	int got = -1;
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&got, CMSG_DATA(h), sizeof got);
+	if (got < 0 && !(m.msg_flags & MSG_CTRUNC))
+		return FIRST_BYTE;
+	struct stat st;
+	int fl;
+	if (got < 0 || *first != 0 || (m.msg_flags & MSG_CTRUNC) || fstat(got, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+	    (fl = fcntl(got, F_GETFL)) < 0 || fcntl(got, F_SETFL, fl | O_NONBLOCK) < 0) {
+		if (got >= 0)
+			close(got);
+		return FIRST_BAD;
+	}
+	/* No lingering close for a thread of the proxy, whatever the code set. */
+	(void)setsockopt(got, SOL_SOCKET, SO_LINGER, &(struct linger){0, 0}, sizeof(struct linger));
+	return got;
+}
+
+/*
+ * The sandbox's relay hands over the code's own connection (proxy.h): the proxy then serves
+ * that socket itself, so no process of the sandbox stands between the code's bytes and the
+ * proxy's. A client that speaks on this socket itself (the code may connect to it) has its
+ * first byte left in buf. The bytes left in buf (0 or 1), or -1 to drop the connection (no
+ * message within PROXY_HEAD_MS, or a bad one).
+ */
+static ssize_t take_client(struct proxy *px, struct conn *c, char *buf)
+{
+	if (!wait_fd(px, c->client, POLLIN, PROXY_HEAD_MS))
+		return -1;
+	int fd = recv_first(c->client, buf);
+	if (fd == FIRST_BYTE)
+		return 1;
+	if (fd == FIRST_BAD)
+		return -1;
+	pthread_mutex_lock(&px->mu);
+	close(c->client);
+	c->client = fd;
+	bool stopped = px->stopped;
+	pthread_mutex_unlock(&px->mu);
+	return stopped ? -1 : 0;
+}
+
 static void serve(struct conn *c)
 {
 	struct proxy *px = c->px;
@@ -753,7 +818,10 @@ static void serve(struct conn *c)
 	size_t head_len = 0;
 	if (!buf)
 		goto out;
-	ssize_t got = read_head(px, c->client, buf, PROXY_HEAD_MAX, &head_len);
+	ssize_t pre = take_client(px, c, buf);
+	if (pre < 0)
+		goto out;
+	ssize_t got = read_head(px, c->client, buf, (size_t)pre, PROXY_HEAD_MAX, &head_len);
 	if (got == -2) {
 		refused(px, "?", "a request head over 16 KiB");
 		reply(c->client, "431 Request Header Fields Too Large", "a request head over 16 KiB");
@@ -810,6 +878,8 @@ static struct conn *free_slot(struct proxy *px)
 /* How long the listener is left alone when no descriptor (or memory) is left to accept with:
  * the connection stays in the backlog, and polling the listener meanwhile would only spin. */
 #define ACCEPT_BACKOFF_MS 100
+/* How long a connection refused for want of a slot is waited on for the socket it hands over. */
+#define HANDOVER_WAIT_MS 50
 
 static void *accept_main(void *arg)
 {
@@ -862,7 +932,13 @@ static void *accept_main(void *arg)
 		if (!c) {
 			free(pol);
 			refused(px, "a connection", "too many connections at once (" PROXY_MAX_STR ")");
-			reply(fd, "503 Service Unavailable", "too many connections at once");
+			/* A handed-over connection is told on its own socket; the relay sends it at once
+			 * after connecting, so a short wait finds it. */
+			char first;
+			int to = poll(&(struct pollfd){fd, POLLIN, 0}, 1, HANDOVER_WAIT_MS) > 0 ? recv_first(fd, &first) : FIRST_BAD;
+			reply(to >= 0 ? to : fd, "503 Service Unavailable", "too many connections at once");
+			if (to >= 0)
+				close(to);
 			close(fd);
 		}
 	}

@@ -21,6 +21,13 @@
  * (the install sandbox has a network namespace of its own), not a cloud metadata service, not
  * the host's private networks.
  *
+ * A connection on the socket may hand the proxy the client's own socket instead of speaking:
+ * its first message is one byte 0 with that socket as SCM_RIGHTS, and the proxy serves it as
+ * if it had accepted it (the sandbox's relay for --allow-hosts does so, so that no process of
+ * the sandbox stands between the code's bytes and the proxy's). Anything else on the socket is
+ * a client speaking itself. What is handed over must be one socket; the proxy only reads and
+ * writes it, as the code could.
+ *
  * Each connection has a thread of its own (at most PROXY_MAX_CONN at once); every wait is
  * bounded (the request head by PROXY_HEAD_MS, connecting by PROXY_CONNECT_MS, a tunnel by
  * PROXY_IDLE_MS of silence).
