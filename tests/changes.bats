@@ -34,3 +34,30 @@ EOF
 	jqe "$(response 2)" '(.result.resources | length) == 100 and (.result | has("nextCursor"))'
 	[ "$(changes_order)" = "1 2 3 4 5 6 changed 7 " ]
 }
+
+@test "a tree made to cost (symlink loops, a FIFO, odd names, 200 folders deep, more folders than the watch takes): calls end, changes are told, none is made up" {
+	SESSION_TIMEOUT=100 mcp_session --log-level debug <<EOF
+$INIT
+$INITIALIZED
+$(changes_call 1 'ln -s loop loop; ln -s . self; ln -s / root; mkfifo fifo; touch "$(printf "odd\001name")" "$(printf "nl\nname")" "$(printf "\377\376bad")"; mkdir -p "$(printf "x%.0s/" $(seq 200))"; mkdir many && cd many && seq 9000 | xargs mkdir')
+{"wait": 1}
+{"jsonrpc":"2.0","id":2,"method":"resources/list"}
+$(changes_call 3 'true')
+$(changes_call 4 'touch many/9000/f')
+$(changes_call 5 'touch /tmp/outside root/tmp/outside2 fifo')
+$(changes_call 6 'touch "$(printf "x%.0s/" $(seq 100))deeper-than-listed"')
+$(changes_call 7 'rm -r many')
+$(changes_fence 100)
+$(changes_snapshot "$BATS_TEST_TMPDIR/log")
+$(changes_call 8 'true')
+$(changes_call 9 'touch "$(printf "x%.0s/" $(seq 10))f"')
+$(changes_fence 101)
+EOF
+	[ "$(changes_order)" = "1 2 3 4 changed 5 6 7 changed 8 9 changed " ]
+	# Past the folders the watch takes, each call walks (the listing, then calls 3 to 7); with
+	# fewer, the watch answers again: no walk for call 8, one for 9.
+	[ "$(changes_walks "$BATS_TEST_TMPDIR/log")" -eq 6 ]
+	[ "$(changes_walks)" -eq $(($(changes_walks "$BATS_TEST_TMPDIR/log") + 1)) ]
+	# No call took long for the tree (each call's own duration, as it says).
+	jqe "$(printf '%s\n' "$output" | jq -s '[.[] | select(.id == 3 or .id == 5 or .id == 8) | .result.structuredContent.duration_ms]')" 'length == 3 and all(. < 5000)'
+}
