@@ -61,3 +61,15 @@ EOF
 	# No call took long for the tree (each call's own duration, as it says).
 	jqe "$(printf '%s\n' "$output" | jq -s '[.[] | select(.id == 3 or .id == 5 or .id == 8) | .result.structuredContent.duration_ms]')" 'length == 3 and all(. < 5000)'
 }
+
+@test "a lying agent's answer to what changed is checked: a state it does not know, a short or a long answer are refused as from a lost sandbox" {
+	local h
+	for h in 00000000:0 01000000:1 02000000:2; do
+		LYING_CHANGES=${h%:*} run "$REPO_DIR/build/test-helper" lying-agent
+		[ "$status" -eq 0 ] && [ "${lines[-1]}" = "changes ${h#*:} " ] || { echo "$h: $output" >&2; return 1; }
+	done
+	for h in 03000000 ffffffff "" 0000 0000000000; do
+		LYING_CHANGES=$h run "$REPO_DIR/build/test-helper" lying-agent
+		[ "$status" -eq 0 ] && [ "${lines[-1]}" = "changes -2 the sandbox agent sent a malformed answer to what changed" ] || { echo "$h: $output" >&2; return 1; }
+	done
+}

@@ -386,7 +386,7 @@ int agentlink_changes(struct agentlink *l, struct err *e)
 		return rc;
 	struct ag_cur c = {fr.data, fr.len, 0};
 	uint32_t state = ag_get_u32(&c);
-	if (c.bad || state > AG_CHANGES_UNKNOWN) {
+	if (c.bad || c.left || state > AG_CHANGES_UNKNOWN) {
 		err_set(e, "the sandbox agent sent a malformed answer to what changed");
 		return BACKEND_LOST;
 	}

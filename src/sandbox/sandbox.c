@@ -444,8 +444,10 @@ int sandbox_list_watch(struct sandbox *s, const char *dir, const char *skip, siz
 int sandbox_changes(struct sandbox *s)
 {
 	struct err e = {""};
-	/* A sandbox lost, or an answer that says nothing: the caller lists, which finds out. */
 	int rc = s->b ? backend_changes(s->b, &e) : WS_CHANGES_UNKNOWN;
+	/* A lost sandbox is removed as a list would; the caller's list then finds what is there. */
+	if (rc == BACKEND_LOST)
+		lost(s, e.msg);
 	return rc < 0 ? WS_CHANGES_UNKNOWN : rc;
 }
 

@@ -95,7 +95,7 @@ int sandbox_get(struct sandbox *s, const char *path, size_t max, struct ws_file 
 /* sandbox_list, after which the sandbox watches the folders it walked where it can
  * (backend_list_watch); and whether anything under them changed since, at a cost that does
  * not grow with the tree: a WS_CHANGES_* state (WS_CHANGES_UNKNOWN with no sandbox, a lost
- * one, or no watch: list again to know). */
+ * one, which is removed as by sandbox_check, or no watch: list again to know). */
 int sandbox_list_watch(struct sandbox *s, const char *dir, const char *skip, size_t max, struct ws_list *out,
 		       struct err *e);
 int sandbox_changes(struct sandbox *s);
