@@ -9,6 +9,10 @@ setup() {
 	WS="$BATS_TEST_TMPDIR/ws"
 }
 
+teardown() {
+	unprivileged_teardown
+}
+
 @test "list_changed after a call that adds, removes, rewrites or moves a file, or after a change from outside between calls; none after one that changes nothing" {
 	changes_scenario "$WS"
 }
@@ -72,4 +76,22 @@ EOF
 		LYING_CHANGES=$h run "$REPO_DIR/build/test-helper" lying-agent
 		[ "$status" -eq 0 ] && [ "${lines[-1]}" = "changes -2 the sandbox agent sent a malformed answer to what changed" ] || { echo "$h: $output" >&2; return 1; }
 	done
+}
+
+@test "not root: after a listing, a call that changes nothing walks no tree; one that adds a file is told" {
+	unprivileged_server
+	mcp_session --log-level debug <<EOF
+$INIT
+$INITIALIZED
+$(changes_call 1 'mkdir -p d/e && touch d/e/a')
+{"wait": 1}
+{"jsonrpc":"2.0","id":2,"method":"resources/list"}
+$(changes_call 3 'true')
+$(changes_call 4 'touch d/e/b')
+$(changes_call 5 'true')
+$(changes_fence 100)
+EOF
+	[ "$(changes_order)" = "1 2 3 4 changed 5 " ]
+	# The listing's walk and the one after call 4.
+	[ "$(changes_walks)" -eq 2 ]
 }
