@@ -83,13 +83,17 @@ class Server:
 
 
 def list_all(s):
+    """Every page of the listing: the first page's time, all pages' time, the pages, and the CPU
+    seconds of server and sandbox for the first page and for all."""
+    c0 = tree_cpu(s.p.pid)
     t_first, r = s.rpc("resources/list")
+    c1 = tree_cpu(s.p.pid)
     total, pages = t_first, 1
     while "nextCursor" in r["result"]:
         ms, r = s.rpc("resources/list", {"cursor": r["result"]["nextCursor"]})
         total += ms
         pages += 1
-    return t_first, total, pages
+    return t_first, total, pages, c1 - c0, tree_cpu(s.p.pid) - c0
 
 
 def tree_cpu(pid):
@@ -150,24 +154,29 @@ def main():
     for n in counts:
         # Per round and build: a fresh server of n files, a warm pass before any listing, every
         # page of the listing, a warm pass after it. Rounds interleave the builds.
-        got = {b: {"first": [], "all": [], "before": [], "after": [], "pages": 0} for b, _ in builds}
+        got = {b: {"first": [], "all": [], "cpu_first": [], "cpu_all": [], "before": [], "after": [], "pages": 0}
+               for b, _ in builds}
         for _ in range(a.rounds):
             for label, binary in builds:
                 g = got[label]
                 s = Server(binary, [])
                 s.call("execute_bash_commands", {"code": f"seq {n} | sed 's/^/f/' | xargs touch"})
                 g["before"].append(med([s.call("execute_python", {"script": "pass"})[0] for _ in range(5)]))
-                f, t, g["pages"] = list_all(s)
+                f, t, g["pages"], cf, ca = list_all(s)
                 g["first"].append(f)
                 g["all"].append(t)
+                g["cpu_first"].append(cf * 1000)
+                g["cpu_all"].append(ca * 1000)
                 g["after"].append(med([s.call("execute_python", {"script": "pass"})[0] for _ in range(5)]))
                 s.close()
         for label, binary in builds:
             g = got[label]
-            row = {"build": binary, "files": n, "pages": g["pages"], "first_ms": med(g["first"]), "all_ms": med(g["all"])}
+            row = {"build": binary, "files": n, "pages": g["pages"], "first_ms": med(g["first"]), "all_ms": med(g["all"]),
+                   "cpu_first_ms": med(g["cpu_first"]), "cpu_all_ms": med(g["cpu_all"])}
             out["resources"].append(row)
             print(f"{label}resources/list, {n} files: one page {row['first_ms']:.1f} ms, all {row['pages']} pages "
-                  f"{row['all_ms']:.1f} ms ({row['all_ms'] / row['first_ms']:.2f}x one page; target at most 2x)", flush=True)
+                  f"{row['all_ms']:.1f} ms ({row['all_ms'] / row['first_ms']:.2f}x one page; target at most 2x); "
+                  f"CPU of server and sandbox {row['cpu_first_ms']:.0f} ms, all {row['cpu_all_ms']:.0f} ms", flush=True)
         for label, binary in builds:
             g = got[label]
             row = {"build": binary, "files": n, "before_ms": med(g["before"]), "after_ms": med(g["after"])}
