@@ -95,3 +95,21 @@ EOF
 	# The listing's walk and the one after call 4.
 	[ "$(changes_walks)" -eq 2 ]
 }
+
+@test "a background process's change between calls is told once, after the call that follows it; the next call, with nothing changed, tells none" {
+	mcp_session <<EOF
+$INIT
+$INITIALIZED
+$(call_json 1 execute_bash_commands '{"code": "until [ -e /tmp/go ]; do sleep 0.05; done; echo bg > bg.txt", "background": true, "wait_s": 0.1}')
+{"wait": 1}
+{"jsonrpc":"2.0","id":2,"method":"resources/list"}
+$(changes_call 3 'touch /tmp/go')
+$(changes_call 4 'for i in $(seq 200); do [ -s bg.txt ] && exit 0; sleep 0.05; done; exit 1')
+$(changes_call 5 'true')
+$(changes_fence 100)
+EOF
+	jqe "$(response 1)" '.result.structuredContent.running == true'
+	jqe "$(response 4)" '.result.structuredContent.exit_code == 0'
+	order=$(changes_order)
+	[ "$order" = "1 2 3 changed 4 5 " ] || [ "$order" = "1 2 3 4 changed 5 " ] || { echo "order: $order" >&2; return 1; }
+}
