@@ -113,3 +113,22 @@ EOF
 	order=$(changes_order)
 	[ "$order" = "1 2 3 changed 4 5 " ] || [ "$order" = "1 2 3 4 changed 5 " ] || { echo "order: $order" >&2; return 1; }
 }
+
+@test "a sandbox removed when idle: the call in the new one, whose workspace is empty, is followed by list_changed" {
+	local gone
+	gone=$(jq -cn --arg d "$SANDBOX_STATE_DIR" '{until: "! ls -d \($d)/local-* >/dev/null 2>&1"}')
+	mcp_session --idle-timeout 0.5 <<EOF
+$INIT
+$INITIALIZED
+$(changes_call 1 'touch a b')
+{"wait": 1}
+{"jsonrpc":"2.0","id":2,"method":"resources/list"}
+{"wait": 2}
+$gone
+$(changes_call 3 'true')
+$(changes_call 4 'true')
+$(changes_fence 100)
+EOF
+	jqe "$(response 3)" '.result.structuredContent.notice | test("empty workspace")'
+	[ "$(changes_order)" = "1 2 3 changed 4 " ]
+}
