@@ -49,6 +49,17 @@ void exec_path(const char *file, char *const argv[], char *const envp[]);
 int get_str(struct ag_cur *c, char *buf, size_t n);
 
 /*
+ * The workspace's change watch (watch.c, proto.h's AG_WATCH). watch_begin starts a new one in
+ * place of the last (skip: the name at the top whose changes do not count); the walk calls
+ * watch_folder with each folder it holds open, before reading it (top: the walked one). Its
+ * state, an AG_CHANGES_* value, stays AG_CHANGES_SOME once something changed, until the next
+ * watch_begin.
+ */
+void watch_begin(const char *skip);
+void watch_folder(int dfd, int top);
+int watch_state(void);
+
+/*
  * The prestarted Python interpreter (agent/prestart.py): started by this agent after each call,
  * once the server has sent its answer, it starts up, imports the modules to preload and waits;
  * the next execute_python call that can runs in it rather than in a new one (proto.h's

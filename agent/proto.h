@@ -30,6 +30,12 @@
  *                                relative to dir, u64 size, u64 mtime_ns, u64 ctime_ns,
  *                                u32 st_mode): every name but folders, which are walked (to
  *                                AG_LIST_DEPTH levels, following no symlink)
+ *   server -> agent   AG_WATCH   as AG_LIST, answered as AG_LIST, and from then on watches the
+ *                                folders it walked (watch.c), in place of those watched before
+ *   server -> agent   AG_CHANGES empty: answered by AG_CHANGES u32 state (AG_CHANGES_*): did
+ *                                anything under the watched folders (but skip at the top)
+ *                                change since the last AG_WATCH, at a cost that does not grow
+ *                                with the tree
  *   server -> agent   AG_GET     u64 max, str path: a file's first max bytes, between calls;
  *                                answered by AG_DATA u32 errno (0, or why path cannot be read:
  *                                ENOENT, ELOOP for a symlink on the way or at path), u32 st_mode,
@@ -111,7 +117,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define AG_VERSION 9u
+#define AG_VERSION 10u
 #define AG_MAX_FRAME (64u << 20)
 #define AG_PUT_FILES 256u /* files in one AG_PUT */
 
@@ -132,6 +138,8 @@ enum ag_type {
 	AG_PRESTART = 14,
 	AG_PREINFO = 15,
 	AG_SETTLE = 16,
+	AG_WATCH = 17,
+	AG_CHANGES = 18,
 	/* background processes: a range of their own */
 	AG_DETACHED = 32,
 	AG_CHANNEL = 33,
@@ -163,6 +171,12 @@ enum ag_type {
 #define AG_LIST_VISIT 100000u      /* names looked at, folders included: the walk's time bound */
 #define AG_LIST_TRUNCATED 0x1u     /* more entries than max (or AG_LIST_BYTES) */
 #define AG_LIST_SKIPPED 0x2u       /* a folder too deep, or unreadable, was not walked */
+
+/* AG_CHANGES states, and the most folders AG_WATCH watches (past it: unknown) */
+#define AG_CHANGES_NONE 0u         /* nothing changed */
+#define AG_CHANGES_SOME 1u         /* something may have: walk and compare */
+#define AG_CHANGES_UNKNOWN 2u      /* no watch, or not a whole one: walk and compare */
+#define AG_WATCH_DIRS 8192u
 
 /* What AG_PRESTART's modules may hold: module names and the commas between them (the agent
  * writes them into the interpreter's source; the server refuses anything else at start-up). */

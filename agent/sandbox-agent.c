@@ -414,6 +414,7 @@ struct walk {
 	uint32_t max, count, visited, flags;
 	char skip[256];             /* a name at the top left out, "" for none */
 	int64_t until_ns;           /* CLOCK_MONOTONIC past which the walk stops (0: none) */
+	int watch;                  /* each folder walked is watched (watch.c) */
 	int late;                   /* it stopped so: the listing is not whole */
 };
 
@@ -441,6 +442,8 @@ static int walk_enter(struct walk *w, const char *name, size_t rel_len)
 	}
 	w->stack[++w->depth] = cd;
 	w->plen[w->depth] = rel_len;
+	if (w->watch)
+		watch_folder(cfd, 0);
 	return 0;
 }
 
@@ -499,6 +502,8 @@ static void walk_all(struct walk *w, int fd)
 		w->flags |= AG_LIST_SKIPPED;
 		return;
 	}
+	if (w->watch)
+		watch_folder(fd, 1);
 	while (w->depth >= 0) {
 		errno = 0;
 		struct dirent *d = readdir(w->stack[w->depth]);
@@ -515,13 +520,16 @@ static void walk_all(struct walk *w, int fd)
 
 /* Appends AG_ENTRIES' payload for path (at most max names, skip left out at the top) to the
  * frame under way. until_ns not 0: a walk still under way then stops, and -1 is returned (the
- * payload is not whole); else 0. */
-static int list_into(const char *path, uint32_t max, const char *skip, int64_t until_ns)
+ * payload is not whole); else 0. watch: the folders walked are watched from now on. */
+static int list_into(const char *path, uint32_t max, const char *skip, int64_t until_ns, int watch)
 {
 	static struct walk w;
 	memset(&w, 0, sizeof w);
 	w.max = max;
 	w.until_ns = until_ns;
+	w.watch = watch;
+	if (watch)
+		watch_begin(skip);
 	snprintf(w.skip, sizeof w.skip, "%s", skip);
 	size_t at = out.len;
 	ag_put_u32(&out, 0); /* flags, filled in below */
@@ -545,7 +553,8 @@ static int list_into(const char *path, uint32_t max, const char *skip, int64_t u
 	return w.late ? -1 : 0;
 }
 
-static void do_list(struct ag_cur *c)
+/* AG_LIST, and AG_WATCH (watch: 1). */
+static void do_list(struct ag_cur *c, int watch)
 {
 	char path[4096], skip[256];
 	uint32_t max = ag_get_u32(c);
@@ -558,7 +567,7 @@ static void do_list(struct ag_cur *c)
 		return;
 	}
 	ag_frame_begin(&out, AG_ENTRIES);
-	list_into(path, max, skip, 0);
+	list_into(path, max, skip, 0, watch);
 	if (out.oom) {
 		send_errno("listing", ENOMEM);
 		return;
@@ -673,7 +682,7 @@ static void send_outputs(void)
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ag_frame_begin(&out, AG_OUTPUTS);
-	if (list_into(call.out_dir, call.out_max, "", ts_ns(t0) + OUTPUTS_WALK_MS * 1000000ll) < 0 || out.oom)
+	if (list_into(call.out_dir, call.out_max, "", ts_ns(t0) + OUTPUTS_WALK_MS * 1000000ll, 0) < 0 || out.oom)
 		goto oom;
 	struct ag_cur c = {out.p + 5, out.len - 5, 0};
 	(void)ag_get_u32(&c);
@@ -1627,7 +1636,13 @@ static int handle_frame(void)
 		do_run(&c);
 		break;
 	case AG_LIST:
-		do_list(&c);
+	case AG_WATCH:
+		do_list(&c, buf[0] == AG_WATCH);
+		break;
+	case AG_CHANGES:
+		ag_frame_begin(&out, AG_CHANGES);
+		ag_put_u32(&out, (uint32_t)watch_state());
+		send_frame();
 		break;
 	case AG_GET:
 		do_get(&c);

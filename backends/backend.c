@@ -124,6 +124,24 @@ int backend_list(struct backend *b, const char *dir, const char *skip, size_t ma
 	return b->ops->list ? b->ops->list(b, dir, skip, max, out, e) : agenthost_list(host_of(b), dir, skip, max, out, e);
 }
 
+int backend_list_watch(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out,
+		       struct err *e)
+{
+	*out = (struct ws_list){0};
+	if (!b->started)
+		return err_set(e, "the sandbox is not started");
+	if (b->ops->list)
+		return b->ops->list(b, dir, skip, max, out, e);
+	return agenthost_list_watch(host_of(b), dir, skip, max, out, e);
+}
+
+int backend_changes(struct backend *b, struct err *e)
+{
+	if (!b->started || b->ops->list)
+		return WS_CHANGES_UNKNOWN;
+	return agenthost_changes(host_of(b), e);
+}
+
 int backend_get(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e)
 {
 	*out = (struct ws_file){0};

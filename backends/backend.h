@@ -132,6 +132,13 @@ int backend_put(struct backend *b, const struct run_file *f, struct err *e);
 int backend_list(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out,
 		 struct err *e);
 int backend_get(struct backend *b, const char *path, size_t max, struct ws_file *out, struct err *e);
+/* The list op, after which the sandbox watches the folders it walked, when it can (the agent
+ * host's: proto.h's AG_WATCH; a backend with a list op of its own lists without a watch); and
+ * whether anything under them changed since: a WS_CHANGES_* state (WS_CHANGES_UNKNOWN where
+ * nothing watches), -1 or BACKEND_LOST. */
+int backend_list_watch(struct backend *b, const char *dir, const char *skip, size_t max, struct ws_list *out,
+		       struct err *e);
+int backend_changes(struct backend *b, struct err *e);
 void backend_settle(struct backend *b);
 /* -1 when the backend has nothing to watch. */
 int backend_watch_fd(const struct backend *b);

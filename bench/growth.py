@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """Costs that grow with what a client does, against their baselines, on one server each.
 
-Usage: growth.py [--server BIN] [--rounds N] [--files N,N,...] [--json OUT]
+Usage: growth.py [--server BIN] [--baseline BIN] [--rounds N] [--files N,N,...] [--json OUT]
 
 - resources/list over a workspace of N files (N from --files, default 10,10000,100000): the
   first page, then every page to the end, timed from request written to response read; the
   ratio of all pages to the first.
-- a warm `pass` (execute_python) in a workspace of the largest N, before any listing and after
-  a listing (the server then tracks the tree for notifications/resources/list_changed).
+- a warm `pass` (execute_python) in each workspace of N files, before any listing and after
+  it (the server then tracks the tree for notifications/resources/list_changed); and the CPU
+  time of server and sandbox per pass after a listing over the same passes before it.
+With --baseline (or BENCH_BASELINE), an older build's figures of both, beside this one's.
 - a `files` input of 1 KiB to 8 MiB (text and base64) on a warm `true`: the time over the same
   call without files, per MiB of content.
 
-Each figure is a median over --rounds; runs are interleaved (before/after alternate), so load
-on the machine moves both alike. The server runs with --backend local.
+Each figure is a median over --rounds; runs are interleaved (the builds alternate, each round
+on a fresh server), so load on the machine moves them alike. The server runs with --backend local.
 """
 import argparse
 import base64
@@ -24,6 +26,7 @@ import sys
 import tempfile
 import time
 
+CPU_CALLS = 20
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "growth", "version": "1"}}}
 
@@ -63,19 +66,70 @@ class Server:
         return ms, r
 
     def close(self):
+        """Ends the server; returns the CPU seconds (user + system) of it and of the processes
+        it waited for (its sandbox's), which load on the machine moves far less than time."""
         self.p.stdin.close()
-        self.p.wait(timeout=60)
+        deadline = time.monotonic() + 60
+        while True:
+            pid, status, ru = os.wait4(self.p.pid, os.WNOHANG)
+            if pid:
+                self.p.returncode = os.waitstatus_to_exitcode(status)
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit("the server did not end")
+            time.sleep(0.05)
         subprocess.run(["rm", "-rf", self.tmp], stderr=subprocess.DEVNULL)
+        return ru.ru_utime + ru.ru_stime
 
 
 def list_all(s):
+    """Every page of the listing: the first page's time, all pages' time, the pages, and the CPU
+    seconds of server and sandbox for the first page and for all."""
+    c0 = tree_cpu(s.p.pid)
     t_first, r = s.rpc("resources/list")
+    c1 = tree_cpu(s.p.pid)
     total, pages = t_first, 1
     while "nextCursor" in r["result"]:
         ms, r = s.rpc("resources/list", {"cursor": r["result"]["nextCursor"]})
         total += ms
         pages += 1
-    return t_first, total, pages
+    return t_first, total, pages, c1 - c0, tree_cpu(s.p.pid) - c0
+
+
+def tree_cpu(pid):
+    """CPU seconds so far of pid and its descendants (their sandboxes' processes too): each live
+    one's own and that of the children it waited for (/proc's utime, stime, cutime, cstime)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += sum(int(x) for x in fields[11:15])
+            for t in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_pass(binary, n, listed, calls):
+    """CPU seconds of the server and its sandbox over `calls` warm passes in a workspace of n
+    files, after the first page was listed (listed) or with no listing yet."""
+    s = Server(binary, [])
+    s.call("execute_bash_commands", {"code": f"seq {n} | sed 's/^/f/' | xargs touch"})
+    s.call("execute_python", {"script": "pass"})
+    if listed:
+        s.rpc("resources/list")
+    t0 = tree_cpu(s.p.pid)
+    for _ in range(calls):
+        s.call("execute_python", {"script": "pass"})
+    # What the last call's check costs comes after its answer: a request queued behind it.
+    s.rpc("resources/read", {"uri": "sandbox://workspace/no-such-file"})
+    t1 = tree_cpu(s.p.pid)
+    s.close()
+    return t1 - t0
 
 
 def med(v):
@@ -88,40 +142,61 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--files", default="10,10000,100000")
     ap.add_argument("--sizes", default="1K,64K,1M,8M")
+    ap.add_argument("--baseline", default=os.environ.get("BENCH_BASELINE"),
+                    help="an older build: its figures of the listing and the pass, side by side")
     ap.add_argument("--json")
     a = ap.parse_args()
-    out = {"server": a.server, "resources": [], "pass": None, "files": []}
+    out = {"server": a.server, "resources": [], "pass": [], "pass_cpu": [], "files": []}
 
     counts = [int(x) for x in a.files.split(",")]
+    builds = [("", a.server)] + ([("baseline ", a.baseline)] if a.baseline else [])
+    out["baseline"] = a.baseline
     for n in counts:
-        s = Server(a.server, [])
-        s.call("execute_bash_commands", {"code": f"seq {n} | sed 's/^/f/' | xargs touch"})
-        firsts, alls, pages = [], [], 0
+        # Per round and build: a fresh server of n files, a warm pass before any listing, every
+        # page of the listing, a warm pass after it. Rounds interleave the builds.
+        got = {b: {"first": [], "all": [], "cpu_first": [], "cpu_all": [], "before": [], "after": [], "pages": 0}
+               for b, _ in builds}
         for _ in range(a.rounds):
-            f, t, pages = list_all(s)
-            firsts.append(f)
-            alls.append(t)
-        row = {"files": n, "pages": pages, "first_ms": med(firsts), "all_ms": med(alls)}
-        out["resources"].append(row)
-        print(f"resources/list, {n} files: one page {row['first_ms']:.1f} ms, all {pages} pages {row['all_ms']:.1f} ms "
-              f"({row['all_ms'] / row['first_ms']:.2f}x one page)", flush=True)
-        if n == max(counts):
-            # A warm pass before any listing, then after one: a fresh server each, interleaved.
-            before, after = [], []
-            for _ in range(a.rounds):
-                for listed, acc in ((False, before), (True, after)):
-                    if listed:
-                        s.rpc("resources/list")
-                    ms = [s.call("execute_python", {"script": "pass"})[0] for _ in range(5)]
-                    acc.append(med(ms))
-                # A new server for the next "before": the listing is remembered for its life.
-                s.close()
-                s = Server(a.server, [])
+            for label, binary in builds:
+                g = got[label]
+                s = Server(binary, [])
                 s.call("execute_bash_commands", {"code": f"seq {n} | sed 's/^/f/' | xargs touch"})
-            out["pass"] = {"files": n, "before_ms": med(before), "after_ms": med(after)}
-            print(f"warm pass, {n} files: before any listing {med(before):.1f} ms, after one {med(after):.1f} ms "
-                  f"({med(after) / med(before):.2f}x)", flush=True)
-        s.close()
+                g["before"].append(med([s.call("execute_python", {"script": "pass"})[0] for _ in range(5)]))
+                f, t, g["pages"], cf, ca = list_all(s)
+                g["first"].append(f)
+                g["all"].append(t)
+                g["cpu_first"].append(cf * 1000)
+                g["cpu_all"].append(ca * 1000)
+                g["after"].append(med([s.call("execute_python", {"script": "pass"})[0] for _ in range(5)]))
+                s.close()
+        for label, binary in builds:
+            g = got[label]
+            row = {"build": binary, "files": n, "pages": g["pages"], "first_ms": med(g["first"]), "all_ms": med(g["all"]),
+                   "cpu_first_ms": med(g["cpu_first"]), "cpu_all_ms": med(g["cpu_all"])}
+            out["resources"].append(row)
+            print(f"{label}resources/list, {n} files: one page {row['first_ms']:.1f} ms, all {row['pages']} pages "
+                  f"{row['all_ms']:.1f} ms ({row['all_ms'] / row['first_ms']:.2f}x one page; target at most 2x); "
+                  f"CPU of server and sandbox {row['cpu_first_ms']:.0f} ms, all {row['cpu_all_ms']:.0f} ms", flush=True)
+        for label, binary in builds:
+            g = got[label]
+            row = {"build": binary, "files": n, "before_ms": med(g["before"]), "after_ms": med(g["after"])}
+            out["pass"].append(row)
+            print(f"{label}warm pass, {n} files: before any listing {row['before_ms']:.1f} ms, after one "
+                  f"{row['after_ms']:.1f} ms ({row['after_ms'] / row['before_ms']:.2f}x; target 1x)", flush=True)
+        # The same in CPU time, server and sandbox together: CPU_CALLS passes with a listing
+        # before them or none, interleaved.
+        cpu = {b: {True: [], False: []} for b, _ in builds}
+        for _ in range(a.rounds):
+            for label, binary in builds:
+                for listed in (False, True):
+                    cpu[label][listed].append(cpu_per_pass(binary, n, listed, CPU_CALLS))
+        for label, binary in builds:
+            extra = (med(cpu[label][True]) - med(cpu[label][False])) / CPU_CALLS * 1000
+            per = med(cpu[label][False]) / CPU_CALLS * 1000
+            out["pass_cpu"].append({"build": binary, "files": n, "calls": CPU_CALLS, "unlisted_s": med(cpu[label][False]),
+                                    "listed_s": med(cpu[label][True]), "ms_per_pass": per, "extra_ms_per_pass": extra})
+            print(f"{label}warm pass, {n} files, CPU of server and sandbox: {per:.2f} ms a pass before any listing, "
+                  f"{extra:+.2f} ms after one (target +0)", flush=True)
 
     s = Server(a.server, [])
     s.call("execute_bash_commands", {"code": "true"})

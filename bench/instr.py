@@ -2,7 +2,7 @@
 """The server's own instructions per warm call, counted by callgrind.
 
 Usage: instr.py [--server BIN] [--baseline BIN] [--backend local|docker] [--calls N] [--code CODE]
-                [--image IMG] [--files-mib M] [--json OUT]
+                [--image IMG] [--files-mib M] [--listed N] [--json OUT]
 
 The server runs under `valgrind --tool=callgrind` (its own process only: its sandboxes and
 helpers are other processes, counted apart or not at all) while one session sends one call
@@ -12,6 +12,8 @@ sandbox takes varies a little). The difference over N is what one warm call cost
 of start-up, the sandbox's making and the shutdown. With --baseline, the same for that binary
 (an older build), side by side. With --files-mib M, also the instructions per MiB of a `files`
 input of M MiB (text, then base64) on a warm call: sessions of three calls with and without it.
+With --listed N, the first call makes N files and a resources/list follows it, so that each warm
+call is one after a listing (what the change tracking for list_changed costs the server).
 Prints a line per figure and binary, and JSON to --json.
 """
 import argparse
@@ -28,7 +30,7 @@ import tempfile
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "instr", "version": "1"}}
 
 
-def session(binary, backend, image, calls, code, tmp, prefix, files=None):
+def session(binary, backend, image, calls, code, tmp, prefix, files=None, listed=0):
     out = os.path.join(tmp, "cg.%p")
     args = prefix + ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, "--trace-children=no",
             binary, "--backend", backend, "--state-dir", os.path.join(tmp, "state")]
@@ -55,7 +57,10 @@ def session(binary, backend, image, calls, code, tmp, prefix, files=None):
 
     rpc("initialize", INIT)
     p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-    rpc("tools/call", {"name": "execute_bash_commands", "arguments": {"code": code}})
+    first = f"seq {listed} | sed 's/^/f/' | xargs touch" if listed else code
+    rpc("tools/call", {"name": "execute_bash_commands", "arguments": {"code": first}})
+    if listed:
+        rpc("resources/list", {})
     for _ in range(calls):
         args = {"code": code}
         if files:
@@ -91,6 +96,8 @@ def main():
     ap.add_argument("--baseline")
     ap.add_argument("--repeat", type=int, default=3, help="pairs of sessions; the median is said")
     ap.add_argument("--json")
+    ap.add_argument("--listed", type=int, default=0,
+                    help="the first call makes this many files and a resources/list follows it: the calls are after a listing")
     ap.add_argument("--files-mib", type=int, default=0, help="also: instructions per MiB of a files input this large")
     a = ap.parse_args()
     if not shutil.which("valgrind"):
@@ -103,8 +110,9 @@ def main():
         per, fixed, user = measure(os.path.abspath(binary), a)
         per, fixed = int(per), int(fixed)
         rows.append({"binary": label, "backend": a.backend, "user": user, "calls": a.calls, "per_call": per,
-                     "fixed": fixed})
-        print(f"server instructions per warm `{a.code}` call, {a.backend} (as {user}), {label}: {per:,}", flush=True)
+                     "fixed": fixed, "listed": a.listed})
+        after = f" after a listing of {a.listed} files" if a.listed else ""
+        print(f"server instructions per warm `{a.code}` call{after}, {a.backend} (as {user}), {label}: {per:,}", flush=True)
         if a.files_mib:
             for kind in ("text", "base64"):
                 per = measure_files(os.path.abspath(binary), a, kind)
@@ -149,8 +157,8 @@ def measure(binary, a):
     per, fixed = [], []
     try:
         for _ in range(a.repeat):
-            one = session(binary, a.backend, a.image, a.calls, a.code, tmp, prefix)
-            two = session(binary, a.backend, a.image, 2 * a.calls, a.code, tmp, prefix)
+            one = session(binary, a.backend, a.image, a.calls, a.code, tmp, prefix, listed=a.listed)
+            two = session(binary, a.backend, a.image, 2 * a.calls, a.code, tmp, prefix, listed=a.listed)
             per.append(round((two - one) / a.calls))
             fixed.append(one - (two - one))
     finally:

@@ -2,6 +2,7 @@
 # which is itself checked with Daytona's official TypeScript SDK.
 load lib/helpers
 load lib/inputs
+load lib/changes
 bats_require_minimum_version 1.5.0
 
 DT_KEY="dt-secret-key-5f1c9a7e"
@@ -549,6 +550,23 @@ EOF
 	printf '%s\n' "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"disk        3 GiB    the sandbox's disk, the snapshot's own (--workspace-size applies with --daytona-image alone)"* ]]
+}
+
+@test "list_changed on daytona, which has no watch: told after a call that adds, rewrites or removes a file, none after one that changes nothing" {
+	mcp_session <<EOF
+$INIT
+$INITIALIZED
+$(changes_call 1 'mkdir -p d && echo a > d/a.txt')
+{"wait": 1}
+{"jsonrpc":"2.0","id":2,"method":"resources/list"}
+$(changes_call 3 'true')
+$(changes_call 4 'echo b > b.txt')
+$(changes_call 5 'echo z > d/a.txt')
+$(changes_call 6 'rm -r d')
+$(changes_call 7 'touch tmp && rm tmp')
+$(changes_fence 100)
+EOF
+	[ "$(changes_order)" = "1 2 3 4 changed 5 changed 6 changed 7 " ]
 }
 
 @test "files out and resources on the daytona backend, from the official SDK client (tests/sdk-files)" {

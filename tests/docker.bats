@@ -13,6 +13,7 @@ load lib/helpers
 bats_require_minimum_version 1.5.0
 load lib/inputs
 load lib/prestart
+load lib/changes
 
 IMAGE=sandbox-mcp-test:latest
 
@@ -639,6 +640,14 @@ EOF
 	tool execute_bash_commands '{"code":"echo fresh"}' --backend local
 	[ -z "$(our_containers)" ]
 	[ -z "$(our_volumes)" ]
+}
+
+@test "list_changed in a container: told after each kind of change, none after a call that changes nothing, which walks no tree" {
+	ws="$BATS_TEST_TMPDIR/ws"
+	changes_scenario "$ws" --log-level debug
+	# The listing's walk, and one after each call that changed something (4 to 11), none after
+	# calls 3 and 12.
+	[ "$(changes_walks)" -eq 9 ]
 }
 
 @test "after the suite: no container, volume, agent process or folder of ours is left" {

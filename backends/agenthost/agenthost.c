@@ -317,6 +317,21 @@ int agenthost_list(struct agenthost *h, const char *dir, const char *skip, size_
 	return agentlink_list(&h->main->link, dir, skip, max, out, e);
 }
 
+int agenthost_list_watch(struct agenthost *h, const char *dir, const char *skip, size_t max, struct ws_list *out,
+			 struct err *e)
+{
+	if (!h->main || h->main->link.fd < 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	return agentlink_list_watch(&h->main->link, dir, skip, max, out, e);
+}
+
+int agenthost_changes(struct agenthost *h, struct err *e)
+{
+	if (!h->main || h->main->link.fd < 0)
+		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	return agentlink_changes(&h->main->link, e);
+}
+
 int agenthost_get(struct agenthost *h, const char *path, size_t max, struct ws_file *out, struct err *e)
 {
 	if (!h->main || h->main->link.fd < 0)

@@ -124,6 +124,9 @@ int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res 
 int agenthost_put(struct agenthost *h, const struct run_file *f, struct err *e);
 int agenthost_list(struct agenthost *h, const char *dir, const char *skip, size_t max, struct ws_list *out,
 		   struct err *e);
+int agenthost_list_watch(struct agenthost *h, const char *dir, const char *skip, size_t max, struct ws_list *out,
+			 struct err *e);
+int agenthost_changes(struct agenthost *h, struct err *e);
 int agenthost_get(struct agenthost *h, const char *path, size_t max, struct ws_file *out, struct err *e);
 int agenthost_watch_fd(const struct agenthost *h);
 int agenthost_process(struct agenthost *h, const struct proc_req *rq, struct proc_res *rs, struct err *e);

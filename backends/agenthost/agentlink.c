@@ -78,7 +78,7 @@ static int send_frame(struct agentlink *l, struct ag_buf *b, struct err *e)
 	if (ag_frame_end(b) < 0)
 		return err_set(e, "request too large for the sandbox agent");
 	/* What a request may change is read anew: only a list or a read leaves the cache. */
-	if (b->p[4] != AG_LIST && b->p[4] != AG_GET)
+	if (b->p[4] != AG_LIST && b->p[4] != AG_GET && b->p[4] != AG_WATCH && b->p[4] != AG_CHANGES)
 		agentlink_forget(l);
 	log_msg(LOG_DEBUG, "sandbox agent request %u", b->p[4]);
 	return send_all(l, b->p, b->len, e);
@@ -334,14 +334,12 @@ static int cached_list(const struct agentlink *l, const char *dir, const char *s
 	return 1;
 }
 
-int agentlink_list(struct agentlink *l, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
+/* AG_LIST, or AG_WATCH (type). */
+static int list_as(struct agentlink *l, uint8_t type, const char *dir, const char *skip, size_t max,
+		   struct ws_list *out, struct err *e)
 {
-	*out = (struct ws_list){0};
-	int hit = cached_list(l, dir, skip, max, out);
-	if (hit)
-		return hit < 0 ? err_set(e, "out of memory") : 0;
 	struct ag_buf b = {0};
-	ag_frame_begin(&b, AG_LIST);
+	ag_frame_begin(&b, type);
 	ag_put_u32(&b, max > UINT32_MAX ? UINT32_MAX : (uint32_t)max);
 	ag_put_str(&b, dir, strlen(dir));
 	ag_put_str(&b, skip ? skip : "", skip ? strlen(skip) : 0);
@@ -359,6 +357,40 @@ int agentlink_list(struct agentlink *l, const char *dir, const char *skip, size_
 		return BACKEND_LOST;
 	}
 	return 0;
+}
+
+int agentlink_list(struct agentlink *l, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
+{
+	*out = (struct ws_list){0};
+	int hit = cached_list(l, dir, skip, max, out);
+	if (hit)
+		return hit < 0 ? err_set(e, "out of memory") : 0;
+	return list_as(l, AG_LIST, dir, skip, max, out, e);
+}
+
+int agentlink_list_watch(struct agentlink *l, const char *dir, const char *skip, size_t max, struct ws_list *out,
+			 struct err *e)
+{
+	*out = (struct ws_list){0};
+	return list_as(l, AG_WATCH, dir, skip, max, out, e);
+}
+
+int agentlink_changes(struct agentlink *l, struct err *e)
+{
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_CHANGES);
+	int rc = send_frame(l, &b, e);
+	free(b.p);
+	struct frame fr;
+	if (rc || (rc = expect(l, AG_CHANGES, &fr, "asking what changed", e)))
+		return rc;
+	struct ag_cur c = {fr.data, fr.len, 0};
+	uint32_t state = ag_get_u32(&c);
+	if (c.bad || c.left || state > AG_CHANGES_UNKNOWN) {
+		err_set(e, "the sandbox agent sent a malformed answer to what changed");
+		return BACKEND_LOST;
+	}
+	return (int)state;
 }
 
 /* AG_OUTPUTS' payload into a new cache for the listing of dir (max names) and files of at most

@@ -57,6 +57,12 @@ int agentlink_put(struct agentlink *l, const struct run_file *f, size_t n, struc
  * end answers them where it can (the same answer, no round trip). */
 int agentlink_list(struct agentlink *l, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e);
 int agentlink_get(struct agentlink *l, const char *path, size_t max, struct ws_file *out, struct err *e);
+/* A list as agentlink_list's, never from the cache, after which the agent watches the folders
+ * it walked (proto.h's AG_WATCH); and whether anything under them changed since: a WS_CHANGES_*
+ * state (AG_CHANGES_* are the same numbers), or -1 / BACKEND_LOST. */
+int agentlink_list_watch(struct agentlink *l, const char *dir, const char *skip, size_t max, struct ws_list *out,
+			 struct err *e);
+int agentlink_changes(struct agentlink *l, struct err *e);
 
 /* Writes rq->files, then runs rq to its end (see backend.h). 0, -1, BACKEND_LOST. An agent that
  * ended with the run request unread (its connection reset before it answered anything, and no

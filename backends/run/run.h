@@ -150,6 +150,11 @@ struct ws_list {
 
 #define WS_LIST_DEPTH 64
 
+/* Whether a watched tree changed since it was listed with a watch (backend_list_watch): */
+#define WS_CHANGES_NONE 0      /* no: the listing is as it was */
+#define WS_CHANGES_SOME 1      /* something under it may have: list it again to know */
+#define WS_CHANGES_UNKNOWN 2   /* nothing says so: no watch, or not a whole one */
+
 /* One file read from the sandbox. */
 struct ws_file {
 	int err;                     /* 0, or why it cannot be read: ENOENT nothing there, ELOOP a

@@ -181,6 +181,9 @@ static bool tree_changed(struct engine *g, const struct job *j)
 {
 	if (!g->watch_tree || !j->notes)
 		return false;
+	/* The walk, whose cost grows with the tree, only when the sandbox's watch cannot say. */
+	if (!resources_maybe_changed(&g->sb))
+		return false;
 	uint64_t d = resources_digest(&g->sb);
 	if (d == g->tree_digest)
 		return false;

@@ -410,7 +410,9 @@ static int for_reading(struct sandbox *s, struct err *e)
 	return rc < 0 ? -1 : 0;
 }
 
-int sandbox_list(struct sandbox *s, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
+/* sandbox_list, with the sandbox's watch (backend_list_watch) or without. */
+static int list(struct sandbox *s, const char *dir, const char *skip, size_t max, bool watch, struct ws_list *out,
+		struct err *e)
 {
 	*out = (struct ws_list){0};
 	/* A sandbox found lost is replaced (with --workspace) or there is none to read: reading
@@ -419,13 +421,34 @@ int sandbox_list(struct sandbox *s, const char *dir, const char *skip, size_t ma
 		int ready = for_reading(s, e);
 		if (ready)
 			return ready < 0 ? -1 : 0;
-		int rc = backend_list(s->b, dir, skip, max, out, e);
+		int rc = watch ? backend_list_watch(s->b, dir, skip, max, out, e) : backend_list(s->b, dir, skip, max, out, e);
 		if (rc != BACKEND_LOST)
 			return rc;
 		lost(s, e->msg);
 		if (attempt > 0)
 			return -1;
 	}
+}
+
+int sandbox_list(struct sandbox *s, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e)
+{
+	return list(s, dir, skip, max, false, out, e);
+}
+
+int sandbox_list_watch(struct sandbox *s, const char *dir, const char *skip, size_t max, struct ws_list *out,
+		       struct err *e)
+{
+	return list(s, dir, skip, max, true, out, e);
+}
+
+int sandbox_changes(struct sandbox *s)
+{
+	struct err e = {""};
+	int rc = s->b ? backend_changes(s->b, &e) : WS_CHANGES_UNKNOWN;
+	/* A lost sandbox is removed as a list would; the caller's list then finds what is there. */
+	if (rc == BACKEND_LOST)
+		lost(s, e.msg);
+	return rc < 0 ? WS_CHANGES_UNKNOWN : rc;
 }
 
 int sandbox_get(struct sandbox *s, const char *path, size_t max, struct ws_file *out, struct err *e)

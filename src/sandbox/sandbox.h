@@ -92,6 +92,13 @@ int sandbox_put(struct sandbox *s, const struct run_file *f, struct err *e);
  * sandbox_check, and the read is done again: on the sandbox --workspace makes, or on none. */
 int sandbox_list(struct sandbox *s, const char *dir, const char *skip, size_t max, struct ws_list *out, struct err *e);
 int sandbox_get(struct sandbox *s, const char *path, size_t max, struct ws_file *out, struct err *e);
+/* sandbox_list, after which the sandbox watches the folders it walked where it can
+ * (backend_list_watch); and whether anything under them changed since, at a cost that does
+ * not grow with the tree: a WS_CHANGES_* state (WS_CHANGES_UNKNOWN with no sandbox, a lost
+ * one, which is removed as by sandbox_check, or no watch: list again to know). */
+int sandbox_list_watch(struct sandbox *s, const char *dir, const char *skip, size_t max, struct ws_list *out,
+		       struct err *e);
+int sandbox_changes(struct sandbox *s);
 
 /* Destroys the sandbox; its name and id go to the buffers. 0 when there was none, 1 when it
  * was removed entirely, -1 when it was removed but something of it could not be (e says what). */

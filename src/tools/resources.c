@@ -19,10 +19,11 @@ static int by_path(const void *a, const void *b)
 }
 
 /* The workspace's regular files that resources/read takes (sorted when asked); *unreadable counts the
- * names it would refuse (control bytes, too long), which are left out. */
+ * names it would refuse (control bytes, too long), which are left out. Every walk of the
+ * workspace watches it from then on (resources_maybe_changed). */
 static int list_files(struct sandbox *sb, struct ws_list *ls, size_t *unreadable, bool sorted, struct err *e)
 {
-	if (sandbox_list(sb, WORKSPACE, ".sandbox", RESOURCES_LIST_MAX, ls, e) < 0)
+	if (sandbox_list_watch(sb, WORKSPACE, ".sandbox", RESOURCES_LIST_MAX, ls, e) < 0)
 		return -1;
 	size_t k = 0;
 	*unreadable = 0;
@@ -300,6 +301,11 @@ json_t *resources_read(struct sandbox *sb, const json_t *params, int *code, char
 	}
 	ws_file_free(&f);
 	return r;
+}
+
+bool resources_maybe_changed(struct sandbox *sb)
+{
+	return sandbox_changes(sb) != WS_CHANGES_NONE;
 }
 
 uint64_t resources_digest(struct sandbox *sb)

@@ -66,4 +66,10 @@ json_t *resources_read(struct sandbox *sb, const json_t *params, int *code, char
  * 0 with no sandbox. */
 uint64_t resources_digest(struct sandbox *sb);
 
+/* False when nothing under the workspace changed since it was last walked (by a listing or a
+ * digest), at a cost that does not grow with the tree (sandbox_changes): the digest would be
+ * the same. True when it may have, or nothing watches (a backend without a watch, a sandbox
+ * made since, a tree past the watch's bounds): the digest says then. */
+bool resources_maybe_changed(struct sandbox *sb);
+
 #endif

@@ -46,7 +46,9 @@
  *                                        whose end brings outputs/'s listing and files) against
  *                                        an agent that answers the run with the frames HEX (whole
  *                                        frames, in hex; @FILE: in that file) then AG_EXIT, and each later request
- *                                        with an empty listing or ENOENT; prints "run RC MSG",
+ *                                        with an empty listing or ENOENT, and AG_CHANGES with
+ *                                        the payload $LYING_CHANGES (hex) when it is set, which
+ *                                        is then asked for last; prints "run RC MSG",
  *                                        then for a run that ended well "list N" (of
  *                                        /workspace/outputs) and "get ERR LEN DATA" (of
  *                                        /workspace/outputs/a)
@@ -599,6 +601,14 @@ static void lying_agent(int fd, int argc, char **argv)
 			ag_put_u32(&b, ENOENT);
 			ag_put_u32(&b, 0);
 			ag_put_u64(&b, 0);
+		} else if (in[0] == AG_CHANGES && getenv("LYING_CHANGES")) {
+			const char *hex = getenv("LYING_CHANGES");
+			ag_frame_begin(&b, AG_CHANGES);
+			for (size_t k = 0; hex[2 * k] && hex[2 * k + 1]; k++) {
+				unsigned char c;
+				sscanf(hex + 2 * k, "%2hhx", &c);
+				ag_put_u8(&b, c);
+			}
 		} else {
 			free(in);
 			continue;
@@ -647,6 +657,11 @@ static int cmd_lying_agent(int argc, char **argv)
 		if (agentlink_get(&l, "/workspace/outputs/a", 1 << 20, &f, &e) == 0) {
 			printf("get %d %zu %.*s\n", f.err, f.len, (int)f.len, f.data ? (const char *)f.data : "");
 			ws_file_free(&f);
+		}
+		if (getenv("LYING_CHANGES")) {
+			e.msg[0] = 0;
+			rc = agentlink_changes(&l, &e);
+			printf("changes %d %s\n", rc, e.msg);
 		}
 	}
 	agentlink_close(&l);
