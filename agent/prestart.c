@@ -204,11 +204,21 @@ void prestart_readable(void)
 		stop_eof("the prestarted interpreter ended while it started", t == -1);
 }
 
-void prestart_settle(bool for_python)
+bool prestart_settle(bool for_python, bool can_confine)
 {
 	char buf[1024];
 	size_t len;
 	long until = now_ms() + WAIT_DUMP_MS;
+	if (!for_python && can_confine && z.phase == STARTING) {
+		/* A bash call does not wait for an interpreter it did not ask for: its code cannot
+		 * reach it from its own domain. What it says is heard after the call, and is not
+		 * trusted then: the call's end ends it (prestart_kill_others). */
+		struct pollfd p = {z.ctl, POLLIN, 0};
+		if (poll(&p, 1, 0) > 0)
+			prestart_readable();
+		if (z.phase == STARTING)
+			return true;
+	}
 	while (z.phase == STARTING) {
 		int t = read_msg(until, buf, sizeof buf, &len);
 		if (t < 0 || heard(t, buf) < 0)
@@ -220,7 +230,7 @@ void prestart_settle(bool for_python)
 		struct pollfd p = {z.ctl, POLLIN, 0};
 		if (z.phase == NODUMP && poll(&p, 1, 0) > 0)
 			prestart_readable();
-		return;
+		return false;
 	}
 	/* Not ready yet (started just after the call before, or importing modules): worth waiting
 	 * for, as a plain start beside it would take longer than what it has left, unless it is
@@ -244,6 +254,7 @@ void prestart_settle(bool for_python)
 	}
 	if (z.phase == READY)
 		z.late = 0;
+	return false;
 }
 
 /* Copies the strs of a list into the block at *bp; the count first. */

@@ -1267,8 +1267,10 @@ struct ll_ruleset_attr {
 /* Whether background processes can be confined (the Landlock ABI has scopes). */
 static int confine_possible(void)
 {
-	long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
-	return v >= LL_ABI_SCOPES;
+	static int known = -1; /* the kernel's answer does not change */
+	if (known < 0)
+		known = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION) >= LL_ABI_SCOPES;
+	return known;
 }
 
 /* Confines the calling process (a background process, before exec): 0, or -1 with errno set.
@@ -1306,7 +1308,7 @@ static void child_exec(struct run_spec *sp, int devnull, int outw, int errw, int
 	}
 	if (chdir(sp->cwd) < 0)
 		goto fail;
-	if ((sp->flags & AG_RUN_BACKGROUND) && confine_background() < 0)
+	if (((sp->flags & AG_RUN_BACKGROUND) || sp->confine) && confine_background() < 0)
 		goto fail;
 	exec_path(sp->argv[0], sp->argv, sp->envp);
 	if (errno == ENOENT && (sp->flags & AG_RUN_SH_FALLBACK)) {
@@ -1471,7 +1473,7 @@ static void do_run(struct ag_cur *c)
 	int po[2], pe[2], exec_err = 0;
 	const char *what;
 	/* No code runs beside an interpreter that could still be written into. */
-	prestart_settle(sp.flags & AG_RUN_PRESTART);
+	sp.confine = prestart_settle(sp.flags & AG_RUN_PRESTART, confine_possible());
 	pid_t pid = sp.flags & AG_RUN_PRESTART ? spawn_prestarted(&sp, po, pe) : -1;
 	call.prestarted = pid > 0;
 	if (pid < 0)

@@ -11,6 +11,7 @@ bats_require_minimum_version 1.5.0
 
 setup_file() { docker_setup_file; }
 teardown_file() { docker_teardown_file; }
+teardown() { [ -z "${UNPRIV_DIR:-}" ] || unprivileged_teardown; }
 
 @test "prestart: a call sees nothing of the call before, not even its hash seed" {
 	fresh_case
@@ -477,4 +478,94 @@ print(os.nice(0), sorted(os.sched_getaffinity(0)))'
 	[[ "$plain" == "0 "* ]]
 	res 4
 	sc ".exit_code == 0 and .stdout == $(jq -n --arg s "$plain" '$s + "\n"')"
+}
+
+# confine_or_skip: skips unless this kernel has Landlock with scopes (ABI 6, Linux 6.12), which
+# a call needs to run beside an interpreter still starting.
+confine_or_skip() {
+	python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).syscall(444, None, 0, 1) < 6)' ||
+		skip_or_fail "this kernel has no Landlock scopes (ABI 6, Linux 6.12)"
+}
+
+# bash_beside_start_case: bash calls sent right after a Python call, each as soon as the Python
+# call's answer came, until one finds the interpreter that the agent starts after it still
+# starting (it can still be read and written by code of its user: its /proc folder is the
+# user's); that call ran without waiting for it, and its code could neither stop it nor read or
+# write its memory or environment. Later calls are answered, and run in an interpreter ahead.
+bash_beside_start_case() {
+	local probe lines='' i
+	probe=$(
+		cat <<-'EOF'
+			pid=
+			for d in /proc/[0-9]*; do
+				mapfile -d '' -t a < "$d/cmdline" 2>/dev/null || continue
+				case "${a[1]:-}" in */fd/./*) pid=${d#/proc/} ;; esac
+			done
+			if [ -n "$pid" ] && [ -O "/proc/$pid" ]; then
+				echo early
+				kill -STOP "$pid" 2>/dev/null && echo stopped
+				kill -KILL "$pid" 2>/dev/null && echo killed
+				{ printf x >"/proc/$pid/mem"; } 2>/dev/null && echo mem
+				{ read -r -d '' e <"/proc/$pid/environ"; } 2>/dev/null && echo environ
+				python3 -c '
+			import ctypes, sys
+			libc = ctypes.CDLL(None, use_errno=True)
+			if libc.ptrace(16, int(sys.argv[1]), 0, 0) == 0: print("ptrace")' "$pid"
+			fi
+			echo done
+		EOF
+	)
+	for i in $(seq 1 12); do
+		lines+="$(py_call $((2 * i)) pass)"$'\n'"{\"wait\": $((2 * i))}"$'\n'
+		lines+="$(call_json $((2 * i + 1)) execute_bash_commands "$(jq -cn --arg c "$probe" '{code: $c}')")"$'\n'
+		lines+="{\"wait\": $((2 * i + 1))}"$'\n'
+	done
+	mcp_session --log-level debug "$@" <<-EOF
+		$INIT
+		$INITIALIZED
+		$(py_call 1 pass)
+		{"wait": 1}
+		${lines}$(py_call 99 'print(99)')
+		{"wait": 99}
+		$(py_call 100 'print(100)')
+	EOF
+	local early=0
+	for i in $(seq 1 12); do
+		res $((2 * i + 1))
+		sc '.exit_code == 0 and (.stdout == "done\n" or .stdout == "early\ndone\n")'
+		[ "$(jq -r .structuredContent.stdout <<<"$result")" = "$(printf 'early\ndone')" ] && early=$((early + 1))
+	done
+	res 99
+	sc '.exit_code == 0 and .stdout == "99\n"'
+	res 100
+	sc '.exit_code == 0 and .stdout == "100\n"'
+	# The last call (the 27th) ran in an interpreter ahead.
+	[ "$(prestarted | tail -1)" = 27 ]
+	[ "$early" -ge 1 ]
+}
+
+@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, and cannot reach it (local)" {
+	confine_or_skip
+	bash_beside_start_case
+}
+
+@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, and cannot reach it (Docker)" {
+	confine_or_skip
+	with_backend docker
+	bash_beside_start_case
+}
+
+@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, and cannot reach it (local, not root)" {
+	confine_or_skip
+	unprivileged_server
+	with_backend local
+	bash_beside_start_case
+}
+
+@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, and cannot reach it (Docker, not root)" {
+	confine_or_skip
+	unprivileged_server
+	unprivileged_docker
+	with_backend docker
+	bash_beside_start_case
 }
