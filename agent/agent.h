@@ -84,8 +84,8 @@ bool prestart_settle(bool for_python, bool can_confine);
  * while its answer is awaited: a call runs in one interpreter at most. */
 pid_t prestart_run(const struct run_spec *sp, int outw, int errw);
 
-/* Kills every process of the sandbox but the agent and a ready interpreter, and reaps the
- * agent's children; 0 when done so, -1 when there is none to spare or it failed (then nothing
+/* Kills every process of the sandbox but the agent and a ready interpreter (or one still
+ * starting, after a call that prestart_settle confined), and reaps the agent's children; 0 when done so, -1 when there is none to spare or it failed (then nothing
  * was done). reaped(pid, status) is told of each child reaped. */
 int prestart_kill_others(void (*reaped)(pid_t, int));
 

@@ -48,6 +48,7 @@ static struct {
 	long ready_ms;         /* how long the last one took to be ready; 0 before one was */
 	int failed;            /* ended before it was ready, in a row */
 	int late;              /* not ready when a call waited for it, in a row */
+	bool apart;            /* the call now running began while it was starting, in a domain of its own */
 	char said[1024];       /* its 'R' text (modules that failed), or why none runs */
 } z = {.ctl = -1};
 
@@ -168,6 +169,7 @@ static void start(void)
 	z.pid = pid;
 	z.ctl = sv[0];
 	z.phase = STARTING;
+	z.apart = false;
 	z.started_ms = now_ms();
 	z.said[0] = '\0';
 }
@@ -217,8 +219,9 @@ bool prestart_settle(bool for_python, bool can_confine)
 		if (poll(&p, 1, 0) > 0)
 			prestart_readable();
 		if (z.phase == STARTING)
-			return true;
+			return z.apart = true;
 	}
+	z.apart = false;
 	while (z.phase == STARTING) {
 		int t = read_msg(until, buf, sizeof buf, &len);
 		if (t < 0 || heard(t, buf) < 0)
@@ -547,20 +550,29 @@ int prestart_kill_others(void (*reaped)(pid_t, int))
 	static const unsigned char kill_frame[5] = {1, 0, 0, 0, 'K'};
 	char buf[64];
 	size_t len;
-	if (z.phase != READY)
+	/* One still starting is spared only after a call that could not reach it (apart): it read
+	 * nothing the call's code could change (the system's folders, its own pipe), and its code
+	 * could neither trace, read, write nor signal it; what it could set (limits, priority)
+	 * spoiled() sees. What it says is heard after the call, before it is handed one. */
+	bool starting = (z.phase == STARTING || z.phase == NODUMP) && z.apart;
+	if (z.phase != READY && !starting)
 		return -1;
 	/* Most calls leave nothing: then there is nothing to kill. A look suffices, as nothing can
 	 * appear behind it: a process left has an ancestor whose parent is this agent, which reaps
 	 * nothing meanwhile, so that one stays in /proc, alive or not, until the look is over. */
 	reap_all(reaped);
-	if (z.phase != READY)
+	if (z.phase == NONE)
 		return -1; /* it was gone: the plain way */
 	if (spoiled()) {
 		stop("code stopped, killed, signalled, limited or reniced the prestarted interpreter");
 		return -1;
 	}
-	if (kill_rest(false) == 0)
+	if (kill_rest(false) == 0) {
+		z.apart = false;
 		return 0;
+	}
+	if (z.phase != READY)
+		return -1; /* only a ready one is asked to kill */
 	if (write(z.ctl, kill_frame, sizeof kill_frame) != (ssize_t)sizeof kill_frame ||
 	    read_msg(now_ms() + WAIT_ANSWER_MS, buf, sizeof buf, &len) != 'k') {
 		stop("the prestarted interpreter did not kill the call's processes");

@@ -1603,7 +1603,8 @@ static void serve(void)
 	for (;;) {
 		/* The prestarted interpreter is heard only between calls: one that became ready while
 		 * code ran beside it may have read what that code was changing, and is not trusted
-		 * (kill_all ends it with the call). */
+		 * (kill_all ends it with the call), unless that code ran in a domain of its own
+		 * (prestart_settle). */
 		struct pollfd p[5 + 2 * (AG_BG_MAX + AG_BG_ENDED) + 1] = {
 			{ctl, POLLIN, 0}, {sigfd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0},
 			{call.pid ? -1 : prestart_fd(), POLLIN, 0}};
