@@ -533,10 +533,15 @@ bash_beside_start_case() {
 			if kill -0 "$PPID" 2>/dev/null; then
 				echo late
 			else
+				# It may not have exec'd python3 yet.
 				pid=
-				for d in /proc/[0-9]*; do
-					mapfile -d '' -t a < "$d/cmdline" 2>/dev/null || continue
-					case "${a[1]:-}" in */fd/./*) pid=${d#/proc/} ;; esac
+				for _ in $(seq 1 400); do
+					for d in /proc/[0-9]*; do
+						mapfile -d '' -t a < "$d/cmdline" 2>/dev/null || continue
+						case "${a[1]:-}" in */fd/./*) pid=${d#/proc/} ;; esac
+					done
+					[ -z "$pid" ] || break
+					sleep 0.005
 				done
 				echo "apart $pid"
 				kill -STOP "$pid" 2>/dev/null && echo stopped
