@@ -48,6 +48,7 @@ static struct {
 	long ready_ms;         /* how long the last one took to be ready; 0 before one was */
 	int failed;            /* ended before it was ready, in a row */
 	int late;              /* not ready when a call waited for it, in a row */
+	bool apart;            /* the call now running began while it was starting, in a domain of its own */
 	char said[1024];       /* its 'R' text (modules that failed), or why none runs */
 } z = {.ctl = -1};
 
@@ -168,6 +169,7 @@ static void start(void)
 	z.pid = pid;
 	z.ctl = sv[0];
 	z.phase = STARTING;
+	z.apart = false;
 	z.started_ms = now_ms();
 	z.said[0] = '\0';
 }
@@ -204,11 +206,22 @@ void prestart_readable(void)
 		stop_eof("the prestarted interpreter ended while it started", t == -1);
 }
 
-void prestart_settle(bool for_python)
+bool prestart_settle(bool for_python, bool can_confine)
 {
 	char buf[1024];
 	size_t len;
 	long until = now_ms() + WAIT_DUMP_MS;
+	if (!for_python && can_confine && z.phase == STARTING) {
+		/* A bash call does not wait for an interpreter it did not ask for: its code cannot
+		 * reach it from its own domain. What it says is heard after the call, and is not
+		 * trusted then: the call's end ends it (prestart_kill_others). */
+		struct pollfd p = {z.ctl, POLLIN, 0};
+		if (poll(&p, 1, 0) > 0)
+			prestart_readable();
+		if (z.phase == STARTING)
+			return z.apart = true;
+	}
+	z.apart = false;
 	while (z.phase == STARTING) {
 		int t = read_msg(until, buf, sizeof buf, &len);
 		if (t < 0 || heard(t, buf) < 0)
@@ -220,7 +233,7 @@ void prestart_settle(bool for_python)
 		struct pollfd p = {z.ctl, POLLIN, 0};
 		if (z.phase == NODUMP && poll(&p, 1, 0) > 0)
 			prestart_readable();
-		return;
+		return false;
 	}
 	/* Not ready yet (started just after the call before, or importing modules): worth waiting
 	 * for, as a plain start beside it would take longer than what it has left, unless it is
@@ -244,6 +257,7 @@ void prestart_settle(bool for_python)
 	}
 	if (z.phase == READY)
 		z.late = 0;
+	return false;
 }
 
 /* Copies the strs of a list into the block at *bp; the count first. */
@@ -536,20 +550,29 @@ int prestart_kill_others(void (*reaped)(pid_t, int))
 	static const unsigned char kill_frame[5] = {1, 0, 0, 0, 'K'};
 	char buf[64];
 	size_t len;
-	if (z.phase != READY)
+	/* One still starting is spared only after a call that could not reach it (apart): it read
+	 * nothing the call's code could change (the system's folders, its own pipe), and its code
+	 * could neither trace, read, write nor signal it; what it could set (limits, priority)
+	 * spoiled() sees. What it says is heard after the call, before it is handed one. */
+	bool starting = (z.phase == STARTING || z.phase == NODUMP) && z.apart;
+	if (z.phase != READY && !starting)
 		return -1;
 	/* Most calls leave nothing: then there is nothing to kill. A look suffices, as nothing can
 	 * appear behind it: a process left has an ancestor whose parent is this agent, which reaps
 	 * nothing meanwhile, so that one stays in /proc, alive or not, until the look is over. */
 	reap_all(reaped);
-	if (z.phase != READY)
+	if (z.phase == NONE)
 		return -1; /* it was gone: the plain way */
 	if (spoiled()) {
 		stop("code stopped, killed, signalled, limited or reniced the prestarted interpreter");
 		return -1;
 	}
-	if (kill_rest(false) == 0)
+	if (kill_rest(false) == 0) {
+		z.apart = false;
 		return 0;
+	}
+	if (z.phase != READY)
+		return -1; /* only a ready one is asked to kill */
 	if (write(z.ctl, kill_frame, sizeof kill_frame) != (ssize_t)sizeof kill_frame ||
 	    read_msg(now_ms() + WAIT_ANSWER_MS, buf, sizeof buf, &len) != 'k') {
 		stop("the prestarted interpreter did not kill the call's processes");

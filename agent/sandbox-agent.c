@@ -1347,8 +1347,10 @@ struct ll_ruleset_attr {
 /* Whether background processes can be confined (the Landlock ABI has scopes). */
 static int confine_possible(void)
 {
-	long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
-	return v >= LL_ABI_SCOPES;
+	static int known = -1; /* the kernel's answer does not change */
+	if (known < 0)
+		known = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION) >= LL_ABI_SCOPES;
+	return known;
 }
 
 /* Confines the calling process (a background process, before exec): 0, or -1 with errno set.
@@ -1386,7 +1388,7 @@ static void child_exec(struct run_spec *sp, int devnull, int outw, int errw, int
 	}
 	if (chdir(sp->cwd) < 0)
 		goto fail;
-	if ((sp->flags & AG_RUN_BACKGROUND) && confine_background() < 0)
+	if (((sp->flags & AG_RUN_BACKGROUND) || sp->confine) && confine_background() < 0)
 		goto fail;
 	exec_path(sp->argv[0], sp->argv, sp->envp);
 	if (errno == ENOENT && (sp->flags & AG_RUN_SH_FALLBACK)) {
@@ -1551,7 +1553,7 @@ static void do_run(struct ag_cur *c)
 	int po[2], pe[2], exec_err = 0;
 	const char *what;
 	/* No code runs beside an interpreter that could still be written into. */
-	prestart_settle(sp.flags & AG_RUN_PRESTART);
+	sp.confine = prestart_settle(sp.flags & AG_RUN_PRESTART, confine_possible());
 	pid_t pid = sp.flags & AG_RUN_PRESTART ? spawn_prestarted(&sp, po, pe) : -1;
 	call.prestarted = pid > 0;
 	if (pid < 0)
@@ -1687,7 +1689,8 @@ static void serve(void)
 	for (;;) {
 		/* The prestarted interpreter is heard only between calls: one that became ready while
 		 * code ran beside it may have read what that code was changing, and is not trusted
-		 * (kill_all ends it with the call). */
+		 * (kill_all ends it with the call), unless that code ran in a domain of its own
+		 * (prestart_settle). */
 		struct pollfd p[5 + 2 * (AG_BG_MAX + AG_BG_ENDED) + 1] = {
 			{ctl, POLLIN, 0}, {sigfd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0},
 			{call.pid ? -1 : prestart_fd(), POLLIN, 0}};

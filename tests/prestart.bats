@@ -11,6 +11,7 @@ bats_require_minimum_version 1.5.0
 
 setup_file() { docker_setup_file; }
 teardown_file() { docker_teardown_file; }
+teardown() { [ -z "${UNPRIV_DIR:-}" ] || unprivileged_teardown; }
 
 @test "prestart: a call sees nothing of the call before, not even its hash seed" {
 	fresh_case
@@ -182,6 +183,37 @@ open(d + "/x.pth", "w").write("/workspace/a\n")')
 	[[ "$output" == *"not preloaded: nosuchmod (ModuleNotFoundError: No module named 'nosuchmod')"* ]]
 }
 
+# waited: a session step that waits until the interpreter started ahead, a descendant of the
+# server under test, has made itself non-dumpable (it closes its source's pipe, fd 4, right
+# after): a call that begins after that runs beside it unconfined, and can kill or stop it.
+waited() {
+	local py
+	py=$(
+		cat <<-'EOF'
+			import os, sys
+			server = os.environ["SERVER_PID"]
+			def ours(p):
+			    for _ in range(64):
+			        if p == server:
+			            return True
+			        try:
+			            p = open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()[1]
+			        except OSError:
+			            return False
+			    return False
+			for p in filter(str.isdigit, os.listdir("/proc")):
+			    try:
+			        c = open("/proc/%s/cmdline" % p, "rb").read()
+			    except OSError:
+			        continue
+			    if b"/fd/./" in c and ours(p) and not os.path.lexists("/proc/%s/fd/4" % p):
+			        sys.exit(0)
+			sys.exit(1)
+		EOF
+	)
+	jq -cn --arg p "$py" '{until: ("python3 -c " + ($p | @sh))}'
+}
+
 @test "prestart: an interpreter waiting ahead that code kills or stops is replaced, and the server serves on" {
 	local kill stop
 	kill=$(jq -cn '{code: "pkill -KILL -f \"fd/[.]/\" && echo killed"}')
@@ -190,12 +222,14 @@ open(d + "/x.pth", "w").write("/workspace/a\n")')
 		$INIT
 		$(py_call 1 pass)
 		{"wait": 1}
+		$(waited)
 		$(call_json 2 execute_bash_commands "$kill")
 		{"wait": 2}
 		$(py_call 3 'print(3)')
 		{"wait": 3}
 		$(py_call 4 'print(4)')
 		{"wait": 4}
+		$(waited)
 		$(call_json 5 execute_bash_commands "$stop")
 		{"wait": 5}
 		$(py_call 6 'print(6)')
@@ -477,4 +511,106 @@ print(os.nice(0), sorted(os.sched_getaffinity(0)))'
 	[[ "$plain" == "0 "* ]]
 	res 4
 	sc ".exit_code == 0 and .stdout == $(jq -n --arg s "$plain" '$s + "\n"')"
+}
+
+# confine_or_skip: skips unless this kernel has Landlock with scopes (ABI 6, Linux 6.12), which
+# a call needs to run beside an interpreter still starting.
+confine_or_skip() {
+	python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).syscall(444, None, 0, 1) < 6)' ||
+		skip_or_fail "this kernel has no Landlock scopes (ABI 6, Linux 6.12)"
+}
+
+# bash_beside_start_case: bash calls sent right after a Python call, each as soon as the Python
+# call's answer came, until one begins while the interpreter that the agent starts after it is
+# still starting: that call waits for nothing, in a Landlock domain of its own (it cannot signal
+# its parent, the agent), and its code can neither stop nor kill the interpreter, nor read or
+# write its memory or environment, nor trace it. That interpreter is kept: the next Python call
+# runs in it (its pid). Later calls are answered, and run in an interpreter ahead.
+bash_beside_start_case() {
+	local probe lines='' i pid early=0
+	probe=$(
+		cat <<-'EOF'
+			if kill -0 "$PPID" 2>/dev/null; then
+				echo late
+			else
+				# It may not have exec'd python3 yet.
+				pid=
+				for _ in $(seq 1 400); do
+					for d in /proc/[0-9]*; do
+						mapfile -d '' -t a < "$d/cmdline" 2>/dev/null || continue
+						case "${a[1]:-}" in */fd/./*) pid=${d#/proc/} ;; esac
+					done
+					[ -z "$pid" ] || break
+					sleep 0.005
+				done
+				echo "apart $pid"
+				kill -STOP "$pid" 2>/dev/null && echo stopped
+				kill -KILL "$pid" 2>/dev/null && echo killed
+				{ printf x >"/proc/$pid/mem"; } 2>/dev/null && echo mem
+				{ read -r -d '' e <"/proc/$pid/environ"; } 2>/dev/null && echo environ
+				python3 -c '
+			import ctypes, sys
+			libc = ctypes.CDLL(None, use_errno=True)
+			if libc.ptrace(16, int(sys.argv[1]), 0, 0) == 0: print("ptrace")' "$pid"
+			fi
+			echo done
+		EOF
+	)
+	for i in $(seq 1 12); do
+		lines+="$(py_call $((2 * i)) 'import os; print(os.getpid())')"$'\n'"{\"wait\": $((2 * i))}"$'\n'
+		lines+="$(call_json $((2 * i + 1)) execute_bash_commands "$(jq -cn --arg c "$probe" '{code: $c}')")"$'\n'
+		lines+="{\"wait\": $((2 * i + 1))}"$'\n'
+	done
+	mcp_session --log-level debug "$@" <<-EOF
+		$INIT
+		$INITIALIZED
+		$(py_call 1 pass)
+		{"wait": 1}
+		${lines}$(py_call 26 'import os; print(os.getpid())')
+		{"wait": 26}
+		$(py_call 27 'print(27)')
+	EOF
+	for i in $(seq 1 12); do
+		res $((2 * i + 1))
+		sc '.exit_code == 0 and (.stdout == "late\ndone\n" or (.stdout | test("^apart [0-9]+\ndone\n$")))'
+		pid=$(jq -r '.structuredContent.stdout | capture("^apart (?<p>[0-9]+)").p // empty' <<<"$result")
+		[ -n "$pid" ] || continue
+		early=$((early + 1))
+		# The interpreter it found starting is the next Python call's.
+		res $((2 * i + 2))
+		sc ".exit_code == 0 and .stdout == \"$pid\n\""
+	done
+	res 27
+	sc '.exit_code == 0 and .stdout == "27\n"'
+	# Every Python call after the first ran in an interpreter ahead.
+	for i in $(seq 2 2 26) 27; do
+		prestarted | grep -qx "$i"
+	done
+	[ "$early" -ge 1 ]
+}
+
+@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, and cannot reach it (local)" {
+	confine_or_skip
+	bash_beside_start_case
+}
+
+@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, and cannot reach it (Docker)" {
+	confine_or_skip
+	with_backend docker
+	bash_beside_start_case
+}
+
+@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, and cannot reach it (local, not root)" {
+	confine_or_skip
+	unprivileged_server
+	with_backend local
+	bash_beside_start_case
+}
+
+@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, and cannot reach it (Docker, not root)" {
+	confine_or_skip
+	unprivileged_server
+	unprivileged_docker
+	with_backend docker
+	bash_beside_start_case
 }
