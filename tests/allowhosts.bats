@@ -205,6 +205,8 @@ $(call 2 none)
 $(call 3 "evil.test")
 $(call 4 "$H")
 $(call 5 "")
+$(jq -cn --arg s "$fetch" '{jsonrpc:"2.0", id:6, method:"tools/call", params:{name:"execute_python", arguments:{script:$s, network:"none", background:true}}}')
+$(jq -cn --arg s "$fetch" '{jsonrpc:"2.0", id:7, method:"tools/call", params:{name:"execute_python", arguments:{script:$s, network:"none", session:"s"}}}')
 EOS
 	res 1; sc '.stdout == "200 403\n"'
 	res 2; sc '.stdout == "403 403\n"'
@@ -212,6 +214,9 @@ EOS
 	res 4; jqe "$result" '.isError == true and (.structuredContent.stderr | test("never widen"))'
 	# Unnarrowed, both ports are allowed (nothing listens on 8081: the proxy says so).
 	res 5; sc '.stdout == "200 502\n"'
+	# Code that outlives its call (a background process, a session) would outlive its narrowing.
+	res 6; jqe "$result" '.isError == true and (.structuredContent.error | test("^network: a background process outlives its call"))'
+	res 7; jqe "$result" '.isError == true and (.structuredContent.error | test("^network: a session outlives its call"))'
 	grep -q "refused GET http://$H:8080/ok.txt: not an allowed host" "$SERVER_LOG"
 }
 

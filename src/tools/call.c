@@ -322,6 +322,15 @@ json_t *call_execute(struct sandbox *sb, struct tool_call *tc, const struct conf
 	const char *allow = json_string_value(json_object_get(tc->args, "network"));
 	if (allow && check_network(cfg, allow, &e) < 0)
 		return call_early_result(&c, 1, e.msg, e.msg, false);
+	/* A narrowing holds while its call runs; code that outlives the call would outlive it too
+	 * (between calls the proxy serves the whole list), so no such code may start under one. */
+	if (allow && cfg->allow_hosts[0] && (bg || session)) {
+		snprintf(e.msg, sizeof e.msg, "network: a %s outlives its call, and what outlives a call reaches the "
+			 "sandbox's whole --allow-hosts list between calls: narrow only a call that ends with its code "
+			 "(without %s), or leave network out", bg ? "background process" : "session",
+			 bg ? "background" : "session");
+		return call_early_result(&c, 1, e.msg, e.msg, false);
+	}
 	c.allow = allow;
 
 	int rc = sandbox_ensure(sb, tc->cancel_fd, c.notice, &e);
