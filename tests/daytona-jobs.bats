@@ -1,0 +1,198 @@
+# Background processes and Python sessions on the Daytona backend, against the loopback test
+# server (tests/daytona/server.py): a background call's keeper goes on in the sandbox with no
+# request while it runs; the process tool reads, feeds and signals it with one process/execute
+# each; sweeps of later calls spare it (and only it); sessions run on them.
+load lib/helpers
+load lib/background
+bats_require_minimum_version 1.5.0
+
+DT_KEY="dt-secret-key-5f1c9a7e"
+
+setup_file() {
+	export DAYTONA_TEST_KEY="$DT_KEY"
+	DT_PORT_FILE="$BATS_FILE_TMPDIR/port"
+	python3 "$BATS_TEST_DIRNAME/daytona/server.py" --port-file "$DT_PORT_FILE" 2>"$BATS_FILE_TMPDIR/daytona.log" &
+	echo $! >"$BATS_FILE_TMPDIR/server.pid"
+	for _ in $(seq 100); do [ -s "$DT_PORT_FILE" ] && break; sleep 0.1; done
+	[ -s "$DT_PORT_FILE" ]
+}
+
+teardown_file() {
+	[ -f "$BATS_FILE_TMPDIR/server.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/server.pid")" 2>/dev/null || true
+}
+
+setup() {
+	common_setup
+	DT_URL="http://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
+	export DAYTONA_API_URL="$DT_URL/api" DAYTONA_API_KEY="$DT_KEY" SANDBOX_BACKEND=daytona
+	unset DAYTONA_TARGET SANDBOX_DAYTONA_SNAPSHOT SANDBOX_DAYTONA_IMAGE SANDBOX_DAYTONA_START_TIMEOUT
+	control '{"clear_log": true}' >/dev/null
+}
+
+control() {
+	python3 - "$DT_URL/_control" "$1" <<'EOF'
+import sys, urllib.request
+req = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method='POST',
+                             headers={'Content-Type': 'application/json'})
+print(urllib.request.urlopen(req, timeout=10).read().decode())
+EOF
+}
+
+live_sandboxes() {
+	control '{}' | jq '.sandboxes | length'
+}
+
+# py ID SESSION SCRIPT [MORE ARGS JSON]: an execute_python call line in that session.
+py() {
+	call_json "$1" execute_python "$(jq -cn --arg s "$3" --arg n "$2" --argjson m "${4:-{\}}" '{script: $s, session: $n} + $m')"
+}
+
+@test "daytona background: output so far, then only what is new; input, close_input, the exit code; no request while it runs" {
+	session_of "$(bg 1 'echo start; read x; echo "got $x"; echo oops >&2; read y || echo "input closed"; exit 7')" \
+		'{"wait": 1}' \
+		"$(proc 2 '{"process_id": "bg-1", "input": "hello\n", "wait_s": 20}')" '{"wait": 2}' \
+		"$(proc 3 '{"process_id": "bg-1", "close_input": true, "wait_s": 20}')" '{"wait": 3}' \
+		"$(proc 4 '{"process_id": "bg-1", "wait_s": 20}')" '{"wait": 4}' \
+		"$(proc 5 '{}')"
+	res 1
+	sc '.process_id == "bg-1" and .running == true and .stdout == "start\n" and .backend == "daytona"'
+	res 2
+	sc '.process_id == "bg-1" and .input_written == 6 and (.stdout | startswith("got hello\n")) and (.stdout | contains("start") | not)'
+	local all
+	all=$(printf '%s\n' "$output" | jq -sc '[.[] | select(.id == 2 or .id == 3 or .id == 4) | .result.structuredContent]')
+	jqe "$all" '(map(.stdout) | join("")) == "got hello\ninput closed\n" and (map(.stderr) | join("")) == "oops\n"'
+	jqe "$all" 'map(select(.running == false)) | length >= 1 and all(.exit_code == 7)'
+	res 5
+	sc '.processes | map(select(.process_id == "bg-1")) | length == 0'
+	[ "$(live_sandboxes)" -eq 0 ]
+}
+
+@test "daytona session: names, imports and objects persist; the last expression is the value; an exception leaves it alive; listed" {
+	session_of "$(py 1 a 'import os
+x = 1
+x')" '{"wait": 1}' \
+		"$(py 2 a 'x += 1
+print("hi")
+x')" '{"wait": 2}' \
+		"$(py 3 a '1/0')" '{"wait": 3}' \
+		"$(py 4 a 'x, os.getenv("FOO"), open("f.txt").read()' '{"env": {"FOO": "bar"}, "files": {"f.txt": "data"}}')" '{"wait": 4}' \
+		"$(call_json 5 process '{}')"
+	res 1
+	sc '.exit_code == 0 and .value == "1" and .session == "a" and .stdout == ""'
+	res 2
+	sc '.value == "2" and .stdout == "hi\n"'
+	res 3
+	sc '.exit_code == 1 and (.stderr | test("ZeroDivisionError"))'
+	res 4
+	sc '.value == "(2, '"'"'bar'"'"', '"'"'data'"'"')"'
+	res 5
+	sc '[.processes[] | select(.session)] | map(.session) == ["a"]'
+}
+
+@test "daytona background: a later call's sweep spares it and what it forked (setsid included), and nothing else; KILL ends them all" {
+	session_of "$(bg 1 'setsid sleep 3011 & echo forked; exec sleep 3012')" '{"wait": 1}' \
+		"$(call_json 2 execute_bash_commands '{"code": "setsid sleep 3013 & echo fg"}')" '{"wait": 2}' \
+		"$(call_json 3 execute_bash_commands '{"code": "ps -eo args | grep -c \"^sleep 301[123]\" || true; ps -eo args | grep \"^sleep 301\" | sort"}')" '{"wait": 3}' \
+		"$(proc 4 '{"process_id": "bg-1", "signal": "KILL", "wait_s": 20}')" '{"wait": 4}' \
+		"$(call_json 5 execute_bash_commands '{"code": "ps -eo args | grep \"^sleep 301\" || echo none"}')"
+	res 1
+	sc '.running == true and .stdout == "forked\n"'
+	res 3
+	sc '.stdout == "2\nsleep 3011\nsleep 3012\n"'
+	res 4
+	sc '.running == false and .exit_code == 137'
+	res 5
+	sc '.stdout == "none\n"'
+}
+
+@test "daytona background: it cannot read a later call's environment (a Landlock domain of its own)" {
+	# Daytona's sandbox user is not root; the test server's is, so both sides run as another
+	# user here (the kernel lets root's ptrace access through a Landlock domain).
+	local as='setpriv --reuid=65534 --regid=65534 --clear-groups'
+	session_of "$(bg 1 "$as bash -c 'for i in \$(seq 40); do for f in /proc/[0-9]*/environ; do { tr \"\\0\" \"\\n\" < \$f; } 2>/dev/null; done | grep -a \"^LATER=\" && break; sleep 0.02; done; echo scanned'" '{"timeout_s": 60}')" '{"wait": 1}' \
+		"$(call_json 2 execute_bash_commands "$(jq -cn --arg c "$as env LATER=hunter2 sleep 2 & $as bash -c 'sleep 0.5; tr \"\\0\" \"\\n\" < /proc/'\$!'/environ | grep -a ^LATER='; wait" '{code: $c}')")" '{"wait": 2}' \
+		"$(proc 3 '{"process_id": "bg-1", "wait_s": 30}')" '{"wait": 3}' \
+		"$(proc 4 '{"process_id": "bg-1", "wait_s": 30}')"
+	# Unconfined, the same user reads it.
+	res 2
+	sc '.stdout == "LATER=hunter2\n"'
+	local all
+	all=$(printf '%s\n' "$output" | jq -sc '[.[] | select(.id == 1 or .id == 3 or .id == 4) | .result.structuredContent.stdout] | join("")')
+	[[ "$all" == *scanned* ]]
+	[[ "$all" != *hunter2* ]]
+}
+
+@test "daytona background: huge output stays within the cap per read, the rest in the workspace file; ids of a removed sandbox are gone" {
+	SERVER_ARGS="--output-cap 1K" session_of "$(bg 1 'head -c 3000000 /dev/zero | tr "\0" a; echo; echo end >&2; sleep 300' '{"wait_s": 0.2}')" '{"wait": 1}' \
+		"$(proc 2 '{"process_id": "bg-1", "wait_s": 20}')" '{"wait": 2}' \
+		"$(call_json 3 execute_bash_commands '{"code": "wc -c < .sandbox/output/$(ls .sandbox/output | grep -m1 stdout)"}')" '{"wait": 3}' \
+		"$(call_json 4 cleanup_sandbox '{}')" '{"wait": 4}' \
+		"$(proc 5 '{"process_id": "bg-1"}')" '{"wait": 5}' \
+		"$(proc 6 '{}')"
+	local all
+	all=$(printf '%s\n' "$output" | jq -sc '[.[] | select(.id == 1 or .id == 2) | .result.structuredContent]')
+	jqe "$all" 'all(.stdout | length <= 1024)'
+	res 3
+	sc '.stdout | tonumber > 1000000'
+	res 5
+	jqe "$result" '.isError == true and (.content[0].text | test("no such background process|no background process"))'
+	res 6
+	sc '.processes == []'
+	[ "$(live_sandboxes)" -eq 0 ]
+}
+
+@test "daytona background: a toolbox 5xx during a read is that read's error; the next read finds it whole" {
+	session_of "$(bg 1 'echo one; read x; echo "got $x"; sleep 300')" '{"wait": 1}' \
+		"$(jq -cn --arg u "$DT_URL/_control" '{sh: ("curl -sf -o /dev/null -d '"'"'{\"fail\": \"500\", \"count\": 1, \"on\": \"toolbox\", \"path\": \"*/process/execute\"}'"'"' " + $u)}')" \
+		"$(proc 2 '{"process_id": "bg-1"}')" '{"wait": 2}' \
+		"$(proc 3 '{"process_id": "bg-1", "input": "two\n", "wait_s": 20}')" '{"wait": 3}' \
+		"$(proc 4 '{}')"
+	res 2
+	jqe "$result" '.isError == true and (.content[0].text | test("HTTP 500"))'
+	res 3
+	sc '.running == true and .stdout == "got two\n"'
+	res 4
+	sc '.processes | length == 1 and .[0].running'
+}
+
+@test "daytona background: at most --max-background at once; a timeout_s ends one; labels with quotes stay text" {
+	SERVER_ARGS="--max-background 1" session_of "$(bg 1 "echo 'it'\"'\"'s \$(id)'; sleep 300" '{"timeout_s": 3}')" '{"wait": 1}' \
+		"$(bg 2 'echo second')" '{"wait": 2}' \
+		"$(proc 3 '{}')" '{"wait": 3}' \
+		"$(proc 4 '{"process_id": "bg-1", "wait_s": 30}')" '{"wait": 4}' \
+		"$(proc 5 '{"process_id": "bg-1", "wait_s": 30}')"
+	res 1
+	sc ".stdout == \"it's \$(id)\n\""
+	res 2
+	sc '.error | test("at most 1 background processes")'
+	res 3
+	sc ".processes[0].command == \"bash: echo 'it'\\\"'\\\"'s \$(id)'; sleep 300\""
+	local all
+	all=$(printf '%s\n' "$output" | jq -sc '[.[] | select(.id == 4 or .id == 5) | .result.structuredContent]')
+	jqe "$all" 'map(select(.running == false)) | length >= 1 and all(.timed_out == true and .exit_code == 124)'
+}
+
+@test "daytona session: a timeout interrupts the cell and it lives on; one that ignores it is killed; an interpreter a later call killed says its state is lost" {
+	session_of "$(py 1 a 'x = 5')" '{"wait": 1}' \
+		"$(py 2 a 'import time
+while True: time.sleep(0.05)' '{"timeout_s": 2}')" '{"wait": 2}' \
+		"$(py 3 a 'x')" '{"wait": 3}' \
+		"$(py 4 a 'import signal, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+while True: time.sleep(0.05)' '{"timeout_s": 2}')" '{"wait": 4}' \
+		"$(py 5 a 'x = 6')" '{"wait": 5}' \
+		"$(call_json 6 execute_bash_commands '{"code": "pkill -KILL -f \"[A] Python session\"; echo $?"}')" '{"wait": 6}' \
+		"$(py 7 a 'y = 1
+y')"
+	res 2
+	sc '.timed_out == true and .exit_code == 124 and (.notice | test("interrupted at its timeout"))'
+	res 3
+	sc '.value == "5"'
+	res 4
+	sc '(.error | test("did not stop within 1000 ms")) and (.error | test("state .* is lost"))'
+	res 6
+	sc '.stdout == "0\n"'
+	res 7
+	sc '.value == "1" or (.error | test("session a ended"))'
+	jqe "$result" '.structuredContent.value == null or (.structuredContent.notice | test("had ended"))'
+}
