@@ -1750,6 +1750,12 @@ static void daytona_report(struct backend *b, FILE *f)
 			D->image[0] ? "Daytona's default (--workspace-size 0)"
 				    : "the snapshot's own (--workspace-size applies with --daytona-image alone)");
 	fprintf(f, "    timeouts    the call's timeout; every process of the call killed at its end\n");
+	if (cfg->max_background)
+		fprintf(f, "    background  %-10llu at once (--max-background), each until its timeout_s (default %g s, at most "
+			   "%g s), in a Landlock domain of its own (refused without one)\n",
+			(unsigned long long)cfg->max_background, cfg->bg_timeout_s, cfg->bg_max_timeout_s);
+	else
+		fprintf(f, "    background  %-10s (--max-background 0)\n", "none");
 	fprintf(f, "    lifetime    auto-stop when idle, then auto-delete; labelled %s for reaping\n", LABEL);
 	wssync_report(&D->ws, f);
 	for (size_t i = 0; i < cfg->mounts.n; i++)

@@ -23,6 +23,7 @@
 #   kill DIR WAIT_MS CHUNK KEEP SYNC OFF1 OFF2
 #       asks the keeper to kill the call (a file, and SIGTERM), then as poll; sweeps always
 #   SYNC is "-" or GEN:MAXN:MAXB:INLINE:MAXRM:ROOT:STATE (wssync.py's ws_sync)
+#   bgq, bgin, bgsig           background processes (SH_FALLBACK's bit 2): runner.h says it all
 #   procs                      prints the sandbox's processes: the baseline a sweep spares
 #   wsprep ROOT STATE SRC      after a --workspace folder's files were uploaded into ROOT: its
 #                              folders and modes from the manifest SRC ("-": the data line),
