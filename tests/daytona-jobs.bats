@@ -192,3 +192,16 @@ y')"
 	sc '.value == "1" or (.error | test("session a ended"))'
 	jqe "$result" '.structuredContent.value == null or (.structuredContent.notice | test("had ended"))'
 }
+
+@test "daytona background: FIFOs a later call plants among its files hang neither the process tool nor its keeper" {
+	session_of "$(bg 1 'read x; echo "got $x"; sleep 300')" '{"wait": 1}' \
+		"$(call_json 2 execute_bash_commands '{"code": "for d in /tmp/.sandbox-mcp/bg-*; do for f in 1.head 1.tail 2.tail status sig; do rm -f $d/$f; mkfifo $d/$f; done; done; echo planted"}')" '{"wait": 2}' \
+		"$(proc 3 '{"process_id": "bg-1", "input": "x\n", "wait_s": 5}')" '{"wait": 3}' \
+		"$(proc 4 '{"process_id": "bg-1", "signal": "KILL", "wait_s": 20}')"
+	res 2
+	sc '.stdout == "planted\n"'
+	res 3
+	sc '.running == true and .input_written == 2'
+	res 4
+	sc '.running == false and .exit_code == 137'
+}

@@ -17,7 +17,10 @@
  * Why not toolbox sessions and their logs: a session costs requests of its own (create, exec,
  * delete), and the logs endpoint returns the whole log every time (unbounded, quadratic when
  * polled) and as JSON text (not byte-exact). The runner keeps the streams apart in files it
- * bounds, so every answer here stays small.
+ * bounds, so every answer here stays small. A background process is a call whose keeper the
+ * server stops waiting for (dtcall.h); the process op asks the runner about it (runner.h's
+ * bgq, bgin, bgsig), and sweeps spare it by the keeper's PID:START that go reported. Toolbox
+ * sessions would add no timeout, no signal but their delete, no closing of stdin.
  */
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -728,8 +728,8 @@ def bg_control(d, pid, win, fin, pending):
     group, from bgsig) and inclose (close its stdin once what was sent is in). Its stdin's
     write end, or None once closed."""
     try:
-        with open(d + '/sig') as f:
-            sig = int(f.read().strip() or '0')
+        with ropen(d + '/sig') as f:
+            sig = int(f.read(16).strip() or b'0')
         os.unlink(d + '/sig')
         if 0 < sig < 32:
             try:
@@ -751,9 +751,18 @@ def bg_control(d, pid, win, fin, pending):
             win = None
     return win
 
+def ropen(path):
+    """A file of a call's folder, which the code can reach too: opened following no symlink and
+    never blocking (a FIFO planted there), a regular file or OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    if (os.fstat(fd).st_mode & 0o170000) != 0o100000:
+        os.close(fd)
+        raise OSError(errno.EINVAL, 'not a regular file', path)
+    return os.fdopen(fd, 'rb')
+
 def chunk(d, k, off, size, spill=''):
     try:
-        with open('%s/%d.head' % (d, k), 'rb') as f:
+        with ropen('%s/%d.head' % (d, k)) as f:
             f.seek(off)
             b = f.read(size)
         if b:
@@ -762,7 +771,7 @@ def chunk(d, k, off, size, spill=''):
             r = get_at(spill, off, size)
             if r:
                 return off, r
-        with open('%s/%d.tail' % (d, k), 'rb') as f:
+        with ropen('%s/%d.tail' % (d, k)) as f:
             t0, b = f.read().split(b'\n', 1)
         t0 = int(t0)
         if t0 + len(b) > off:
@@ -794,7 +803,7 @@ def get_at(path, off, size):
 
 def status(d):
     try:
-        with open(d + '/status') as f:
+        with ropen(d + '/status') as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
@@ -846,7 +855,7 @@ def out_end(d, k):
     except OSError:
         return 0
     try:
-        with open('%s/%d.tail' % (d, k), 'rb') as f:
+        with ropen('%s/%d.tail' % (d, k)) as f:
             line = f.readline(32)
             return max(n, int(line) + os.fstat(f.fileno()).st_size - len(line))
     except (OSError, ValueError):
