@@ -205,3 +205,19 @@ y')"
 	res 4
 	sc '.running == false and .exit_code == 137'
 }
+
+@test "daytona background: idle removal deletes the sandbox with it and the next call says so; shutdown ends the next one" {
+	SERVER_ARGS="--idle-timeout 2" session_of "$(bg 1 'exec sleep 3021')" '{"wait": 1}' \
+		"$(jq -cn --arg c "grep -q 'removed after 2 s unused' '$SERVER_LOG'" '{until: $c}')" \
+		"$(call_json 2 execute_bash_commands '{"code": "echo new"}')" '{"wait": 2}' \
+		"$(proc 3 '{}')" '{"wait": 3}' \
+		"$(bg 4 'exec sleep 3022')"
+	res 2
+	sc '.stdout == "new\n" and (.notice | test("1 background process of sandbox"))'
+	res 3
+	sc '.processes == []'
+	res 4
+	sc '.running == true'
+	[ "$(live_sandboxes)" -eq 0 ]
+	no_process_matching '^sleep 302[12]'
+}
