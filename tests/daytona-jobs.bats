@@ -101,19 +101,25 @@ py() {
 	sc '.running == false and .exit_code == 3 and .stdout == "late\n"'
 }
 
-@test "daytona background: a later call's sweep spares it and what it forked (setsid included), and nothing else; KILL ends them all" {
+@test "daytona background: a later call's sweep spares it and what it forked (setsid included), and nothing else; FIFOs planted among its files hang nothing; KILL ends them all" {
 	session_of "$(bg 1 'setsid sleep 3011 & echo forked; exec sleep 3012')" '{"wait": 1}' \
 		"$(call_json 2 execute_bash_commands '{"code": "setsid sleep 3013 & echo fg"}')" '{"wait": 2}' \
 		"$(call_json 3 execute_bash_commands '{"code": "ps -eo args | grep -c \"^sleep 301[123]\" || true; ps -eo args | grep \"^sleep 301\" | sort"}')" '{"wait": 3}' \
-		"$(proc 4 '{"process_id": "bg-1", "signal": "KILL", "wait_s": 20}')" '{"wait": 4}' \
-		"$(call_json 5 execute_bash_commands '{"code": "ps -eo args | grep \"^sleep 301\" || echo none"}')"
+		"$(call_json 4 execute_bash_commands '{"code": "for d in /tmp/.sandbox-mcp/bg-*; do for f in 1.head 1.tail 2.tail status sig; do rm -f $d/$f; mkfifo $d/$f; done; done; echo planted"}')" '{"wait": 4}' \
+		"$(proc 5 '{"process_id": "bg-1", "input": "x\n", "wait_s": 1}')" '{"wait": 5}' \
+		"$(proc 6 '{"process_id": "bg-1", "signal": "KILL", "wait_s": 20}')" '{"wait": 6}' \
+		"$(call_json 7 execute_bash_commands '{"code": "ps -eo args | grep \"^sleep 301\" || echo none"}')"
 	res 1
 	sc '.running == true and .stdout == "forked\n"'
 	res 3
 	sc '.stdout == "2\nsleep 3011\nsleep 3012\n"'
 	res 4
-	sc '.running == false and .exit_code == 137'
+	sc '.stdout == "planted\n"'
 	res 5
+	sc '.running == true and .input_written == 2'
+	res 6
+	sc '.running == false and .exit_code == 137'
+	res 7
 	sc '.stdout == "none\n"'
 }
 
@@ -191,19 +197,6 @@ y')"
 	res 9
 	sc '.value == "1" or (.error | test("session a ended"))'
 	jqe "$result" '.structuredContent.value == null or (.structuredContent.notice | test("had ended"))'
-}
-
-@test "daytona background: FIFOs a later call plants among its files hang neither the process tool nor its keeper" {
-	session_of "$(bg 1 'read x; echo "got $x"; sleep 300')" '{"wait": 1}' \
-		"$(call_json 2 execute_bash_commands '{"code": "for d in /tmp/.sandbox-mcp/bg-*; do for f in 1.head 1.tail 2.tail status sig; do rm -f $d/$f; mkfifo $d/$f; done; done; echo planted"}')" '{"wait": 2}' \
-		"$(proc 3 '{"process_id": "bg-1", "input": "x\n", "wait_s": 5}')" '{"wait": 3}' \
-		"$(proc 4 '{"process_id": "bg-1", "signal": "KILL", "wait_s": 20}')"
-	res 2
-	sc '.stdout == "planted\n"'
-	res 3
-	sc '.running == true and .input_written == 2'
-	res 4
-	sc '.running == false and .exit_code == 137'
 }
 
 @test "daytona background: idle removal deletes the sandbox with it and the next call says so; shutdown ends the next one" {
