@@ -163,7 +163,7 @@ static int answer(struct dtcall *c, char *out, int code, struct err *e)
 	if (json_is_object(done) && !c->done)
 		c->done = json_incref(done);
 	const char *kp = json_str(j, "keeper");
-	if (kp && c->cr->bg && strlen(kp) < sizeof c->cr->bg->keeper)
+	if (kp && c->cr->bg && strlen(kp) < sizeof c->cr->bg->keeper && strspn(kp, "0123456789:") == strlen(kp))
 		snprintf(c->cr->bg->keeper, sizeof c->cr->bg->keeper, "%s", kp);
 	json_t *o = json_object_get(j, "out");
 	if (json_is_object(o) && c->cr->out) {
