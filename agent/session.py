@@ -11,13 +11,22 @@ VALUE_MAX = 10000  # characters of a value's repr kept
 
 ns = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
 last_result = None
+START = os.getcwd()  # the workspace: the server starts the session there
+WS = os.path.join(os.sep, "workspace", "")  # "/workspace/", not spelled out: a stand-in maps that text
+
+
+def here(p):
+    """A path the server names under /workspace, opened below the folder the session started in:
+    the same file where the sandbox's workspace is /workspace, and where a stand-in for a sandbox
+    (Daytona's test server) has it elsewhere."""
+    return START + p[len(WS) - 1:] if p.startswith(WS) else p
 
 
 def cell(req):
     global last_result
     if last_result:
         try:
-            os.unlink(last_result)
+            os.unlink(here(last_result))
         except OSError:
             pass
     last_result = req["result"]
@@ -28,7 +37,7 @@ def cell(req):
     sys.argv = [req["cell"]] + list(req.get("args", []))
     out = {"value": None, "error": False}
     try:
-        with open(req["cell"], encoding="utf-8") as f:
+        with open(here(req["cell"]), encoding="utf-8") as f:
             src = f.read()
         tree = ast.parse(src, req["cell"])
         last = None
@@ -58,10 +67,10 @@ def cell(req):
             sys.stderr.flush()
         except BaseException:
             pass
-    tmp = req["result"] + ".tmp"
+    tmp = here(req["result"]) + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(out, f)
-    os.replace(tmp, req["result"])
+    os.replace(tmp, here(req["result"]))
 
 
 def main():
@@ -72,7 +81,7 @@ def main():
             line = stdin.readline()
             if not line:
                 return
-            with open(line.decode().strip(), encoding="utf-8") as f:
+            with open(here(line.decode().strip()), encoding="utf-8") as f:
                 req = json.load(f)
             cell(req)
         except KeyboardInterrupt:

@@ -624,13 +624,3 @@ EOF
 	tool execute_bash_commands "$(bash_args "mkdir -p outputs; printf hi > outputs/\$'\\xff'.txt")"
 	sc '.artifacts | length == 1 and .[0].shown == "text" and .[0].text == "hi" and .[0].uri == "sandbox://workspace/outputs/%FF.txt"'
 }
-
-@test "background: refused at once on Daytona, which runs none, and the process tool lists none" {
-	mcp_session <<<"$(printf '%s\n' "$INIT" "$INITIALIZED" \
-		"$(call_json 1 execute_bash_commands '{"code": "echo never", "background": true}')" '{"wait": 1}' \
-		"$(call_json 2 process '{}')")"
-	res 1
-	sc '.exit_code == 1 and .stdout == "" and (.error | test("daytona backend runs no background processes"))'
-	res 2
-	sc '.processes == []'
-}

@@ -17,7 +17,10 @@
  * Why not toolbox sessions and their logs: a session costs requests of its own (create, exec,
  * delete), and the logs endpoint returns the whole log every time (unbounded, quadratic when
  * polled) and as JSON text (not byte-exact). The runner keeps the streams apart in files it
- * bounds, so every answer here stays small.
+ * bounds, so every answer here stays small. A background process is a call whose keeper the
+ * server stops waiting for (dtcall.h); the process op asks the runner about it (runner.h's
+ * bgq, bgin, bgsig), and sweeps spare it by the keeper's PID:START that go reported. Toolbox
+ * sessions would add no timeout, no signal but their delete, no closing of stdin.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -25,6 +28,7 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -73,6 +77,27 @@
  * time. */
 #define INLINE_MAX (128u << 10)
 
+/* Background processes: at most BG_LIVE at once, and BG_ENDED ended ones kept unread (the
+ * oldest goes first), as the agent keeps them (proto.h's AG_BG_MAX, AG_BG_ENDED). */
+#define BG_LIVE 64u
+#define BG_ENDED 16u
+#define BG_SLOTS (BG_LIVE + BG_ENDED)
+/* Past its timeout by this much, a background process whose keeper has not ended it (the code
+ * stopped the keeper) is no longer spared by sweeps, and a read kills it. */
+#define BG_GRACE_MS 10000
+
+/* A background process: a call's keeper (runner.h) left running in its folder bg-..., which
+ * the server alone names to the sweeps (by its keeper's PID:START, as go found it). */
+struct dt_bg {
+	unsigned id;               /* 0: a free slot */
+	bool running, timed_out, input_closed, cut, file[2];
+	int status;                /* wait status, once ended */
+	int file_errno[2];
+	char dir[128], keeper[64], label[256], prefix[256];
+	int64_t started_ns, start_ms, end_ms, deadline_ms;
+	uint64_t cap, off[2], bytes[2], ended_seq;
+};
+
 /* The backend's own options. */
 struct daytona_opts {
 	char snapshot[256];        /* snapshot to create sandboxes from; "" for the organization's */
@@ -105,6 +130,14 @@ struct daytona {
 	                        * list and reads of out_dir that follow it until the call is
 	                        * answered; NULL when none */
 	char out_dir[256];
+	/* Background processes, shared by the call's thread (run) and the process op's thread,
+	 * which has a REST client of its own (rest.h: one per thread). */
+	pthread_mutex_t bg_mu;
+	struct dt_bg bg[BG_SLOTS];
+	unsigned bg_next;
+	uint64_t bg_ended_seq;
+	struct rest prest;
+	bool popen;
 };
 
 /* What the runner's "out" holds (runner.py's OUT_*). */
@@ -972,20 +1005,117 @@ static void sync_back(struct daytona *D, json_t *ws, struct run_res *rs)
 	D->ws.pending[0] = '\0';
 }
 
+/* What a sweep spares (runner.h's KEEP): the sandbox's own processes, and every running
+ * background process with all its descendants, until its timeout and grace have passed.
+ * Caller frees; NULL when out of memory. */
+static char *keep_word(struct daytona *D)
+{
+	struct buf k = {0};
+	buf_str(&k, D->baseline ? D->baseline : "");
+	int64_t now = clock_ms();
+	pthread_mutex_lock(&D->bg_mu);
+	for (unsigned i = 0; i < BG_SLOTS; i++)
+		if (D->bg[i].id && D->bg[i].running && D->bg[i].keeper[0] && now < D->bg[i].deadline_ms)
+			buf_fmt(&k, ",+%s", D->bg[i].keeper);
+	pthread_mutex_unlock(&D->bg_mu);
+	if (!k.p)
+		buf_str(&k, "");
+	return buf_take(&k, NULL);
+}
+
+static unsigned bg_running(struct daytona *D)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < BG_SLOTS; i++)
+		n += D->bg[i].id && D->bg[i].running;
+	return n;
+}
+
+/* The ended ones past BG_ENDED go, oldest first. Holding bg_mu. */
+static void bg_trim(struct daytona *D)
+{
+	for (;;) {
+		unsigned n = 0;
+		struct dt_bg *old = NULL;
+		for (unsigned i = 0; i < BG_SLOTS; i++) {
+			if (!D->bg[i].id || D->bg[i].running)
+				continue;
+			n++;
+			if (!old || D->bg[i].ended_seq < old->ended_seq)
+				old = &D->bg[i];
+		}
+		if (n <= BG_ENDED)
+			return;
+		memset(old, 0, sizeof *old);
+	}
+}
+
+/* Takes a call that went on as a background process: its id (0: no room, cannot happen as
+ * the run was refused when too many ran). */
+static unsigned bg_adopt(struct daytona *D, const struct run_req *rq, const char *dir, const struct dtcall_bg *bg,
+			 int64_t started_ns, int64_t start_ms, const uint64_t bytes[2])
+{
+	pthread_mutex_lock(&D->bg_mu);
+	struct dt_bg *s = NULL;
+	for (unsigned i = 0; i < BG_SLOTS && !s; i++)
+		if (!D->bg[i].id)
+			s = &D->bg[i];
+	if (!s) {
+		for (unsigned i = 0; i < BG_SLOTS; i++)
+			if (!D->bg[i].running && (!s || D->bg[i].ended_seq < s->ended_seq))
+				s = &D->bg[i];
+	}
+	unsigned id = 0;
+	if (s) {
+		memset(s, 0, sizeof *s);
+		s->id = id = ++D->bg_next;
+		s->running = true;
+		snprintf(s->dir, sizeof s->dir, "%s", dir);
+		snprintf(s->keeper, sizeof s->keeper, "%s", bg->keeper);
+		snprintf(s->label, sizeof s->label, "%s", rq->bg_label ? rq->bg_label : "");
+		snprintf(s->prefix, sizeof s->prefix, "%s", rq->spill_prefix ? rq->spill_prefix : "");
+		s->started_ns = started_ns;
+		s->start_ms = start_ms;
+		uint64_t t = rq->bg_timeout_ms > (uint64_t)1 << 40 ? (uint64_t)1 << 40 : rq->bg_timeout_ms;
+		s->deadline_ms = start_ms + (int64_t)t + BG_GRACE_MS;
+		s->cap = rq->cap;
+		for (int i = 0; i < 2; i++) /* what the call's result had is read */
+			s->off[i] = s->bytes[i] = bytes[i];
+	}
+	pthread_mutex_unlock(&D->bg_mu);
+	return id;
+}
+
 static int daytona_run(struct backend *b, const struct run_req *rq, struct run_res *rs, struct err *e)
 {
 	struct daytona *D = b->priv;
 	if (!D->id[0] || !D->open)
 		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
 	char dir[128], word[300];
-	if (fresh_dir(dir, sizeof dir, "call-", e) < 0)
+	if (rq->background) {
+		pthread_mutex_lock(&D->bg_mu);
+		unsigned live = bg_running(D), max = rq->bg_max < BG_LIVE ? rq->bg_max : BG_LIVE;
+		pthread_mutex_unlock(&D->bg_mu);
+		if (live >= max)
+			return err_set(e, "at most %u background processes may run at once: end one first (process with "
+					  "signal)", max);
+	}
+	/* A background process's folder is not a call's: the next call's go leaves it be. */
+	if (fresh_dir(dir, sizeof dir, rq->background ? "bg-" : "call-", e) < 0)
 		return -1;
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	int64_t started_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec, start_ms = clock_ms();
+	struct dtcall_bg bg = {.until_ms = start_ms + (rq->bg_wait_ms > 0 ? rq->bg_wait_ms : 0)};
+	char *keep = keep_word(D);
+	if (!keep)
+		return err_set(e, "out of memory");
 	size_t size = 0;
 	for (size_t i = 0; i < rq->nfiles; i++)
 		size += rq->files[i].len;
 	json_t *ws = NULL;
-	struct dtcall_req cr = {.python = D->python, .keep = D->baseline ? D->baseline : "", .dir = dir,
-				.uploaded = size > INLINE_MAX, .spill_max = b->cfg->spill_max};
+	struct dtcall_req cr = {.python = D->python, .keep = keep, .dir = dir, .uploaded = size > INLINE_MAX,
+				.spill_max = b->cfg->spill_max, .bg = rq->background ? &bg : NULL};
 	forget_out(D);
 	if (rq->changes_in && rq->changes_list_max == OUT_LIST && rq->changes_file_max <= OUT_FILE_MAX &&
 	    strlen(rq->changes_in) < sizeof D->out_dir) {
@@ -1010,10 +1140,13 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 		if (netpolicy_parse_allow(&all, b->cfg->allow_hosts, e) == 0 && netpolicy_narrow(&sub, &all, rq->allow, e) == 0)
 			allow = code_allow_list(&sub, e);
 	}
-	if ((opened || (narrowed && strcmp(rq->allow, "none"))) && !allow)
+	if ((opened || (narrowed && strcmp(rq->allow, "none"))) && !allow) {
+		free(keep);
 		return -1;
+	}
 	if ((opened || narrowed) && set_network(D, !allow, allow, e) < 0) {
 		free(allow);
+		free(keep);
 		return -1;
 	}
 	free(allow);
@@ -1022,6 +1155,12 @@ static int daytona_run(struct backend *b, const struct run_req *rq, struct run_r
 	if (rc == 0) {
 		struct dtcall_exec x = {call_exec, D};
 		rc = dtcall_run(&x, &cr, rq, rs, e);
+	}
+	free(keep);
+	if (rc == 0 && bg.detached) {
+		rs->started_ns = started_ns;
+		if (!(rs->bg_id = bg_adopt(D, rq, dir, &bg, started_ns, start_ms, rs->bytes)))
+			rc = err_set(e, "no room for another background process");
 	}
 	if (opened) {
 		struct err ne = {""};
@@ -1312,7 +1451,279 @@ static int daytona_destroy(struct backend *b, enum backend_end how, struct err *
 	if (D->open)
 		rest_close(&D->rest);
 	D->open = false;
+	/* Its background processes went with the sandbox. */
+	pthread_mutex_lock(&D->bg_mu);
+	memset(D->bg, 0, sizeof D->bg);
+	pthread_mutex_unlock(&D->bg_mu);
+	if (D->popen)
+		rest_close(&D->prest);
+	D->popen = false;
 	return rc;
+}
+
+/* ---------------------------------------------------------------- background processes */
+
+/* Runs a runner command on the process op's own REST client; parses its one JSON line. 0 with
+ * *out (new reference), or -1 with e set. */
+static int bg_exec(struct daytona *D, const char *cmd, size_t max_body, json_t **out, struct err *e)
+{
+	*out = NULL;
+	if (!D->popen) {
+		if (rest_open(&D->prest, e) < 0)
+			return -1;
+		D->popen = true;
+	}
+	json_t *body = json_pack("{s:s, s:i}", "command", cmd, "timeout", 30);
+	if (!body)
+		return err_set(e, "out of memory");
+	size_t n = strlen(D->tb) + 32;
+	char *url = malloc(n);
+	if (!url) {
+		json_decref(body);
+		return err_set(e, "out of memory");
+	}
+	snprintf(url, n, "%s/process/execute", D->tb);
+	struct rest_req rq = {.method = "POST", .url = url, .json = body, .timeout_ms = 35000, .max_body = max_body};
+	struct http_resp rs;
+	int rc = rest_call(&D->prest, &rq, &rs, e);
+	free(url);
+	json_decref(body);
+	if (rc < 0) {
+		http_resp_free(&rs);
+		return -1;
+	}
+	if (rs.status != 200) {
+		rest_fail(&rs, "asking the Daytona sandbox about its background processes", e);
+		http_resp_free(&rs);
+		return -1;
+	}
+	const char *res = json_str(rs.json, "result");
+	json_t *ec = json_object_get(rs.json, "exitCode");
+	*out = res && json_integer_value(ec) == 0 ? json_loads(res, 0, NULL) : NULL;
+	if (!*out)
+		rc = err_set(e, "the call runner in the sandbox failed: %.300s", res && *res ? res : "no answer");
+	http_resp_free(&rs);
+	return rc;
+}
+
+/* A copy of slot id, taken under the lock; false when there is none. */
+static bool bg_copy(struct daytona *D, unsigned id, struct dt_bg *out)
+{
+	bool found = false;
+	pthread_mutex_lock(&D->bg_mu);
+	for (unsigned i = 0; i < BG_SLOTS && !found; i++)
+		if (id && D->bg[i].id == id) {
+			*out = D->bg[i];
+			found = true;
+		}
+	pthread_mutex_unlock(&D->bg_mu);
+	return found;
+}
+
+/* Puts what bgq said of one process (j) into its slot and into pi (with the data when read).
+ * Holding no lock; takes it. read: the offsets move past everything it wrote (as the agent's
+ * read: what the cap left out is only in the spill file), and an ended one is forgotten. */
+static void bg_take(struct daytona *D, unsigned id, const json_t *j, bool read, struct proc_info *pi)
+{
+	pthread_mutex_lock(&D->bg_mu);
+	struct dt_bg *s = NULL;
+	for (unsigned i = 0; i < BG_SLOTS && !s; i++)
+		if (D->bg[i].id == id)
+			s = &D->bg[i];
+	if (!s) {
+		pthread_mutex_unlock(&D->bg_mu);
+		return;
+	}
+	json_t *done = json_object_get(j, "done"), *end = json_object_get(j, "end");
+	if (s->running && json_is_object(done)) {
+		s->running = false;
+		s->end_ms = clock_ms();
+		s->ended_seq = ++D->bg_ended_seq;
+		json_t *ec = json_object_get(done, "exit_code");
+		if (!json_is_integer(ec)) {
+			s->status = SIGKILL; /* its keeper ended without a word: killed */
+		} else {
+			json_int_t c = json_integer_value(ec);
+			s->status = c > 128 && c < 160 ? (int)(c - 128) : (int)((c & 0xff) << 8);
+		}
+		s->timed_out = json_is_true(json_object_get(done, "timed_out"));
+		s->cut = json_is_true(json_object_get(done, "spill_cut"));
+		for (int i = 0; i < 2; i++) {
+			json_int_t b = json_integer_value(json_array_get(json_object_get(done, "bytes"), (size_t)i));
+			if (b > 0 && (uint64_t)b > s->bytes[i])
+				s->bytes[i] = (uint64_t)b;
+			s->file_errno[i] = (int)json_integer_value(json_array_get(json_object_get(done, "spill_errno"), (size_t)i));
+		}
+	}
+	*pi = (struct proc_info){.id = s->id, .running = s->running, .timed_out = s->timed_out, .cut = s->cut,
+				 .input_closed = s->input_closed, .status = s->status, .started_ns = s->started_ns};
+	pi->duration_ms = (uint64_t)((s->running ? clock_ms() : s->end_ms) - s->start_ms);
+	snprintf(pi->label, sizeof pi->label, "%s", s->label);
+	snprintf(pi->prefix, sizeof pi->prefix, "%s", s->prefix);
+	for (int i = 0; i < 2; i++) {
+		json_int_t e = json_integer_value(json_array_get(end, (size_t)i));
+		if (e > 0 && (uint64_t)e > s->bytes[i])
+			s->bytes[i] = (uint64_t)e;
+		json_t *ch = json_array_get(json_object_get(j, "s"), (size_t)i);
+		json_int_t off = json_integer_value(json_object_get(ch, "off"));
+		const char *data = json_str(ch, "data");
+		size_t dl = data ? strlen(data) : 0;
+		pi->s[i].from = s->off[i];
+		if (read && dl && off >= 0 && (uint64_t)off >= s->off[i] && (pi->s[i].data = malloc(dl / 4 * 3 + 3))) {
+			long n = b64_decode(data, dl, (unsigned char *)pi->s[i].data);
+			if (n > 0 && (uint64_t)n <= s->cap) {
+				pi->s[i].len = (size_t)n;
+				pi->s[i].from = (uint64_t)off;
+				pi->s[i].data[n] = '\0';
+				if ((uint64_t)off + (uint64_t)n > s->bytes[i])
+					s->bytes[i] = (uint64_t)off + (uint64_t)n;
+			} else {
+				free(pi->s[i].data);
+				pi->s[i].data = NULL;
+			}
+		}
+		pi->s[i].bytes = s->bytes[i];
+		pi->s[i].file = s->prefix[0] && s->bytes[i] > s->cap && !s->file_errno[i];
+		pi->s[i].file_errno = s->file_errno[i];
+		if (read)
+			s->off[i] = s->bytes[i];
+	}
+	if (read && !s->running)
+		memset(s, 0, sizeof *s);
+	bg_trim(D);
+	pthread_mutex_unlock(&D->bg_mu);
+}
+
+/* bgq of the processes v[0..n), reading size bytes of each stream past its offset. */
+static int bg_query(struct daytona *D, const struct dt_bg *v, size_t n, uint64_t size, json_t **out, struct err *e)
+{
+	struct buf c = {0};
+	runner_cmd(&c, D->python, "bgq");
+	buf_fmt(&c, " %llu %zu", (unsigned long long)size, n);
+	for (size_t i = 0; i < n; i++) {
+		runner_word(&c, v[i].dir);
+		runner_word(&c, v[i].keeper);
+		buf_fmt(&c, " %llu %llu", (unsigned long long)v[i].off[0], (unsigned long long)v[i].off[1]);
+		runner_word(&c, v[i].prefix);
+	}
+	runner_end(&c, NULL, NULL, 0);
+	int rc = c.oom ? err_set(e, "out of memory") : bg_exec(D, c.p, 4 * size + (64u << 10) * (n + 1), out, e);
+	free(c.p);
+	if (rc == 0 && (!json_is_array(*out) || json_array_size(*out) != n)) {
+		json_decref(*out);
+		*out = NULL;
+		rc = err_set(e, "the call runner in the sandbox sent a malformed answer");
+	}
+	return rc;
+}
+
+/* bgin or bgsig of one process: its answer's error, if any, as e. */
+static int bg_act(struct daytona *D, const struct dt_bg *s, const char *verb, const char *arg, const struct run_file *data,
+		  json_t **out, struct err *e)
+{
+	struct buf c = {0};
+	runner_cmd(&c, D->python, verb);
+	runner_word(&c, s->dir);
+	runner_word(&c, s->keeper);
+	runner_word(&c, arg);
+	runner_end(&c, NULL, data, data ? 1 : 0);
+	int rc = c.oom ? err_set(e, "out of memory") : bg_exec(D, c.p, SMALL_BODY, out, e);
+	free(c.p);
+	const char *why = rc == 0 ? json_str(*out, "error") : NULL;
+	if (why)
+		rc = err_set(e, "%s", why);
+	return rc;
+}
+
+static int daytona_process(struct backend *b, const struct proc_req *rq, struct proc_res *rs, struct err *e)
+{
+	struct daytona *D = b->priv;
+	*rs = (struct proc_res){0};
+	if (!D->id[0] || !D->open)
+		return err_set(e, "the Daytona sandbox is gone"), BACKEND_LOST;
+	json_t *j = NULL;
+	int rc = 0;
+	if (rq->op == PROC_LIST) {
+		struct dt_bg *v = calloc(BG_SLOTS, sizeof *v);
+		if (!v)
+			return err_set(e, "out of memory");
+		size_t n = 0;
+		pthread_mutex_lock(&D->bg_mu);
+		for (unsigned i = 0; i < BG_SLOTS; i++)
+			if (D->bg[i].id)
+				v[n++] = D->bg[i];
+		pthread_mutex_unlock(&D->bg_mu);
+		if (n && (rc = bg_query(D, v, n, 0, &j, e)) < 0) {
+			free(v);
+			return rc;
+		}
+		if (!(rs->v = calloc(n ? n : 1, sizeof *rs->v))) {
+			free(v);
+			json_decref(j);
+			return err_set(e, "out of memory");
+		}
+		for (size_t i = 0; i < n; i++)
+			bg_take(D, v[i].id, json_array_get(j, i), false, &rs->v[rs->n++]);
+		free(v);
+		json_decref(j);
+		return 0;
+	}
+	struct dt_bg s;
+	if (!bg_copy(D, rq->id, &s))
+		return err_set(e, "no such background process");
+	if (rq->op == PROC_INPUT) {
+		if (!s.running)
+			return err_set(e, "it has ended");
+		if (s.input_closed && (rq->len || !rq->close_input))
+			return err_set(e, "its input is closed");
+		if (s.input_closed)
+			return 0;
+		struct run_file f = {"", rq->input ? rq->input : "", rq->len < INLINE_MAX ? rq->len : INLINE_MAX, 0};
+		rc = bg_act(D, &s, "bgin", rq->close_input ? "1" : "0", &f, &j, e);
+		if (rc == 0) {
+			json_int_t w = json_integer_value(json_object_get(j, "written"));
+			rs->written = w > 0 && (size_t)w <= f.len ? (size_t)w : 0;
+			if (rq->close_input) {
+				pthread_mutex_lock(&D->bg_mu);
+				for (unsigned i = 0; i < BG_SLOTS; i++)
+					if (D->bg[i].id == rq->id)
+						D->bg[i].input_closed = true;
+				pthread_mutex_unlock(&D->bg_mu);
+			}
+		}
+		json_decref(j);
+		return rc;
+	}
+	if (rq->op == PROC_SIGNAL) {
+		if (rq->sig <= 0 || rq->sig >= 32)
+			return err_set(e, "bad signal");
+		if (!s.running)
+			return err_set(e, "it has ended");
+		char sig[16];
+		snprintf(sig, sizeof sig, "%d", rq->sig);
+		rc = bg_act(D, &s, "bgsig", sig, NULL, &j, e);
+		json_decref(j);
+		return rc;
+	}
+	/* PROC_READ; one past its timeout and grace (its keeper stopped by the code) is killed. */
+	if (s.running && clock_ms() >= s.deadline_ms) {
+		char sig[16];
+		snprintf(sig, sizeof sig, "%d", SIGKILL);
+		bg_act(D, &s, "bgsig", sig, NULL, &j, e);
+		json_decref(j);
+		j = NULL;
+		err_clear(e);
+	}
+	if ((rc = bg_query(D, &s, 1, s.cap, &j, e)) < 0)
+		return rc;
+	if (!(rs->v = calloc(1, sizeof *rs->v))) {
+		json_decref(j);
+		return err_set(e, "out of memory");
+	}
+	rs->n = 1;
+	bg_take(D, s.id, json_array_get(j, 0), true, &rs->v[0]);
+	json_decref(j);
+	return 0;
 }
 
 static void daytona_report(struct backend *b, FILE *f)
@@ -1342,6 +1753,12 @@ static void daytona_report(struct backend *b, FILE *f)
 			D->image[0] ? "Daytona's default (--workspace-size 0)"
 				    : "the snapshot's own (--workspace-size applies with --daytona-image alone)");
 	fprintf(f, "    timeouts    the call's timeout; every process of the call killed at its end\n");
+	if (cfg->max_background)
+		fprintf(f, "    background  %-10llu at once (--max-background), each until its timeout_s (default %g s, at most "
+			   "%g s), in a Landlock domain of its own (refused without one)\n",
+			(unsigned long long)cfg->max_background, cfg->bg_timeout_s, cfg->bg_max_timeout_s);
+	else
+		fprintf(f, "    background  %-10s (--max-background 0)\n", "none");
 	fprintf(f, "    lifetime    auto-stop when idle, then auto-delete; labelled %s for reaping\n", LABEL);
 	wssync_report(&D->ws, f);
 	for (size_t i = 0; i < cfg->mounts.n; i++)
@@ -1366,6 +1783,7 @@ static void daytona_init(struct backend *b)
 {
 	struct daytona *D = b->priv;
 	wssync_init(&D->ws);
+	pthread_mutex_init(&D->bg_mu, NULL);
 }
 
 static bool owner_alive(const char *owner, const char *host)
@@ -1495,6 +1913,7 @@ const struct backend_ops daytona_backend_ops = {
 	.settle = daytona_settle,
 	.check = daytona_check,
 	.destroy = daytona_destroy,
+	.process = daytona_process,
 	.report = daytona_report,
 	.reap = daytona_reap,
 };

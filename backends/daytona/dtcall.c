@@ -38,6 +38,15 @@ static const char *json_str(const json_t *o, const char *key)
 	return json_string_value(json_object_get(o, key));
 }
 
+/* How long a go or poll waits in the sandbox: a background run's wait ends at its own time. */
+static int wait_ms(const struct dtcall *c)
+{
+	if (!c->cr->bg)
+		return RUN_WAIT_MS;
+	int64_t left = c->cr->bg->until_ms - clock_ms();
+	return left <= 0 ? 0 : left > RUN_WAIT_MS ? RUN_WAIT_MS : (int)left;
+}
+
 static size_t count(const char *const *v)
 {
 	size_t n = 0;
@@ -55,13 +64,15 @@ static char *go_command(const struct dtcall *c)
 	int64_t left = rq->deadline_ms - clock_ms();
 	runner_cmd(&b, cr->python, "go");
 	runner_word(&b, cr->dir);
-	buf_fmt(&b, " %d %u", RUN_WAIT_MS, POLL_CHUNK);
+	buf_fmt(&b, " %d %u", wait_ms(c), POLL_CHUNK);
 	runner_word(&b, cr->keep);
 	runner_word(&b, cr->sync ? cr->sync : "-");
+	if (cr->bg) /* its own timeout, from its start: the call's deadline bounds only the wait */
+		left = rq->bg_timeout_ms > (uint64_t)1 << 40 ? (int64_t)1 << 40 : (int64_t)rq->bg_timeout_ms;
 	buf_fmt(&b, " %llu %llu %lld", (unsigned long long)rq->cap, (unsigned long long)cr->spill_max,
 		(long long)(left > 1 ? left : 1));
 	runner_word(&b, rq->spill_prefix ? rq->spill_prefix : "");
-	buf_fmt(&b, " %d", rq->sh_fallback ? 1 : 0);
+	buf_fmt(&b, " %d", (rq->sh_fallback ? 1 : 0) | (cr->bg ? 2 : 0));
 	runner_word(&b, rq->cwd ? rq->cwd : WORKSPACE);
 	runner_word(&b, rq->changes_in ? rq->changes_in : "");
 	buf_fmt(&b, " %zu", rq->nfiles);
@@ -90,7 +101,7 @@ static char *wait_command(const struct dtcall *c, const char *mode)
 	bool kill = !strcmp(mode, "kill");
 	runner_cmd(&b, c->cr->python, mode);
 	runner_word(&b, c->cr->dir);
-	buf_fmt(&b, " %d %u", kill ? KILL_WAIT_MS : RUN_WAIT_MS, POLL_CHUNK);
+	buf_fmt(&b, " %d %u", kill ? KILL_WAIT_MS : wait_ms(c), POLL_CHUNK);
 	runner_word(&b, c->cr->keep);
 	runner_word(&b, c->cr->sync ? c->cr->sync : "-");
 	buf_fmt(&b, " %llu %llu", (unsigned long long)c->fed[0], (unsigned long long)c->fed[1]);
@@ -151,6 +162,9 @@ static int answer(struct dtcall *c, char *out, int code, struct err *e)
 	json_t *ws = json_object_get(j, "ws");
 	if (json_is_object(done) && !c->done)
 		c->done = json_incref(done);
+	const char *kp = json_str(j, "keeper");
+	if (kp && c->cr->bg && strlen(kp) < sizeof c->cr->bg->keeper && strspn(kp, "0123456789:") == strlen(kp))
+		snprintf(c->cr->bg->keeper, sizeof c->cr->bg->keeper, "%s", kp);
 	json_t *o = json_object_get(j, "out");
 	if (json_is_object(o) && c->cr->out) {
 		json_decref(*c->cr->out);
@@ -279,6 +293,10 @@ static int follow(struct dtcall *c, struct err *e)
 	const struct run_req *rq = c->rq;
 	int rc = ask(c, "go", rq->cancel_fd, e);
 	while (rc == 0 && !finished(c)) {
+		if (c->cr->bg && !c->done && c->cr->bg->keeper[0] && clock_ms() >= c->cr->bg->until_ms) {
+			c->cr->bg->detached = true; /* it goes on by itself: no request while it runs */
+			return 0;
+		}
 		if (cancel_pending(rq))
 			rc = DTCALL_CANCELLED;
 		else if (c->done)
@@ -298,6 +316,11 @@ int dtcall_run(const struct dtcall_exec *x, const struct dtcall_req *cr, const s
 	struct dtcall c = {.x = x, .cr = cr, .rq = rq, .rs = rs};
 	rs->started = true; /* from here on the command may run: never repeat it */
 	int rc = follow(&c, e);
+	if (rc == 0 && cr->bg && cr->bg->detached) {
+		for (int i = 0; i < 2; i++)
+			rs->bytes[i] = c.fed[i];
+		return 0;
+	}
 	if (rc == DTCALL_CANCELLED) {
 		rs->cancelled = true;
 		rc = c.swept ? 0 : stop(&c, e);

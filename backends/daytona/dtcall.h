@@ -61,6 +61,15 @@ struct dtcall_req {
 	 * files, with the sweep's word), a new reference; NULL: not taken, and answers are no
 	 * larger for it. */
 	json_t **out;
+	/* A background run (rq->background; NULL: none): the wait ends at until_ms; a program
+	 * still running then is left running (detached, and not swept), and keeper gets its
+	 * keeper's "PID:START" as go found it (runner.h), which later sweeps spare with all its
+	 * descendants. */
+	struct dtcall_bg {
+		int64_t until_ms;
+		bool detached;
+		char keeper[64];
+	} *bg;
 };
 
 /* How much larger an answer that brings "out" may be: what an honest runner can say, 1000 names

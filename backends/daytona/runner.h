@@ -53,6 +53,18 @@
  *       it) and sends the keeper SIGTERM; waits as poll, then sweeps whatever happened.
  *   Each of go, poll and kill first kills the one of them that ran for the call before, if it
  *   still waits: its request was abandoned, and its sweep would kill the new one.
+ *   A background call: SH_FALLBACK's bit 2. Its keeper takes TIMEOUT_MS as the program's whole
+ *   life, gives it a pipe for stdin fed from the FIFO DIR/in, and puts it (no_new_privs) in a
+ *   Landlock domain of its own; go refuses it where the kernel has no Landlock scopes (ABI 6),
+ *   and its answer says "keeper": "PID:START" of the keeper it forked. KEEP entries
+ *   "+PID:START" spare that process and all its descendants from the sweep.
+ *   bgq SIZE N (DIR KEEPER OFF1 OFF2 SPILL_PREFIX)...
+ *       one JSON line, a list: per process {"done": status, {"error"} when its keeper is gone
+ *       without one, or null; "end": [bytes of each stream so far]; "s": up to SIZE bytes of
+ *       each stream from its offset, read from N.head, the spill file, or N.tail}
+ *   bgin DIR KEEPER CLOSE   writes the data line into DIR/in, what it takes now ({"written"}),
+ *                           then, CLOSE 1, makes DIR/inclose: the keeper closes the stdin
+ *   bgsig DIR KEEPER SIG    DIR/sig for the keeper, which sends SIG to the process group
  *   procs                   prints "PID:STARTTIME,..." of every process (KEEP: taken when the
  *                           sandbox has started, before any call)
  *   wsprep ROOT STATE SRC   after a --workspace folder was uploaded into ROOT: its folders and

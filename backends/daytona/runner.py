@@ -23,6 +23,7 @@
 #   kill DIR WAIT_MS CHUNK KEEP SYNC OFF1 OFF2
 #       asks the keeper to kill the call (a file, and SIGTERM), then as poll; sweeps always
 #   SYNC is "-" or GEN:MAXN:MAXB:INLINE:MAXRM:ROOT:STATE (wssync.py's ws_sync)
+#   bgq, bgin, bgsig           background processes (SH_FALLBACK's bit 2): runner.h says it all
 #   procs                      prints the sandbox's processes: the baseline a sweep spares
 #   wsprep ROOT STATE SRC      after a --workspace folder's files were uploaded into ROOT: its
 #                              folders and modes from the manifest SRC ("-": the data line),
@@ -552,7 +553,7 @@ def run(d, a, data):
     """The call (go's arguments from CAP on), run by the keeper; data: the files sent inline,
     in order. Its status."""
     cap, smax, tmo, spill = int(a[0]), int(a[1]), int(a[2]) / 1000.0, a[3]
-    fb, cwd, watch, nput = a[4] == '1', a[5], a[6], int(a[7])
+    fb, bg, cwd, watch, nput = int(a[4]) & 1, int(a[4]) & 2, a[5], a[6], int(a[7])
     puts, a = a[8:8 + 3 * nput], a[8 + 3 * nput:]
     n = int(a[0])
     env, argv = a[1:1 + n], a[2 + n:]
@@ -592,6 +593,13 @@ def run(d, a, data):
         prog, argv = '/bin/sh', ['/bin/sh'] + argv[1:]
     r1, w1 = os.pipe()
     r2, w2 = os.pipe()
+    rin = win = fin = None
+    if bg:  # its stdin: a pipe fed from the FIFO d/in (bgin), closed once d/inclose appears
+        rin, win = os.pipe()
+        os.set_blocking(win, False)
+        os.mkfifo(d + '/in', 0o600)
+        fin = os.open(d + '/in', os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    pending = bytearray()
     streams = [Stream(d, 1, cap, smax, spill), Stream(d, 2, cap, smax, spill)]
     if os.path.exists(d + '/kill'):
         return {'error': 'the call was cancelled before it started'}
@@ -601,8 +609,10 @@ def run(d, a, data):
     if pid == 0:
         try:
             os.setpgid(0, 0)
-            nul = os.open('/dev/null', os.O_RDONLY)
+            nul = os.open('/dev/null', os.O_RDONLY) if rin is None else rin
             os.dup2(nul, 0)
+            if bg:
+                confine()
             os.dup2(w1, 1)
             os.dup2(w2, 2)
             os.closerange(3, 65536)
@@ -621,10 +631,33 @@ def run(d, a, data):
         os._exit(127)
     os.close(w1)
     os.close(w2)
+    if rin is not None:
+        os.close(rin)
     fds = {r1: streams[0], r2: streams[1]}
     status, timed_out, give_up, last = None, False, None, 0.0
     while fds or status is None:
-        for fd in select.select(list(fds), [], [], 0.05)[0]:
+        rd = list(fds) + ([fin] if fin is not None and len(pending) < 65536 else [])
+        wr = [win] if win is not None and pending else []
+        r_, w_ = select.select(rd, wr, [], 0.05)[:2]
+        if w_:
+            try:
+                del pending[:os.write(win, pending)]
+            except BlockingIOError:
+                pass
+            except OSError:  # it closed its end: what it was sent goes nowhere
+                pending.clear()
+                os.close(win)
+                win = None
+        if fin is not None and fin in r_:
+            try:
+                pending += os.read(fin, 65536)
+            except BlockingIOError:
+                pass
+        if bg:
+            win = bg_control(d, pid, win, fin, pending)
+        for fd in r_:
+            if fd == fin:
+                continue
             b = os.read(fd, 65536)
             if b:
                 fds[fd].add(b)
@@ -666,14 +699,79 @@ def run(d, a, data):
             'oom_killed': oom, 'memory_limit': memory_limit(cg) if oom else 0, 'started_ns': started_ns,
             'changed': changed_since(watch, started_ns) if watch else None, 'watch': watch or None}
 
-def chunk(d, k, off, size):
+def confine():
+    """Puts the calling process (a background process, before its exec) in a Landlock domain of
+    its own, as the agent does: it can then neither trace (read /proc/PID/environ, mem) nor
+    signal what later calls start, which lie outside it. Raises OSError when it cannot."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(38, 1, 0, 0, 0):  # PR_SET_NO_NEW_PRIVS
+        raise OSError(ctypes.get_errno(), 'no_new_privs')
+    attr = (ctypes.c_uint64 * 3)(0, 0, 3)  # no access handled; scoped: abstract unix sockets, signals
+    fd = libc.syscall(444, attr, 24, 0)  # landlock_create_ruleset
+    if fd < 0 or libc.syscall(446, fd, 0):  # landlock_restrict_self
+        raise OSError(ctypes.get_errno(), 'landlock')
+    os.close(fd)
+
+NO_LANDLOCK = ('background processes need Landlock with scopes (Linux 6.12 or later, Landlock enabled) to keep '
+               'them from later calls; this sandbox has none')
+
+def landlock_abi():
     try:
-        with open('%s/%d.head' % (d, k), 'rb') as f:
+        import ctypes
+        return ctypes.CDLL(None).syscall(444, None, 0, 1)  # LANDLOCK_CREATE_RULESET_VERSION
+    except Exception:
+        return -1
+
+def bg_control(d, pid, win, fin, pending):
+    """A background keeper's requests, as files of its folder: sig (a signal for the process
+    group, from bgsig) and inclose (close its stdin once what was sent is in). Its stdin's
+    write end, or None once closed."""
+    try:
+        with ropen(d + '/sig') as f:
+            sig = int(f.read(16).strip() or b'0')
+        os.unlink(d + '/sig')
+        if 0 < sig < 32:
+            try:
+                os.killpg(pid, sig)
+            except OSError:
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+    except (OSError, ValueError):
+        pass
+    if win is not None and os.path.exists(d + '/inclose'):
+        try:
+            pending += os.read(fin, 1 << 20)
+        except OSError:
+            pass
+        if not pending:
+            os.close(win)
+            win = None
+    return win
+
+def ropen(path):
+    """A file of a call's folder, which the code can reach too: opened following no symlink and
+    never blocking (a FIFO planted there), a regular file or OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    if (os.fstat(fd).st_mode & 0o170000) != 0o100000:
+        os.close(fd)
+        raise OSError(errno.EINVAL, 'not a regular file', path)
+    return os.fdopen(fd, 'rb')
+
+def chunk(d, k, off, size, spill=''):
+    try:
+        with ropen('%s/%d.head' % (d, k)) as f:
             f.seek(off)
             b = f.read(size)
         if b:
             return off, b
-        with open('%s/%d.tail' % (d, k), 'rb') as f:
+        if spill:  # past the head, the spill file holds the stream from its start (up to SPILL_MAX)
+            r = get_at(spill, off, size)
+            if r:
+                return off, r
+        with ropen('%s/%d.tail' % (d, k)) as f:
             t0, b = f.read().split(b'\n', 1)
         t0 = int(t0)
         if t0 + len(b) > off:
@@ -683,9 +781,29 @@ def chunk(d, k, off, size):
         pass
     return off, b''
 
+def get_at(path, off, size):
+    """size bytes at off of the regular file path, following no symlink, opening nothing that
+    can block; b'' when there is none."""
+    try:
+        dfd, base = open_parent(path, False)
+    except OSError:
+        return b''
+    try:
+        fd = os.open(base, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, dir_fd=dfd)
+        try:
+            if (os.fstat(fd).st_mode & 0o170000) != 0o100000:
+                return b''
+            return os.pread(fd, size, off)
+        finally:
+            os.close(fd)
+    except OSError:
+        return b''
+    finally:
+        os.close(dfd)
+
 def status(d):
     try:
-        with open(d + '/status') as f:
+        with ropen(d + '/status') as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
@@ -737,7 +855,7 @@ def out_end(d, k):
     except OSError:
         return 0
     try:
-        with open('%s/%d.tail' % (d, k), 'rb') as f:
+        with ropen('%s/%d.tail' % (d, k)) as f:
             line = f.readline(32)
             return max(n, int(line) + os.fstat(f.fileno()).st_size - len(line))
     except (OSError, ValueError):
@@ -911,12 +1029,19 @@ def go(a):
         except OSError:
             pass
     keep_reserve()
+    if int(a[9]) & 2 and landlock_abi() < 6:
+        ok, msg = sweep(keep)
+        return {'done': {'error': NO_LANDLOCK}, 's': [], 'sweep': {'ok': ok, 'msg': msg}}
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         keeper(d, w, a[5:], data)
     os.close(w)
-    return wait_end(d, wait, size, keep, a[4], (0, 0), False, (r, pid))
+    st = proc_state(pid)  # the keeper, as this process knows it (its record is the code's to rewrite)
+    res = wait_end(d, wait, size, keep, a[4], (0, 0), False, (r, pid))
+    if st:
+        res['keeper'] = '%d:%s' % (pid, st[1])
+    return res
 
 def kill(a):
     d = locate(a[0])
@@ -935,6 +1060,75 @@ def kill(a):
         except OSError:
             pass
     return wait_end(d, int(a[1]) / 1000.0, int(a[2]), a[3], a[4], (int(a[5]), int(a[6])), False, stop=True)
+
+def bg_alive(keeper):
+    """Whether the keeper the server recorded (PID:START) still runs."""
+    try:
+        pid, start = keeper.split(':')
+        return alive((int(pid), start)), int(pid)
+    except ValueError:
+        return False, 0
+
+def bgq(a):
+    """bgq SIZE N (DIR KEEPER OFF1 OFF2 SPILL)...: the state of background processes and up to
+    SIZE bytes of each stream from its offset."""
+    size, n, out = int(a[0]), int(a[1]), []
+    for i in range(n):
+        d, keeper, o1, o2, spill = a[2 + 5 * i:7 + 5 * i]
+        run_ = bg_alive(keeper)[0]
+        done = status(d)
+        if done is None and not run_:
+            done = status(d) or {'error': GONE + full_hint(d)}
+        r = {'done': done, 'end': [out_end(d, 1), out_end(d, 2)], 's': []}
+        for k, off in ((1, int(o1)), (2, int(o2))):
+            o, b = chunk(d, k, off, size, spill and '%s.%s' % (spill, 'stdout' if k == 1 else 'stderr')) if size else (off, b'')
+            r['s'].append({'off': o, 'data': base64.b64encode(b).decode()})
+        out.append(r)
+    return out
+
+def bgin(a):
+    """bgin DIR KEEPER CLOSE, the bytes as the data line: writes what the FIFO takes now."""
+    d, data, n = a[0], data_line(), 0
+    if not bg_alive(a[1])[0]:
+        return {'error': 'it has ended'}
+    if os.path.exists(d + '/inclose'):
+        return {'error': 'its input is closed'}
+    if data:
+        fd = os.open(d + '/in', os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            if (os.fstat(fd).st_mode & 0o170000) != 0o010000:
+                return {'error': 'its input is not the FIFO it was'}
+            v = memoryview(data)
+            while n < len(data):
+                try:
+                    n += os.write(fd, v[n:])
+                except (BlockingIOError, BrokenPipeError):
+                    break
+        finally:
+            os.close(fd)
+    if a[2] == '1':
+        open(d + '/inclose', 'w').close()
+    return {'written': n}
+
+def bgsig(a):
+    """bgsig DIR KEEPER SIG: the keeper sends SIG to the process group within 50 ms; a KILL it
+    does not take within a second (a keeper stopped by the code) is sent to the keeper's whole
+    tree here."""
+    d, sig = a[0], int(a[2])
+    ok, pid = bg_alive(a[1])
+    if not ok:
+        return {'error': 'it has ended'}
+    wfile(d + '/sig', b'%d' % sig)
+    end = time.monotonic() + 1
+    while time.monotonic() < end and os.path.exists(d + '/sig'):
+        time.sleep(0.01)
+    if os.path.exists(d + '/sig') and sig == signal.SIGKILL:
+        for p in descendants(pid) + [pid]:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+    return {'ok': True}
 
 def poll(a):
     d = locate(a[0])
@@ -957,6 +1151,8 @@ def main():
             print('%s: %s' % (type(x).__name__, x))
             sys.exit(1)
         print(json.dumps(res))
+    elif a[0] in ('bgq', 'bgin', 'bgsig'):
+        print(json.dumps({'bgq': bgq, 'bgin': bgin, 'bgsig': bgsig}[a[0]](a[1:])))
     elif a[0] == 'procs':
         print(baseline())
     elif a[0] == 'wsprep':

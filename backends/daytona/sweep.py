@@ -3,7 +3,9 @@
 # the same user and can; its setsid descendants then leave the keeper's tree).
 #   baseline()    "PID:STARTTIME,..." of every process: taken once, when the sandbox has
 #                 started and before any call (the toolbox daemon, the entrypoint, ...)
-#   sweep(keep)   SIGKILLs every process of this user but pid 1, those in keep (a baseline),
+#   sweep(keep)   SIGKILLs every process of this user but pid 1, those in keep (a baseline; an
+#                 entry +PID:STARTTIME spares that process and all its descendants: a background
+#                 process's keeper, which the server names, never the sandbox's code),
 #                 this one and its ancestors (the toolbox daemon's execute, the daemon); again
 #                 until none is left, at most 3 s. (True when none is left, a message)
 # SANDBOX_MCP_NO_SWEEP=1 in the toolbox's environment turns it off (the test server sets it when
@@ -32,7 +34,8 @@ def baseline():
 def sweep(keep):
     if os.environ.get('SANDBOX_MCP_NO_SWEEP') == '1':
         return True, 'sweep: off'
-    keep = set(k for k in keep.split(',') if k)
+    roots = set(k[1:] for k in keep.split(',') if k.startswith('+'))  # background keepers: they and theirs
+    keep = set(k for k in keep.split(',') if k and not k.startswith('+'))
     uid, me = os.getuid(), os.getpid()
     denied, n, end = set(), 0, time.monotonic() + 3
     while True:
@@ -41,6 +44,11 @@ def sweep(keep):
         while p in ps and p not in mine:
             mine.add(p)
             p = ps[p][0]
+        spared = [p for p, v in ps.items() if '%d:%s' % (p, v[1]) in roots]
+        while spared:
+            p = spared.pop()
+            mine.add(p)
+            spared += [c for c, v in ps.items() if v[0] == p and c not in mine]
         left = [p for p, v in ps.items() if p != 1 and p not in mine and p not in denied and uid in v[3]
                 and v[2] not in (b'Z', b'X') and '%d:%s' % (p, v[1]) not in keep]
         if not left:

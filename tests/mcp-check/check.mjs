@@ -149,9 +149,8 @@ check('sequential_order', async () => {
 
 check('background_process', async () => {
   let r = await call('execute_bash_commands', { code: 'echo start; read x; echo "got $x"; sleep 30', background: true, wait_s: 0.5 });
-  // Daytona runs none yet, nor a server in a container (MCP_CHECK_NO_BACKGROUND=1): refused
-  // before anything runs.
-  if (sc(r).backend === 'daytona' || process.env.MCP_CHECK_NO_BACKGROUND === '1') {
+  // A server in a container (MCP_CHECK_NO_BACKGROUND=1) runs none: refused before anything runs.
+  if (process.env.MCP_CHECK_NO_BACKGROUND === '1') {
     assert.match(sc(r).error, /runs no background processes/);
     return;
   }
@@ -177,7 +176,7 @@ check('background_process', async () => {
 
 check('python_session', async () => {
   let r = await call('execute_python', { script: 'import math\nx = 20', session: 'sdk' });
-  if (sc(r).backend === 'daytona' || process.env.MCP_CHECK_NO_BACKGROUND === '1') {
+  if (process.env.MCP_CHECK_NO_BACKGROUND === '1') {
     assert.match(sc(r).error, /runs no sessions/);
     return;
   }
