@@ -310,10 +310,37 @@ function lines() {
   const odt = oursLine('daytona', `ours daytona +${ms}ms/req`, {
     DAYTONA_API_URL: `${E.BENCH_DAYTONA_URL}/api`, DAYTONA_API_KEY: E.BENCH_DAYTONA_KEY || '',
   });
+  // The floor of a Daytona call: a bare process/execute of `true` in a sandbox of the same test
+  // server, at the same latency per request.
+  const dtApi = async (method, p, body) => {
+    const r = await fetch(`${E.BENCH_DAYTONA_URL}${p}`, {
+      method, headers: { Authorization: `Bearer ${E.BENCH_DAYTONA_KEY || ''}`, 'Content-Type': 'application/json' },
+      body: body && JSON.stringify(body),
+    });
+    if (!r.ok) throw new Error(`${method} ${p}: HTTP ${r.status}`);
+    return r.json();
+  };
+  const dtExec = {
+    name: `floor daytona execute +${ms}ms/req`, kind: 'floor', ops: { bash_true: null }, sandbox: null,
+    async open() {
+      const sb = await dtApi('POST', '/api/sandbox', { labels: { 'sandbox-mcp-bench': '1' } });
+      this.sandbox = sb.id;
+      for (let i = 0; i < 300 && (await dtApi('GET', `/api/sandbox/${sb.id}`)).state !== 'started'; i++)
+        await new Promise((res) => setTimeout(res, 50));
+    },
+    warmup() { return this.measure('bash_true'); },
+    async measure() {
+      const t0 = performance.now();
+      const r = await dtApi('POST', `/toolbox/${this.sandbox}/process/execute`, { command: 'true', timeout: 30 });
+      if (r.exitCode !== 0) throw new Error(`process/execute true: exit ${r.exitCode}`);
+      return performance.now() - t0;
+    },
+    async close() { if (this.sandbox) await dtApi('DELETE', `/api/sandbox/${this.sandbox}`); },
+  };
   if (E.BENCH_DOCKER_SKIP) dexec.skip = odk.skip = E.BENCH_DOCKER_SKIP;
-  if (E.BENCH_DAYTONA_SKIP) odt.skip = E.BENCH_DAYTONA_SKIP;
+  if (E.BENCH_DAYTONA_SKIP) odt.skip = dtExec.skip = E.BENCH_DAYTONA_SKIP;
   odt.daytona = true;
-  L.push(dexec, odl, opre, odk, odt);
+  L.push(dexec, odl, opre, odk, dtExec, odt);
   for (const [name, p] of Object.entries(PEERS)) L.push(peerLine(name, p));
   return L;
 }

@@ -236,6 +236,59 @@ EOF
 	executes_only "$log.3" "$id" 1 "$(response 3)"
 }
 
+# The runner's code object kept in the sandbox (backends/daytona/runner.h) is the call's to
+# rewrite (the same user): whatever the code leaves there, a later call runs the genuine runner
+# (its SHA-256 is the server's), sees nothing of a later call and never hangs; it costs that call
+# one request more, while the copy cannot be put back, and no more. (A call that outlives the
+# runner's 2 s wait costs a poll, which puts the copy back or costs two requests: the counts are
+# checked where the calls before took under 2 s.)
+@test "the runner's kept code object, rewritten by the code, is never run: a spy, a FIFO, a symlink, a folder" {
+	log="$BATS_TEST_TMPDIR/log"
+	# A code object that would print what a later call's runner is told, and end it.
+	spy=$(python3 -c 'import base64, marshal; print(base64.b64encode(marshal.dumps(compile("print(\"spied\", __import__(\"sys\").argv)\n", "spy", "exec"))).decode())')
+	mcp_session <<EOF
+$INIT
+$INITIALIZED
+$(call_json 1 execute_bash_commands '{"code":"true"}')
+{"wait": 1}
+$(call_json 2 execute_bash_commands "$(bash_args "n=0; for p in /tmp/.sandbox-mcp-runner-*; do echo $spy | base64 -d >\$p.new && mv \$p.new \$p && n=\$((n + 1)); done; echo planted \$n")")
+{"wait": 2}
+$(sh_step "curl -sf -d '{\"clear_log\": true}' '$DT_URL/_control' >/dev/null")
+$(call_json 3 execute_bash_commands '{"code":"echo secret-3; for p in /tmp/.sandbox-mcp-runner-*; do rm -f $p; mkfifo $p; done"}')
+{"wait": 3}
+$(sh_step "curl -sf '$DT_URL/_control' >'$log.3'")
+$(call_json 4 execute_bash_commands '{"code":"echo four; for p in /tmp/.sandbox-mcp-runner-*; do rm -f $p; ln -s /dev/zero $p; done"}')
+{"wait": 4}
+$(call_json 5 execute_bash_commands '{"code":"echo five; for p in /tmp/.sandbox-mcp-runner-*; do rm -f $p; mkdir $p; done"}')
+{"wait": 5}
+$(sh_step "curl -sf -d '{\"clear_log\": true}' '$DT_URL/_control' >/dev/null")
+$(call_json 6 execute_bash_commands '{"code":"echo six; rmdir /tmp/.sandbox-mcp-runner-*"}')
+{"wait": 6}
+$(sh_step "curl -sf '$DT_URL/_control' >'$log.6' && curl -sf -d '{\"clear_log\": true}' '$DT_URL/_control' >/dev/null")
+$(call_json 7 execute_bash_commands '{"code":"echo seven"}')
+{"wait": 7}
+$(sh_step "curl -sf '$DT_URL/_control' >'$log.7' && curl -sf -d '{\"clear_log\": true}' '$DT_URL/_control' >/dev/null")
+$(call_json 8 execute_bash_commands '{"code":"echo eight"}')
+{"wait": 8}
+$(sh_step "curl -sf '$DT_URL/_control' >'$log.8'")
+EOF
+	id=$(response 2 | jq -r '.result.structuredContent.sandbox_id')
+	jqe "$(response 2)" '.result.structuredContent.stdout == "planted 1\n"'
+	# The spy never ran, nothing hung: the genuine runner ran each call, with its own words.
+	jqe "$(response 3)" '.result.structuredContent | .exit_code == 0 and .stdout == "secret-3\n"'
+	for i in 4 5 6 7 8; do
+		jqe "$(response $i)" '.result.structuredContent.exit_code == 0'
+	done
+	jqe "$(response 6)" '.result.structuredContent.stdout == "six\n"'
+	jqe "$(response 8)" '.result.structuredContent.stdout == "eight\n"'
+	quick() { [ "$(response "$1" | jq '.result.structuredContent.duration_ms')" -lt 2000 ]; }
+	if quick 2 && quick 3; then executes_only "$log.3" "$id" 2 "$(response 3)"; fi
+	if quick 5 && quick 6; then executes_only "$log.6" "$id" 2 "$(response 6)"; fi
+	# The folder gone, the request that carries the copy puts it back: one request again.
+	if quick 6 && quick 7; then executes_only "$log.7" "$id" 2 "$(response 7)"; fi
+	executes_only "$log.8" "$id" 1 "$(response 8)"
+}
+
 @test "a call returning 20 small files is one request: the listing and the files come with its end" {
 	log="$BATS_TEST_TMPDIR/log"
 	mcp_session <<EOF

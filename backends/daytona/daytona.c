@@ -113,6 +113,9 @@ struct daytona {
 	char snapshot[256], image[256];
 	const char *python;    /* cfg->python, borrowed */
 	char *baseline;        /* "PID:START,..." of the sandbox's own processes, spared by sweeps */
+	struct runner_code code; /* the runner as the sandbox's Python compiled it, said with the
+	                        * baseline (before any call): requests name it, and carry it
+	                        * only when the copy kept in the sandbox is not it */
 	char *code_allow;      /* --allow-hosts: the CIDRs its hosts resolved to when the sandbox
 	                        * was made, the code's networkAllowList; NULL for none */
 	char attempt[40];      /* ATTEMPT_LABEL of the sandbox being made */
@@ -254,8 +257,41 @@ static int lost_or_failed(struct daytona *D, struct err *e)
 /* Runs a shell command with the toolbox's synchronous execute, abandoned at once when
  * cancel_fd (>= 0) turns readable. 0 with *out (caller frees) the combined output and *code
  * the exit code, DTCALL_CANCELLED, or -1 / BACKEND_LOST. */
+static int tb_exec_one(struct daytona *D, const char *cmd, int timeout_s, size_t max_body, int cancel_fd,
+		       char **out, int *code, struct err *e);
+
+/* The same, the runner's line put into a runner's command (runner_fill): the code object kept in
+ * the sandbox, and when the runner finds it gone or not the one named (the code runs as the same
+ * user and may have changed it), once more with the code object itself. */
 static int tb_exec(struct daytona *D, const char *cmd, int timeout_s, size_t max_body, int cancel_fd, char **out,
 		   int *code, struct err *e)
+{
+	struct buf c = {0};
+	const struct runner_code *rc = D->code.line ? &D->code : NULL;
+	int f = runner_fill(&c, cmd, rc, false);
+	if (f < 0) {
+		buf_free(&c);
+		return err_set(e, "out of memory");
+	}
+	int r = tb_exec_one(D, f ? c.p : cmd, timeout_s, max_body, cancel_fd, out, code, e);
+	buf_free(&c);
+	if (r == 0 && f && rc && *code == 3 && !strcmp(*out, RUNNER_MISS "\n")) {
+		log_msg(LOG_DEBUG, "daytona: the runner's code object was not in the sandbox; sent along");
+		free(*out);
+		*out = NULL;
+		struct buf full = {0};
+		if (runner_fill(&full, cmd, rc, true) < 0) {
+			buf_free(&full);
+			return err_set(e, "out of memory");
+		}
+		r = tb_exec_one(D, full.p, timeout_s, max_body, cancel_fd, out, code, e);
+		buf_free(&full);
+	}
+	return r;
+}
+
+static int tb_exec_one(struct daytona *D, const char *cmd, int timeout_s, size_t max_body, int cancel_fd,
+		       char **out, int *code, struct err *e)
 {
 	json_t *body = json_pack("{s:s, s:i}", "command", cmd, "timeout", timeout_s);
 	if (!body)
@@ -455,10 +491,19 @@ static int take_baseline(struct daytona *D, struct err *e)
 	int code = -1;
 	runner_cmd(&c, D->python, "procs");
 	runner_end(&c, NULL, NULL, 0);
+	runner_code_free(&D->code); /* this one sends the runner's source, which compiles it */
 	int rc = c.oom ? err_set(e, "out of memory") : tb_exec(D, c.p, 30, SMALL_BODY, -1, &out, &code, e);
 	free(c.p);
 	if (rc < 0)
 		return -1;
+	/* The second line: the runner's code object, which later requests name. Without it (an
+	 * answer cut short), they carry the source as before. */
+	char *nl = strchr(out, '\n');
+	if (nl && nl[1]) {
+		if (code == 0 && runner_code_set(&D->code, nl + 1) < 0)
+			log_msg(LOG_DEBUG, "daytona: no code object from the runner: requests carry its source");
+		nl[1] = '\0';
+	}
 	size_t n = strlen(out);
 	while (n && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' '))
 		out[--n] = '\0';
@@ -1446,6 +1491,7 @@ static int daytona_destroy(struct backend *b, enum backend_end how, struct err *
 	D->tb[0] = '\0';
 	free(D->baseline);
 	D->baseline = NULL;
+	runner_code_free(&D->code);
 	free(D->code_allow);
 	D->code_allow = NULL;
 	if (D->open)

@@ -1,18 +1,26 @@
 /*
  * The call runner (runner.py and sweep.py of this folder, one program, compiled in gzipped,
  * and wssync.py, sent after it in the requests that use it): a small Python program that does,
- * inside a Daytona sandbox, what sandbox-agent does in a local one. It is never a file there, which a call could rewrite: every request the backend makes of
- * it is one synchronous `process/execute` of
+ * inside a Daytona sandbox, what sandbox-agent does in a local one. Every request the backend
+ * makes of it is one synchronous `process/execute` of
  *
  *     PYTHON -I -S -c BOOT MODE ARGS... <<'.sandbox-mcp.'
- *     <the runner: base64url of its gzip>
- *     <with a SYNC word, and for wsprep: the workspace sync, the same way>
+ *     <the runner's line>
+ *     <with a SYNC word, and for wsprep: the workspace sync, base64url of its gzip>
  *     <data lines: base64url, one per file sent along>
  *     .sandbox-mcp.
  *
- * where BOOT executes the first line of its stdin. Data is base64url so that it holds no '/'
- * (nothing in it looks like a path); the shell reads a here-document a byte at a time, so
- * large files go up by bulk upload instead. Modes:
+ * The runner's line (runner_fill) is, for the first request to a sandbox ("procs", before any
+ * call), base64url of the runner's gzip, which BOOT compiles; that request answers with the code
+ * object as the sandbox's Python compiled it (its SHA-256 and its zlib), and keeps a copy in
+ * /tmp/.sandbox-mcp-runner-HASH. Later requests send "@HASH": BOOT reads that file (no symlink
+ * followed, nothing that blocks, 1 MiB at most) and runs it only when its SHA-256 is HASH, so
+ * that what a call's code (the same user) leaves there never runs; else it answers RUNNER_MISS
+ * (exit 3, nothing done) and the request goes again with "!HASH" and the code object, which the
+ * runner keeps there again. Compiling the runner (~40 KB of Python) was most of a request's
+ * time in the sandbox; nothing of the runner stays running between requests.
+ * Data is base64url so that it holds no '/' (nothing in it looks like a path); the shell reads
+ * a here-document a byte at a time, so large files go up by bulk upload instead. Modes:
  *
  *   go DIR WAIT_MS CHUNK KEEP SYNC CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD WATCH
  *      NPUT (SRC DST MODE)... NENV ENV... -- ARGV...
@@ -66,7 +74,8 @@
  *                           then, CLOSE 1, makes DIR/inclose: the keeper closes the stdin
  *   bgsig DIR KEEPER SIG    DIR/sig for the keeper, which sends SIG to the process group
  *   procs                   prints "PID:STARTTIME,..." of every process (KEEP: taken when the
- *                           sandbox has started, before any call)
+ *                           sandbox has started, before any call);
+ *                           then "HASH B64": the runner's code object (see above)
  *   wsprep ROOT STATE SRC   after a --workspace folder was uploaded into ROOT: its folders and
  *                           modes (the manifest SRC, "-": the data line), the first listing
  *   put SRC DST MODE        puts SRC ("-": the data line) in place as DST, as go does
@@ -82,10 +91,36 @@
 #ifndef SANDBOX_DAYTONA_RUNNER_H
 #define SANDBOX_DAYTONA_RUNNER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../../src/base/buf.h"
 #include "../run/run.h"
+
+/* The runner as the sandbox's Python compiled it (its "procs" says, before any call): the
+ * SHA-256 of its code object (marshal) and the line that carries it, "!" HASH base64url(zlib). */
+struct runner_code {
+	char hash[65];
+	char *line;
+	size_t len;
+};
+
+/* The most a "procs" answer's code line may be. */
+#define RUNNER_CODE_MAX (1u << 20)
+
+/* What the runner answers, with exit code 3, when the code object it was told to use is not
+ * there (or not the one named): the request is sent again with full (runner_fill). */
+#define RUNNER_MISS "sandbox-mcp: runner code missing"
+
+/* Takes "HASH B64" (procs' second line) into rc. 0, or -1 when it is not that. */
+int runner_code_set(struct runner_code *rc, const char *answer);
+void runner_code_free(struct runner_code *rc);
+
+/* Puts the runner into cmd (a command runner_end ended) as out: with rc, the line that names its
+ * kept code object, or with full the line that carries it; without rc (before the sandbox's
+ * "procs" said it), its source. 1, 0 when cmd is no runner command (out untouched), -1 when out
+ * of memory. */
+int runner_fill(struct buf *out, const char *cmd, const struct runner_code *rc, bool full);
 
 /* Starts a request's command in c: PYTHON -I -S -c BOOT MODE. */
 void runner_cmd(struct buf *c, const char *python, const char *mode);

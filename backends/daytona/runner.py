@@ -1,10 +1,13 @@
-# sandbox-mcp's call runner inside a Daytona sandbox (runner.h says it all). It is never a file
-# a call could rewrite: every request of the server sends it (sweep.py and this file, as one
-# program: base64url of gzip) as the first line of a here-document and runs
+# sandbox-mcp's call runner inside a Daytona sandbox (runner.h says it all). Every request of
+# the server runs
 #     PYTHON -I -S -c BOOT MODE ARGS... <<'.sandbox-mcp.'
-# where BOOT executes that line; further lines are data (base64url: no '/' in them). A request
-# with a SYNC word, and wsprep, send the workspace sync (wssync.py) the same way as the second
-# line, which the runner executes too.
+# where BOOT runs what the first line names: this program (sweep.py and this file, as one: the
+# first request's line carries its gzip, base64url; procs answers with the code object the
+# sandbox's Python made of it, and keeps it in /tmp, keep_code), or that kept code object,
+# checked against the SHA-256 the server names (the code may rewrite it; a copy that is not it
+# is never run: the server sends it again). Further lines are data (base64url: no '/' in them).
+# A request with a SYNC word, and wsprep, send the workspace sync (wssync.py) as the second
+# line, which the runner executes too. BOOT's names (_C, _b, _H, _P, _h, _k) are seen here.
 #   go DIR WAIT_MS CHUNK KEEP SYNC CAP SPILL_MAX TIMEOUT_MS SPILL_PREFIX SH_FALLBACK CWD WATCH NPUT (SRC DST MODE)... NENV ENV... -- ARGV...
 #       starts the call detached, in a keeper of its own session, then waits as poll does.
 #       SRC "-" is the next data line, else a file uploaded into DIR (a fresh folder of an
@@ -24,7 +27,8 @@
 #       asks the keeper to kill the call (a file, and SIGTERM), then as poll; sweeps always
 #   SYNC is "-" or GEN:MAXN:MAXB:INLINE:MAXRM:ROOT:STATE (wssync.py's ws_sync)
 #   bgq, bgin, bgsig           background processes (SH_FALLBACK's bit 2): runner.h says it all
-#   procs                      prints the sandbox's processes: the baseline a sweep spares
+#   procs                      prints the sandbox's processes: the baseline a sweep spares, then
+#                              HASH B64: this program's code object (SHA-256, zlib base64url)
 #   wsprep ROOT STATE SRC      after a --workspace folder's files were uploaded into ROOT: its
 #                              folders and modes from the manifest SRC ("-": the data line),
 #                              and the first listing (wssync.py's ws_prep)
@@ -41,7 +45,78 @@
 # room for them, so that the call that frees space (rm) still runs; past that a call's folder
 # goes to /dev/shm (alt: memory, a file system of its own in a container); a call whose folder
 # cannot be made anywhere is answered with FULL, and the sandbox stays as it is.
-import base64, errno, json, os, select, signal, sys, time, zlib
+import binascii, errno, marshal, os, select, sys, time, zlib
+
+# Not json, base64 nor signal: importing them (re, enum) took every request more time than the
+# rest of its start. Their C parts, which they call, do the same work here.
+try:
+    import _signal as signal
+    signal.valid_signals
+except (ImportError, AttributeError):
+    import signal
+
+def b64(b):
+    """base64.b64encode(b).decode()"""
+    return binascii.b2a_base64(b, newline=False).decode()
+
+def unb64(s, url=False):
+    """base64.b64decode(s), or urlsafe_b64decode with url."""
+    if url:
+        s = (s.encode() if isinstance(s, str) else s).translate(bytes.maketrans(b'-_', b'+/'))
+    return binascii.a2b_base64(s)
+
+try:
+    import _json
+
+    class _JsonCtx:  # what json.decoder.JSONDecoder gives its C scanner
+        strict, object_hook, object_pairs_hook = True, None, None
+        parse_float, parse_int, parse_constant, memo = float, int, float, {}
+
+    _SCAN, _ESC = _json.make_scanner(_JsonCtx()), _json.encode_basestring_ascii
+except (ImportError, AttributeError, TypeError):
+    _SCAN = None
+
+def jdumps(o):
+    """json.dumps(o) (its defaults) for what the runner says: dict, list, tuple, str, int, bool,
+    None, float."""
+    if _SCAN is None:
+        import json
+        return json.dumps(o)
+    if isinstance(o, str):
+        return _ESC(o)
+    if o is None:
+        return 'null'
+    if o is True:
+        return 'true'
+    if o is False:
+        return 'false'
+    if isinstance(o, int):
+        return int.__repr__(o)
+    if isinstance(o, float):
+        return (float.__repr__(o) if o == o and o not in (float('inf'), float('-inf'))
+                else 'NaN' if o != o else 'Infinity' if o > 0 else '-Infinity')
+    if isinstance(o, dict):
+        return '{' + ', '.join(_ESC(k if isinstance(k, str) else jdumps(k).strip('"')) + ': ' + jdumps(v)
+                               for k, v in o.items()) + '}'
+    if isinstance(o, (list, tuple)):
+        return '[' + ', '.join(jdumps(v) for v in o) + ']'
+    raise TypeError('not JSON: %s' % type(o).__name__)
+
+def jloads(s):
+    """json.loads(s); ValueError when s is not one JSON value."""
+    if _SCAN is None:
+        import json
+        return json.loads(s)
+    if isinstance(s, bytes):
+        s = s.decode('utf-8')
+    s = s.strip(' \t\n\r')
+    try:
+        o, end = _SCAN(s, 0)
+    except StopIteration:
+        raise ValueError('not JSON') from None
+    if end != len(s):
+        raise ValueError('not one JSON value')
+    return o
 
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 FULL = ('the sandbox\'s disk is full (No space left on device): not even the call runner\'s own files fit, '
@@ -316,7 +391,7 @@ def listing(root, mx, skip=''):
             if len(res['entries']) >= mx or size[0] > 32 << 20:
                 res['truncated'] = True
                 return False
-            res['entries'].append([base64.b64encode(r).decode(), st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+            res['entries'].append([b64(r), st.st_size, st.st_mtime_ns, st.st_ctime_ns,
                                    st.st_mode])
             size[0] += len(r) + 64
         return True
@@ -355,7 +430,7 @@ def get(path, mx):
                         break
                     b.append(c)
                     want -= len(c)
-                res['data'] = base64.b64encode(b''.join(b)).decode()
+                res['data'] = b64(b''.join(b))
         finally:
             os.close(fd)
     except OSError as x:
@@ -377,9 +452,9 @@ def outputs(root, since):
     (OUT_LIST names), and in 'files' what get would answer for the first OUT_FILES (in byte
     order) of the names there changed since since, but regular files over OUT_FILE_MAX bytes."""
     res = listing(root, OUT_LIST)
-    picks = sorted(base64.b64decode(e[0]) for e in res['entries']
+    picks = sorted(unb64(e[0]) for e in res['entries']
                    if e[3] >= since and ((e[4] & 0o170000) != 0o100000 or e[1] <= OUT_FILE_MAX))[:OUT_FILES]
-    res['files'] = [[base64.b64encode(p).decode(), get(root + '/' + os.fsdecode(p), OUT_FILE_MAX)] for p in picks]
+    res['files'] = [[b64(p), get(root + '/' + os.fsdecode(p), OUT_FILE_MAX)] for p in picks]
     return res
 
 def memory_cgroup():
@@ -549,6 +624,21 @@ class Stream:
             except OSError as x:
                 s.serr = s.serr or x.errno or 5
 
+def subreaper():
+    """prctl(PR_SET_CHILD_SUBREAPER, 1): through _ctypes' own calls, as importing ctypes takes the
+    call's start several ms; through ctypes where they are not."""
+    try:
+        import _ctypes
+        if _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None, os.RTLD_NOW), 'prctl'), (36, 1, 0, 0, 0)) == 0:
+            return
+    except Exception:
+        pass
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+    except Exception:
+        pass
+
 def run(d, a, data):
     """The call (go's arguments from CAP on), run by the keeper; data: the files sent inline,
     in order. Its status."""
@@ -572,11 +662,7 @@ def run(d, a, data):
     cg = memory_cgroup()
     oom_before = oom_kills(cg) if cg else None
     me = os.getpid()
-    try:
-        import ctypes  # here alone: every request runs this program, few of them need it
-        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except Exception:
-        pass
+    subreaper()
     killed = KILLED
     envd = dict(x.split('=', 1) for x in env if '=' in x)
     prog = argv[0]
@@ -634,11 +720,14 @@ def run(d, a, data):
     if rin is not None:
         os.close(rin)
     fds = {r1: streams[0], r2: streams[1]}
-    status, timed_out, give_up, last = None, False, None, 0.0
+    status, timed_out, give_up, last, streams_end = None, False, None, 0.0, None
     while fds or status is None:
+        # Both streams at their end: the main process is most likely ending (its end of file
+        # comes just before it can be reaped): look again in 2 ms for 0.1 s, not in 50 ms.
+        quick = not fds and time.monotonic() - (streams_end or 0) < 0.1
         rd = list(fds) + ([fin] if fin is not None and len(pending) < 65536 else [])
         wr = [win] if win is not None and pending else []
-        r_, w_ = select.select(rd, wr, [], 0.05)[:2]
+        r_, w_ = select.select(rd, wr, [], 0.002 if quick else 0.05)[:2]
         if w_:
             try:
                 del pending[:os.write(win, pending)]
@@ -664,6 +753,7 @@ def run(d, a, data):
             else:
                 os.close(fd)
                 del fds[fd]
+                streams_end = time.monotonic()
         now = time.monotonic()
         if now - last > 0.2:
             for s in streams:
@@ -804,7 +894,7 @@ def get_at(path, off, size):
 def status(d):
     try:
         with ropen(d + '/status') as f:
-            return json.load(f)
+            return jloads(f.read())
     except (OSError, ValueError):
         return None
 
@@ -909,7 +999,7 @@ def wait_end(d, wait, size, keep, sync, offs, swept, child=None, stop=False):
     res = {'done': done, 's': []}
     for k, off in ((1, offs[0]), (2, offs[1])):
         o, b = chunk(d, k, off, size)
-        res['s'].append({'off': o, 'data': base64.b64encode(b).decode()})
+        res['s'].append({'off': o, 'data': b64(b)})
     if done is not None and (stop or not swept):
         ok, msg = sweep(keep)
         res['sweep'] = {'ok': ok, 'msg': msg}
@@ -943,12 +1033,12 @@ def keeper(d, w, a, data):
     except BaseException as x:  # the runner's own failure: say so, never leave the client waiting
         res = {'error': 'the call runner failed: %s' % x}
     try:
-        roomy(wfile, d + '/status', json.dumps(res).encode())
+        roomy(wfile, d + '/status', jdumps(res).encode())
     finally:
         os._exit(0)
 
 def data_line():
-    return base64.urlsafe_b64decode(sys.stdin.buffer.readline().strip())
+    return unb64(sys.stdin.buffer.readline().strip(), True)
 
 def clear_old(d):
     """Removes the folders of earlier calls (over: the server runs one call at a time, and
@@ -1140,30 +1230,55 @@ def poll(a):
             raise
     return wait_end(d, int(a[1]) / 1000.0, int(a[2]), a[3], a[4], (int(a[5]), int(a[6])), a[7] == '1')
 
+def keep_code(hx, m):
+    """Keeps the code object m (hx: its SHA-256) where the boot of the next requests looks for it,
+    as a new file renamed in place. The call's code may rewrite or remove it (it runs as the same
+    user): the boot runs it only when its SHA-256 is the one the server names, else asks for it
+    again. Nothing when it cannot (a full disk, a folder in the way)."""
+    p = _P + hx
+    tmp = '%s.%d.tmp' % (p, os.getpid())
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            write_all(fd, m)
+        finally:
+            os.close(fd)
+        os.rename(tmp, p)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
 def main():
     a = sys.argv[1:]
+    if _k == b'!':  # the server sent the code object: the one kept was gone or not it
+        keep_code(_H, _b)
     if a[0] == 'wsprep' or (a[0] in ('go', 'poll', 'kill') and a[5] != '-'):
-        exec(zlib.decompress(base64.urlsafe_b64decode(sys.stdin.buffer.readline()), 31), globals())
+        exec(zlib.decompress(unb64(sys.stdin.buffer.readline(), True), 31), globals())
     if a[0] in ('go', 'poll', 'kill'):
         try:
             res = {'go': go, 'poll': poll, 'kill': kill}[a[0]](a[1:])
         except Exception as x:
             print('%s: %s' % (type(x).__name__, x))
             sys.exit(1)
-        print(json.dumps(res))
+        print(jdumps(res))
     elif a[0] in ('bgq', 'bgin', 'bgsig'):
-        print(json.dumps({'bgq': bgq, 'bgin': bgin, 'bgsig': bgsig}[a[0]](a[1:])))
+        print(jdumps({'bgq': bgq, 'bgin': bgin, 'bgsig': bgsig}[a[0]](a[1:])))
     elif a[0] == 'procs':
         print(baseline())
+        m = marshal.dumps(_C)  # the boot's: this program as this Python compiled it
+        keep_code(_h(m), m)
+        print(_h(m), b64(zlib.compress(m, 9)).translate(str.maketrans('+/', '-_')))
     elif a[0] == 'wsprep':
-        print(json.dumps(ws_prep(a[1], a[2], a[3])))
+        print(jdumps(ws_prep(a[1], a[2], a[3])))
     elif a[0] == 'put':
         put(data_line() if a[1] == '-' else a[1], a[2], int(a[3], 8))
     elif a[0] == 'list':
-        print(json.dumps(listing(a[1], int(a[2]), a[3] if len(a) > 3 else '')))
+        print(jdumps(listing(a[1], int(a[2]), a[3] if len(a) > 3 else '')))
     elif a[0] == 'get':
-        print(json.dumps(get(a[1], int(a[2]))))
+        print(jdumps(get(a[1], int(a[2]))))
     elif a[0] == 'getb':  # getb DIR MAX B64: the file DIR/<the bytes B64 holds>, as get
-        print(json.dumps(get(a[1] + '/' + os.fsdecode(base64.b64decode(a[3])), int(a[2]))))
+        print(jdumps(get(a[1] + '/' + os.fsdecode(unb64(a[3])), int(a[2]))))
 
 main()

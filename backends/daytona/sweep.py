@@ -10,7 +10,11 @@
 #                 until none is left, at most 3 s. (True when none is left, a message)
 # SANDBOX_MCP_NO_SWEEP=1 in the toolbox's environment turns it off (the test server sets it when
 # it cannot give a sandbox a PID namespace of its own, where a sweep would reach the host).
-import os, signal, time
+import os, time
+try:  # not signal: its enums cost every request's start (runner.py)
+    import _signal as signal
+except ImportError:
+    import signal
 
 def procs():
     """{pid: (ppid, starttime, state, uids)} of every process that can be read."""
