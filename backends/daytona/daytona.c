@@ -1511,7 +1511,31 @@ static int daytona_destroy(struct backend *b, enum backend_end how, struct err *
 
 /* Runs a runner command on the process op's own REST client; parses its one JSON line. 0 with
  * *out (new reference), or -1 with e set. */
+static int bg_exec_one(struct daytona *D, const char *cmd, size_t max_body, json_t **out, bool *miss,
+		       struct err *e);
+
+/* The runner's line put into cmd as tb_exec puts it: the kept code object, and once more with
+ * the code itself when the runner finds it gone (the code may have changed it). */
 static int bg_exec(struct daytona *D, const char *cmd, size_t max_body, json_t **out, struct err *e)
+{
+	const struct runner_code *rc = D->code.line ? &D->code : NULL;
+	int r = -1;
+	for (int full = 0; full < 2; full++) {
+		struct buf c = {0};
+		bool miss = false;
+		int f = runner_fill(&c, cmd, rc, full);
+		r = f < 0 ? err_set(e, "out of memory") : bg_exec_one(D, f ? c.p : cmd, max_body, out, &miss, e);
+		buf_free(&c);
+		if (!(r < 0 && miss && f && rc && !full))
+			break;
+		e->msg[0] = 0;
+		log_msg(LOG_DEBUG, "daytona: the runner's code object was not in the sandbox; sent along");
+	}
+	return r;
+}
+
+static int bg_exec_one(struct daytona *D, const char *cmd, size_t max_body, json_t **out, bool *miss,
+		       struct err *e)
 {
 	*out = NULL;
 	if (!D->popen) {
@@ -1546,6 +1570,7 @@ static int bg_exec(struct daytona *D, const char *cmd, size_t max_body, json_t *
 	const char *res = json_str(rs.json, "result");
 	json_t *ec = json_object_get(rs.json, "exitCode");
 	*out = res && json_integer_value(ec) == 0 ? json_loads(res, 0, NULL) : NULL;
+	*miss = !*out && res && json_integer_value(ec) == 3 && !strcmp(res, RUNNER_MISS "\n");
 	if (!*out)
 		rc = err_set(e, "the call runner in the sandbox failed: %.300s", res && *res ? res : "no answer");
 	http_resp_free(&rs);

@@ -1172,7 +1172,7 @@ def bgq(a):
         r = {'done': done, 'end': [out_end(d, 1), out_end(d, 2)], 's': []}
         for k, off in ((1, int(o1)), (2, int(o2))):
             o, b = chunk(d, k, off, size, spill and '%s.%s' % (spill, 'stdout' if k == 1 else 'stderr')) if size else (off, b'')
-            r['s'].append({'off': o, 'data': base64.b64encode(b).decode()})
+            r['s'].append({'off': o, 'data': b64(b)})
         out.append(r)
     return out
 
