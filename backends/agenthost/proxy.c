@@ -744,6 +744,13 @@ static void relay(struct proxy *px, struct conn *c, const struct netpolicy *pol,
 		splice_both(px, c->client, up, client_left);
 }
 
+/* Closes a client's socket without a lingering close, whatever the code set on it. */
+static void close_client(int fd)
+{
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){0, 0}, sizeof(struct linger));
+	close(fd);
+}
+
 /* What a connection's first message was (recv_first). */
 #define FIRST_BYTE (-1)  /* a client speaking itself: its request's first byte */
 #define FIRST_BAD (-2)   /* nothing, EOF, or a handover that is not one socket */
@@ -851,13 +858,16 @@ static void *conn_main(void *arg)
 	struct proxy *px = c->px;
 	serve(c);
 	pthread_mutex_lock(&px->mu);
-	close(c->client);
-	c->client = -1;
-	if (c->upstream >= 0)
-		close(c->upstream);
-	c->upstream = -1;
+	int client = c->client, upstream = c->upstream;
+	c->client = c->upstream = -1;
 	c->used = false;
 	pthread_mutex_unlock(&px->mu);
+	/* Closed with mu released: a handed-over socket is shared with the code, which may have
+	 * asked for a lingering close since recv_first; that close waits on the code's peer, so it
+	 * must hold up no one but this thread, and is asked not to linger again first. */
+	close_client(client);
+	if (upstream >= 0)
+		close(upstream);
 	release(px);
 	return NULL;
 }
@@ -938,7 +948,7 @@ static void *accept_main(void *arg)
 			int to = poll(&(struct pollfd){fd, POLLIN, 0}, 1, HANDOVER_WAIT_MS) > 0 ? recv_first(fd, &first) : FIRST_BAD;
 			reply(to >= 0 ? to : fd, "503 Service Unavailable", "too many connections at once");
 			if (to >= 0)
-				close(to);
+				close_client(to);
 			close(fd);
 		}
 	}
