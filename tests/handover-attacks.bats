@@ -31,3 +31,30 @@ handover_case() {
 @test "handover attacks, local: a handed-over socket set to linger on close holds neither the proxy nor the server" {
 	handover_case
 }
+
+@test "handover attacks, local: files, pipes, eventfds, /proc/self/mem, other sockets, two at once, handed over 25 times to a server of 64 descriptors: dropped, nothing kept; TCP handed over keeps the policy" {
+	export SANDBOX_BACKEND=local
+	command -v prlimit >/dev/null || skip_or_fail "needs prlimit (util-linux)"
+	cat >"$BATS_TEST_TMPDIR/few-fds" <<WRAP
+#!/bin/sh
+exec prlimit --nofile=64 -- "$SANDBOX_MCP" "\$@"
+WRAP
+	chmod +x "$BATS_TEST_TMPDIR/few-fds"
+	SANDBOX_MCP="$BATS_TEST_TMPDIR/few-fds"
+	local script
+	script=$(cat "$TESTS_DIR/lib/handover-many.py")
+	mcp_session --allow-hosts 198.51.100.2:8080 <<EOS
+$INIT
+$(call_json 1 execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 60}')")
+$(call_json 2 execute_bash_commands '{"code":"echo still here"}')
+EOS
+	res 1
+	P=$(printf '%s' "$result" | jq -r '.structuredContent.stdout' | sed '/^$/d' | tail -1)
+	echo "$P" >&2
+	printf "%s" "$result" | jq -c . | cut -c1-1500 >&2
+	jqe "$P" '.bad | to_entries | all(.value == "closed")'
+	jqe "$P" '.socketpair_heard == false and .zero_no_fd == "400"'
+	jqe "$P" '.tcp_evil == "403" and .tcp_loopback == "403" and .busy >= 2 and .after == "403"'
+	res 2
+	sc '.stdout == "still here\n"'
+}
