@@ -58,3 +58,19 @@ EOS
 	res 2
 	sc '.stdout == "still here\n"'
 }
+
+@test "handover attacks, local: a socket handed over while every slot is taken, its code clearing O_NONBLOCK and asking to linger over and over: the 503 blocks nothing" {
+	export SANDBOX_BACKEND=local
+	local script
+	script=$(cat "$TESTS_DIR/lib/handover-block.py")
+	SESSION_TIMEOUT=60 mcp_session --allow-hosts 198.51.100.2:8080 <<EOS
+$INIT
+$(call_json 1 execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 10}')")
+$(call_json 2 execute_bash_commands '{"code":"echo still here"}')
+EOS
+	res 1
+	P=$(printf '%s' "$result" | jq -r '.structuredContent.stdout' | sed '/^$/d' | head -1)
+	jqe "$P" '.after == "403" and .after_s < 3'
+	res 2
+	sc '.stdout == "still here\n"'
+}

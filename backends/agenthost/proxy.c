@@ -96,8 +96,10 @@ static void reply(int fd, const char *status, const char *why)
 	int n = snprintf(msg, sizeof msg,
 			 "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s\n",
 			 status, strlen(why) + 1, why);
+	/* Never waits, whatever O_NONBLOCK a handed-over socket's code set on it since: the
+	 * acceptor tells a 503 too, and a wait there would hold up every connection and the stop. */
 	if (n > 0)
-		(void)!write(fd, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg);
+		(void)!send(fd, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 /* Waits until fd has `events` or stop_fd fires or ms pass. 1 ready, 0 timed out / stopped. */
