@@ -96,8 +96,10 @@ static void reply(int fd, const char *status, const char *why)
 	int n = snprintf(msg, sizeof msg,
 			 "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s\n",
 			 status, strlen(why) + 1, why);
+	/* Never waits, whatever O_NONBLOCK a handed-over socket's code set on it since: the
+	 * acceptor tells a 503 too, and a wait there would hold up every connection and the stop. */
 	if (n > 0)
-		(void)!write(fd, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg);
+		(void)!send(fd, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 /* Waits until fd has `events` or stop_fd fires or ms pass. 1 ready, 0 timed out / stopped. */
@@ -744,6 +746,26 @@ static void relay(struct proxy *px, struct conn *c, const struct netpolicy *pol,
 		splice_both(px, c->client, up, client_left);
 }
 
+/* Closes a client's socket without a lingering close, whatever the code set on it. */
+static void close_client(int fd)
+{
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){0, 0}, sizeof(struct linger));
+	close(fd);
+}
+
+/* Whether fd is a TCP connection (the relay hands over only those): not a file, pipe or other
+ * socket, on which the proxy's writes would be a process of the server's speaking (a unix
+ * peer would see its credentials, a netlink socket's kernel would act for it). */
+static bool tcp_connection(int fd)
+{
+	int v[4];
+	socklen_t l[4] = {sizeof v[0], sizeof v[0], sizeof v[0], sizeof v[0]};
+	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v[0], &l[0]) == 0 && (v[0] == AF_INET || v[0] == AF_INET6) &&
+	       getsockopt(fd, SOL_SOCKET, SO_TYPE, &v[1], &l[1]) == 0 && v[1] == SOCK_STREAM &&
+	       getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v[2], &l[2]) == 0 && v[2] == IPPROTO_TCP &&
+	       getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v[3], &l[3]) == 0 && v[3] == 0;
+}
+
 /* What a connection's first message was (recv_first). */
 #define FIRST_BYTE (-1)  /* a client speaking itself: its request's first byte */
 #define FIRST_BAD (-2)   /* nothing, EOF, or a handover that is not one socket */
@@ -754,9 +776,11 @@ static void relay(struct proxy *px, struct conn *c, const struct netpolicy *pol,
  * could not have had from the code itself: the proxy reads and writes it. */
 static int recv_first(int fd, char *first)
 {
+	/* Room for more than one: whatever came is closed unless it is exactly one socket (the
+	 * kernel installs as many as fit, closes the rest and says MSG_CTRUNC). */
 	union {
 		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
+		char b[CMSG_SPACE(sizeof(int) * 8)];
 	} cm;
 	struct iovec iov = {first, 1};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b};
@@ -767,14 +791,23 @@ static int recv_first(int fd, char *first)
 	if (r <= 0)
 		return FIRST_BAD;
 	int got = -1;
-	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-	if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(&got, CMSG_DATA(h), sizeof got);
-	if (got < 0 && !(m.msg_flags & MSG_CTRUNC))
+	size_t fds = 0;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len < CMSG_LEN(0))
+			continue;
+		for (size_t i = 0; i < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++, fds++) {
+			int one;
+			memcpy(&one, CMSG_DATA(h) + i * sizeof(int), sizeof one);
+			if (fds == 0)
+				got = one;
+			else
+				close(one);
+		}
+	}
+	if (fds == 0 && !(m.msg_flags & MSG_CTRUNC))
 		return FIRST_BYTE;
-	struct stat st;
 	int fl;
-	if (got < 0 || *first != 0 || (m.msg_flags & MSG_CTRUNC) || fstat(got, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+	if (fds != 1 || *first != 0 || (m.msg_flags & MSG_CTRUNC) || !tcp_connection(got) ||
 	    (fl = fcntl(got, F_GETFL)) < 0 || fcntl(got, F_SETFL, fl | O_NONBLOCK) < 0) {
 		if (got >= 0)
 			close(got);
@@ -851,13 +884,16 @@ static void *conn_main(void *arg)
 	struct proxy *px = c->px;
 	serve(c);
 	pthread_mutex_lock(&px->mu);
-	close(c->client);
-	c->client = -1;
-	if (c->upstream >= 0)
-		close(c->upstream);
-	c->upstream = -1;
+	int client = c->client, upstream = c->upstream;
+	c->client = c->upstream = -1;
 	c->used = false;
 	pthread_mutex_unlock(&px->mu);
+	/* Closed with mu released: a handed-over socket is shared with the code, which may have
+	 * asked for a lingering close since recv_first; that close waits on the code's peer, so it
+	 * must hold up no one but this thread, and is asked not to linger again first. */
+	close_client(client);
+	if (upstream >= 0)
+		close(upstream);
 	release(px);
 	return NULL;
 }
@@ -938,7 +974,7 @@ static void *accept_main(void *arg)
 			int to = poll(&(struct pollfd){fd, POLLIN, 0}, 1, HANDOVER_WAIT_MS) > 0 ? recv_first(fd, &first) : FIRST_BAD;
 			reply(to >= 0 ? to : fd, "503 Service Unavailable", "too many connections at once");
 			if (to >= 0)
-				close(to);
+				close_client(to);
 			close(fd);
 		}
 	}

@@ -25,8 +25,9 @@
  * its first message is one byte 0 with that socket as SCM_RIGHTS, and the proxy serves it as
  * if it had accepted it (the sandbox's relay for --allow-hosts does so, so that no process of
  * the sandbox stands between the code's bytes and the proxy's). Anything else on the socket is
- * a client speaking itself. What is handed over must be one socket; the proxy only reads and
- * writes it, as the code could.
+ * a client speaking itself. What is handed over must be one connected TCP socket (anything else
+ * sent is closed, and the connection dropped); the proxy only reads and writes it, as the code
+ * could, replies on it without waiting, and never lingers closing it.
  *
  * Each connection has a thread of its own (at most PROXY_MAX_CONN at once); every wait is
  * bounded (the request head by PROXY_HEAD_MS, connecting by PROXY_CONNECT_MS, a tunnel by

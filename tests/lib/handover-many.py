@@ -1,0 +1,137 @@
+# Everything but a TCP connection handed over to the server's proxy, many times over
+# (tests/handover-attacks.bats): each is dropped without a descriptor kept; a TCP connection
+# handed over is served under the same policy. Prints one JSON line.
+import json, os, socket, struct, threading, time
+
+PROXY = "/run/sandbox-proxy/proxy.sock"
+out = {}
+
+
+def unix():
+    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    u.settimeout(5)
+    u.connect(PROXY)
+    return u
+
+
+def told(s):
+    """What the proxy said on s: its status, "closed" for nothing, or the error's name."""
+    s.settimeout(5)
+    try:
+        got = b""
+        while True:
+            b = s.recv(4096)
+            if not b:
+                break
+            got += b
+        return got.split(b" ")[1].decode() if got.startswith(b"HTTP/") else "closed"
+    except OSError as e:
+        return type(e).__name__
+
+
+def hand(fds, byte=b"\0", more=b""):
+    u = unix()
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, b"".join(struct.pack("i", f) for f in fds))] if fds else []
+    u.sendmsg([byte + more], anc)
+    return u
+
+
+def pair_server():
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(8)
+    return ls
+
+
+def tcp_pair(ls):
+    a = socket.create_connection(ls.getsockname())
+    b, _ = ls.accept()
+    return a, b
+
+
+ls = pair_server()
+mem = os.open("/proc/self/mem", os.O_RDWR)
+fifo = "/tmp/handover-fifo"
+os.mkfifo(fifo)
+fifo_fd = os.open(fifo, os.O_RDWR)
+r, w = os.pipe()
+ev = os.eventfd(0) if hasattr(os, "eventfd") else r
+reg = os.open("/tmp/handover-file", os.O_RDWR | os.O_CREAT, 0o600)
+os.write(reg, b"GET http://198.51.100.2:8080/ HTTP/1.1\r\n\r\n")
+os.lseek(reg, 0, 0)
+udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+sp1, sp2 = socket.socketpair()
+sp2.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0) if hasattr(socket, "AF_NETLINK") else udp
+bad = {}
+for rnd in range(int(os.environ.get("ROUNDS", "25"))):
+    a, b = tcp_pair(ls)
+    down_a, down_b = tcp_pair(ls)
+    down_b.shutdown(socket.SHUT_RDWR)
+    own = unix()
+    kinds = {
+        "file": [reg], "fifo": [fifo_fd], "pipe": [w], "eventfd": [ev], "mem": [mem], "udp": [udp.fileno()],
+        "listening": [ls.fileno()], "socketpair": [sp1.fileno()], "netlink": [nl.fileno()],
+        "two": [b.fileno(), b.fileno()], "own_unix": [own.fileno()], "shut_down": [down_b.fileno()],
+    }
+    for k, fds in kinds.items():
+        u = hand(fds)
+        if k == "socketpair":
+            sp2.sendall(b"GET http://evil.test/ HTTP/1.1\r\n\r\n")
+        bad[k] = told(u)
+        u.close()
+    # A byte other than 0 with a socket, a 0 with none.
+    u = hand([b.fileno()], byte=b"G")
+    bad["nonzero_byte"] = told(u)
+    u = hand([], more=b"GET http://198.51.100.2:8080/ HTTP/1.1\r\n\r\n")
+    bad["zero_no_fd"] = told(u)
+    for s in (a, b, down_a, down_b, own):
+        s.close()
+# What the socketpair's other end heard (the server's credentials, had it been served).
+sp2.setblocking(False)
+try:
+    sp2.recv(4096)
+    out["socketpair_heard"] = True
+except BlockingIOError:
+    out["socketpair_heard"] = False
+out["zero_no_fd"] = bad.pop("zero_no_fd")
+out["bad"] = bad
+# A TCP connection handed over: the policy holds on it, the handover followed by bytes too.
+a, b = tcp_pair(ls)
+u = hand([b.fileno()], more=b"junk")
+b.close()
+a.sendall(b"GET http://evil.test/ HTTP/1.1\r\n\r\n")
+out["tcp_evil"] = told(a)
+a, b = tcp_pair(ls)
+u = hand([b.fileno()])
+b.close()
+a.sendall(b"CONNECT 127.0.0.1:22 HTTP/1.1\r\n\r\n")
+out["tcp_loopback"] = told(a)
+# 36 handed over at once, each waiting: 32 held, the rest told 503 on their own sockets (36, as
+# the code has the server's few descriptors too).
+for f in (mem, fifo_fd, r, w, ev, reg):
+    os.close(f)
+for s in (udp, sp1, sp2, nl):
+    s.close()
+held = []
+for i in range(36):
+    a, b = tcp_pair(ls)
+    u = hand([b.fileno()])
+    b.close()
+    u.close()
+    a.sendall(b"GET http://198.51.100.2:8080/ HTTP/1.1\r\nX-Slow: ")
+    held.append(a)
+busy = 0
+for a in held:
+    a.settimeout(0.2)
+    try:
+        busy += b" 503 " in a.recv(200)
+    except OSError:
+        pass
+out["busy"] = busy
+for a in held:
+    a.close()
+# Still serving: a client on the socket itself is told 403.
+time.sleep(0.5)
+out["after"] = told(hand([], byte=b"G", more=b"ET http://evil.test/ HTTP/1.1\r\n\r\n"))
+print(json.dumps(out), flush=True)
