@@ -3,6 +3,7 @@
 # the process tool. Local (root and not) and Docker.
 # suite: uses docker
 load lib/helpers
+load lib/prestart
 load lib/docker-setup
 bats_require_minimum_version 1.5.0
 
@@ -290,10 +291,9 @@ echo left'
 	kill -STOP ${p#/proc/} 2>/dev/null && echo "stopped it"
 done; exit 0'
 	# Once call 1 has ended, an interpreter is started ahead of the next Python call: wait until
-	# one runs among the server's processes.
-	local ahead
-	ahead=$(jq -cn '{until: "ps -eo pid=,ppid=,args= | awk -v r=$SERVER_PID '\''{p[$1]=$2; a[$1]=$0} END {t[r]=1; do {c=0; for (i in p) if (t[p[i]] && !t[i]) {t[i]=1; c=1}} while (c); for (i in t) if (a[i] ~ /python/) f=1; exit !f}'\''"}')
-	session_of "$(call_json 1 execute_python '{"script": "print(1)"}')" '{"wait": 1}' "$ahead" \
+	# it runs and has made itself non-dumpable (before that, its /proc files are its user's:
+	# the fd folder can be listed by name, though never read through, in the start-up's window).
+	session_of "$(call_json 1 execute_python '{"script": "print(1)"}')" '{"wait": 1}' "$(waited)" \
 		"$(bg 2 "$spy" '{"wait_s": 20}')" '{"wait": 2}' \
 		"$(call_json 3 execute_python '{"script": "print(3)", "timeout_s": 20}')"
 	res 2

@@ -70,3 +70,34 @@ fresh_case() {
 	# Not even the hash seed is shared.
 	[ -n "$h2" ] && [ -n "$h3" ] && [ "$h2" != "$h3" ]
 }
+
+# waited: a session step that waits until the interpreter started ahead, a descendant of the
+# server under test, has made itself non-dumpable (it closes its source's pipe, fd 4, right
+# after): a call that begins after that runs beside it unconfined, and can kill or stop it.
+waited() {
+	local py
+	py=$(
+		cat <<-'EOF'
+			import os, sys
+			server = os.environ["SERVER_PID"]
+			def ours(p):
+			    for _ in range(64):
+			        if p == server:
+			            return True
+			        try:
+			            p = open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()[1]
+			        except OSError:
+			            return False
+			    return False
+			for p in filter(str.isdigit, os.listdir("/proc")):
+			    try:
+			        c = open("/proc/%s/cmdline" % p, "rb").read()
+			    except OSError:
+			        continue
+			    if b"/fd/./" in c and ours(p) and not os.path.lexists("/proc/%s/fd/4" % p):
+			        sys.exit(0)
+			sys.exit(1)
+		EOF
+	)
+	jq -cn --arg p "$py" '{until: ("python3 -c " + ($p | @sh))}'
+}
