@@ -52,7 +52,9 @@ setup_file() {
 	mkdir -p "$CIDS"
 	cat >"$SERVER" <<SH
 #!/bin/sh
-# DOCKER_ARGS: more of docker run's options (split on blanks).
+# DOCKER_ARGS: more of docker run's options (split on blanks). The engine is named here: a
+# host may start this with an environment of its own (the Inspector passes on few variables).
+export DOCKER_HOST="$DOCKER_HOST"
 exec docker run -i --rm --cidfile "$CIDS/\$(date +%s%N).\$\$" -v "$DK_SOCK:/var/run/docker.sock" \${DOCKER_ARGS:-} \
 	"$IMG" --backend docker --image "$SBX_IMAGE" "\$@"
 SH
