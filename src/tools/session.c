@@ -117,9 +117,9 @@ json_t *session_run(struct call_ctx *c, struct inputs *in)
 		return call_early_result(c, 1, msg, msg, false);
 	}
 	/* The cell, its request and the call's files, in one batch, before anything runs. */
-	json_t *rj = json_pack("{s:s, s:s, s:O, s:O}", "cell", cell, "result", result, "env",
-			       json_object_get(c->tc->args, "env") ? json_object_get(c->tc->args, "env") : json_object(),
-			       "args", json_object_get(c->tc->args, "args") ? json_object_get(c->tc->args, "args") : json_array());
+	json_t *env = json_object_get(c->tc->args, "env"), *args = json_object_get(c->tc->args, "args");
+	json_t *rj = json_pack("{s:s, s:s, s:o, s:o}", "cell", cell, "result", result, "env",
+			       env ? json_incref(env) : json_object(), "args", args ? json_incref(args) : json_array());
 	char *rtext = rj ? json_dumps(rj, JSON_COMPACT) : NULL;
 	json_decref(rj);
 	struct run_file *files = calloc(in->nfiles + 2, sizeof *files);
