@@ -1,8 +1,7 @@
-# Handed-over sockets that try to hold the server's proxy (tests/handover-attacks.bats): run in
+# (After lib/proxy-client.py.) Handed-over sockets that try to hold the server's proxy (tests/handover-attacks.bats): run in
 # the sandbox with --allow-hosts; prints one JSON line.
 import json, select, socket, struct, time
 
-PROXY = "/run/sandbox-proxy/proxy.sock"
 out = {}
 
 
@@ -11,26 +10,6 @@ def hand(fd, byte=b"\0"):
     u.connect(PROXY)
     u.sendmsg([byte], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", fd))])
     return u
-
-
-def ask(data, wait=5):
-    """A client speaking on the proxy's socket itself: the status it was told, or why not."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(wait)
-    try:
-        s.connect(PROXY)
-        s.sendall(data)
-        got = b""
-        while True:
-            b = s.recv(4096)
-            if not b:
-                break
-            got += b
-        return got.split(b" ")[1].decode() if got.startswith(b"HTTP/") else "closed"
-    except OSError as e:
-        return type(e).__name__
-    finally:
-        s.close()
 
 
 # A socket handed over whose close would linger: its peer (a) never reads, the send queue is

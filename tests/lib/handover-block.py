@@ -1,29 +1,9 @@
-# A handed-over socket that turns blocking again while the proxy, all its slots taken, tells it
+# (After lib/proxy-client.py.) A handed-over socket that turns blocking again while the proxy, all its slots taken, tells it
 # 503 (tests/handover-attacks.bats): its send queue is full, and a thread of the code clears
 # O_NONBLOCK on its own copy over and over. Prints one JSON line.
 import fcntl, json, os, socket, struct, threading, time
 
-PROXY = "/run/sandbox-proxy/proxy.sock"
 out = {}
-
-
-def ask(data, wait=5):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(wait)
-    try:
-        s.connect(PROXY)
-        s.sendall(data)
-        got = b""
-        while True:
-            b = s.recv(4096)
-            if not b:
-                break
-            got += b
-        return got.split(b" ")[1].decode() if got.startswith(b"HTTP/") else "closed"
-    except OSError as e:
-        return type(e).__name__
-    finally:
-        s.close()
 
 
 held = []

@@ -1,32 +1,9 @@
-# Everything but a TCP connection handed over to the server's proxy, many times over
+# (After lib/proxy-client.py.) Everything but a TCP connection handed over to the server's proxy, many times over
 # (tests/handover-attacks.bats): each is dropped without a descriptor kept; a TCP connection
 # handed over is served under the same policy. Prints one JSON line.
 import json, os, socket, struct, threading, time
 
-PROXY = "/run/sandbox-proxy/proxy.sock"
 out = {}
-
-
-def unix():
-    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    u.settimeout(5)
-    u.connect(PROXY)
-    return u
-
-
-def told(s):
-    """What the proxy said on s: its status, "closed" for nothing, or the error's name."""
-    s.settimeout(5)
-    try:
-        got = b""
-        while True:
-            b = s.recv(4096)
-            if not b:
-                break
-            got += b
-        return got.split(b" ")[1].decode() if got.startswith(b"HTTP/") else "closed"
-    except OSError as e:
-        return type(e).__name__
 
 
 def hand(fds, byte=b"\0", more=b""):
