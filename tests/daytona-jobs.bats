@@ -4,46 +4,28 @@
 # each; sweeps of later calls spare it (and only it); sessions run on them.
 load lib/helpers
 load lib/background
+load lib/daytona-setup
 bats_require_minimum_version 1.5.0
 
-DT_KEY="dt-secret-key-5f1c9a7e"
-
 setup_file() {
-	export DAYTONA_TEST_KEY="$DT_KEY"
-	DT_PORT_FILE="$BATS_FILE_TMPDIR/port"
-	python3 "$BATS_TEST_DIRNAME/daytona/server.py" --port-file "$DT_PORT_FILE" 2>"$BATS_FILE_TMPDIR/daytona.log" &
-	echo $! >"$BATS_FILE_TMPDIR/server.pid"
-	for _ in $(seq 100); do [ -s "$DT_PORT_FILE" ] && break; sleep 0.1; done
-	[ -s "$DT_PORT_FILE" ]
+	daytona_setup_file
 }
 
 teardown_file() {
-	[ -f "$BATS_FILE_TMPDIR/server.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/server.pid")" 2>/dev/null || true
+	daytona_teardown_file
 }
 
 setup() {
 	common_setup
-	DT_URL="http://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
-	export DAYTONA_API_URL="$DT_URL/api" DAYTONA_API_KEY="$DT_KEY" SANDBOX_BACKEND=daytona
-	unset DAYTONA_TARGET SANDBOX_DAYTONA_SNAPSHOT SANDBOX_DAYTONA_IMAGE SANDBOX_DAYTONA_START_TIMEOUT
-	control '{"clear_log": true}' >/dev/null
+	with_daytona
 }
 
 teardown() {
 	[ -z "${JX:-}" ] || rm -rf "$JX"
 }
 
-control() {
-	python3 - "$DT_URL/_control" "$1" <<'EOF'
-import sys, urllib.request
-req = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method='POST',
-                             headers={'Content-Type': 'application/json'})
-print(urllib.request.urlopen(req, timeout=10).read().decode())
-EOF
-}
-
 live_sandboxes() {
-	control '{}' | jq '.sandboxes | length'
+	daytona_control '{}' | jq '.sandboxes | length'
 }
 
 # py ID SESSION SCRIPT [MORE ARGS JSON]: an execute_python call line in that session.
