@@ -7,6 +7,10 @@
 load lib/helpers
 bats_require_minimum_version 1.5.0
 
+teardown() {
+	unprivileged_cleanup
+}
+
 no_gpu_or_skip() {
 	[ ! -e /dev/nvidiactl ] || skip "this machine has an NVIDIA GPU: scripts/gpu-check.sh checks it"
 }
@@ -41,6 +45,44 @@ no_gpu_or_skip() {
 	tool execute_bash_commands '{"code":"cd /dev && ls -l | grep \"^[cb]\" | awk \"{print \\$NF}\" | tr \"\\n\" \" \"; echo; ls -d nvidia* dri 2>&1 | head -2"}'
 	sc '.stdout | startswith("full null random urandom zero \n")'
 	sc '.stdout | test("nvidia.*No such file")'
+}
+
+# gpu_standins: after unprivileged_server, the server runs in a mount namespace of its own whose
+# /dev is a tmpfs holding the host's null, zero, full, random, urandom and tty, and stand-ins for
+# a GPU's nodes (/dev/nvidiactl, nvidia0 and nvidia-uvm, each a copy of /dev/null's numbers).
+gpu_standins() {
+	cat >"$UNPRIV_DIR/gpurun" <<-'EOF'
+		#!/bin/sh
+		exec unshare -m --propagation private sh -c '
+		set -e
+		d=$(mktemp -d)
+		mount --bind /dev "$d"
+		mount -t tmpfs -o mode=755 gpudev /dev
+		for n in null zero full random urandom tty; do cp -a "$d/$n" /dev/; done
+		mkdir -m 1777 /dev/shm
+		for n in nvidiactl nvidia0 nvidia-uvm; do mknod -m 666 "/dev/$n" c 1 3; done
+		umount "$d" && rmdir "$d"
+		exec "$0" "$@"' "${0%/*}/run" "$@"
+	EOF
+	chmod a+rx "$UNPRIV_DIR/gpurun"
+	export SANDBOX_MCP="$UNPRIV_DIR/gpurun"
+}
+
+@test "gpu: local --gpu gives the GPU's nodes (stand-ins here) and no more of /dev; without a memory cgroup it sets no RLIMIT_AS, under which CUDA fails, and --check says memory is NOT enforced" {
+	no_gpu_or_skip
+	[ "$(id -u)" -eq 0 ] || skip_or_fail "standing in a GPU's device nodes needs root"
+	unprivileged_server
+	gpu_standins
+	run "$SANDBOX_MCP" --check --backend local --gpu
+	[[ "$output" == *$'gpus (what --gpu gives the local backend):\n  the driver\'s device nodes are there (3), but /proc/driver/nvidia lists no GPU'* ]]
+	[[ "$output" == *"memory      512 MiB    NOT enforced: no cgroup memory controller here, and --gpu rules out the per-process RLIMIT_AS"* ]]
+	tool execute_bash_commands '{"code":"ls /dev | tr \"\\n\" \" \"; echo; ulimit -v; [ -c /dev/nvidiactl ] && echo chr"}' --gpu --backend local
+	sc '.stdout == "fd full null nvidia-uvm nvidia0 nvidiactl random shm stderr stdin stdout urandom zero \nunlimited\nchr\n" and .exit_code == 0'
+	# The same server without --gpu keeps the per-process limit.
+	run "$SANDBOX_MCP" --check --backend local
+	[[ "$output" == *"memory      512 MiB    per process only (RLIMIT_AS): no cgroup memory controller here"* ]]
+	tool execute_bash_commands '{"code":"ls /dev | grep -c nvidia; ulimit -v"}' --backend local
+	sc '.stdout == "0\n524288\n"'
 }
 
 @test "gpu: docker --gpu asks the engine for its nvidia driver (DeviceRequests gpu); an engine without it refuses, and the call says so" {

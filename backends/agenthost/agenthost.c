@@ -134,7 +134,10 @@ static void call_limits(const struct agenthost *h, const struct agent_inst *in, 
 	if (rq->background) /* bound by its own timeout, not its wait's */
 		lim->cpu_s = (rq->bg_timeout_ms + 999) / 1000 + 1;
 	lim->nproc = in->rl_pids ? cfg->pids : 0;
-	lim->as = in->rl_memory ? cfg->memory : 0;
+	/* CUDA reserves address space far beyond any memory (unified addressing): under --gpu an
+	 * RLIMIT_AS fails the first GPU allocation, so memory is then bounded by a cgroup or not at
+	 * all, and --check says which. */
+	lim->as = in->rl_memory && !cfg->gpu ? cfg->memory : 0;
 	lim->spill_max = cfg->spill_max;
 }
 

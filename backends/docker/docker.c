@@ -1450,8 +1450,10 @@ static void docker_report_limits(void *ctx, FILE *f)
 	const struct config *cfg = D->host.cfg;
 	char sz[32];
 	fprintf(f, "    memory      %-10s %s\n", config_fmt_size(cfg->memory, sz, sizeof sz),
-		D->rl_memory ? "per process only (RLIMIT_AS): the engine cannot limit memory here"
-			     : "container memory limit (cgroup), no swap");
+		!D->rl_memory ? "container memory limit (cgroup), no swap"
+		: cfg->gpu    ? "NOT enforced: the engine cannot limit memory here, and --gpu rules out the per-process "
+				"RLIMIT_AS (CUDA reserves address space far beyond memory)"
+			      : "per process only (RLIMIT_AS): the engine cannot limit memory here");
 	fprintf(f, "    processes   %-10llu %s\n", (unsigned long long)cfg->pids,
 		D->rl_pids ? "per user (RLIMIT_NPROC): the engine cannot limit processes here" : "container pids limit (cgroup)");
 	fprintf(f, "    cpus        %-10g container CPU quota (NanoCpus)\n", cfg->cpus);

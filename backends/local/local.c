@@ -508,7 +508,10 @@ static void local_report_limits(void *ctx, FILE *f)
 	char sz[32];
 	const char *m = cgroup_mechanism(cg, CG_MEMORY);
 	fprintf(f, "    memory      %-10s %s\n", config_fmt_size(cfg->memory, sz, sizeof sz),
-		m ? m : "per process only (RLIMIT_AS): no cgroup memory controller here");
+		m ? m
+		  : cfg->gpu ? "NOT enforced: no cgroup memory controller here, and --gpu rules out the per-process "
+			       "RLIMIT_AS (CUDA reserves address space far beyond memory)"
+			     : "per process only (RLIMIT_AS): no cgroup memory controller here");
 	m = cgroup_mechanism(cg, CG_PIDS);
 	fprintf(f, "    processes   %-10llu %s\n", (unsigned long long)cfg->pids,
 		m ? m : "per user (RLIMIT_NPROC): no cgroup pids controller here");
