@@ -78,9 +78,14 @@ bash_args() {
 @test "the sandbox is created labelled, with auto-stop, auto-delete and the network blocked" {
 	printf '%s\n%s\n%s\n' "$INIT" "$INITIALIZED" "$(call_json 1 execute_bash_commands '{"code":"sleep 2"}')" >"$BATS_TEST_TMPDIR/script"
 	python3 "$SESSION" --stderr "$SERVER_LOG" -- "$SANDBOX_MCP" <"$BATS_TEST_TMPDIR/script" >/dev/null &
-	for _ in $(seq 50); do [ "$(live_sandboxes)" -gt 0 ] && break; sleep 0.1; done
-	state=$(control '{}')
-	wait
+	local pid=$! state='{"sandboxes": {}}'
+	# The sandbox as the server made it, read while it lives (the call holds it for 2 s).
+	while kill -0 "$pid" 2>/dev/null; do
+		state=$(control '{}')
+		jq -e '.sandboxes | length > 0' <<<"$state" >/dev/null && break
+		sleep 0.1
+	done
+	wait "$pid"
 	jqe "$state" '[.sandboxes[]][0] | .labels["sandbox-mcp"] == "1" and (.labels["sandbox-mcp-owner"] | test(":[0-9]+:[0-9]+$"))
 		and .autoDeleteInterval == 0 and .autoStopInterval >= 5 and .networkBlockAll == true'
 }
@@ -371,11 +376,15 @@ EOF
 	grep -q 'network-settings .*"networkBlockAll": true' "$BATS_FILE_TMPDIR/daytona.log"
 }
 
+marker_running() {
+	ps -e -o args= | grep -v grep | grep -q "$1"
+}
+
 @test "the API key never reaches the sandbox, the server's log, or a process's arguments" {
 	marker="dt-args-$$-$RANDOM"
 	printf '%s\n%s\n%s\n%s\n' "$INIT" "$INITIALIZED" "$(call_json 1 execute_bash_commands "$(bash_args "sleep 1.5; : $marker; env; cat /proc/self/environ")")" >"$BATS_TEST_TMPDIR/script"
 	python3 "$SESSION" --stderr "$SERVER_LOG" -- "$SANDBOX_MCP" --log-level debug <"$BATS_TEST_TMPDIR/script" >"$BATS_TEST_TMPDIR/out" &
-	for _ in $(seq 50); do ps -e -o args= | grep -v grep | grep -q "$marker" && break; sleep 0.1; done
+	eventually 60 marker_running "$marker"
 	ps -e -o args= >"$BATS_TEST_TMPDIR/ps"
 	wait
 	output=$(cat "$BATS_TEST_TMPDIR/out")

@@ -33,6 +33,14 @@ host_procs() {
 	ps -e -o args= | grep -c -x -F "bash -c sleep 300; : $1" || true
 }
 
+marker_procs() {
+	[ "$(host_procs "$1")" -gt 0 ]
+}
+
+no_marker_procs() {
+	[ "$(host_procs "$1")" -eq 0 ]
+}
+
 @test "bash: stdout and stderr apart, real exit code, isError when non-zero" {
 	tool execute_bash_commands '{"code":"echo out; echo err >&2; exit 3"}'
 	sc '.stdout == "out\n" and .stderr == "err\n" and .exit_code == 3 and .timed_out == false'
@@ -647,13 +655,11 @@ EOF
 	script=$(printf '%s\n%s\n{"sleep": 60}\n' "$INIT" "$(call_json 1 execute_bash_commands "$(bash_args "$(sleeper "$marker")")")")
 	python3 "$SESSION" --stderr "$SERVER_LOG" --pidfile "$BATS_TEST_TMPDIR/pid" -- "$SANDBOX_MCP" \
 		>/dev/null 2>&1 <<<"$script" &
-	for _ in $(seq 100); do [ "$(host_procs "$marker")" -gt 0 ] && break; sleep 0.1; done
-	[ "$(host_procs "$marker")" -gt 0 ]
+	eventually 60 marker_procs "$marker"
 	old=$(sandbox_dirs)
 	[ -n "$old" ]
 	kill -9 "$(cat "$BATS_TEST_TMPDIR/pid")"
-	for _ in $(seq 30); do [ "$(host_procs "$marker")" -eq 0 ] && break; sleep 0.1; done
-	[ "$(host_procs "$marker")" -eq 0 ]
+	eventually 30 no_marker_procs "$marker"
 	[ -d "$old" ]
 	# The next server removes it at start-up, before any call.
 	mcp_session <<<"$INIT"
@@ -677,8 +683,7 @@ no_live_processes() { # UID
 	script=$(printf '%s\n%s\n{"sleep": 60}\n' "$INIT" "$(call_json 1 execute_bash_commands "$(bash_args "$(sleeper "$marker")")")")
 	python3 "$SESSION" --stderr "$SERVER_LOG" --pidfile "$BATS_TEST_TMPDIR/pid" -- "$SANDBOX_MCP" \
 		>/dev/null 2>&1 <<<"$script" &
-	for _ in $(seq 100); do [ "$(host_procs "$marker")" -gt 0 ] && break; sleep 0.1; done
-	[ "$(host_procs "$marker")" -gt 0 ]
+	eventually 60 marker_procs "$marker"
 	sandbox_processes "$UNPRIV_UID" | grep -q "sandbox-mcp: the workspace's tmpfs of local-[0-9a-f]*$"
 	# Its files bound into the sandbox are in a folder of its own on /dev/shm.
 	shm=$(shm_folders)
