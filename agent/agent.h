@@ -100,6 +100,14 @@ pid_t prestart_run(const struct run_spec *sp, int outw, int errw);
  * was done). reaped(pid, status) is told of each child reaped. */
 int prestart_kill_others(void (*reaped)(pid_t, int));
 
+/* The call's interpreter p said it exits (SIGUSR1 to the agent, after its streams are flushed):
+ * waits a moment (bounded) until the kernel shows it past its code for good, in its exit with
+ * its memory dropped, and nothing else runs in the sandbox. 0 then, with its wait status (what
+ * waitpid will say) in status: the call can be answered without waiting for the kernel to free
+ * its memory. -1 when not (too late, it is gone, other processes run, an interpreter waits
+ * ahead): the call ends as it is reaped. */
+int prestart_exited(pid_t p, int *status);
+
 /* A child of the agent was reaped, with that wait status: forgets the interpreter when it was
  * that; after three that ended before they were ready, none is started again. */
 void prestart_reaped(pid_t p, int status);

@@ -28,6 +28,8 @@
 #define READY_MIN_MS 1000    /* a call waits at least this long for one that is not ready yet, */
 #define READY_MAX_MS 10000   /* at most this, and otherwise four times what the last one took */
 #define REAP_ROUNDS 500      /* of 2 ms, for what the kill left to be gone */
+#define EXITED_WAIT_US 10000 /* for a call's interpreter that said it exits to be past its code */
+#define PF_EXITING 0x4       /* the kernel's task flag (stat field 9): the task is in exit() */
 
 enum phase { NONE = AG_PY_NONE, STARTING = AG_PY_STARTING, NODUMP = AG_PY_NODUMP, READY = AG_PY_READY };
 
@@ -349,8 +351,9 @@ void prestart_configure(struct ag_cur *c)
 }
 
 static bool spoiled(void);
-static int kill_rest(bool kill_them);
+static int kill_rest(bool kill_them, pid_t spare);
 static ssize_t read_proc(const char *name, char *buf, size_t n);
+static ssize_t read_proc_of(pid_t pid, const char *name, char *buf, size_t n);
 
 /* Why the interpreter is not as the agent started it, or NULL: it must be one thread that no
  * one stopped, and nothing but it and the agent may run in the sandbox (no process it started,
@@ -363,7 +366,7 @@ static const char *not_alone(void)
 	const char *t = read_proc("status", buf, sizeof buf) > 0 ? strstr(buf, "\nThreads:\t") : NULL;
 	if (!t || strtol(t + 10, NULL, 10) != 1)
 		return "the prestarted interpreter runs more than one thread";
-	if (kill_rest(false) != 0)
+	if (kill_rest(false, z.pid) != 0)
 		return "a process runs beside the prestarted interpreter";
 	return NULL;
 }
@@ -456,9 +459,9 @@ pid_t prestart_run(const struct run_spec *sp, int outw, int errw)
 	return -1;
 }
 
-/* Kills (when kill is set) what is left of the sandbox but us and the interpreter; the number
- * of processes seen, alive or not yet reaped. */
-static int kill_rest(bool kill_them)
+/* Kills (when kill is set) what is left of the sandbox but us and spare; the number of
+ * processes seen, alive or not yet reaped. */
+static int kill_rest(bool kill_them, pid_t spare)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -466,7 +469,7 @@ static int kill_rest(bool kill_them)
 	while (d && (e = readdir(d))) {
 		char *end;
 		long p = strtol(e->d_name, &end, 10);
-		if (*end || p <= 1 || p == z.pid)
+		if (*end || p <= 1 || p == spare)
 			continue;
 		if (kill_them)
 			kill((pid_t)p, SIGKILL);
@@ -480,8 +483,13 @@ static int kill_rest(bool kill_them)
 /* Reads /proc/PID/NAME of the interpreter into buf (n bytes, terminated): its length, or -1. */
 static ssize_t read_proc(const char *name, char *buf, size_t n)
 {
+	return read_proc_of(z.pid, name, buf, n);
+}
+
+static ssize_t read_proc_of(pid_t pid, const char *name, char *buf, size_t n)
+{
 	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/%s", (int)z.pid, name);
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t r = fd >= 0 ? read(fd, buf, n - 1) : -1;
 	if (fd >= 0)
@@ -567,7 +575,7 @@ int prestart_kill_others(void (*reaped)(pid_t, int))
 		stop("code stopped, killed, signalled, limited or reniced the prestarted interpreter");
 		return -1;
 	}
-	if (kill_rest(false) == 0) {
+	if (kill_rest(false, z.pid) == 0) {
 		z.apart = false;
 		return 0;
 	}
@@ -580,7 +588,7 @@ int prestart_kill_others(void (*reaped)(pid_t, int))
 	}
 	for (int round = 0; round < REAP_ROUNDS; round++) {
 		reap_all(reaped);
-		if (!kill_rest(true))
+		if (!kill_rest(true, z.pid))
 			return 0;
 		poll(NULL, 0, 2);
 	}
@@ -624,4 +632,75 @@ void prestart_end(const char *why)
 {
 	if (z.pid)
 		stop(why);
+}
+
+/* The real, effective and saved ids of a "Uid:" or "Gid:" line of a status file all id. */
+static bool ids_are(const char *status, const char *key, unsigned long id)
+{
+	const char *k = strstr(status, key);
+	if (!k)
+		return false;
+	char *p = (char *)k + strlen(key);
+	for (int i = 0; i < 3; i++) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+		if (end == p || v != id)
+			return false;
+		p = end;
+	}
+	return true;
+}
+
+/* Whether p is in the kernel's exit, past its code for good: one thread, flagged exiting, and
+ * without its memory (which the kernel drops only after it has taken the exit status). Its
+ * wait status then, from its stat file; that field is the status only where the agent may
+ * read it (its ids are the agent's), and 0 otherwise. 1 when so, 0 when not (yet), -1 when it
+ * is gone or a zombie (waitpid has its status). */
+static int past_code(pid_t p, int *status)
+{
+	char buf[1024], st[4096];
+	if (read_proc_of(p, "stat", buf, sizeof buf) <= 0)
+		return -1;
+	const char *paren = strrchr(buf, ')');
+	if (!paren || paren[1] != ' ' || !paren[2])
+		return -1;
+	if (paren[2] == 'Z' || paren[2] == 'X')
+		return -1;
+	/* The fields after the command, from field 3 (the state) on. */
+	unsigned long long f[50];
+	char *q = (char *)paren + 4;
+	for (int i = 1; i < 50; i++) {
+		char *end;
+		f[i] = strtoull(q, &end, 10);
+		if (end == q)
+			return 0;
+		q = end;
+	}
+	/* fields 9 (flags), 20 (threads), 23 (vsize) and 52 (exit_code) */
+	if (!(f[9 - 3] & PF_EXITING) || f[20 - 3] != 1 || f[23 - 3] != 0)
+		return 0;
+	if (read_proc_of(p, "status", st, sizeof st) <= 0 || !ids_are(st, "\nUid:\t", geteuid()) ||
+	    !ids_are(st, "\nGid:\t", getegid()))
+		return 0;
+	*status = (int)f[52 - 3];
+	return 1;
+}
+
+int prestart_exited(pid_t p, int *status)
+{
+	if (z.pid)
+		return -1;
+	struct timespec nap = {0, 100000};
+	for (long spent = 0; spent < EXITED_WAIT_US; spent += 100) {
+		int r = past_code(p, status);
+		if (r < 0)
+			return -1;
+		/* Nothing else may run: no process of the call outlives its answer. None can appear
+		 * behind the look (p forks no more, and only the agent else could), and one that ends
+		 * during it stays in /proc until the agent reaps it. */
+		if (r > 0)
+			return kill_rest(false, p) == 0 ? 0 : -1;
+		nanosleep(&nap, NULL);
+	}
+	return -1;
 }

@@ -197,6 +197,8 @@ enum ag_type {
 #define AG_EXIT_SPILL_CUT 0x8u  /* a spill file stopped at spill_max bytes */
 #define AG_EXIT_EXEC_FAIL 0x10u /* the program could not be started (status is 127) */
 #define AG_EXIT_PRESTARTED 0x20u /* the program ran in the prestarted interpreter */
+#define AG_EXIT_EARLY 0x40u      /* answered as that interpreter exited, its status read from the
+				  * kernel, before the kernel had freed its memory */
 
 /* AG_PREINFO phases */
 #define AG_PY_NONE 0u           /* none (not configured, or it ended: the text says why) */

@@ -68,6 +68,7 @@ struct stream {
 struct call {
 	pid_t pid;              /* 0 when no call runs */
 	int status, reaped, killed, exec_fail, prestarted;
+	int looked, early;      /* its interpreter said it exits: looked at; it was past its code */
 	uint64_t started_ns;    /* CLOCK_REALTIME_COARSE just before the fork */
 	uint64_t cap, spill_max;
 	char spill_prefix[4096];
@@ -93,6 +94,9 @@ static struct call call = {.s = {{.fd = -1, .spill_fd = -1}, {.fd = -1, .spill_f
  * no prestarted interpreter is started until a call's end kills everything again. */
 static int spared;
 static int passed_fd = -1;    /* an fd that came with the frame being read (AG_CHANNEL) */
+/* A call's interpreter answered for as it exited (AG_EXIT_EARLY), not reaped yet; 0 when none.
+ * It runs nothing more, but it is waited for before anything else starts. */
+static pid_t exiting;
 struct ag_buf out;
 static unsigned tmp_seq;
 
@@ -1075,6 +1079,8 @@ static int stream_pump(int idx)
 /* A child of ours was reaped: the call's program, or the prestarted interpreter. */
 static void note_reaped(pid_t p, int st)
 {
+	if (p == exiting)
+		exiting = 0;
 	if (p == call.pid && !call.reaped) {
 		call.status = st;
 		call.reaped = 1;
@@ -1152,11 +1158,43 @@ static void kill_all(void)
 	kill_all_but(1);
 }
 
+/* The call's interpreter says it exits, its streams flushed (prestart.py): when the kernel
+ * shows it past its code, and nothing else runs, the call is over, with the status the kernel
+ * holds for it. Looked at once a call: code can send this signal too, early, and gains nothing. */
+static void exit_said(pid_t from)
+{
+	int st;
+	if (!call.pid || from != call.pid || !call.prestarted || call.reaped || call.looked || call.bg ||
+	    bg_live() || spared)
+		return;
+	call.looked = 1;
+	if (prestart_exited(call.pid, &st) == 0) {
+		call.status = st;
+		call.reaped = call.early = 1;
+		exiting = call.pid;
+	}
+}
+
+/* Reaps the interpreter of a call answered as it exited: it is past its code, so the wait is
+ * the kernel's freeing of its memory. */
+static void reap_exiting(void)
+{
+	int st;
+	while (exiting > 0) {
+		pid_t p = waitpid(exiting, &st, __WALL);
+		if (p == exiting)
+			note_reaped(p, st);
+		else if (p < 0 && errno != EINTR)
+			exiting = 0;
+	}
+}
+
 static void reap(void)
 {
 	struct signalfd_siginfo si;
-	while (read(sigfd, &si, sizeof si) > 0)
-		;
+	while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+		if (si.ssi_signo == SIGUSR1)
+			exit_said((pid_t)si.ssi_pid);
 	int st;
 	pid_t p;
 	while ((p = waitpid(-1, &st, WNOHANG | __WALL)) > 0)
@@ -1165,7 +1203,10 @@ static void reap(void)
 
 static void finish_call(void)
 {
-	kill_all();
+	/* Answered as it exited: nothing else runs (prestart_exited), and it writes no more, but
+	 * holds its pipes until the kernel has freed its memory. What it wrote is in them. */
+	if (!call.early)
+		kill_all();
 	/* Every writer is dead now, so the pipes end: drain what is buffered. Bounded all the
 	 * same: a write end that lives on elsewhere (sent over a socket) must not hold us. */
 	for (int i = 0; i < 2; i++) {
@@ -1176,7 +1217,7 @@ static void finish_call(void)
 			struct timespec now;
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			long left = 500 - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
-			if (left <= 0 || poll(&pf, 1, (int)left) <= 0) {
+			if (left <= 0 || poll(&pf, 1, call.early ? 0 : (int)left) <= 0) {
 				close(call.s[i].fd);
 				call.s[i].fd = -1;
 				break;
@@ -1191,6 +1232,8 @@ static void finish_call(void)
 		flags |= AG_EXIT_EXEC_FAIL;
 	if (call.prestarted)
 		flags |= AG_EXIT_PRESTARTED;
+	if (call.early)
+		flags |= AG_EXIT_EARLY;
 	for (int i = 0; i < 2; i++) {
 		struct stream *s = &call.s[i];
 		if (s->spill_fd >= 0) {
@@ -1219,6 +1262,7 @@ static void finish_call(void)
 	ag_put_u64(&out, call.started_ns);
 	send_frame();
 	call.pid = 0;
+	call.looked = call.early = 0;
 	if (call.in_w >= 0)
 		close(call.in_w);
 	call.in_w = -1;
@@ -1502,6 +1546,7 @@ static void do_run(struct ag_cur *c)
 		send_simple(AG_ERR, "a call is already running");
 		return;
 	}
+	reap_exiting();
 	if (parse_run(c, &sp) < 0) {
 		if (errno)
 			send_errno("run", errno);
@@ -1575,6 +1620,7 @@ static void do_run(struct ag_cur *c)
 	call.pid = pid;
 	call.status = 0;
 	call.reaped = call.killed = 0;
+	call.looked = call.early = 0;
 	call.exec_fail = exec_err != 0;
 	stream_reset(&call.s[0], po[0]);
 	stream_reset(&call.s[1], pe[0]);
@@ -1770,6 +1816,7 @@ int main(int argc, char **argv)
 	sigset_t chld;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
+	sigaddset(&chld, SIGUSR1); /* a call's interpreter exits (exit_said) */
 	sigfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sigfd < 0)
 		die("signalfd");

@@ -218,6 +218,97 @@ open(d + "/x.pth", "w").write("/workspace/a\n")')
 	done
 }
 
+# early: the numbers of the calls answered as their interpreter exited, one per line.
+early() {
+	sed -n 's/.*debug: call \([0-9]*\) was answered as its interpreter exited$/\1/p' "$SERVER_LOG"
+}
+
+@test "prestart: a call is answered as its interpreter exits, before its memory is freed, with its exact status" {
+	local i
+	{
+		echo "$INIT"
+		echo "$INITIALIZED"
+		py_call 1 pass
+		echo '{"wait": 1}'
+		for i in 2 3 4 5 6 7 8 9; do
+			case $i in
+			3) py_call $i 'import sys; print("three"); sys.exit(3)' ;;
+			4) py_call $i 'raise SystemExit("four")' ;;
+			5) py_call $i 'import atexit; atexit.register(print, "at exit")' ;;
+			*) py_call $i "print($i)" ;;
+			esac
+			echo "{\"wait\": $i}"
+		done
+	} >"$BATS_TEST_TMPDIR/early.script"
+	mcp_session --log-level debug --no-sandbox-ahead <"$BATS_TEST_TMPDIR/early.script"
+	[ "$(prestarted | wc -l)" -eq 8 ]
+	# The agent looks for a moment only: under load a call may end the old way, as it is
+	# reaped; not all of them.
+	[ "$(early | wc -l)" -ge 1 ]
+	res 3
+	sc '.exit_code == 3 and .stdout == "three\n"'
+	res 4
+	sc '.exit_code == 1 and .stderr == "four\n"'
+	res 5
+	sc '.exit_code == 0 and .stdout == "at exit\n"'
+	for i in 2 6 7 8 9; do
+		res $i
+		sc ".exit_code == 0 and .stdout == \"$i\n\""
+	done
+}
+
+@test "prestart: code that says its interpreter exits before it does gains nothing; nothing of a call outlives its answer" {
+	local liar count
+	liar=$(
+		cat <<-'EOF'
+			import os, signal, sys, time
+			os.kill(1, signal.SIGUSR1)
+			time.sleep(0.3)
+			print("after")
+			sys.stdout.flush()
+			os.kill(1, signal.SIGUSR1)
+			time.sleep(0.1)
+			print("still")
+			raise SystemExit(4)
+		EOF
+	)
+	# Every process but the agent, this shell and the interpreter waiting ahead (or one still
+	# starting, a fork of the agent not yet exec'd), as tests/docker.bats counts them.
+	count=$(jq -cn --arg c 'n=0; mapfile -d "" -t one </proc/1/cmdline; for p in /proc/[0-9]*; do c=(); mapfile -d "" -t c <$p/cmdline 2>/dev/null || continue; case ${c[1]:-} in /proc/self/fd/*) continue ;; esac; [ "$p" != /proc/1 ] && [ "${c[*]}" = "${one[*]}" ] && continue; n=$((n + 1)); done; echo $n' '{code: $c}')
+	mcp_session --log-level debug --no-sandbox-ahead <<-EOF
+		$INIT
+		$INITIALIZED
+		$(py_call 1 pass)
+		{"wait": 1}
+		$(py_call 2 "$liar")
+		{"wait": 2}
+		$(py_call 3 $'import os, time\nif os.fork() == 0:\n    time.sleep(60)\nprint("parent")')
+		{"wait": 3}
+		$(call_json 4 execute_bash_commands "$count")
+		{"wait": 4}
+		$(py_call 5 'print(5)')
+		{"wait": 5}
+		$(call_json 6 execute_bash_commands "$count")
+		{"wait": 6}
+		$(py_call 7 'import threading, time; threading.Thread(target=time.sleep, args=(60,), daemon=True).start()')
+		{"wait": 7}
+		$(call_json 8 execute_bash_commands "$count")
+	EOF
+	[ "$(prestarted | tr '\n' ' ')" = "2 3 5 7 " ]
+	# Said early, and again: the status and the output are the ones it ends with.
+	res 2
+	sc '.exit_code == 4 and .stdout == "after\nstill\n"'
+	# A child left: not answered early, and ended with the call; a thread left ends with its
+	# process, early or not.
+	res 3
+	sc '.exit_code == 0 and .stdout == "parent\n"'
+	for i in 4 6 8; do
+		res $i
+		sc '.exit_code == 0 and .stdout == "2\n"'
+	done
+	run ! grep -qx -e 2 -e 3 <(early)
+}
+
 @test "prestart: code cannot read or write an interpreter waiting ahead" {
 	local probe
 	probe=$(

@@ -648,6 +648,7 @@ int agentlink_run_until(struct agentlink *l, const struct run_req *rq, const str
 				rs->spilled[1] = flags & AG_EXIT_SPILL_ERR;
 				rs->spill_cut = flags & AG_EXIT_SPILL_CUT;
 				rs->prestarted = flags & AG_EXIT_PRESTARTED;
+				rs->exited_early = flags & AG_EXIT_EARLY;
 				if (rs->timed_out)
 					rs->exit_code = 124;
 				else if (WIFEXITED(status))

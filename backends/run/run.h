@@ -83,6 +83,7 @@ struct run_res {
 	                              * times count (what it changed has a ctime at or after it);
 	                              * 0 when unknown */
 	bool prestarted;             /* the program ran in an interpreter started ahead (prestart) */
+	bool exited_early;           /* answered as that interpreter exited, before its memory was freed */
 	int changed;                 /* under rq->changes_in: 1 something changed, 0 nothing did,
 	                              * -1 not known (look); a backend that lists cheaply says -1 */
 	bool stopped;                /* the backend ended it, knowing it could not succeed (see
