@@ -25,7 +25,7 @@ teardown() {
 handover_case() {
 	with_backend local
 	local script
-	script=$(cat "$TESTS_DIR/lib/proxy-client.py" "$TESTS_DIR/lib/handover-attacks.py")
+	script=$(cat "$TESTS_DIR/lib/handover-client.py" "$TESTS_DIR/lib/handover-attacks.py")
 	local call2
 	call2=$(call_json 2 execute_python '{"script": "print(6*7)"}')
 	SESSION_TIMEOUT=60 mcp_session --allow-hosts 198.51.100.2:8080 <<<"$(printf '%s\n%s\n%s\n%s\n' "$INIT" "$INITIALIZED" \
@@ -52,7 +52,7 @@ WRAP
 	chmod +x "$BATS_TEST_TMPDIR/few-fds"
 	SANDBOX_MCP="$BATS_TEST_TMPDIR/few-fds"
 	local script
-	script=$(cat "$TESTS_DIR/lib/proxy-client.py" "$TESTS_DIR/lib/handover-many.py")
+	script=$(cat "$TESTS_DIR/lib/handover-client.py" "$TESTS_DIR/lib/handover-many.py")
 	mcp_session --allow-hosts 198.51.100.2:8080 <<EOS
 $INIT
 $(call_json 1 execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 60}')")
@@ -84,7 +84,7 @@ EOS
 @test "handover attacks, local: a socket handed over while every slot is taken, its code clearing O_NONBLOCK and asking to linger over and over: the 503 blocks nothing" {
 	with_backend local
 	local script
-	script=$(cat "$TESTS_DIR/lib/proxy-client.py" "$TESTS_DIR/lib/handover-block.py")
+	script=$(cat "$TESTS_DIR/lib/handover-client.py" "$TESTS_DIR/lib/handover-block.py")
 	SESSION_TIMEOUT=60 mcp_session --allow-hosts 198.51.100.2:8080 <<EOS
 $INIT
 $(call_json 1 execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 10}')")

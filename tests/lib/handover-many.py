@@ -1,4 +1,4 @@
-# (After lib/proxy-client.py.) Everything but a TCP connection handed over to the server's proxy, many times over
+# (After lib/handover-client.py.) Everything but a TCP connection handed over to the server's proxy, many times over
 # (tests/handover-attacks.bats): each is dropped without a descriptor kept; a TCP connection
 # handed over is served under the same policy. Prints one JSON line.
 import json, os, socket, struct, threading, time
