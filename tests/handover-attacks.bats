@@ -96,3 +96,39 @@ EOS
 	res 2
 	sc '.stdout == "still here\n"'
 }
+
+# queued_case BACKEND [KINDS]: lib/handover-queued.py in the sandbox (KINDS: its HOWS); the
+# server answers the call and the next, and its descriptors come back to what it had before.
+queued_case() {
+	with_backend "$1"
+	local script fds="$BATS_TEST_TMPDIR/fds"
+	script=$(printf 'HOWS = "%s"\n' "${2:-busy behind nested many}"; cat "$TESTS_DIR/lib/handover-client.py" "$TESTS_DIR/lib/handover-queued.py")
+	SESSION_TIMEOUT=60 mcp_session --allow-hosts 198.51.100.2:8080 <<EOS
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"true"}')
+{"wait": 1}
+{"sh": "ls /proc/\$SERVER_PID/fd | wc -l > '$fds'"}
+$(call_json 2 execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 30}')")
+$(call_json 3 execute_bash_commands '{"code":"echo still here"}')
+{"wait": 3}
+{"until": "[ \$(ls /proc/\$SERVER_PID/fd | wc -l) -le \$(cat '$fds') ]"}
+EOS
+	res 2
+	P=$(printf '%s' "$result" | jq -r '.structuredContent.stdout' | sed '/^$/d' | head -1)
+	jqe "$P" '.after == "403" and .after_s < 3 and .busy == "503"'
+	res 3
+	sc '.stdout == "still here\n"'
+}
+
+@test "handover attacks, local: a lingering socket and its peer queued behind a handover, in a unix socket handed over, behind one told 503, or nine in a message: the proxy, the server and its descriptors are not held" {
+	queued_case local
+}
+
+@test "handover attacks, local with a server that is not root: the same, not held" {
+	unprivileged_server
+	queued_case local
+}
+
+@test "handover attacks, docker: the same, not held" {
+	queued_case docker
+}
