@@ -5,6 +5,7 @@
 # layers are cached, so this is quick after image.bats).
 # suite: uses docker
 load lib/helpers
+load lib/image
 bats_require_minimum_version 1.5.0
 
 SBX_IMAGE=sandbox-mcp-test:latest
@@ -97,17 +98,6 @@ one_call() {
 	SANDBOX_MCP="$SERVER" mcp_session "$@" <<<"$(printf '%s\n%s\n%s\n' "$INIT" "$INITIALIZED" \
 		"$(call_json 1 execute_bash_commands "$(jq -cn --arg c "$code" '{code: $c}')")")"
 	res 1
-}
-
-# refused_at_start [SERVER ARGS...]: the server's container, sent an initialize, exits 2 before
-# answering anything, with one line on stderr ($stderr), and leaves nothing on the engine.
-refused_at_start() {
-	run --separate-stderr "$SERVER" "$@" <<<"$INIT"
-	printf 'stderr: %s\n' "$stderr"
-	[ "$status" -eq 2 ]
-	[ -z "$output" ]
-	[ "${#stderr_lines[@]}" -eq 1 ]
-	eventually 20 nothing_left
 }
 
 # The server started on a fifo (fd 7 writes to it, $OUT collects): for calls one at a time.

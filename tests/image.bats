@@ -11,6 +11,7 @@
 # suite: uses docker
 load lib/helpers
 load lib/inspector
+load lib/image
 bats_require_minimum_version 1.5.0
 
 SBX_IMAGE=sandbox-mcp-test:latest
@@ -225,17 +226,6 @@ one_call() {
 	DOCKER_ARGS="-v $BATS_TEST_TMPDIR/ws:/work" one_call 'echo new > f' --workspace /work/new
 	sc '.exit_code == 0'
 	[ "$(cat "$BATS_TEST_TMPDIR/ws/new/f")" = new ]
-	eventually 20 nothing_left
-}
-
-# refused_at_start [SERVER ARGS...]: the server's container, sent an initialize, exits 2 before
-# answering anything, with one line on stderr ($stderr), and leaves nothing on the engine.
-refused_at_start() {
-	run --separate-stderr "$SERVER" "$@" <<<"$INIT"
-	printf 'stderr: %s\n' "$stderr"
-	[ "$status" -eq 2 ]
-	[ -z "$output" ]
-	[ "${#stderr_lines[@]}" -eq 1 ]
 	eventually 20 nothing_left
 }
 
