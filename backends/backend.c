@@ -42,7 +42,7 @@ static struct agenthost *host_of(const struct backend *b)
 int backend_config_check(const struct config *cfg, struct err *e)
 {
 	const bool autosel = !strcmp(cfg->backend, "auto");
-	bool state_checked = false;
+	bool state_checked = false, first = true;
 	for (size_t i = 0; backend_table[i]; i++) {
 		const struct backend_ops *ops = backend_table[i];
 		if (!autosel && strcmp(ops->name, cfg->backend))
@@ -52,7 +52,10 @@ int backend_config_check(const struct config *cfg, struct err *e)
 				return -1;
 			state_checked = true;
 		}
-		if (!autosel && ops->startup_check && ops->startup_check(cfg, e) < 0)
+		/* auto: the backend it tries first, the first that present does not rule out. */
+		bool tried_first = autosel && first && (!ops->present || ops->present(cfg));
+		first = first && !tried_first;
+		if ((!autosel || tried_first) && ops->startup_check && ops->startup_check(cfg, e) < 0)
 			return -1;
 	}
 	return 0;

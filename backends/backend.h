@@ -47,9 +47,11 @@ struct backend_ops {
 	/* For --help: a line "  NAME  what it is" for each variable the backend reads besides its
 	 * options, or NULL. */
 	const char *env_help;
-	/* At start-up, when this backend is named (--backend): refuses what of the configuration it
-	 * can know to be wrong before any sandbox is made, so that the server does not start only
-	 * for every call to fail. 0, or -1 with e set. May be NULL. */
+	/* At start-up, when this backend is named (--backend), or is the one auto tries first (the
+	 * first in table.h's order that present does not rule out): refuses what of the
+	 * configuration it can know to be wrong before any sandbox is made, so that the server does
+	 * not start only for every call to fail. Waits on nothing for long: what it cannot tell
+	 * within a few seconds is left to the call. 0, or -1 with e set. May be NULL. */
 	int (*startup_check)(const struct config *cfg, struct err *e);
 	/* Called once, first, on the zeroed private struct: sets every "none" value that is not
 	 * zero (fds to -1), so that destroy is safe whatever fails later. May be NULL. */
@@ -119,8 +121,9 @@ int backend_index(const struct backend_ops *ops);
 const struct backend_ops *backend_find(const char *name);
 
 /* At start-up: refuses a configuration the backends that may run (the one named, or every one
- * auto may try) can know to be wrong: a state folder they cannot use, and what a named
- * backend's startup_check finds. 0, or -1 with e set (one line, naming the option). */
+ * auto may try) can know to be wrong: a state folder they cannot use, and what the startup_check
+ * of the backend named, or of the one auto tries first, finds. 0, or -1 with e set (one line,
+ * naming the option). */
 int backend_config_check(const struct config *cfg, struct err *e);
 
 /* Caller frees with backend_free. */

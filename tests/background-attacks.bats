@@ -152,7 +152,7 @@ head -c 300000 /dev/zero | tr "\0" x
 echo; echo flooded >&2
 exec sleep 76.5'
 	session_of "$(bg 1 "$plant" '{"wait_s": 5}')" '{"wait": 1}' \
-		"$(proc 2 '{"process_id": "bg-1", "input": "go\n"}')" '{"wait": 2}' "$(until_running 76.5)" \
+		"$(proc 2 '{"process_id": "bg-1", "input": "go\n"}')" '{"wait": 2}' "$(until_running "sleep 76.5")" \
 		"$(proc 3 '{"process_id": "bg-1", "wait_s": 20}')" '{"wait": 3}' \
 		"$(proc 4 '{"process_id": "bg-1"}')" '{"wait": 4}' \
 		"$(call_json 5 execute_bash_commands '{"code": "ls -A /tmp/elsewhere; wc -c < /tmp/target; ls -A .sandbox/output-real"}')"
@@ -193,7 +193,7 @@ nohup setsid sleep 73.104 >/dev/null 2>&1 &
 echo left'
 
 @test "background attack: what a background process left in other sessions, stopped or deaf, ends with cleanup_sandbox" {
-	session_of "$(bg 1 "$ESCAPES; exec sleep 73.105")" '{"wait": 1}' "$(until_running 73.104)" \
+	session_of "$(bg 1 "$ESCAPES; exec sleep 73.105")" '{"wait": 1}' "$(until_running "sleep 73.104")" \
 		"$(call_json 2 cleanup_sandbox '{}')" '{"wait": 2}' \
 		"$(call_json 3 execute_bash_commands '{"code": "ps -eo args"}')" '{"wait": 3}' '{"sh": "sleep 0.2"}'
 	res 1

@@ -171,3 +171,26 @@ bats_require_minimum_version 1.5.0
 	run "$SANDBOX_MCP" --check --backend local --python /nonexistent/python3
 	[ "$status" -eq 2 ] && [[ "$output" == *"--python /nonexistent/python3: no such program"* ]]
 }
+
+# The Docker backend's start-up check of the folders (a server in the engine's container) asks
+# the engine; one that takes connections and never answers delays start-up by seconds, not by
+# the engine calls' usual timeouts, and leaves the folders to the first call.
+@test "a Docker engine that does not answer at start-up delays the server by a few seconds at most" {
+	local sock="$BATS_TEST_TMPDIR/silent.sock" t0 t1
+	python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(16); held = []
+while True: held.append(s.accept()[0])
+' "$sock" 3>&- &
+	local listener=$!
+	waited() { [ -S "$sock" ]; }
+	eventually 10 waited
+	mkdir -p "$BATS_TEST_TMPDIR/ws"
+	t0=$(date +%s%N)
+	DOCKER_HOST="unix://$sock" mcp_session --backend docker --workspace "$BATS_TEST_TMPDIR/ws" <<<"$INIT"
+	t1=$(date +%s%N)
+	kill "$listener"
+	jqe "$(response '"init"')" '.result.serverInfo.name == "sandbox-mcp"'
+	echo "took $(((t1 - t0) / 1000000)) ms"
+	[ $(((t1 - t0) / 1000000)) -lt 12000 ]
+}

@@ -25,7 +25,7 @@ teardown() {
 handover_case() {
 	with_backend local
 	local script
-	script=$(cat "$TESTS_DIR/lib/proxy-client.py" "$TESTS_DIR/lib/handover-attacks.py")
+	script=$(cat "$TESTS_DIR/lib/handover-client.py" "$TESTS_DIR/lib/handover-attacks.py")
 	local call2
 	call2=$(call_json 2 execute_python '{"script": "print(6*7)"}')
 	SESSION_TIMEOUT=60 mcp_session --allow-hosts 198.51.100.2:8080 <<<"$(printf '%s\n%s\n%s\n%s\n' "$INIT" "$INITIALIZED" \
@@ -52,7 +52,7 @@ WRAP
 	chmod +x "$BATS_TEST_TMPDIR/few-fds"
 	SANDBOX_MCP="$BATS_TEST_TMPDIR/few-fds"
 	local script
-	script=$(cat "$TESTS_DIR/lib/proxy-client.py" "$TESTS_DIR/lib/handover-many.py")
+	script=$(cat "$TESTS_DIR/lib/handover-client.py" "$TESTS_DIR/lib/handover-many.py")
 	mcp_session --allow-hosts 198.51.100.2:8080 <<EOS
 $INIT
 $(call_json 1 execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 60}')")
@@ -84,7 +84,7 @@ EOS
 @test "handover attacks, local: a socket handed over while every slot is taken, its code clearing O_NONBLOCK and asking to linger over and over: the 503 blocks nothing" {
 	with_backend local
 	local script
-	script=$(cat "$TESTS_DIR/lib/proxy-client.py" "$TESTS_DIR/lib/handover-block.py")
+	script=$(cat "$TESTS_DIR/lib/handover-client.py" "$TESTS_DIR/lib/handover-block.py")
 	SESSION_TIMEOUT=60 mcp_session --allow-hosts 198.51.100.2:8080 <<EOS
 $INIT
 $(call_json 1 execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 10}')")
@@ -95,4 +95,40 @@ EOS
 	jqe "$P" '.after == "403" and .after_s < 3'
 	res 2
 	sc '.stdout == "still here\n"'
+}
+
+# queued_case BACKEND [KINDS]: lib/handover-queued.py in the sandbox (KINDS: its HOWS); the
+# server answers the call and the next, and its descriptors come back to what it had before.
+queued_case() {
+	with_backend "$1"
+	local script fds="$BATS_TEST_TMPDIR/fds"
+	script=$(printf 'HOWS = "%s"\n' "${2:-busy behind nested many}"; cat "$TESTS_DIR/lib/handover-client.py" "$TESTS_DIR/lib/handover-queued.py")
+	SESSION_TIMEOUT=60 mcp_session --allow-hosts 198.51.100.2:8080 <<EOS
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"true"}')
+{"wait": 1}
+{"sh": "ls /proc/\$SERVER_PID/fd | wc -l > '$fds'"}
+$(call_json 2 execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 30}')")
+$(call_json 3 execute_bash_commands '{"code":"echo still here"}')
+{"wait": 3}
+{"until": "[ \$(ls /proc/\$SERVER_PID/fd | wc -l) -le \$(cat '$fds') ]"}
+EOS
+	res 2
+	P=$(printf '%s' "$result" | jq -r '.structuredContent.stdout' | sed '/^$/d' | head -1)
+	jqe "$P" '.after == "403" and .after_s < 3 and .busy == "503"'
+	res 3
+	sc '.stdout == "still here\n"'
+}
+
+@test "handover attacks, local: a lingering socket and its peer queued behind a handover, in a unix socket handed over, behind one told 503, or nine in a message: the proxy, the server and its descriptors are not held" {
+	queued_case local
+}
+
+@test "handover attacks, local with a server that is not root: the same, not held" {
+	unprivileged_server
+	queued_case local
+}
+
+@test "handover attacks, docker: the same, not held" {
+	queued_case docker
 }

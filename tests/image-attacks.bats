@@ -5,6 +5,7 @@
 # layers are cached, so this is quick after image.bats).
 # suite: uses docker
 load lib/helpers
+load lib/image
 bats_require_minimum_version 1.5.0
 
 SBX_IMAGE=sandbox-mcp-test:latest
@@ -138,33 +139,21 @@ sandboxes_of() {
 	local decoy="$BATS_TEST_TMPDIR/decoy"
 	: >"$decoy"
 	run_arg -v "$(dirname "$DK_SOCK"):/data" -v "$decoy:/data/$(basename "$DK_SOCK")"
-	one_call "ls -l /mnt/x/$(basename "$DK_SOCK") 2>&1; test -S /mnt/x/$(basename "$DK_SOCK") && echo SOCKET" --mount /data:/mnt/x
-	sc '.stdout | test("SOCKET") | not'
-	sc '.exit_code == 1 and .stdout == ""'
-	sc '.stderr | test("--mount /data") and test("mount of its own below")'
-	eventually 20 nothing_left
+	refused_at_start --mount /data:/mnt/x
+	[[ "$stderr" == *"--mount /data"*"mount of its own below"* ]]
 }
 
 # The workspace and a --mount that are the same host folders through two binds of the server's
 # container: the sandbox's code re-points the --mount's host path (a name in its workspace) at
 # any host folder, which the engine follows when it makes the next sandbox.
-@test "attack: a --mount whose host folder lies in the workspace's, through another bind, cannot be re-pointed by the code" {
+@test "attack: a --mount whose host folder lies in the workspace's, through another bind, is refused at start-up before the code can re-point it" {
 	local ws="$BATS_TEST_TMPDIR/ws" secret="$BATS_TEST_TMPDIR/secret"
 	mkdir -p "$ws/data" "$ws/.sandbox" "$secret"
 	echo the-host-secret >"$secret/secret.txt"
 	run_arg -v "$ws:/work" -v "$ws/data:/data"
-	start_server --workspace /work --mount /data:/mnt/data
-	call 1 "rm -rf data && ln -s $secret data && echo repointed"
-	if printf '%s' "$result" | jq -e '.structuredContent.stdout == "repointed\n"' >/dev/null; then
-		# The sandbox is lost (an out-of-memory kill, a crash): the next call makes a new one.
-		docker kill $(sandboxes_of) >/dev/null
-		call 2 'cat /mnt/data/secret.txt 2>&1; echo done'
-		call 3 'cat /mnt/data/secret.txt 2>&1; echo done'
-	fi
-	stop_server
-	[[ "$(cat "$OUT")" != *the-host-secret* ]]
-	grep '"id":1[,}]' "$OUT" | jq -e '.result.structuredContent | .exit_code == 1 and (.stderr | test("--mount /data") and test("workspace"))' >/dev/null
-	eventually 20 nothing_left
+	refused_at_start --workspace /work --mount /data:/mnt/data
+	[[ "$stderr" == *"--mount /data lies in the folder of --workspace /work"* ]]
+	[ -d "$ws/data" ] && [ ! -L "$ws/data" ]
 }
 
 # A named volume whose folder is the engine's socket's (the local driver binds any host folder)
@@ -174,10 +163,8 @@ sandboxes_of() {
 	VOLS=$vol
 	docker volume create --opt type=none --opt o=bind --opt device="$(dirname "$DK_SOCK")" "$vol" >/dev/null
 	run_arg -v "$vol:/data"
-	one_call 'test -S /mnt/x/docker.sock && echo SOCKET; echo ran' --mount /data:/mnt/x
-	sc '.exit_code == 1 and .stdout == ""'
-	sc '.stderr | test("--mount /data holds the container engine.s socket")'
-	eventually 20 nothing_left
+	refused_at_start --mount /data:/mnt/x
+	[[ "$stderr" == *"--mount /data holds the container engine's socket"* ]]
 }
 
 # A folder below a named volume's top: the engine mounts a volume whole, so the sandbox would
@@ -188,10 +175,8 @@ sandboxes_of() {
 	docker volume create "$vol" >/dev/null
 	docker run --rm --entrypoint mkdir -v "$vol:/v" "$IMG" /v/sub
 	run_arg -v "$vol:/data"
-	one_call 'ls /mnt/x; echo ran' --mount /data/sub:/mnt/x
-	sc '.exit_code == 1 and .stdout == ""'
-	sc '.stderr | test("--mount /data/sub")'
-	eventually 20 nothing_left
+	refused_at_start --mount /data/sub:/mnt/x
+	[[ "$stderr" == *"--mount /data/sub is a folder of this server's own file system"* ]]
 }
 
 # A bind of the whole host: the folder named below it is bound from the same host path, and
@@ -203,10 +188,8 @@ sandboxes_of() {
 	one_call 'cat "/mnt/x/in.txt"; ls /mnt/x' --mount "/host$data:/mnt/x"
 	sc '.exit_code == 0 and .stdout == "inside\nin.txt\n"'
 	eventually 20 nothing_left
-	one_call 'ls /mnt/x; echo ran' --mount /host:/mnt/x
-	sc '.exit_code == 1 and .stdout == ""'
-	sc '.stderr | test("--mount /host")'
-	eventually 20 nothing_left
+	refused_at_start --mount /host:/mnt/x
+	[[ "$stderr" == *"--mount /host "* ]]
 }
 
 # A mount point with blanks, named on the docker run line and to the server: the engine's
@@ -225,10 +208,8 @@ sandboxes_of() {
 	local outer="$BATS_TEST_TMPDIR/outer"
 	mkdir -p "$outer/inner"
 	run_arg -v "$outer:/o" -v "$outer/inner:/i"
-	one_call 'echo ran' --mount /o:/mnt/o:rw --mount /i:/mnt/i
-	sc '.exit_code == 1 and .stdout == ""'
-	sc '.stderr | test("--mount /i lies in the folder of --mount /o")'
-	eventually 20 nothing_left
+	refused_at_start --mount /o:/mnt/o:rw --mount /i:/mnt/i
+	[[ "$stderr" == *"--mount /i lies in the folder of --mount /o"* ]]
 }
 
 # The start-up sweep of a second server (on the host or in a container) leaves a live

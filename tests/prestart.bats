@@ -496,12 +496,14 @@ print(sorted(open("/proc/%s/comm" % p).read().strip() for p in os.listdir("/proc
 @test "prestart: a signal sent to an interpreter waiting ahead reaches no later call" {
 	# Every signal but KILL and STOP is blocked while it waits: one sent then stays pending,
 	# and must not be delivered to the call it would become. Before each bash call, a call with
-	# args (a plain start, which waits for the interpreter ahead to be ready) makes sure the
-	# bash call runs beside one that is ready, which the next call would be handed to.
+	# args (a plain start, which leaves the interpreter ahead for the next call), then a wait
+	# until that interpreter has made itself non-dumpable, make sure the bash call runs beside
+	# one that is ready, which the next call would be handed to. (A bash call beside one still
+	# starting runs in a Landlock domain of its own, and cannot signal it at all.)
 	local sig id=1 script="$INIT"$'\n'"$(py_call 1 pass)"$'\n{"wait": 1}'
 	for sig in TERM INT USR1 HUP; do
 		id=$((id + 1))
-		script+=$'\n'"$(py_call $id pass '{"args": ["x"]}')"$'\n'"{\"wait\": $id}"
+		script+=$'\n'"$(py_call $id pass '{"args": ["x"]}')"$'\n'"{\"wait\": $id}"$'\n'"$(waited)"
 		id=$((id + 1))
 		script+=$'\n'"$(call_json $id execute_bash_commands "$(jq -cn --arg s "$sig" '{code: ("pkill -" + $s + " -f \"fd/[.]/\" && echo sent")}')")"
 		script+=$'\n'"{\"wait\": $id}"

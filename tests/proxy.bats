@@ -171,3 +171,19 @@ client() {
 	run ! grep -q "smuggled" "$BATS_TEST_TMPDIR/index.log"
 	run ! grep -q "evil" "$BATS_TEST_TMPDIR/index.log"
 }
+
+@test "descriptors queued on the proxy's socket where it does not read (lib/handover-queued.py): none of its closes waits on the code, none is kept, it stops" {
+	start_proxy http://198.51.100.2:8080/simple
+	local pid fds
+	pid=$(cat "$BATS_TEST_TMPDIR/proxy.pid")
+	fds=$(ls "/proc/$pid/fd" | wc -l)
+	{ printf 'HOWS = "busy behind nested many"\n'; cat "$TESTS_DIR/lib/handover-client.py"; printf 'PROXY = "%s"\n' "$SOCK"
+		cat "$TESTS_DIR/lib/handover-queued.py"; } >"$BATS_TEST_TMPDIR/queued.py"
+	run timeout 30 ip netns exec "$H" python3 "$BATS_TEST_TMPDIR/queued.py"
+	[ "$status" -eq 0 ]
+	jqe "$output" '.after == "403" and .after_s < 3 and .busy == "503"'
+	for _ in $(seq 50); do [ "$(ls "/proc/$pid/fd" | wc -l)" -le "$fds" ] && break; sleep 0.1; done
+	[ "$(ls "/proc/$pid/fd" | wc -l)" -le "$fds" ]
+	stop_proxy
+	grep -q "^allowed 0 refused" "$BATS_TEST_TMPDIR/proxy.out"
+}

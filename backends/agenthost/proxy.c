@@ -7,6 +7,7 @@
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -102,6 +103,100 @@ static void reply(int fd, const char *status, const char *why)
 		(void)!send(fd, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+/* The most descriptors one message on a unix socket carries (the kernel's SCM_MAX_FD). */
+#define MSG_FDS_MAX 253
+/* How deep drop_fd looks into unix sockets queued inside unix sockets, and how many messages
+ * it takes from each. */
+#define DROP_DEPTH 4
+#define DROP_MSGS 1024
+
+static void drop_fd(int fd, int depth);
+
+/* Drops the descriptors that came with message m (drop_fd); how many. */
+static size_t drop_rights(struct msghdr *m, int depth)
+{
+	size_t n = 0;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(m); h; h = CMSG_NXTHDR(m, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len < CMSG_LEN(0))
+			continue;
+		for (size_t i = 0; i < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++, n++) {
+			int one;
+			memcpy(&one, CMSG_DATA(h) + i * sizeof(int), sizeof one);
+			drop_fd(one, depth);
+		}
+	}
+	return n;
+}
+
+/* Takes the messages queued on the unix socket fd (of type `type`, shut: no more come, none is
+ * waited for), dropping the descriptors they carry. */
+static void drain(int fd, int type, int depth)
+{
+	char data[4096];
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int) * MSG_FDS_MAX)];
+	} cm;
+	for (int i = 0; i < DROP_MSGS; i++) {
+		struct iovec iov = {data, sizeof data};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b};
+		ssize_t r = recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break;
+		/* Nothing, and nothing carried: a stream's end (a datagram may be empty). */
+		if (drop_rights(&m, depth) == 0 && r == 0 && type == SOCK_STREAM)
+			break;
+	}
+}
+
+/*
+ * Closes a descriptor the code gave (or could have given) the proxy, without the close waiting
+ * on the code. A socket's close would wait as long as the code asked (SO_LINGER) for its peer
+ * to take what is queued, and a unix socket's close closes, in the closing thread, every
+ * descriptor still queued in it (a listening one's: in the connections it did not accept): so
+ * a socket is told not to linger, and a unix socket is shut (nothing more comes) and emptied
+ * first, what it held dropped the same way, DROP_DEPTH deep.
+ */
+static void drop_fd(int fd, int depth)
+{
+	int dom = 0, type = 0, listening = 0;
+	socklen_t l1 = sizeof dom, l2 = sizeof type, l3 = sizeof listening;
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l1) == 0) {
+		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){0, 0}, sizeof(struct linger));
+		if (dom == AF_UNIX && depth < DROP_DEPTH && getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l2) == 0 &&
+		    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &l3) == 0) {
+			/* Once shut, accept and recvmsg wait no more: an empty queue is the end. */
+			shutdown(fd, SHUT_RDWR);
+			for (int c, i = 0; listening && i < DROP_MSGS && (c = accept4(fd, NULL, NULL, SOCK_CLOEXEC)) >= 0; i++)
+				drop_fd(c, depth + 1);
+			if (!listening)
+				drain(fd, type, depth + 1);
+		}
+	}
+	close(fd);
+}
+
+/* Reads what a client's socket has, as read(2) would; any descriptors sent along (a client
+ * speaking on the proxy's socket itself may send them) are dropped (drop_fd), not left for the
+ * kernel to close here, lingering as the code set them. */
+static ssize_t client_read(int fd, void *buf, size_t n)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int) * MSG_FDS_MAX)];
+	} cm;
+	struct iovec iov = {buf, n};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b};
+	ssize_t r = recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (r >= 0)
+		drop_rights(&m, 0);
+	return r;
+}
+
 /* Waits until fd has `events` or stop_fd fires or ms pass. 1 ready, 0 timed out / stopped. */
 static int wait_fd(struct proxy *px, int fd, short events, int ms)
 {
@@ -140,7 +235,7 @@ static ssize_t read_head(struct proxy *px, int fd, char *buf, size_t len, size_t
 		int64_t left = deadline - clock_ms();
 		if (left <= 0 || !wait_fd(px, fd, POLLIN, (int)left))
 			return -1;
-		ssize_t r = read(fd, buf + len, cap - len);
+		ssize_t r = client_read(fd, buf + len, cap - len);
 		if (r < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
 		if (r <= 0)
@@ -164,6 +259,9 @@ static int dial(struct proxy *px, const struct addrinfo *ai, int *err)
 		*err = errno;
 		return -1;
 	}
+	/* A tunnel's small TLS records go on at once, as the client wrote them (the clients
+	 * that talk to a server directly set the same). */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
 		return fd;
 	*err = errno;
@@ -303,7 +401,7 @@ static int open_upstream(struct proxy *px, const struct netpolicy *pol, const ch
 static ssize_t move(struct proxy *px, int from, int to, const int p[2], char *buf, size_t n, size_t want)
 {
 	if (p[0] < 0) {
-		ssize_t r = read(from, buf, want < n ? want : n);
+		ssize_t r = client_read(from, buf, want < n ? want : n);
 		if (r < 0 && (errno == EAGAIN || errno == EINTR))
 			return MOVE_NONE;
 		if (r <= 0)
@@ -338,8 +436,12 @@ static ssize_t move(struct proxy *px, int from, int to, const int p[2], char *bu
 static void splice_both(struct proxy *px, int a, int b, uint64_t a_left)
 {
 	char buf[65536];
-	int pipes[2][2] = {{-1, -1}, {-1, -1}};
-	for (int i = 0; i < 2; i++)
+	int pipes[2][2] = {{-1, -1}, {-1, -1}}, dom = -1;
+	socklen_t dl = sizeof dom;
+	/* A client on the proxy's socket itself is read through the buffer (client_read): a splice
+	 * would close here what descriptors it sent along. */
+	bool unix_a = getsockopt(a, SOL_SOCKET, SO_DOMAIN, &dom, &dl) < 0 || dom == AF_UNIX;
+	for (int i = unix_a ? 1 : 0; i < 2; i++)
 		if (pipe2(pipes[i], O_CLOEXEC | O_NONBLOCK) == 0)
 			(void)fcntl(pipes[i][0], F_SETPIPE_SZ, 1 << 18); /* fewer, larger moves where allowed */
 	bool open_a = a_left > 0, open_b = true;
@@ -661,7 +763,7 @@ static const char *check_hello(struct proxy *px, int fd, const struct head *h, u
 		int64_t left = deadline - clock_ms();
 		if (left <= 0 || !wait_fd(px, fd, POLLIN, (int)left))
 			return "no TLS hello came in time";
-		ssize_t r = read(fd, rec + *len, TLS_RECORD_MAX - *len);
+		ssize_t r = client_read(fd, rec + *len, TLS_RECORD_MAX - *len);
 		if (r < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
 		if (r <= 0)
@@ -746,11 +848,10 @@ static void relay(struct proxy *px, struct conn *c, const struct netpolicy *pol,
 		splice_both(px, c->client, up, client_left);
 }
 
-/* Closes a client's socket without a lingering close, whatever the code set on it. */
+/* Closes a client's socket without a lingering close, whatever the code set on it or sent on it. */
 static void close_client(int fd)
 {
-	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){0, 0}, sizeof(struct linger));
-	close(fd);
+	drop_fd(fd, 0);
 }
 
 /* Whether fd is a TCP connection (the relay hands over only those): not a file, pipe or other
@@ -776,11 +877,12 @@ static bool tcp_connection(int fd)
  * could not have had from the code itself: the proxy reads and writes it. */
 static int recv_first(int fd, char *first)
 {
-	/* Room for more than one: whatever came is closed unless it is exactly one socket (the
-	 * kernel installs as many as fit, closes the rest and says MSG_CTRUNC). */
+	/* Room for as many as a message carries: whatever came is dropped (drop_fd) unless it is
+	 * exactly one socket (the kernel would close what did not fit here, lingering as the code
+	 * set it). */
 	union {
 		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int) * 8)];
+		char b[CMSG_SPACE(sizeof(int) * MSG_FDS_MAX)];
 	} cm;
 	struct iovec iov = {first, 1};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b};
@@ -801,7 +903,7 @@ static int recv_first(int fd, char *first)
 			if (fds == 0)
 				got = one;
 			else
-				close(one);
+				drop_fd(one, 0);
 		}
 	}
 	if (fds == 0 && !(m.msg_flags & MSG_CTRUNC))
@@ -809,12 +911,13 @@ static int recv_first(int fd, char *first)
 	int fl;
 	if (fds != 1 || *first != 0 || (m.msg_flags & MSG_CTRUNC) || !tcp_connection(got) ||
 	    (fl = fcntl(got, F_GETFL)) < 0 || fcntl(got, F_SETFL, fl | O_NONBLOCK) < 0) {
-		if (got >= 0)
-			close(got);
+		drop_fd(got, 0);
 		return FIRST_BAD;
 	}
 	/* No lingering close for a thread of the proxy, whatever the code set. */
 	(void)setsockopt(got, SOL_SOCKET, SO_LINGER, &(struct linger){0, 0}, sizeof(struct linger));
+	/* What the proxy relays to the code goes on at once, as the server sent it. */
+	(void)setsockopt(got, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 	return got;
 }
 
@@ -835,10 +938,13 @@ static ssize_t take_client(struct proxy *px, struct conn *c, char *buf)
 	if (fd == FIRST_BAD)
 		return -1;
 	pthread_mutex_lock(&px->mu);
-	close(c->client);
+	int was = c->client;
 	c->client = fd;
 	bool stopped = px->stopped;
 	pthread_mutex_unlock(&px->mu);
+	/* With mu released, and emptied first: what the code queued behind the handover is closed
+	 * here. */
+	close_client(was);
 	return stopped ? -1 : 0;
 }
 
@@ -916,6 +1022,8 @@ static struct conn *free_slot(struct proxy *px)
 #define ACCEPT_BACKOFF_MS 100
 /* How long a connection refused for want of a slot is waited on for the socket it hands over. */
 #define HANDOVER_WAIT_MS 50
+/* The listening socket's backlog. */
+#define PROXY_BACKLOG 64
 
 static void *accept_main(void *arg)
 {
@@ -975,7 +1083,7 @@ static void *accept_main(void *arg)
 			reply(to >= 0 ? to : fd, "503 Service Unavailable", "too many connections at once");
 			if (to >= 0)
 				close_client(to);
-			close(fd);
+			close_client(fd);
 		}
 	}
 	return NULL;
@@ -1006,7 +1114,7 @@ int proxy_start(struct proxy **out, const char *path, const struct netpolicy *po
 	}
 	unlink(path);
 	if (bind(px->listen_fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chmod(path, 0666) < 0 ||
-	    listen(px->listen_fd, 64) < 0) {
+	    listen(px->listen_fd, PROXY_BACKLOG) < 0) {
 		err_sys(e, "the %s's proxy at %s", who_name(px), path);
 		goto fail;
 	}
@@ -1077,13 +1185,20 @@ bool proxy_unreachable(struct proxy *px, char *buf, size_t n)
 void proxy_set_policy(struct proxy *px, const struct netpolicy *pol)
 {
 	unsigned dropped = 0;
+	int gone[2 * PROXY_BACKLOG];
 	pthread_mutex_lock(&px->mu);
 	/* What waits to be accepted was made under the policy before (the call that ended, whose
-	 * processes are gone): it goes, unread. */
+	 * processes are gone): it goes, unserved; closed once mu is released (close_client: what
+	 * the code queued on it is closed here). The backlog holds no more than fit in gone. */
 	for (int fd; (fd = accept4(px->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0; dropped++)
-		close(fd);
+		if (dropped < sizeof gone / sizeof gone[0])
+			gone[dropped] = fd;
+		else
+			close_client(fd);
 	px->pol = *pol;
 	pthread_mutex_unlock(&px->mu);
+	for (unsigned i = 0; i < dropped && i < sizeof gone / sizeof gone[0]; i++)
+		close_client(gone[i]);
 	if (dropped)
 		px_log(px, LOG_INFO, "%s: dropped %u connection(s) made under the list before", who_name(px), dropped);
 }

@@ -27,7 +27,9 @@
  * the sandbox stands between the code's bytes and the proxy's). Anything else on the socket is
  * a client speaking itself. What is handed over must be one connected TCP socket (anything else
  * sent is closed, and the connection dropped); the proxy only reads and writes it, as the code
- * could, replies on it without waiting, and never lingers closing it.
+ * could, replies on it without waiting, and never lingers closing it. No close of the proxy
+ * waits on the code: every descriptor sent on the socket, in any message (or queued in a unix
+ * socket sent, a few deep), is taken and closed without lingering before what held it is.
  *
  * Each connection has a thread of its own (at most PROXY_MAX_CONN at once); every wait is
  * bounded (the request head by PROXY_HEAD_MS, connecting by PROXY_CONNECT_MS, a tunnel by

@@ -78,6 +78,7 @@
 
 /* Engine call timeouts, ms. */
 #define T_QUICK 15000L
+#define T_STARTUP 2000L  /* each step of the start-up check: a slower engine leaves it to the call */
 #define T_CREATE 60000L
 #define T_PULL 600000L
 /* How long a started container's agent may take to listen. */
@@ -147,7 +148,7 @@ static void self_labels(struct docker *D)
  * container (/var/lib/docker/containers/ID/hostname, hosts, resolv.conf) into it, and the
  * mount table names them. Confirmed by the engine (that container exists, with our hostname),
  * so that a server in a container on another engine names none. */
-static void self_container(struct docker *D)
+static void self_container(struct docker *D, long timeout_ms)
 {
 	D->self[0] = '\0';
 	FILE *f = fopen("/proc/self/mountinfo", "re");
@@ -169,7 +170,7 @@ static void self_container(struct docker *D)
 	json_t *ans = NULL;
 	struct err e = {""};
 	snprintf(path, sizeof path, "/containers/%s/json", id);
-	if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &ans, &e) == 0 && status == 200) {
+	if (dkapi_call(&D->eng, "GET", path, NULL, timeout_ms, &status, &ans, &e) == 0 && status == 200) {
 		const char *h = json_string_value(json_object_get(json_object_get(ans, "Config"), "Hostname"));
 		if (h && !strcmp(h, D->hostname))
 			snprintf(D->self, sizeof D->self, "%s", id);
@@ -865,11 +866,11 @@ static int dev_shows_under(const char *real, dev_t dev)
 }
 
 /* The engine's socket is the keys to the host: no folder bound into a sandbox may hold it. */
-static int no_engine_socket(const struct docker *D, const char *what, const char *path, struct err *e)
+static int no_engine_socket(const char *engine_sock, const char *what, const char *path, struct err *e)
 {
 	struct stat sock;
 	char real[PATH_MAX];
-	if (stat(D->eng.sock, &sock) < 0)
+	if (stat(engine_sock, &sock) < 0)
 		return 0;
 	/* Where the socket's file system shows nowhere under the folder, it cannot be there: no
 	 * walk (a large workspace would take long). */
@@ -879,21 +880,45 @@ static int no_engine_socket(const struct docker *D, const char *what, const char
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
 	if (fd >= 0 && holds_socket(fd, sock.st_dev, sock.st_ino, 4, &budget))
 		return err_set(e, "%s %s holds the container engine's socket %s (or too many files to tell): a sandbox "
-				  "must never reach it; name a folder without it", what, path, D->eng.sock);
+				  "must never reach it; name a folder without it", what, path, engine_sock);
 	return 0;
 }
 
-/* No folder the sandboxes bind (--workspace, --wheelhouse, --mount) holds the engine's socket. */
-static int binds_clean(const struct docker *D, struct err *e)
+/* No folder the sandboxes bind (--workspace at ws, --wheelhouse, --mount) holds the engine's
+ * socket. */
+static int binds_clean(const char *engine_sock, const struct config *cfg, const char *ws, struct err *e)
 {
-	const struct config *cfg = D->host.cfg;
-	if ((cfg->workspace_dir[0] && no_engine_socket(D, "--workspace", D->host.h.ws, e) < 0) ||
-	    (cfg->wheelhouse[0] && no_engine_socket(D, "--wheelhouse", cfg->wheelhouse, e) < 0))
+	if ((cfg->workspace_dir[0] && no_engine_socket(engine_sock, "--workspace", ws, e) < 0) ||
+	    (cfg->wheelhouse[0] && no_engine_socket(engine_sock, "--wheelhouse", cfg->wheelhouse, e) < 0))
 		return -1;
 	for (size_t i = 0; i < cfg->mounts.n; i++)
-		if (no_engine_socket(D, "--mount", cfg->mounts.v[i].host, e) < 0)
+		if (no_engine_socket(engine_sock, "--mount", cfg->mounts.v[i].host, e) < 0)
 			return -1;
 	return 0;
+}
+
+/* Where given resolves here (realpath, PATH_MAX bytes at out); where nothing is there yet (a
+ * --workspace that wsdir_take makes at the first sandbox, checked at start-up), where its
+ * parent resolves, joined with its last name. 0, or -1. */
+static int resolve_here(const char *given, char *out)
+{
+	struct stat st;
+	char parent[PATH_MAX], real[PATH_MAX];
+	if (realpath(given, out))
+		return 0;
+	if (errno != ENOENT || lstat(given, &st) == 0 || snprintf(parent, sizeof parent, "%s", given) >= (int)sizeof parent)
+		return -1;
+	size_t n = strlen(parent);
+	while (n > 1 && parent[n - 1] == '/')
+		parent[--n] = '\0';
+	char *slash = strrchr(parent, '/');
+	if (!slash || !slash[1] || !strcmp(slash + 1, ".") || !strcmp(slash + 1, ".."))
+		return -1;
+	*slash = '\0';
+	if (!realpath(parent[0] ? parent : "/", real))
+		return -1;
+	int len = snprintf(out, PATH_MAX, "%s/%s", strcmp(real, "/") ? real : "", slash + 1);
+	return len > 0 && len < PATH_MAX ? 0 : -1;
 }
 
 /* The mount that path is, or lies in, among the server's own container's Mounts (borrowed),
@@ -906,7 +931,7 @@ static json_t *engine_mount(json_t *self_mounts, const char *given, const char *
 	/* Matched as it resolves here: no "..", and no link of ours that leads out of a mount,
 	 * reaches the engine's side. */
 	char path[PATH_MAX];
-	if (!realpath(given, path))
+	if (resolve_here(given, path) < 0)
 		return NULL;
 	json_array_foreach(self_mounts, i, m) {
 		const char *dst = json_string_value(json_object_get(m, "Destination"));
@@ -958,7 +983,7 @@ static void mountinfo_unescape(char *s)
 static int no_mount_below(const char *what, const char *given, struct err *e)
 {
 	char path[PATH_MAX], line[4096];
-	if (!realpath(given, path))
+	if (resolve_here(given, path) < 0)
 		return 0; /* said by engine_mount */
 	size_t n = strlen(path);
 	FILE *f = fopen("/proc/self/mountinfo", "re");
@@ -994,7 +1019,7 @@ struct fs_place {
 static int fs_place(const char *given, struct fs_place *out)
 {
 	char path[PATH_MAX], line[4096], best_mp[PATH_MAX] = "";
-	if (!realpath(given, path))
+	if (resolve_here(given, path) < 0)
 		return -1;
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
@@ -1075,14 +1100,101 @@ out:
 	return rc;
 }
 
+/* This server's own container (D->self), as the engine describes it (*self: caller frees).
+ * 0, or -1 with e set when the engine did not answer. */
+static int self_describe(struct docker *D, long timeout_ms, json_t **self, struct err *e)
+{
+	char path[128];
+	long status = 0;
+	*self = NULL;
+	snprintf(path, sizeof path, "/containers/%s/json", D->self);
+	if (dkapi_call(&D->eng, "GET", path, NULL, timeout_ms, &status, self, e) < 0 || status != 200) {
+		json_decref(*self);
+		*self = NULL;
+		return err_set(e, "the engine would not describe this server's container %.12s (%s)", D->self,
+			       e->msg[0] ? e->msg : "HTTP error");
+	}
+	return 0;
+}
+
+/* Why the engine does not see this server's folders, when it runs in the engine's container. */
+static void in_container_why(const struct docker *D, char *why, size_t n)
+{
+	snprintf(why, n, "this server runs in the engine's container %.12s", D->self);
+}
+
+/* What the sandboxes of a server the engine does not see bind, as the engine has it. */
+struct engine_binds {
+	json_t *ws, *wh;  /* --workspace, --wheelhouse; NULL: none */
+	json_t *mnt;      /* the --mount folders, in their order; NULL: none */
+};
+
+static void engine_binds_free(struct engine_binds *b)
+{
+	json_decref(b->ws);
+	json_decref(b->wh);
+	json_decref(b->mnt);
+	*b = (struct engine_binds){0};
+}
+
+/*
+ * The folders named by --workspace (ws: its path here), --wheelhouse and --mount, as the engine
+ * binds them for a sandbox of a server the engine does not see: each must be what this
+ * server's own container has from the engine (self_mounts, borrowed: its "Mounts"; NULL when
+ * that container is not known), a bind of the engine's host's folder or a named volume's top,
+ * with no mount of this server's below it, none in a folder the code may write through another
+ * bind, and none holding the engine's socket (engine_sock; said first, as on the host). One
+ * check for both times it is made: at start-up (docker_startup_check) and when the first
+ * sandbox is (go_stream). 0 with *out set (caller frees with engine_binds_free), or -1 with e
+ * saying what to type instead (why: why the engine does not see this server's folders) and
+ * *out empty.
+ */
+static int engine_binds(const char *engine_sock, const struct config *cfg, json_t *self_mounts, const char *ws,
+			const char *why, struct engine_binds *out, struct err *e)
+{
+	const char *bad = NULL, *bad_path = NULL;
+	*out = (struct engine_binds){0};
+	if (binds_clean(engine_sock, cfg, ws, e) < 0)
+		return -1;
+	if (cfg->workspace_dir[0] && !(out->ws = engine_mount(self_mounts, ws, WORKSPACE, false)))
+		bad = "--workspace", bad_path = cfg->workspace_dir;
+	if (!bad && cfg->wheelhouse[0] && !(out->wh = engine_mount(self_mounts, cfg->wheelhouse, "/wheelhouse", true)))
+		bad = "--wheelhouse", bad_path = cfg->wheelhouse;
+	if (!bad && cfg->mounts.n && !(out->mnt = json_array())) {
+		engine_binds_free(out);
+		return err_set(e, "out of memory");
+	}
+	for (size_t i = 0; !bad && i < cfg->mounts.n; i++) {
+		json_t *m = engine_mount(self_mounts, cfg->mounts.v[i].host, cfg->mounts.v[i].inside, !cfg->mounts.v[i].rw);
+		if (!m)
+			bad = "--mount", bad_path = cfg->mounts.v[i].host;
+		json_array_append_new(out->mnt, m);
+	}
+	int rc = 0;
+	if (bad)
+		rc = err_set(e, "%s %s is a folder of this server's own file system, which the container engine does not "
+				"see (%s): give the server's container that folder from the engine, e.g. docker run -v "
+				"/path/on/the/host:%s (or -v VOLUME:%s) ... %s %s", bad, bad_path, why, bad_path, bad_path,
+			     bad, bad_path);
+	else if ((cfg->workspace_dir[0] && no_mount_below("--workspace", cfg->workspace_dir, e) < 0) ||
+		 (cfg->wheelhouse[0] && no_mount_below("--wheelhouse", cfg->wheelhouse, e) < 0))
+		rc = -1;
+	for (size_t i = 0; rc == 0 && i < cfg->mounts.n; i++)
+		rc = no_mount_below("--mount", cfg->mounts.v[i].host, e);
+	if (rc == 0 && binds_apart(cfg, ws, e) < 0)
+		rc = -1;
+	if (rc < 0)
+		engine_binds_free(out);
+	return rc;
+}
+
 /*
  * The engine does not see this server's folders (the server runs in a container of its own,
  * the engine's socket bound in): from here on nothing of the host folder is bound. The agent
  * comes from a volume of the sandbox's own (fill_files), the workspace is a volume, and the
  * agent talks on its container's attached stdio. Folders named by --workspace, --mount and
- * --wheelhouse must be what the server's own container has from the engine (a bind of the
- * engine's host's folder, or a named volume, on its docker run line): the sandbox gets the
- * same; anything else is refused, saying what to type.
+ * --wheelhouse must be what the server's own container has from the engine (engine_binds,
+ * which refused them at start-up already where the server found its container then).
  */
 static int go_stream(struct docker *D, const char *reason, struct err *e)
 {
@@ -1091,48 +1203,17 @@ static int go_stream(struct docker *D, const char *reason, struct err *e)
 	snprintf(why, sizeof why, "%s", reason);
 	err_clear(e);
 	json_t *self = NULL;
-	if ((cfg->workspace_dir[0] || cfg->mounts.n || cfg->wheelhouse[0]) && D->self[0]) {
-		char path[128];
-		long status = 0;
-		snprintf(path, sizeof path, "/containers/%s/json", D->self);
-		if (dkapi_call(&D->eng, "GET", path, NULL, T_QUICK, &status, &self, e) < 0 || status != 200) {
-			json_decref(self);
-			return err_set(e, "the engine would not describe this server's container %.12s (%s)", D->self,
-				       e->msg[0] ? e->msg : "HTTP error");
-		}
-	}
-	json_t *mounts = json_object_get(self, "Mounts");
-	const char *bad = NULL, *bad_path = NULL;
-	if (cfg->workspace_dir[0] && !(D->ws_mount = engine_mount(mounts, D->host.h.ws, WORKSPACE, false)))
-		bad = "--workspace", bad_path = cfg->workspace_dir;
-	if (!bad && cfg->wheelhouse[0] && !(D->wh_mount = engine_mount(mounts, cfg->wheelhouse, "/wheelhouse", true)))
-		bad = "--wheelhouse", bad_path = cfg->wheelhouse;
-	if (!bad && cfg->mounts.n)
-		D->mnt_mounts = json_array();
-	for (size_t i = 0; !bad && i < cfg->mounts.n; i++) {
-		json_t *m = engine_mount(mounts, cfg->mounts.v[i].host, cfg->mounts.v[i].inside, !cfg->mounts.v[i].rw);
-		if (!m)
-			bad = "--mount", bad_path = cfg->mounts.v[i].host;
-		json_array_append_new(D->mnt_mounts, m);
-	}
-	json_decref(self);
-	if (!bad) {
-		if ((cfg->workspace_dir[0] && no_mount_below("--workspace", cfg->workspace_dir, e) < 0) ||
-		    (cfg->wheelhouse[0] && no_mount_below("--wheelhouse", cfg->wheelhouse, e) < 0))
-			return -1;
-		for (size_t i = 0; i < cfg->mounts.n; i++)
-			if (no_mount_below("--mount", cfg->mounts.v[i].host, e) < 0)
-				return -1;
-		if (binds_apart(cfg, D->host.h.ws, e) < 0)
-			return -1;
-	}
-	if (bad)
-		return err_set(e, "%s %s is a folder of this server's own file system, which the container engine does not "
-				  "see (%s): give the server's container that folder from the engine, e.g. docker run -v "
-				  "/path/on/the/host:%s (or -v VOLUME:%s) ... %s %s", bad, bad_path, why, bad_path, bad_path,
-			       bad, bad_path);
-	if (binds_clean(D, e) < 0)
+	if ((cfg->workspace_dir[0] || cfg->mounts.n || cfg->wheelhouse[0]) && D->self[0] &&
+	    self_describe(D, T_QUICK, &self, e) < 0)
 		return -1;
+	struct engine_binds eb;
+	int brc = engine_binds(D->eng.sock, cfg, json_object_get(self, "Mounts"), D->host.h.ws, why, &eb, e);
+	json_decref(self);
+	if (brc < 0)
+		return -1;
+	D->ws_mount = eb.ws;
+	D->wh_mount = eb.wh;
+	D->mnt_mounts = eb.mnt;
 	log_msg(LOG_NOTICE, "docker: the engine does not see this server's folders (%s): sandboxes get the agent from "
 			    "a volume and talk on their attached stdio", why);
 	json_t *l = labels(D, NULL);
@@ -1359,15 +1440,15 @@ static int write_files(struct docker *D, struct err *e)
 static int docker_prepare(void *ctx, struct err *e)
 {
 	struct docker *D = ctx;
-	if (write_files(D, e) < 0 || ensure_image(D, e) < 0 || binds_clean(D, e) < 0)
+	if (write_files(D, e) < 0 || ensure_image(D, e) < 0)
 		return -1;
 	/* In a container of the engine's own: its folders are not the engine's host's. */
 	if (D->self[0] && !D->stream) {
 		char why[160];
-		snprintf(why, sizeof why, "this server runs in the engine's container %.12s", D->self);
+		in_container_why(D, why, sizeof why);
 		return go_stream(D, why, e);
 	}
-	return 0;
+	return binds_clean(D->eng.sock, D->host.cfg, D->host.h.ws, e);
 }
 
 /* Between calls the agent says nothing: readable means it closed or died. */
@@ -1507,7 +1588,7 @@ static int make_sandbox(struct backend *b, struct err *e)
 	self_labels(D);
 	if (!D->eng.api[0] && dkapi_open(&D->eng, 5000, e) < 0)
 		return -1;
-	self_container(D);
+	self_container(D, T_QUICK);
 	reap_containers(D, true);
 	return agenthost_start(&D->host, e);
 }
@@ -1539,12 +1620,48 @@ static void docker_reap(const struct config *cfg)
 	 * first: they hold the folders' binds. */
 	if (dkapi_locate(&D->eng, &e) == 0 && dkapi_open(&D->eng, 3000, &e) == 0) {
 		self_labels(D);
-		self_container(D);
+		self_container(D, T_QUICK);
 		reap_containers(D, false);
 	}
 	agenthost_reap(cfg, "docker", NULL, NULL);
 	dkapi_close(&D->eng);
 	free(D);
+}
+
+/*
+ * A server in a container of the engine it talks to: the folders it names must be the engine's
+ * (engine_binds), known now, before the server answers anything. Where the engine does not
+ * answer within T_STARTUP, or names no container of this server's, nothing is known: the first
+ * sandbox says it (go_stream runs the same check).
+ */
+static int docker_startup_check(const struct config *cfg, struct err *e)
+{
+	if (!cfg->workspace_dir[0] && !cfg->mounts.n && !cfg->wheelhouse[0])
+		return 0;
+	struct docker *D = calloc(1, sizeof *D);
+	if (!D)
+		return err_set(e, "out of memory");
+	dkapi_init(&D->eng);
+	struct err quiet = {""};
+	json_t *self = NULL;
+	int rc = 0;
+	if (dkapi_locate(&D->eng, &quiet) == 0 && dkapi_open(&D->eng, T_STARTUP, &quiet) == 0) {
+		self_labels(D);
+		self_container(D, T_STARTUP);
+	}
+	if (D->self[0] && self_describe(D, T_STARTUP, &self, &quiet) == 0) {
+		char why[160], ws[PATH_MAX] = "";
+		struct engine_binds eb;
+		in_container_why(D, why, sizeof why);
+		if (cfg->workspace_dir[0] && resolve_here(cfg->workspace_dir, ws) < 0)
+			snprintf(ws, sizeof ws, "%s", cfg->workspace_dir);
+		rc = engine_binds(D->eng.sock, cfg, json_object_get(self, "Mounts"), ws, why, &eb, e);
+		engine_binds_free(&eb);
+	}
+	json_decref(self);
+	dkapi_close(&D->eng);
+	free(D);
+	return rc;
 }
 
 static int docker_opts_check(const void *opts, const struct config *cfg, struct err *e)
@@ -1576,5 +1693,6 @@ const struct backend_ops docker_backend_ops = {
 	.init = docker_init,
 	.probe = docker_probe,
 	.start = docker_start,
+	.startup_check = docker_startup_check,
 	.reap = docker_reap,
 };

@@ -1,4 +1,4 @@
-# (After lib/proxy-client.py.) Handed-over sockets that try to hold the server's proxy (tests/handover-attacks.bats): run in
+# (After lib/handover-client.py.) Handed-over sockets that try to hold the server's proxy (tests/handover-attacks.bats): run in
 # the sandbox with --allow-hosts; prints one JSON line.
 import json, select, socket, struct, time
 

@@ -1,4 +1,4 @@
-# (After lib/proxy-client.py.) A handed-over socket that turns blocking again while the proxy, all its slots taken, tells it
+# (After lib/handover-client.py.) A handed-over socket that turns blocking again while the proxy, all its slots taken, tells it
 # 503 (tests/handover-attacks.bats): its send queue is full, and a thread of the code clears
 # O_NONBLOCK on its own copy over and over. Prints one JSON line.
 import fcntl, json, os, socket, struct, threading, time

@@ -250,10 +250,13 @@ no_process_matching() {
 }
 
 # until_running MARKER: a session step (see lib/session.py) that waits until a process whose
-# command line holds MARKER runs on this host. The pattern brackets the marker's first
-# character, so the waiting shell's own command line never matches it.
+# command line holds MARKER, as literal text, runs on this host. The pattern brackets the
+# marker's first character, so the waiting shell's own command line never matches it, and
+# escapes the rest: an unescaped dot in "76.5" also matched "76a5" in a container's id.
 until_running() {
-	printf '{"until": "pgrep -f %s >/dev/null"}\n' "'[${1:0:1}]${1:1}'"
+	local rest
+	rest=$(printf '%s' "${1:1}" | sed 's/[][\\.^$*+?(){}|]/\\&/g')
+	printf '%s\n' "$(jq -cn --arg c "pgrep -f '[${1:0:1}]$rest' >/dev/null" '{until: $c}')"
 }
 
 # no_sandbox_processes [UID]: true when no process runs as the sandbox's host uid.
