@@ -108,6 +108,12 @@ int prestart_kill_others(void (*reaped)(pid_t, int));
  * ahead): the call ends as it is reaped. */
 int prestart_exited(pid_t p, int *status);
 
+/* Whether the interpreter last started (the one prestart_run last handed a call, until the
+ * next starts) loaded prestart.py's functions as the code object of one before it: the first
+ * one compiles their source and hands its code to the agent, kept once that one is heard
+ * ready (as trusted as its 'R'); the next ones load it, and do not compile them again. */
+bool prestart_from_code(void);
+
 /* A child of the agent was reaped, with that wait status: forgets the interpreter when it was
  * that; after three that ended before they were ready, none is started again. */
 void prestart_reaped(pid_t p, int status);

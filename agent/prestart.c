@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,8 @@
 #define REAP_ROUNDS 500      /* of 2 ms, for what the kill left to be gone */
 #define EXITED_WAIT_US 10000 /* for a call's interpreter that said it exits to be past its code */
 #define PF_EXITING 0x4       /* the kernel's task flag (stat field 9): the task is in exit() */
+#define CODE_MAX (1u << 20)  /* the largest code object of prestart.py's functions kept */
+#define MAIN_MARK "\n# The call runs here"
 
 enum phase { NONE = AG_PY_NONE, STARTING = AG_PY_STARTING, NODUMP = AG_PY_NODUMP, READY = AG_PY_READY };
 
@@ -40,8 +43,15 @@ static struct {
 	char **env;            /* its environment */
 	char *args[3];         /* python path */
 	size_t args_len;       /* their bytes, each with its terminator */
-	char *source;          /* _PRELOAD = "MODULE,..." and prestart.py */
+	char *source;          /* _PRELOAD = "MODULE,..." and prestart.py's main part (fd 4) */
 	size_t source_len;
+	char *lib;             /* the rest of prestart.py, its functions (fd 5, after 'S') */
+	size_t lib_len;
+	unsigned char *code;   /* those functions compiled (marshal), from one heard ready, or NULL */
+	size_t code_len;
+	unsigned char *pend;   /* what the one starting sent as that ('C'), kept once it is ready */
+	size_t pend_len;
+	bool from_code;        /* the one running was given code, not the source */
 	char *block;           /* what env and source point into */
 	pid_t pid;             /* 0 when none runs */
 	int ctl;               /* -1 when none */
@@ -94,6 +104,8 @@ static void stop_eof(const char *why, int eof)
 	z.pid = 0;
 	z.ctl = -1;
 	z.phase = NONE;
+	free(z.pend);
+	z.pend = NULL;
 	snprintf(z.said, sizeof z.said, "%s%s%s", why, *how ? ": " : "", how);
 }
 
@@ -104,11 +116,13 @@ static void stop(const char *why)
 
 /* Reads one frame of it, waiting until deadline (now_ms()). Its type; -2 when nothing came in
  * time; -1 when it closed, said something malformed, or stopped mid-frame. The payload goes
- * to buf, terminated. */
+ * to buf, terminated; a 'C' (its functions' code, up to CODE_MAX, only while it starts and
+ * when none is kept) to z.pend instead. */
 static int read_msg(long deadline, char *buf, size_t n, size_t *len)
 {
 	unsigned char hdr[5];
 	size_t got = 0, want = sizeof hdr, bl = 0;
+	char *const buf0 = buf;
 	while (got < want) {
 		struct pollfd p = {z.ctl, POLLIN, 0};
 		long left = deadline - now_ms();
@@ -122,52 +136,83 @@ static int read_msg(long deadline, char *buf, size_t n, size_t *len)
 		got += (size_t)r;
 		if (got == sizeof hdr) {
 			uint32_t l = ag_le32(hdr);
-			if (l == 0 || l - 1 >= n)
+			if (hdr[4] == 'C' && l > 1 && l - 1 <= CODE_MAX && z.phase == NODUMP && !z.code && !z.pend &&
+			    !z.from_code) {
+				if (!(z.pend = malloc(l)))
+					return -1;
+				buf = (char *)z.pend;
+			} else if (l == 0 || l - 1 >= n) {
 				return -1;
+			}
 			want = sizeof hdr + l - 1;
 		}
 	}
 	buf[bl] = '\0';
 	*len = bl;
+	if (buf != buf0)
+		z.pend_len = bl;
 	return hdr[4];
 }
 
-/* In the child: the socket as fd 3, the source's pipe as fd 4, /dev/null as 0-2, nothing else. */
-static void start_child(int sock, int src)
+/* In the child: the socket as fd 3, the pipes of the main part and of the functions as fds 4
+ * and 5, /dev/null as 0-2, nothing else. */
+static void start_child(int sock, int src, int lib)
 {
 	reset_signals();
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	int s = fcntl(sock, F_DUPFD_CLOEXEC, 10), r = fcntl(src, F_DUPFD_CLOEXEC, 10);
-	if (null < 0 || s < 0 || r < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
-	    dup2(s, 3) < 0 || dup2(r, 4) < 0 || close_range(5, ~0U, CLOSE_RANGE_CLOEXEC) < 0 || chdir("/") < 0)
+	int s = fcntl(sock, F_DUPFD_CLOEXEC, 10), r = fcntl(src, F_DUPFD_CLOEXEC, 10), l = fcntl(lib, F_DUPFD_CLOEXEC, 10);
+	if (null < 0 || s < 0 || r < 0 || l < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
+	    dup2(s, 3) < 0 || dup2(r, 4) < 0 || dup2(l, 5) < 0 || close_range(6, ~0U, CLOSE_RANGE_CLOEXEC) < 0 ||
+	    chdir("/") < 0)
 		_exit(127);
 	exec_path(z.python, z.args, z.env);
 	_exit(127);
 }
 
+/* A pipe holding what the first len bytes of p (after a tag byte) are, its read end in *rd;
+ * all of it now, or -1: a pipe may hold as little as a page, and is grown to fit. */
+static int filled_pipe(int *rd, char tag, const void *p, size_t len)
+{
+	int fd[2];
+	if (pipe2(fd, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	if (len + 1 > 65536 && fcntl(fd[1], F_SETPIPE_SZ, (int)(len + 1)) < 0)
+		goto fail;
+	struct iovec v[2] = {{&tag, tag ? 1 : 0}, {(void *)p, len}};
+	if (writev(fd[1], v, 2) != (ssize_t)(v[0].iov_len + len))
+		goto fail;
+	close(fd[1]);
+	*rd = fd[0];
+	return 0;
+fail:
+	close(fd[0]);
+	close(fd[1]);
+	return -1;
+}
+
 static void start(void)
 {
-	int sv[2], src[2];
+	int sv[2], src = -1, lib = -1;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return;
-	if (pipe2(src, O_CLOEXEC | O_NONBLOCK) < 0) {
-		close(sv[0]);
-		close(sv[1]);
-		return;
-	}
-	/* All of it in the pipe now, or none: a pipe may hold as little as a page. */
-	ssize_t w = write(src[1], z.source, z.source_len);
-	close(src[1]);
-	pid_t pid = w == (ssize_t)z.source_len ? fork() : -1;
+	/* The functions as the code object one before compiled ('M'), or their source ('S'). */
+	bool from_code = z.code != NULL;
+	int filled = filled_pipe(&src, 0, z.source, z.source_len) == 0 &&
+		     (from_code ? filled_pipe(&lib, 'M', z.code, z.code_len) : filled_pipe(&lib, 'S', z.lib, z.lib_len)) == 0;
+	pid_t pid = filled ? fork() : -1;
 	if (pid == 0)
-		start_child(sv[1], src[0]);
+		start_child(sv[1], src, lib);
 	close(sv[1]);
-	close(src[0]);
+	if (src >= 0)
+		close(src);
+	if (lib >= 0)
+		close(lib);
 	if (pid < 0) {
 		close(sv[0]);
-		snprintf(z.said, sizeof z.said, "%s", w == (ssize_t)z.source_len ? "fork failed" : "its source did not fit a pipe");
+		snprintf(z.said, sizeof z.said, "%s", filled ? "fork failed" : "its source did not fit a pipe");
 		return;
 	}
+	z.from_code = from_code;
 	z.pid = pid;
 	z.ctl = sv[0];
 	z.phase = STARTING;
@@ -181,10 +226,17 @@ static int heard(int type, const char *payload)
 {
 	if (type == 'D' && z.phase == STARTING) {
 		z.phase = NODUMP;
+	} else if (type == 'C' && z.phase == NODUMP && z.pend) {
+		/* kept once it says it is ready: heard then, it is trusted as its 'R' is */
 	} else if (type == 'R' && z.phase == NODUMP) {
 		z.phase = READY;
 		z.ready_ms = now_ms() - z.started_ms;
 		z.failed = 0;
+		if (z.pend && !z.code) {
+			z.code = z.pend;
+			z.code_len = z.pend_len;
+			z.pend = NULL;
+		}
 		snprintf(z.said, sizeof z.said, "%s", payload);
 	} else {
 		return -1;
@@ -297,18 +349,24 @@ static int padded_path(size_t len)
 	return 0;
 }
 
-/* A first line, _PRELOAD = "MODULES", and the source, into the block at bp. */
+/* Into the block at bp: a first line, _PRELOAD = "MODULES", and the source's main part (from
+ * MAIN_MARK on), then the functions before it. */
 static int take_source(char *bp, const char *src, size_t sl, const char *mods, size_t ml)
 {
-	if (memchr(src, 0, sl))
+	const char *m = memchr(src, 0, sl) ? NULL : memmem(src, sl, MAIN_MARK, strlen(MAIN_MARK));
+	if (!m)
 		return -1;
 	for (size_t i = 0; i < ml; i++)
 		if (!mods[i] || !strchr(AG_MODULE_CHARS, mods[i]))
 			return -1;
+	size_t ll = (size_t)(m - src) + 1, mainl = sl - ll;
 	z.source = bp;
 	int n = sprintf(bp, "_PRELOAD = \"%.*s\"\n", (int)ml, mods);
-	memcpy(bp + n, src, sl);
-	z.source_len = (size_t)n + sl;
+	memcpy(bp + n, src + ll, mainl);
+	z.source_len = (size_t)n + mainl;
+	z.lib = bp + z.source_len;
+	z.lib_len = ll;
+	memcpy(z.lib, src, ll);
 	return 0;
 }
 
@@ -317,7 +375,9 @@ void prestart_configure(struct ag_cur *c)
 {
 	free(z.env);
 	free(z.block);
+	free(z.code);
 	z.env = NULL;
+	z.code = NULL;
 	z.wanted = 0;
 	size_t sl, scl, ml;
 	char *bp = z.block = malloc(c->left + 64);
@@ -606,11 +666,21 @@ void prestart_reaped(pid_t p, int status)
 	snprintf(why, sizeof why, "the prestarted interpreter ended%s: %s", starting ? " while it started" : "", how);
 	z.pid = 0;
 	stop(why);
+	/* One given the code that ended while it started: the next compile the source again. */
+	if (starting && z.from_code) {
+		free(z.code);
+		z.code = NULL;
+	}
 	/* One that cannot start (no such program, a broken Python) is not tried after every call. */
 	if (starting && ++z.failed >= 3) {
 		z.wanted = 0;
 		snprintf(z.said, sizeof z.said, "%s before it was ready, 3 times: not tried again", why);
 	}
+}
+
+bool prestart_from_code(void)
+{
+	return z.from_code;
 }
 
 void prestart_between_calls(void)

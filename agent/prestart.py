@@ -467,7 +467,7 @@ def _exit():
 
 def _serve(preload):
     """Waits for a call; returns only as the call, with its __main__ module and source."""
-    global _LIBC, _KEEP, _BUILTINS, _BDICT, _SIGNAL, _GEN, _ATEXIT, _GC
+    global _LIBC, _KEEP, _BUILTINS, _BDICT, _SIGNAL, _GEN, _ATEXIT, _GC, _LIB
     dir0 = sys.path[0] if sys.path else None
     c = _LIBC = _nodump()
     os.close(4)
@@ -507,6 +507,9 @@ def _serve(preload):
     # The young-generation shortcut of _teardown; not with Python 3.14's incremental collector,
     # whose gc.collect(1) is one step of its own cycle.
     _GEN = _older_collections() if sys.version_info < (3, 14) else None
+    if _LIB:
+        ctl.sendall(_frame(b'C', _LIB))
+        _LIB = None
     ctl.sendall(_frame(b'R', '; '.join(failed).encode()))
     while True:
         try:
@@ -541,8 +544,24 @@ def _serve(preload):
             ctl.sendall(_frame(b'k'))
 
 
-# The call runs here, in this file's frame, the one frame below its own.
+# The call runs here, in this file's frame, the one frame below its own. This part comes on fd 4
+# after _PRELOAD's line; what is above it, on fd 5: its source ('S'), compiled here and handed
+# to the agent ('C', marshal), or that code object ('M') from an interpreter before, which the
+# next ones load instead of compiling the source again (compiling took a third of a start).
+import sys
+import marshal
 _HERE = sys._getframe().f_code.co_filename
+with open(5, 'rb') as _F:
+    _LIB = _F.read()
+if _LIB[:1] == b'M':
+    _LIB = marshal.loads(_LIB[1:])
+    exec(_LIB, globals())
+    _LIB = None
+else:
+    _LIB = compile(_LIB[1:], _HERE, 'exec', dont_inherit=True)
+    exec(_LIB, globals())
+    _LIB = marshal.dumps(_LIB)
+del _F
 _MAIN, _SOURCE = _serve(_PRELOAD)
 _E = None
 try:

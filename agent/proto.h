@@ -199,6 +199,8 @@ enum ag_type {
 #define AG_EXIT_PRESTARTED 0x20u /* the program ran in the prestarted interpreter */
 #define AG_EXIT_EARLY 0x40u      /* answered as that interpreter exited, its status read from the
 				  * kernel, before the kernel had freed its memory */
+#define AG_EXIT_KEPT_CODE 0x80u  /* that interpreter loaded prestart.py's functions as the code
+				  * object an interpreter before it compiled, not from their source */
 
 /* AG_PREINFO phases */
 #define AG_PY_NONE 0u           /* none (not configured, or it ended: the text says why) */

@@ -67,7 +67,7 @@ struct stream {
 
 struct call {
 	pid_t pid;              /* 0 when no call runs */
-	int status, reaped, killed, exec_fail, prestarted;
+	int status, reaped, killed, exec_fail, prestarted, kept_code;
 	int looked, early;      /* its interpreter said it exits: looked at; it was past its code */
 	uint64_t started_ns;    /* CLOCK_REALTIME_COARSE just before the fork */
 	uint64_t cap, spill_max;
@@ -1232,6 +1232,8 @@ static void finish_call(void)
 		flags |= AG_EXIT_EXEC_FAIL;
 	if (call.prestarted)
 		flags |= AG_EXIT_PRESTARTED;
+	if (call.kept_code)
+		flags |= AG_EXIT_KEPT_CODE;
 	if (call.early)
 		flags |= AG_EXIT_EARLY;
 	for (int i = 0; i < 2; i++) {
@@ -1601,6 +1603,7 @@ static void do_run(struct ag_cur *c)
 	sp.confine = prestart_settle(sp.flags & AG_RUN_PRESTART, confine_possible());
 	pid_t pid = sp.flags & AG_RUN_PRESTART ? spawn_prestarted(&sp, po, pe) : -1;
 	call.prestarted = pid > 0;
+	call.kept_code = pid > 0 && prestart_from_code();
 	if (pid < 0)
 		pid = spawn_call(&sp, po, pe, in[0], &exec_err, &what);
 	if (in[0] >= 0)

@@ -48,6 +48,9 @@ cases_run() {
 	cases_run
 	# Every case but the first ran in an interpreter started ahead... (the first: see below)
 	[ "$(prestarted | wc -l)" -eq "$ncases" ]
+	# ... the first of them compiling its starter, and every later one loading it as compiled.
+	[ "$(kept | wc -l)" -eq $((ncases - 1)) ] || { echo "kept: $(kept | wc -l) of $ncases"; false; }
+	[ "$(kept | head -1)" = 3 ]
 	[ "$cases_res" = "$plain" ] || {
 		diff <(jq . <<<"$plain") <(jq . <<<"$cases_res") >&2
 		false
@@ -307,6 +310,55 @@ early() {
 		sc '.exit_code == 0 and .stdout == "2\n"'
 	done
 	run ! grep -qx -e 2 -e 3 <(early)
+}
+
+@test "prestart: code cannot hand the agent a starter of its own for the interpreters after it" {
+	# The call's code writes, on every descriptor it has and can open of the agent's and of
+	# the interpreter starting ahead, the frames a first interpreter sends: its functions'
+	# code ('C', here a code object that marks the workspace), and 'R'. Later interpreters
+	# load only what the sandbox's first compiled: the mark is never made.
+	local forge
+	forge=$(
+		cat <<-'EOF'
+			import glob, marshal, os
+			def frame(k, p=b""):
+			    return len(p + b"x").to_bytes(4, "little") + k + p
+			bad = frame(b"C", marshal.dumps(compile("open('/workspace/forged', 'w')", "x", "exec"))) + frame(b"R")
+			fds = [int(f) for f in os.listdir("/proc/self/fd")]
+			for p in glob.glob("/proc/[0-9]*/fd/*"):
+			    try:
+			        fds.append(os.open(p, os.O_WRONLY | os.O_NONBLOCK))
+			    except OSError:
+			        pass
+			for fd in fds:
+			    try:
+			        os.write(fd, bad)
+			    except OSError:
+			        pass
+			print("sent")
+		EOF
+	)
+	mcp_session --log-level debug --no-sandbox-ahead <<-EOF
+		$INIT
+		$(py_call 1 pass)
+		{"wait": 1}
+		$(py_call 2 "$forge")
+		{"wait": 2}
+		$(py_call 3 "$forge")
+		{"wait": 3}
+		$(call_json 4 execute_bash_commands "$(jq -cn --arg c "python3 -c '$forge'" '{code: $c}')")
+		{"wait": 4}
+		$(py_call 5 'import os; print(os.path.exists("/workspace/forged"))')
+		{"wait": 5}
+		$(py_call 6 'import os; print(os.path.exists("/workspace/forged"))')
+	EOF
+	res 5
+	sc '.exit_code == 0 and .stdout == "False\n"'
+	res 6
+	sc '.exit_code == 0 and .stdout == "False\n"'
+	# The later calls still ran in interpreters started ahead, from the first one's code.
+	[ "$(prestarted | tr '\n' ' ')" = "2 3 5 6 " ]
+	[ "$(kept | tr '\n' ' ')" = "3 5 6 " ]
 }
 
 @test "prestart: code cannot read or write an interpreter waiting ahead" {

@@ -649,6 +649,7 @@ int agentlink_run_until(struct agentlink *l, const struct run_req *rq, const str
 				rs->spill_cut = flags & AG_EXIT_SPILL_CUT;
 				rs->prestarted = flags & AG_EXIT_PRESTARTED;
 				rs->exited_early = flags & AG_EXIT_EARLY;
+				rs->kept_code = flags & AG_EXIT_KEPT_CODE;
 				if (rs->timed_out)
 					rs->exit_code = 124;
 				else if (WIFEXITED(status))

@@ -84,6 +84,7 @@ struct run_res {
 	                              * 0 when unknown */
 	bool prestarted;             /* the program ran in an interpreter started ahead (prestart) */
 	bool exited_early;           /* answered as that interpreter exited, before its memory was freed */
+	bool kept_code;              /* that interpreter loaded its starter's code as compiled before */
 	int changed;                 /* under rq->changes_in: 1 something changed, 0 nothing did,
 	                              * -1 not known (look); a backend that lists cheaply says -1 */
 	bool stopped;                /* the backend ended it, knowing it could not succeed (see

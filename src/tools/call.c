@@ -293,6 +293,8 @@ static json_t *run_program(struct call_ctx *c, struct inputs *in, const char *co
 	} else {
 		if (rs.prestarted)
 			log_msg(LOG_DEBUG, "call %lu ran in an interpreter started ahead", tc->seq);
+		if (rs.kept_code)
+			log_msg(LOG_DEBUG, "call %lu: its interpreter loaded its starter as compiled by one before", tc->seq);
 		if (rs.exited_early)
 			log_msg(LOG_DEBUG, "call %lu was answered as its interpreter exited", tc->seq);
 		res = run_result(c, &rs, &col, spill);

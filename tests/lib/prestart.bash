@@ -7,6 +7,12 @@ prestarted() {
 	sed -n 's/.*debug: call \([0-9]*\) ran in an interpreter started ahead$/\1/p' "$SERVER_LOG"
 }
 
+# kept: the numbers of the calls whose interpreter loaded its starter (prestart.py's functions)
+# as the code object an interpreter before it compiled, one per line, from the debug log.
+kept() {
+	sed -n 's/.*debug: call \([0-9]*\): its interpreter loaded its starter as compiled by one before$/\1/p' "$SERVER_LOG"
+}
+
 # py_call ID SCRIPT [EXTRA_ARGS_JSON]: an execute_python request line.
 py_call() {
 	call_json "$1" execute_python "$(jq -cn --arg s "$2" --argjson x "${3:-{\}}" '{script: $s} + $x')"
