@@ -137,6 +137,11 @@ hex() { od -An -tx1 -v | tr -d ' \n'; }
 	[ "$("$HELPER" schema execute_bash_commands.input.json <<<'{"code":"true","env":{"A":"1"}}')" = ok ]
 	[[ "$("$HELPER" schema execute_bash_commands.input.json <<<'{"code":"true","env":{"1A":"1"}}')" == 'env["1A"]: '* ]]
 	[ "$("$HELPER" schema cleanup_sandbox.input.json <<<'{}')" = ok ]
+	# Lengths are in characters: 1024 two-byte ones fit a 1024-character limit, 1025 do not.
+	local k
+	k=$(printf '\xc3\xa9%.0s' $(seq 1024))
+	[ "$("$HELPER" schema execute_bash_commands.input.json <<<"{\"code\":\"x\",\"files\":{\"$k\":\"v\"}}")" = ok ]
+	[[ "$("$HELPER" schema execute_bash_commands.input.json <<<"{\"code\":\"x\",\"files\":{\"${k}a\":\"v\"}}")" == *"is longer than 1024 characters" ]]
 }
 
 @test "requirement: plain PEP 508 requirements pass; options, separators, URLs and paths do not" {
@@ -280,6 +285,12 @@ hex() { od -An -tx1 -v | tr -d ' \n'; }
 	for bad in 'Z' 'Zm9vY' 'Zh==' 'Zm9=' 'Zg===' 'Zg==Zg==' '=Zg' 'Zm9v!' 'Zm9v-_' 'Zm9v
 Y'; do
 		[ "$(printf '%s' "$bad" | "$HELPER" b64-decode)" = refused ] || { echo "took $bad" >&2; false; }
+	done
+	# A foreign character at any place of a long run (checked eight at a time when sizing).
+	local i s
+	for i in $(seq 0 23); do
+		s=$(printf 'Zm9vYmFyYmF6cXV4cXV1eHh5' | sed -E "s/^(.{$i})./\1!/")
+		[ "$(printf '%s' "$s" | "$HELPER" b64-decode)" = refused ] || { echo "took $s" >&2; false; }
 	done
 	# Padding is optional, and a group's spaces and line breaks are skipped.
 	[ "$(printf 'Zg' | "$HELPER" b64-decode)" = 66 ]

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,8 +128,17 @@ static size_t decode_string(const char *s, size_t i, size_t n, char *out, size_t
 {
 	size_t o = 0, j = i + 1;
 	while (j < n) {
-		/* A run of plain ASCII, copied at once. */
+		/* A run of plain ASCII, copied at once; found eight bytes at a time while none of the
+		 * eight is a control character, non-ASCII, a quote or a backslash. */
 		size_t k = j;
+		for (; k + 8 <= n; k += 8) {
+			uint64_t w;
+			memcpy(&w, s + k, 8);
+			const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+			uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+			if ((w | ((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b)) & high)
+				break;
+		}
 		while (k < n && (unsigned char)s[k] >= 0x20 && (unsigned char)s[k] < 0x80 && s[k] != '"' && s[k] != '\\')
 			k++;
 		memcpy(out + o, s + j, k - j);
