@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Costs that grow with what a client does, against their baselines, on one server each.
 
-Usage: growth.py [--server BIN] [--baseline BIN] [--rounds N] [--files N,N,...] [--json OUT]
+Usage: growth.py [--server BIN] [--baseline BIN] [--rounds N] [--files N,N,...] [--sizes S,...]
+                 [--out-sizes S,...] [--json OUT]
 
 - resources/list over a workspace of N files (N from --files, default 10,10000,100000): the
   first page, then every page to the end, timed from request written to response read; the
@@ -12,12 +13,18 @@ Usage: growth.py [--server BIN] [--baseline BIN] [--rounds N] [--files N,N,...] 
 With --baseline (or BENCH_BASELINE), an older build's figures of both, beside this one's.
 - a `files` input of 1 KiB to 8 MiB (text and base64) on a warm `true`: the time over the same
   call without files, per MiB of content.
+- a warm call printing 1 KB to 100 MB to stdout (--out-sizes), with the default --result-max
+  (32 KiB: the rest is saved in the workspace), beside the same command run natively (`bash -c
+  CMD`, posix_spawn, stdout read to its end, waitpid).
+- a warm call writing 0, 1 and 20 small files into outputs/ (returned with its result), beside
+  the same server's warm `true`; with strace, the agent frames each costs (bench/roundtrips.py).
 
 Each figure is a median over --rounds; runs are interleaved (the builds alternate, each round
 on a fresh server), so load on the machine moves them alike. The server runs with --backend local.
 """
 import argparse
 import base64
+import shutil
 import json
 import os
 import statistics
@@ -25,6 +32,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import roundtrips  # noqa: E402  (its strace count of agent frames)
 
 CPU_CALLS = 20
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -136,12 +146,135 @@ def med(v):
     return statistics.median(v) if v else float("nan")
 
 
+BASH = shutil.which("bash") or "/bin/bash"
+PAUSE_S = 0.05  # before each timed call and native run, so that neither pays for the one before
+
+
+def native(cmd):
+    """`bash -c CMD` as bench/spawn.py times a floor: posix_spawn (stdin /dev/null, stdout a pipe),
+    stdout read to its end, waitpid. Returns the milliseconds and the bytes read."""
+    r, w = os.pipe()
+    null = os.open(os.devnull, os.O_RDONLY)
+    n = 0
+    t0 = time.perf_counter()
+    pid = os.posix_spawn(BASH, [BASH, "-c", cmd], dict(os.environ),
+                         file_actions=[(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, w, 1)])
+    os.close(w)
+    while True:
+        b = os.read(r, 1 << 16)
+        if not b:
+            break
+        n += len(b)
+    _, st = os.waitpid(pid, 0)
+    ms = (time.perf_counter() - t0) * 1000
+    os.close(r)
+    os.close(null)
+    if os.waitstatus_to_exitcode(st) != 0:
+        raise SystemExit(f"growth: `bash -c {cmd}` failed")
+    return ms, n
+
+
+def printed(r):
+    """The bytes a call wrote to stdout, from its result: all of it, or the count of a cut one."""
+    sc = r["result"]["structuredContent"]
+    t = sc.get("truncated") or {}
+    if t.get("stdout"):
+        if t.get("stdout_file_error"):
+            raise SystemExit(f"growth: the cut stdout was not saved: {t['stdout_file_error']}")
+        return t["stdout_bytes"]
+    return len(sc["stdout"].encode())
+
+
+def stdout_sizes(binary, specs, rounds):
+    """A warm call printing each size, beside the same command run natively, rounds interleaved."""
+    units = {"K": 10 ** 3, "M": 10 ** 6}
+    sizes = [(spec, int(spec[:-1]) * units[spec[-1]]) for spec in specs.split(",")]
+    s = Server(binary, [])
+    s.call("execute_bash_commands", {"code": "true"})
+    got = {n: {"native": [], "ours": []} for _, n in sizes}
+    for _ in range(rounds):
+        for _spec, n in sizes:
+            cmd = f"head -c {n} /dev/zero | tr '\\0' a"
+            time.sleep(PAUSE_S)
+            ms, b = native(cmd)
+            if b != n:
+                raise SystemExit(f"growth: `bash -c {cmd}` printed {b} bytes")
+            got[n]["native"].append(ms)
+            time.sleep(PAUSE_S)
+            ms, r = s.call("execute_bash_commands", {"code": cmd})
+            if printed(r) != n:
+                raise SystemExit(f"growth: the call printing {n} bytes gave {printed(r)}")
+            got[n]["ours"].append(ms)
+            if n > 10 ** 6:  # untimed: the saved stream, so the workspace does not fill up
+                s.call("execute_bash_commands", {"code": "rm -f /workspace/.sandbox/output/call-*"})
+    s.close()
+    rows = []
+    print(f"\nstdout of a warm call (--backend local, the default --result-max 32 KiB: past it the result "
+          f"keeps the stream's head and tail and the whole of it is saved in the workspace), beside "
+          f"`bash -c CMD` with stdout read to its end; CMD `head -c N /dev/zero | tr '\\0' a`, "
+          f"medians of {rounds} rounds")
+    print("| stdout | native ms | ours ms | ours / native | ours - native ms |")
+    print("| --- | --- | --- | --- | --- |")
+    for spec, n in sizes:
+        nat, ours = med(got[n]["native"]), med(got[n]["ours"])
+        rows.append({"bytes": n, "native_ms": nat, "ours_ms": ours})
+        print(f"| {spec[:-1]} {spec[-1]}B | {nat:.2f} | {ours:.2f} | {ours / nat:.2f}x | {ours - nat:+.2f} |", flush=True)
+    return rows
+
+
+def files_code(n):
+    """Bash builtins only (outputs/ is made before): n small files written into outputs/."""
+    return f'for ((i = 0; i < {n}; i++)); do echo "file $i" > outputs/f$i.txt; done'
+
+
+def returned_files(binary, counts, rounds):
+    """A warm call writing each count of files into outputs/, beside the same server's warm
+    `true`, rounds interleaved; and, with strace, the agent frames of each (bench/roundtrips.py)."""
+    s = Server(binary, [])
+    s.call("execute_bash_commands", {"code": "mkdir -p outputs"})
+    got = {k: [] for k in ["true"] + counts}
+    for _ in range(rounds):
+        time.sleep(PAUSE_S)
+        got["true"].append(s.call("execute_bash_commands", {"code": "true"})[0])
+        for n in counts:
+            time.sleep(PAUSE_S)
+            ms, r = s.call("execute_bash_commands", {"code": files_code(n)})
+            back = len(r["result"]["structuredContent"].get("artifacts") or [])
+            if back != n:
+                raise SystemExit(f"growth: a call writing {n} files returned {back}")
+            got[n].append(ms)
+    s.close()
+    frames = {}
+    if shutil.which("strace"):
+        tmp = tempfile.mkdtemp(prefix="growth-rt-")
+        try:
+            for n, (f, _files) in zip(counts, roundtrips.agent_counts(
+                    os.path.abspath(binary), "local", None, tmp, [roundtrips.outputs_code(n) for n in counts])):
+                frames[n] = f
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    base = med(got["true"])
+    print(f"\na warm call writing small files into outputs/ (each returned inline with its result; "
+          f"--backend local), beside the same server's warm `true` ({base:.2f} ms), medians of {rounds} rounds; "
+          f"agent frames the call cost " + ("(strace, as bench/roundtrips.py)" if frames else "(skipped: no strace)"))
+    print("| files | ms | over `true` ms | agent frames |")
+    print("| --- | --- | --- | --- |")
+    rows = []
+    for n in counts:
+        v = med(got[n])
+        rows.append({"files": n, "ms": v, "true_ms": base, "agent_frames": frames.get(n)})
+        print(f"| {n} | {v:.2f} | {v - base:+.2f} | {frames.get(n, 'n/a')} |", flush=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.environ.get("SANDBOX_MCP", "build/sandbox-mcp"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--files", default="10,10000,100000")
     ap.add_argument("--sizes", default="1K,64K,1M,8M")
+    ap.add_argument("--out-sizes", default="1K,100K,1M,10M,100M",
+                    help="stdout sizes of the output case (K = 1000 bytes, M = 10**6)")
     ap.add_argument("--baseline", default=os.environ.get("BENCH_BASELINE"),
                     help="an older build: its figures of the listing and the pass, side by side")
     ap.add_argument("--json")
@@ -218,6 +351,8 @@ def main():
               f"({row['text_ms_per_mib']:.1f} ms/MiB), base64 {row['base64_ms']:.1f} ms "
               f"({row['base64_ms_per_mib']:.1f} ms/MiB)", flush=True)
     s.close()
+    out["stdout"] = stdout_sizes(a.server, a.out_sizes, a.rounds)
+    out["returned_files"] = returned_files(a.server, [0, 1, 20], a.rounds)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -9,8 +9,9 @@ local (median over --rounds, rounds interleaved between the servers and the floo
 - floor `python3 -c pass` and `bash -c true`: a bare start (posix_spawn, stdout to EOF, waitpid);
 - bash `true` after a 100 ms pause (the warm call) and right after a Python `pass` (no gap):
   target: at most the warm call + 1 ms;
-- Python `pass` after a 100 ms pause, and calls 20 ms apart (the client waits 20 ms between
-  an answer and the next request): target: at most 0.5x the `python3 -c pass` floor;
+- Python `pass` after a 100 ms pause, and calls 20 ms and 300 ms apart (the client waits 20 ms
+  or 300 ms between an answer and the next request): target: at most 0.5x the `python3 -c pass`
+  floor;
 - with --python-preload numpy: `pass` after a pause, and what it costs over a plain server's
   `pass` (the preload's cost at the call's end): target: well under 1 ms.
 With --baseline, an older build is measured beside this one in the same rounds.
@@ -115,6 +116,9 @@ def main():
             for _i in range(3):
                 time.sleep(0.02)
                 add((name, 'py 20ms'), s.py())
+            for _i in range(2):
+                time.sleep(0.3)
+                add((name, 'py 300ms'), s.py())
             if numpy:
                 time.sleep(0.1)
                 add((name, 'numpy py ready'), servers[name + ' numpy'].py())
@@ -132,6 +136,7 @@ def main():
         ('bash `true` right after Python `pass`', 'bash after py', lambda n: 'warm + 1 ms = %.2f' % (med[(n, 'bash warm')] + 1)),
         ('Python `pass`, ready (after 100 ms)', 'py ready', None),
         ('Python `pass`, calls 20 ms apart', 'py 20ms', lambda n: '0.5x floor python3 = %.2f' % (0.5 * floor_py)),
+        ('Python `pass`, calls 300 ms apart', 'py 300ms', lambda n: '0.5x floor python3 = %.2f' % (0.5 * floor_py)),
     ]
     if numpy:
         rows.append(('Python `pass`, numpy preloaded, ready', 'numpy py ready', None))
@@ -142,7 +147,7 @@ def main():
             extra = ''
             if key == 'bash after py':
                 extra = ' (+%.2f over warm)' % (v - med[(n, 'bash warm')])
-            elif key in ('py 20ms', 'py ready'):
+            elif key in ('py 20ms', 'py 300ms', 'py ready'):
                 extra = ' (%.2fx floor)' % (v / floor_py)
             elif key == 'numpy py ready':
                 extra = ' (+%.2f over plain)' % (v - med[(n, 'py ready')])

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Requests a call returning 20 small files in outputs/ costs its sandbox, beside a baseline.
+"""Requests a call returning small files in outputs/ costs its sandbox, beside a baseline.
 
 Usage: roundtrips.py [--server BIN] [--baseline BIN] [--backends local,docker,daytona]
                      [--image IMG] [--json OUT]
@@ -7,7 +7,7 @@ Usage: roundtrips.py [--server BIN] [--baseline BIN] [--backends local,docker,da
 - local, Docker: the frames the server sends its sandbox's agent (agent/proto.h), seen by
   `strace -f -e trace=sendto` on the server (a frame is a send whose first four bytes give its
   length); a session with one warm call, then the same with the 20-file call after it: the
-  difference is that call's.
+  difference is that call's. On local, also calls writing 0 and 1 file, counted the same way.
 - Daytona: tests/daytona/server.py's request log (GET /_control), before and after the call.
 Prints a line per backend and binary.
 """
@@ -23,7 +23,14 @@ import time
 import urllib.request
 
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "roundtrips", "version": "1"}}
-TWENTY = "mkdir -p outputs; for i in $(seq 10 29); do echo \"file $i\" > outputs/f$i.txt; done"
+
+
+def outputs_code(n):
+    """Bash that writes n small files into outputs/ (n = 0 writes none but runs the same)."""
+    return f"mkdir -p outputs; for i in $(seq 10 {9 + n}); do echo \"file $i\" > outputs/f$i.txt; done"
+
+
+TWENTY = outputs_code(20)
 
 
 def session(argv, env, calls, between=None):
@@ -76,18 +83,20 @@ def agent_frames(trace):
     return n
 
 
-def agent_count(binary, backend, image, tmp):
-    counts = []
-    for calls in (["true"], ["true", TWENTY]):
+def agent_counts(binary, backend, image, tmp, codes):
+    """The agent frames of each of codes as a warm call (the second of its session), and the
+    files it returned: [(frames, files)] in the order of codes."""
+    counts, got = [], []
+    for calls in [["true"]] + [["true", c] for c in codes]:
         trace = os.path.join(tmp, "trace")
         argv = ["strace", "-f", "-qq", "-e", "trace=sendto", "-e", "signal=none", "-s", "5", "-xx", "-o", trace,
                 binary, "--backend", backend, "--state-dir", os.path.join(tmp, "state")]
         if backend == "docker":
             argv += ["--image", image]
-        files = session(argv, dict(os.environ), calls)
+        got.append(session(argv, dict(os.environ), calls))
         counts.append(agent_frames(trace))
         shutil.rmtree(os.path.join(tmp, "state"), ignore_errors=True)
-    return counts[1] - counts[0], files
+    return [(c - counts[0], f) for c, f in zip(counts[1:], got[1:])]
 
 
 def daytona_count(binary, tmp):
@@ -136,15 +145,18 @@ def main():
             tmp = tempfile.mkdtemp(prefix="roundtrips-")
             try:
                 if backend == "daytona":
-                    n, files = daytona_count(os.path.abspath(binary), tmp)
+                    got = [(20, *daytona_count(os.path.abspath(binary), tmp))]
                     what = "HTTP requests"
                 else:
-                    n, files = agent_count(os.path.abspath(binary), backend, a.image, tmp)
+                    written = [0, 1, 20] if backend == "local" else [20]
+                    got = [(w, *c) for w, c in zip(written, agent_counts(
+                        os.path.abspath(binary), backend, a.image, tmp, [outputs_code(w) for w in written]))]
                     what = "agent requests"
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
-            rows.append({"backend": backend, "binary": label, "requests": n, "files": files})
-            print(f"a call returning {files} small files, {backend}, {label}: {n} {what}", flush=True)
+            for written, n, files in got:
+                rows.append({"backend": backend, "binary": label, "written": written, "requests": n, "files": files})
+                print(f"a call returning {files} small files, {backend}, {label}: {n} {what}", flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f)
