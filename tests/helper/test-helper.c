@@ -29,6 +29,12 @@
  *   test-helper loadb                    each line of stdin read by the server's reader of a
  *                                        message (bignum_loadb) and by jansson's json_loadb:
  *                                        "same", "same error", or "differs" and both
+ *   test-helper kyaml                    stdin read as a kubeconfig's YAML (or JSON): the value as
+ *                                        compact JSON, or "refused: WHY"
+ *   test-helper kube-creds SA_DIR [CONTEXT]
+ *                                        the Kubernetes credentials found (kcreds.h) as JSON:
+ *                                        server, ns, source, token, and the lengths of ca, cert
+ *                                        and key; or "refused: WHY"
  *   test-helper b64-decode               stdin as base64: the bytes in hex, or "refused"
  *   test-helper log PAD                  logs one line, PAD bytes of "a" then 1000 "é", through
  *                                        the server's log with a client that asked for every
@@ -81,6 +87,8 @@
 #include "../../backends/daytona/multipart.h"
 #include "../../backends/hostfs/beneath.h"
 #include "../../backends/hostfs/tree.h"
+#include "../../backends/kubernetes/kcreds.h"
+#include "../../backends/kubernetes/kyaml.h"
 #include "../../src/base/base64.h"
 #include "../../src/base/clock.h"
 #include "../../src/base/jsonw.h"
@@ -339,6 +347,48 @@ static int cmd_b64_decode(int argc, char **argv)
 	printf("\n");
 	free(in);
 	free(out);
+	return 0;
+}
+
+static int cmd_kyaml(int argc, char **argv)
+{
+	(void)argv;
+	size_t n;
+	char *in = argc == 0 ? slurp(stdin, &n) : NULL;
+	if (!in)
+		return 1;
+	struct err e = {""};
+	json_t *v = kyaml_parse(in, n, &e);
+	free(in);
+	if (!v) {
+		printf("refused: %s\n", e.msg);
+		return 0;
+	}
+	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS);
+	printf("%s\n", s ? s : "");
+	free(s);
+	json_decref(v);
+	return 0;
+}
+
+static int cmd_kube_creds(int argc, char **argv)
+{
+	if (argc < 1 || argc > 2)
+		return 1;
+	struct kcreds c;
+	struct err e = {""};
+	if (kcreds_load(&c, argc == 2 ? argv[1] : NULL, argv[0], &e) < 0) {
+		printf("refused: %s\n", e.msg);
+		return 0;
+	}
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s?, s:I, s:I, s:I}", "server", c.server, "ns", c.ns, "source", c.source,
+			      "token", c.token, "ca", (json_int_t)c.ca_len, "cert", (json_int_t)c.cert_len, "key",
+			      (json_int_t)c.key_len);
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	printf("%s\n", s ? s : "");
+	free(s);
+	json_decref(o);
+	kcreds_free(&c);
 	return 0;
 }
 
@@ -684,6 +734,8 @@ static const struct {
 	{"utf8", cmd_utf8},
 	{"cursor", cmd_cursor},
 	{"b64-decode", cmd_b64_decode},
+	{"kyaml", cmd_kyaml},
+	{"kube-creds", cmd_kube_creds},
 	{"loadb", cmd_loadb},
 	{"jsonw", cmd_jsonw},
 	{"log", cmd_log},

@@ -1,0 +1,193 @@
+# The Kubernetes backend's client side, below the binary, through build/test-helper: the
+# kubeconfig reader (backends/kubernetes/kyaml.h), the credentials (kcreds.h: kubeconfig and the
+# in-cluster service account, and what is refused), and the WebSocket exec client (wsexec)
+# against the project's Kubernetes test server.
+load lib/helpers
+bats_require_minimum_version 1.5.0
+
+HELPER="$REPO_DIR/build/test-helper"
+
+setup() {
+	common_setup
+	[ -x "$HELPER" ] || skip_or_fail "build/test-helper is missing (make)"
+	D="$BATS_TEST_TMPDIR"
+}
+
+# creds [CONTEXT]: the credentials found with only the variables the test sets.
+creds() {
+	env -u KUBERNETES_SERVICE_HOST -u KUBERNETES_SERVICE_PORT HOME="$D/home" "$HELPER" kube-creds "$D/sa" "$@"
+}
+
+@test "kyaml: block mappings and sequences as kubectl writes them, quoted scalars, comments, one-line flow, and JSON as it is" {
+	cat >"$D/kc" <<-'EOF2'
+		# written by kubectl
+		---
+		apiVersion: v1
+		clusters:
+		- cluster:
+		    certificate-authority-data: QUJD   # a comment
+		    server: "https://k.example:6443"
+		  name: 'it''s'
+		-   name: second
+		    cluster: {}
+		contexts: []
+		flow: {a: [x, "y z", {b: c}], d: []}
+		nested:
+		  list:
+		    - a
+		    - - b
+		      - "c\td\u00e9#x"
+		    -
+		      k: v
+		  empty:
+		kind: Config
+		url: http://x/#frag
+	EOF2
+	out=$("$HELPER" kyaml <"$D/kc")
+	jqe "$out" '.clusters[0] == {"cluster": {"certificate-authority-data": "QUJD", "server": "https://k.example:6443"}, "name": "it'"'"'s"}'
+	jqe "$out" '.clusters[1] == {"name": "second", "cluster": {}} and .contexts == [] and .kind == "Config"'
+	jqe "$out" '.nested.list == ["a", ["b", "c\tdé#x"], {"k": "v"}] and .nested.empty == null'
+	jqe "$out" '.url == "http://x/#frag" and .flow == {"a": ["x", "y z", {"b": "c"}], "d": []}'
+	out=$(printf '{"a": [1, {"b": true}]}' | "$HELPER" kyaml)
+	jqe "$out" '. == {"a": [1, {"b": true}]}'
+}
+
+@test "kyaml: refuses what it does not read, naming the line: tabs, anchors, block scalars, broken or multi-line flow, duplicates, depth, a second document" {
+	for bad in $'a:\n\tb: c' $'a: &x 1\nb: *x' $'a: |\n  text' $'a: {b: [c}' $'a: [b,\n  c]' $'a: {b: 1, b: 2}' $'a: 1\na: 2' $'a: b\n  c' \
+		$'a: 1\n---\nb: 2' $'a: {b: [c}' $'a: [b,\n c]' $'a: "open' $'a: "\\q"' $'a: !!str x' $'- a\nb: c' $'a:\n  - x\n   - y' \
+		$'a: "\\u0000"' '%YAML 1.2' ''; do
+		out=$(printf '%s' "$bad" | "$HELPER" kyaml)
+		[[ "$out" == refused:* ]] || { echo "took: $bad -> $out" >&2; false; }
+	done
+	[ "$(printf 'a: 1\na: 2' | "$HELPER" kyaml)" = "refused: line 2: a key given twice" ]
+	[ "$(printf 'a:\n\tb: c' | "$HELPER" kyaml)" = "refused: line 2: a tab in the indentation" ]
+	deep=$(python3 -c 'print("\n".join(" " * i + "k:" for i in range(40)))')
+	[[ "$(printf '%s' "$deep" | "$HELPER" kyaml)" == *"nested too deep"* ]]
+	# Bounded: a document over 4 MiB is not read at all.
+	python3 -c 'print("a: " + "x" * (5 << 20))' >"$D/big"
+	[[ "$("$HELPER" kyaml <"$D/big")" == *"larger than"* ]]
+}
+
+kubeconfig() {
+	cat >"$D/kc" <<-EOF2
+		apiVersion: v1
+		kind: Config
+		current-context: ${1:-tok}
+		clusters:
+		- name: c
+		  cluster:
+		    server: https://127.0.0.1:6443/
+		    certificate-authority: ca.pem
+		contexts:
+		- name: tok
+		  context: {cluster: c, user: tok}
+		- name: cert
+		  context:
+		    cluster: c
+		    user: cert
+		    namespace: team-a
+		- name: plugin
+		  context:
+		    cluster: c
+		    user: plugin
+		users:
+		- name: tok
+		  user:
+		    tokenFile: token
+		- name: cert
+		  user:
+		    client-certificate-data: Q0VSVA==
+		    client-key: /$D/key.pem
+		- name: plugin
+		  user:
+		    exec:
+		      apiVersion: client.authentication.k8s.io/v1
+		      command: aws
+		      args: [eks, get-token]
+	EOF2
+}
+
+@test "kcreds: a kubeconfig's current context, a token file and a client certificate, paths beside the file" {
+	mkdir -p "$D/home/.kube" "$D/conf"
+	printf 'CAPEM' >"$D/conf/ca.pem"
+	printf 'tok-123\n' >"$D/conf/token"
+	printf 'KEYPEM' >"$D/key.pem"
+	cat >"$D/home/.kube/config" <<-'EOF2'
+		current-context: x
+		clusters:
+		- name: c
+		  cluster:
+		    server: https://h:1
+		    certificate-authority-data: Q0E=
+		contexts:
+		- name: x
+		  context:
+		    cluster: c
+		    user: u
+		users:
+		- name: u
+		  user:
+		    token: abc
+	EOF2
+	out=$(creds)
+	jqe "$out" '.server == "https://h:1" and .token == "abc" and .ns == "default" and .ca == 2 and (.source | test("/home/.kube/config, context x$"))'
+	# KUBECONFIG wins; its first file that is there.
+	kubeconfig
+	cp "$D/kc" "$D/conf/kc"
+	out=$(KUBECONFIG="$D/none:$D/conf/kc" creds)
+	jqe "$out" '.server == "https://127.0.0.1:6443" and .token == "tok-123" and .ca == 5 and .cert == 0'
+	out=$(KUBECONFIG="$D/conf/kc" creds cert)
+	jqe "$out" '.token == null and .cert == 4 and .key == 6 and .ns == "team-a" and (.source | test("context cert$"))'
+}
+
+@test "kcreds: an exec plugin, an auth provider, basic auth, insecure TLS, plain HTTP, no credentials and header injection are refused, saying what to use" {
+	mkdir -p "$D/home"
+	printf 'CAPEM' >"$D/ca.pem"
+	printf 'tok\n' >"$D/token"
+	kubeconfig
+	out=$(KUBECONFIG="$D/kc" creds plugin)
+	[[ "$out" == "refused: "*"user 'plugin' gets its credentials from an exec plugin (aws)"*"bearer token (token or tokenFile) or a client certificate"* ]]
+	for change in 's/    exec:/    auth-provider:/' 's/    exec:/    username: me\n    password: pw\n    x:/' \
+		's|    server: https://127.0.0.1:6443/|    server: https://h\n    insecure-skip-tls-verify: true|' \
+		's|https://127.0.0.1|http://127.0.0.1|' 's|    tokenFile: token|    token: "a\\r\\nX-Evil: 1"|' \
+		's|    tokenFile: token|    other: x|' 's|  user: plugin|  user: nosuch|'; do
+		kubeconfig
+		sed -i "$change" "$D/kc"
+		ctx=tok
+		[[ "$change" == *exec* || "$change" == *nosuch* ]] && ctx=plugin
+		out=$(KUBECONFIG="$D/kc" creds "$ctx")
+		[[ "$out" == refused:* ]] || { echo "took: $change -> $out" >&2; false; }
+		printf '%s\n' "$out" >>"$D/why"
+	done
+	grep -q 'auth provider' "$D/why"
+	grep -q 'basic auth' "$D/why"
+	grep -q 'insecure-skip-tls-verify' "$D/why"
+	grep -q 'is not https://' "$D/why"
+	grep -q 'a character a header cannot carry' "$D/why"
+	grep -q 'has no credentials' "$D/why"
+	grep -q 'names no user' "$D/why"
+	out=$(KUBECONFIG="$D/missing" creds)
+	[[ "$out" == "refused: KUBECONFIG names no file that is there"* ]]
+	# A FIFO where the token file is: refused at once, not waited on.
+	kubeconfig
+	rm "$D/token"
+	mkfifo "$D/token"
+	out=$(timeout 5 env KUBECONFIG="$D/kc" HOME="$D/home" "$HELPER" kube-creds "$D/sa")
+	[[ "$out" == *"not a regular file"* ]]
+}
+
+@test "kcreds: the pod's service account when KUBERNETES_SERVICE_HOST is set and KUBECONFIG is not" {
+	mkdir -p "$D/sa" "$D/home"
+	printf 'sa-token\n' >"$D/sa/token"
+	printf 'SACA' >"$D/sa/ca.crt"
+	printf 'sandboxes' >"$D/sa/namespace"
+	out=$(env -u KUBECONFIG KUBERNETES_SERVICE_HOST=10.96.0.1 KUBERNETES_SERVICE_PORT=443 HOME="$D/home" "$HELPER" kube-creds "$D/sa")
+	jqe "$out" '.server == "https://10.96.0.1:443" and .token == "sa-token" and .ns == "sandboxes" and .ca == 4 and (.source | test("in-cluster"))'
+	out=$(env -u KUBECONFIG KUBERNETES_SERVICE_HOST=fd00::1 KUBERNETES_SERVICE_PORT=443 HOME="$D/home" "$HELPER" kube-creds "$D/sa")
+	jqe "$out" '.server == "https://[fd00::1]:443"'
+	printf 'Bad_NS' >"$D/sa/namespace"
+	out=$(env -u KUBECONFIG KUBERNETES_SERVICE_HOST=10.96.0.1 KUBERNETES_SERVICE_PORT=443 HOME="$D/home" "$HELPER" kube-creds "$D/sa")
+	[[ "$out" == "refused: "*"not a DNS label"* ]]
+	out=$(env -u KUBECONFIG KUBERNETES_SERVICE_HOST='h/x' KUBERNETES_SERVICE_PORT=443 HOME="$D/home" "$HELPER" kube-creds "$D/sa")
+	[[ "$out" == "refused: "* ]]
+}
