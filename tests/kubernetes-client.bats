@@ -7,10 +7,57 @@ bats_require_minimum_version 1.5.0
 
 HELPER="$REPO_DIR/build/test-helper"
 
+K8S_TOKEN="k8s-token-7d1e55b2"
+
+setup_file() {
+	export K8S_TEST_TOKEN="$K8S_TOKEN"
+	python3 "$BATS_TEST_DIRNAME/kubernetes/server.py" --port-file "$BATS_FILE_TMPDIR/port" \
+		--kubeconfig-out "$BATS_FILE_TMPDIR/kubeconfig" 2>"$BATS_FILE_TMPDIR/k8s.log" &
+	echo $! >"$BATS_FILE_TMPDIR/server.pid"
+	for _ in $(seq 200); do [ -s "$BATS_FILE_TMPDIR/port" ] && break; sleep 0.1; done
+	[ -s "$BATS_FILE_TMPDIR/port" ]
+	jq -r '.clusters[0].cluster["certificate-authority-data"]' "$BATS_FILE_TMPDIR/kubeconfig" | base64 -d >"$BATS_FILE_TMPDIR/ca.crt"
+}
+
+teardown_file() {
+	[ -f "$BATS_FILE_TMPDIR/server.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/server.pid")" 2>/dev/null || true
+}
+
 setup() {
 	common_setup
 	[ -x "$HELPER" ] || skip_or_fail "build/test-helper is missing (make)"
 	D="$BATS_TEST_TMPDIR"
+	URL="https://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
+	KC="$BATS_FILE_TMPDIR/kubeconfig"
+	NS="t$BATS_SUITE_TEST_NUMBER"
+	control '{"clear_log": true}' >/dev/null
+}
+
+# control JSON: sets the test server's faults (see server.py); prints its state.
+control() {
+	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -X POST -H 'Content-Type: application/json' --data-binary "$1" "$URL/_control"
+}
+
+# make_pod NAME: a pod that sleeps, running.
+make_pod() {
+	local body
+	body=$(curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" -X POST \
+		-H 'Content-Type: application/json' "$URL/api/v1/namespaces/$NS/pods" --data-binary \
+		"$(jq -cn --arg n "$1" '{apiVersion: "v1", kind: "Pod", metadata: {name: $n}, spec: {restartPolicy: "Never",
+			containers: [{name: "main", image: "python:3.12-slim", command: ["sleep", "infinity"]}]}}')")
+	jqe "$body" '.metadata.name'
+	for _ in $(seq 150); do
+		body=$(curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" "$URL/api/v1/namespaces/$NS/pods/$1")
+		[[ "$body" == *'"phase": "Running"'* ]] && return 0
+		sleep 0.1
+	done
+	echo "pod $1 never ran: $body" >&2
+	return 1
+}
+
+# kexec [HELPER ARGS...]: test-helper kube-exec with the test server's kubeconfig.
+kexec() {
+	env -u KUBERNETES_SERVICE_HOST KUBECONFIG="${KCONF:-$KC}" "$HELPER" kube-exec "$NS" "$@"
 }
 
 # creds [CONTEXT]: the credentials found with only the variables the test sets.
@@ -190,4 +237,57 @@ kubeconfig() {
 	[[ "$out" == "refused: "*"not a DNS label"* ]]
 	out=$(env -u KUBECONFIG KUBERNETES_SERVICE_HOST='h/x' KUBERNETES_SERVICE_PORT=443 HOME="$D/home" "$HELPER" kube-creds "$D/sa")
 	[[ "$out" == "refused: "* ]]
+}
+
+@test "wsframe: the accept value of RFC 6455's example key" {
+	[ "$("$HELPER" ws-accept dGhlIHNhbXBsZSBub25jZQ==)" = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" ]
+}
+
+@test "kexec: v5 over the helper's TLS tunnel: stdin and its CLOSE, stdout and stderr apart, the exit code; a token and a client certificate" {
+	make_pod p
+	out=$(kexec p --stdin 'some input' --close-stdin -- sh -c 'cat; echo; echo to-err >&2; exit 3')
+	jqe "$out" '.http_status == 101 and .protocol == "v5.channel.k8s.io" and .error == null'
+	jqe "$out" '.stdout == "some input\n" and .stderr == "to-err\n" and .exit == 3 and .close_code == 1000'
+	out=$(kexec p -- sh -c 'echo fine')
+	jqe "$out" '.stdout == "fine\n" and .exit == 0'
+	# The kubeconfig's other user: a client certificate, which the helper presents.
+	jq '.["current-context"] = "test-cert"' "$KC" >"$D/kc-cert"
+	out=$(KCONF="$D/kc-cert" kexec p -- id -u)
+	jqe "$out" '.exit == 0 and .error == null'
+	log=$(control '{}')
+	jqe "$log" '[.requests[] | select(.path | endswith("/exec"))] | length == 3 and all(.[]; .status == 101 and .upgrade == "websocket")'
+	jqe "$log" 'any(.requests[]; .auth == "cert:test-user" and (.path | endswith("/p/exec")))'
+}
+
+@test "kexec: 300,000 bytes in many frames; a message over the client's bound ends the stream (1009) and is not read" {
+	make_pod p
+	out=$(kexec p -- sh -c 'head -c 300000 /dev/zero | tr "\0" b; head -c 70000 /dev/zero | tr "\0" c >&2')
+	jqe "$out" '(.stdout | length) == 300000 and (.stderr | length) == 70000 and .exit == 0 and (.messages | length) > 3'
+	out=$(kexec p --max 1000 -- sh -c 'head -c 300000 /dev/zero | tr "\0" b')
+	jqe "$out" '.stdout == "" and (.error | test("a frame larger than this client takes"))'
+}
+
+@test "kexec: a refused exec says the API server's reason; a wrong server, CA or token; a stream cut mid-call ends as 1006" {
+	make_pod p
+	out=$(kexec nosuch -- true)
+	jqe "$out" '.http_status == 404 and .error == "the API server refused the stream (HTTP 404): pods \"nosuch\" not found"'
+	control '{"access": {"create pods/exec": false, "get pods/exec": false}}' >/dev/null
+	out=$(kexec p -- true)
+	jqe "$out" '.http_status == 403 and (.error | test("refused the stream \\(HTTP 403\\)"))'
+	control '{}' >/dev/null
+	jq '.users[0].user.token = "wrong"' "$KC" >"$D/kc-bad"
+	out=$(KCONF="$D/kc-bad" kexec p -- true)
+	jqe "$out" '.http_status == 401'
+	# A CA that did not sign the server's certificate: no connection at all.
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$D/o.key" -out "$D/o.crt" \
+		-days 1 -subj /CN=other 2>/dev/null
+	jq --arg ca "$(base64 -w0 <"$D/o.crt")" '.clusters[0].cluster["certificate-authority-data"] = $ca' "$KC" >"$D/kc-ca"
+	out=$(KCONF="$D/kc-ca" kexec p -- true)
+	jqe "$out" '.http_status == 0 and (.error | test("certificate|SSL"))'
+	jq '.clusters[0].cluster.server = "https://127.0.0.1:9"' "$KC" >"$D/kc-port"
+	out=$(KCONF="$D/kc-port" kexec p -- true)
+	jqe "$out" '.http_status == 0 and (.error | test("onnect"))'
+	control '{"exec_drop_ms": 300}' >/dev/null
+	out=$(kexec p -- sh -c 'echo before; sleep 10; echo after')
+	jqe "$out" '.stdout == "before\n" and .exit == null and .close_code == 1006'
 }
