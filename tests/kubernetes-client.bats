@@ -291,3 +291,37 @@ kubeconfig() {
 	out=$(kexec p -- sh -c 'echo before; sleep 10; echo after')
 	jqe "$out" '.stdout == "before\n" and .exit == null and .close_code == 1006'
 }
+
+@test "kpod: the spec is hardened: non-root, no escalation, no capabilities, RuntimeDefault seccomp, read-only root, no token, limits, sized emptyDirs, a deadline, labels" {
+	spec=$("$HELPER" kube-pod "$NS" sb spec)
+	jqe "$spec" '.spec.automountServiceAccountToken == false and .spec.enableServiceLinks == false and .spec.restartPolicy == "Never" and .spec.activeDeadlineSeconds == 600'
+	jqe "$spec" '.spec.securityContext == {"runAsNonRoot": true, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000, "seccompProfile": {"type": "RuntimeDefault"}}'
+	jqe "$spec" '.spec.containers[0].securityContext == {"runAsNonRoot": true, "runAsUser": 1000, "runAsGroup": 1000, "allowPrivilegeEscalation": false, "privileged": false, "readOnlyRootFilesystem": true, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}'
+	jqe "$spec" '.spec.containers[0].resources.limits == {"cpu": "1500m", "memory": "536870912", "ephemeral-storage": "1073741824"} and .spec.containers[0].resources.requests == .spec.containers[0].resources.limits'
+	jqe "$spec" '[.spec.volumes[] | .emptyDir.sizeLimit] == ["67108864", "16777216", "33554432"] and all(.spec.volumes[]; keys == ["emptyDir", "name"])'
+	jqe "$spec" '.metadata.labels == {"sandbox-mcp": "1", "sandbox-mcp.pid": "123", "sandbox-mcp.starttime": "456", "sandbox-mcp.host": "test_host", "sandbox-mcp.sandbox": "k8s-0011aabb"}'
+}
+
+@test "kpod: made and waited on with one watch, a file put through exec, reaped by label, deleted; the test server takes the spec as it is" {
+	out=$(KUBECONFIG="$KC" "$HELPER" kube-pod "$NS" sb create)
+	[ "$out" = ok ]
+	head -c 200000 /dev/urandom >"$D/blob"
+	out=$(KUBECONFIG="$KC" "$HELPER" kube-pod "$NS" sb put /.sandbox-mcp/agent <"$D/blob")
+	[ "$out" = ok ]
+	out=$(kexec sb -- sh -c 'sha1sum < /.sandbox-mcp/agent; stat -c %a /.sandbox-mcp/agent; id -u; touch /x')
+	jqe "$out" '.stdout == "'"$(sha1sum <"$D/blob" | cut -d' ' -f1)"'  -\n755\n1000\n" and (.stderr | test("Read-only file system"))'
+	# A path the pod's user cannot write: the failure says so.
+	out=$(echo x | KUBECONFIG="$KC" "$HELPER" kube-pod "$NS" sb put /usr/x)
+	[[ "$out" == "failed: writing /usr/x in the pod failed (exit status)"* ]]
+	log=$(control '{}')
+	jqe "$log" '[.requests[] | select(.method == "GET" and (.query | test("watch=1")))] | length == 1'
+	out=$(KUBECONFIG="$KC" "$HELPER" kube-pod "$NS" other create)
+	out=$(KUBECONFIG="$KC" "$HELPER" kube-pod "$NS" x reap)
+	[ "$out" = "reaped 2" ]
+	out=$(KUBECONFIG="$KC" "$HELPER" kube-pod "$NS" sb delete)
+	[ "$out" = ok ]
+	# An image the cluster cannot take, a pod that fails: said, not waited on.
+	control '{"fail": {"status": 503, "method": "POST", "path": "*/pods", "count": 5}}' >/dev/null
+	out=$(KUBECONFIG="$KC" "$HELPER" kube-pod "$NS" sb2 create)
+	[[ "$out" == "failed: creating the pod: HTTP 503"* ]]
+}

@@ -41,6 +41,12 @@
  *                                        credentials kcreds_load finds; prints JSON: protocol,
  *                                        http_status, stdout, stderr, exit (or why), close_code,
  *                                        error, messages
+ *   test-helper kube-pod NS NAME spec|create|put PATH|delete|reap [IMAGE]
+ *                                        a sandbox's pod (kpod.h) with the credentials kcreds_load
+ *                                        finds: its spec (printed), made and waited on until it
+ *                                        runs, stdin written to PATH in it, deleted; or reap:
+ *                                        every pod of ours in NS deleted. Prints "ok" (or the
+ *                                        spec, or "reaped N"), or "failed: WHY"
  *   test-helper b64-decode               stdin as base64: the bytes in hex, or "refused"
  *   test-helper log PAD                  logs one line, PAD bytes of "a" then 1000 "é", through
  *                                        the server's log with a client that asked for every
@@ -96,6 +102,7 @@
 #include "../../backends/http/helper.h"
 #include "../../backends/kubernetes/kcreds.h"
 #include "../../backends/kubernetes/kexec.h"
+#include "../../backends/kubernetes/kpod.h"
 #include "../../backends/kubernetes/wsframe.h"
 #include "../../backends/kubernetes/kyaml.h"
 #include "../../src/base/base64.h"
@@ -505,6 +512,64 @@ static int cmd_kube_exec(int argc, char **argv)
 	return 0;
 }
 
+static bool always_gone(json_t *labels, void *arg)
+{
+	(void)labels;
+	(void)arg;
+	return true;
+}
+
+static int cmd_kube_pod(int argc, char **argv)
+{
+	if (argc < 3)
+		return 1;
+	const char *ns = argv[0], *name = argv[1], *op = argv[2];
+	const char *cmd[] = {"sleep", "infinity", NULL};
+	struct kpod_spec sp = {.name = name, .image = argc > 3 && strcmp(op, "put") ? argv[3] : "python:3.12-slim",
+			       .uid = 1000, .cpus = 1.5, .memory = 512u << 20, .ephemeral = 1u << 30, .workspace = 64u << 20,
+			       .tmp = 16u << 20, .agent_dir = 32u << 20, .deadline_s = 600, .command = cmd, .pid = "123",
+			       .start = "456", .host = "test host!", .sandbox = "k8s-0011aabb"};
+	json_t *spec = kpod_spec(&sp);
+	if (!strcmp(op, "spec")) {
+		char *s = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+		printf("%s\n", s);
+		free(s);
+		json_decref(spec);
+		return 0;
+	}
+	struct kcreds c;
+	struct kapi a;
+	struct err e = {""};
+	int rc = kcreds_load(&c, NULL, "/nonexistent", &e);
+	if (rc == 0)
+		rc = kapi_open(&a, &c, &e);
+	if (rc == 0 && !strcmp(op, "create")) {
+		rc = kpod_create(&a, ns, spec, &e);
+		if (rc == 0)
+			rc = kpod_wait_running(&a, ns, name, 20000, &e);
+	} else if (rc == 0 && !strcmp(op, "put") && argc == 4) {
+		size_t n;
+		char *data = slurp(stdin, &n);
+		rc = data ? kpod_put(&a, ns, name, argv[3], data, n, 20000, &e) : -1;
+		free(data);
+	} else if (rc == 0 && !strcmp(op, "delete")) {
+		rc = kpod_delete(&a, ns, name, 10000, &e);
+	} else if (rc == 0 && !strcmp(op, "reap")) {
+		rc = kpod_reap(&a, ns, always_gone, NULL, &e);
+		if (rc >= 0)
+			printf("reaped %d\n", rc);
+	} else if (rc == 0) {
+		rc = err_set(&e, "no such action");
+	}
+	if (rc < 0)
+		printf("failed: %s\n", e.msg);
+	else if (strcmp(op, "reap"))
+		printf("ok\n");
+	kapi_close(&a);
+	json_decref(spec);
+	return 0;
+}
+
 static int cmd_log(int argc, char **argv)
 {
 	if (argc != 1)
@@ -850,6 +915,7 @@ static const struct {
 	{"kyaml", cmd_kyaml},
 	{"kube-creds", cmd_kube_creds},
 	{"kube-exec", cmd_kube_exec},
+	{"kube-pod", cmd_kube_pod},
 	{"ws-accept", cmd_ws_accept},
 	{"loadb", cmd_loadb},
 	{"jsonw", cmd_jsonw},
