@@ -160,7 +160,8 @@ wsexec() {
 	make_pod p '.spec.containers[0].securityContext = {runAsUser: 1000, allowPrivilegeEscalation: false}'
 	out=$(wsexec p -- sh -c 'id -u; hostname; pwd; ls /; cat /proc/1/cmdline | tr "\0" " "; echo; grep NoNewPrivs /proc/self/status')
 	jqe "$out" '.stdout | test("^1000\np\n/workspace\nbin\ndev\netc\n")'
-	jqe "$out" '.stdout | test("podinit.py") and test("NoNewPrivs:\t1")'
+	# The container's command is the pod's PID 1, as under a container runtime.
+	jqe "$out" '.stdout | test("\n/usr/bin/sleep infinity \n|\nsleep infinity \n") and test("NoNewPrivs:\t1")'
 	jqe "$out" '.stdout | test("\nwork\n|\nhome\n|\nfarm\n") | not'
 	out=$(wsexec p -- sh -c 'touch /usr/x; echo "usr=$?"; head -c 12M /dev/zero > /workspace/big; echo "big=$?"; rm /workspace/big; head -c 4M /dev/zero > /workspace/small; echo "small=$?"')
 	jqe "$out" '.stdout == "usr=1\nbig=1\nsmall=0\n" and (.stderr | test("No space left"))'

@@ -55,7 +55,7 @@ What it follows:
     with both users is written with --kubeconfig-out.
 
 Pods run here: each pod is a PID, mount, UTS and network namespace (unshare, as root) whose
-pid 1 (podinit.py) makes its root, a tmpfs with the host's /usr read-only, one tmpfs per
+pid 1 (podinit.py, which then becomes the container's command) makes its root, a tmpfs with the host's /usr read-only, one tmpfs per
 emptyDir volume (of its sizeLimit, at most 1 GiB: it is this host's memory), pivots into it,
 and runs the container's command and args as its securityContext's runAsUser/runAsGroup, with
 a container runtime's default capabilities less capabilities.drop plus capabilities.add (all
@@ -554,12 +554,9 @@ class Pod:
         if ads:
             threading.Thread(target=self.deadline, args=(ads,), daemon=True).start()
         if SANDBOXED:
-            for raw in self.init.stdout:
-                m = re.match(r'exit (\d+)', raw.decode())
-                if m:
-                    return self.finish(int(m.group(1)))
-            self.init.wait()
-            return self.finish(137)
+            self.init.stdout.read()  # its end: podinit became the command
+            rc = self.init.wait()    # unshare's status is the command's
+            return self.finish(rc if rc >= 0 else 128 - rc)
         rc = self.init.wait()
         self.finish(rc if rc >= 0 else 128 - rc)
 
