@@ -112,8 +112,9 @@ int agenthost_start(struct agenthost *h, struct err *e)
 		h->oom_fd = -1;
 	}
 	/* The channel is a socket handed to the agent (SCM_RIGHTS): none reaches an agent on a
-	 * container's attached stdio, which then runs no background processes. */
-	if (h->main->link.mux)
+	 * container's attached stdio or a relayed stream, which then runs no background
+	 * processes. */
+	if (h->main->link.mux || h->main->relayed)
 		return 0;
 	return agentlink_channel(&h->main->link, &h->chan, e) ? -1 : 0;
 }

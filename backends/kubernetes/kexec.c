@@ -88,11 +88,11 @@ static int fill(struct kexec *x, size_t room, int64_t deadline, struct err *e)
 	}
 	for (;;) {
 		int ms = -1;
+		int64_t left = 0;
 		if (deadline >= 0) {
-			int64_t left = deadline - clock_ms();
-			if (left <= 0)
-				return KEXEC_TIMEOUT;
-			ms = left > 60000 ? 60000 : (int)left;
+			/* Past the deadline, what is there already is still read: a wait of 0 reads. */
+			left = deadline - clock_ms();
+			ms = left <= 0 ? 0 : left > 60000 ? 60000 : (int)left;
 		}
 		struct pollfd p = {x->fd, POLLIN, 0};
 		int r = poll(&p, 1, ms);
@@ -100,6 +100,8 @@ static int fill(struct kexec *x, size_t room, int64_t deadline, struct err *e)
 			continue;
 		if (r < 0)
 			return err_sys(e, "poll");
+		if (r == 0 && deadline >= 0 && left <= 0)
+			return KEXEC_TIMEOUT;
 		if (r == 0)
 			continue;
 		ssize_t got = read(x->fd, x->buf + x->len, x->cap - x->len);
@@ -211,12 +213,12 @@ int kexec_open(struct kexec *x, const struct kcreds *c, const char *path, long t
 			return err_set(e, "the API server did not answer the exec within %ld ms", timeout_ms);
 		if (r <= 0)
 			return err_set(e, "the API server closed the connection before it answered the exec");
-		x->buf[x->len] = '\0';
-		if (memchr(x->buf, '\0', x->len))
-			return err_set(e, "the API server's answer head holds a NUL byte");
-		end = strstr((char *)x->buf, "\r\n\r\n");
+		/* The first frames may come in the same read: the head ends at its blank line. */
+		end = memmem(x->buf, x->len, "\r\n\r\n", 4);
 	}
 	size_t head_len = (size_t)(end + 4 - (char *)x->buf);
+	if (memchr(x->buf, '\0', head_len))
+		return err_set(e, "the API server's answer head holds a NUL byte");
 	end[2] = '\0';
 	const char *head = (const char *)x->buf;
 	if (strncmp(head, "HTTP/1.1 ", 9) || (x->http_status = strtol(head + 9, NULL, 10)) < 100)

@@ -83,6 +83,10 @@ json_t *kpod_spec(const struct kpod_spec *s)
 				"runAsUser", (json_int_t)s->uid, "runAsGroup", (json_int_t)s->uid, "fsGroup",
 				(json_int_t)s->uid, "seccompProfile", "type", "RuntimeDefault", "containers", container,
 				"volumes", vols);
+	if (pod && s->stdin) {
+		json_object_set_new(container, "stdin", json_true());
+		json_object_set_new(container, "stdinOnce", json_true());
+	}
 	if (pod && s->runtime_class && *s->runtime_class)
 		json_object_set_new(json_object_get(pod, "spec"), "runtimeClassName", json_string(s->runtime_class));
 	return pod;

@@ -38,6 +38,8 @@ struct kpod_spec {
 	double cpus;             /* 0: no limit */
 	uint64_t memory, ephemeral, workspace, tmp, agent_dir; /* bytes; 0: no limit */
 	long deadline_s;         /* activeDeadlineSeconds; > 0 */
+	bool stdin;              /* the command reads a stdin that pods/attach streams (stdinOnce:
+	                          * it ends when the first attach does) */
 	const char *const *command; /* NULL-terminated */
 	const char *pid, *start, *host, *sandbox; /* the labels' values */
 };

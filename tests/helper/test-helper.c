@@ -36,11 +36,12 @@
  *                                        server, ns, source, token, and the lengths of ca, cert
  *                                        and key; or "refused: WHY"
  *   test-helper ws-accept KEY            the Sec-WebSocket-Accept for KEY (wsframe.h)
- *   test-helper kube-exec NS POD [--stdin TEXT] [--close-stdin] [--max N] -- CMD...
+ *   test-helper kube-exec NS POD [--stdin TEXT] [--close-stdin] [--max N] [--attach] -- CMD...
  *                                        runs CMD in POD over pods/exec (kexec.h) with the
  *                                        credentials kcreds_load finds; prints JSON: protocol,
  *                                        http_status, stdout, stderr, exit (or why), close_code,
- *                                        error, messages
+ *                                        error, messages; --attach: pods/attach instead (CMD
+ *                                        ignored)
  *   test-helper kube-pod NS NAME spec|create|put PATH|delete|reap [IMAGE]
  *                                        a sandbox's pod (kpod.h) with the credentials kcreds_load
  *                                        finds: its spec (printed), made and waited on until it
@@ -434,7 +435,7 @@ static json_t *grow(json_t *s, const unsigned char *p, size_t n)
 static int cmd_kube_exec(int argc, char **argv)
 {
 	const char *in = NULL;
-	bool close_in = false;
+	bool close_in = false, attach = false;
 	size_t max = 0;
 	int i = 2;
 	if (argc < 4)
@@ -446,6 +447,8 @@ static int cmd_kube_exec(int argc, char **argv)
 			close_in = true;
 		else if (!strcmp(argv[i], "--max") && i + 1 < argc)
 			max = strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--attach"))
+			attach = true;
 		else
 			return 1;
 	}
@@ -464,6 +467,8 @@ static int cmd_kube_exec(int argc, char **argv)
 		x.max_msg = max;
 	char *path = kexec_exec_path(argv[0], argv[1], NULL, (const char *const *)argv + i + 1, (size_t)(argc - i - 1),
 				     in != NULL || close_in);
+	if (attach && path)
+		snprintf(strstr(path, "/exec?"), 64, "/attach?stdin=true&stdout=true&stderr=true");
 	json_t *o = json_object(), *out = json_string(""), *err = json_string(""), *msgs = json_array();
 	int rc = kexec_open(&x, &c, path, 10000, &e);
 	if (rc == 0 && in)

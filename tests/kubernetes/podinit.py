@@ -16,7 +16,7 @@ group, no_new_privs and capabilities (see server.py's Pod.setpriv), as exec does
 
 Argument: one JSON object (see server.py's Pod.sandbox_config). Writes "ready\n" on stdout just
 before it becomes the command, whose stdin and stdout are /dev/null (nothing it writes reaches
-the server's pipe), and "error: TEXT\n" (exit 1) when the root cannot be made. The command's
+the server's pipe), or with "stdio": [R, W], the server's pipes of pods/attach, and "error: TEXT\n" (exit 1) when the root cannot be made. The command's
 exit status is unshare's (128+signal when a signal ended it).
 """
 import ctypes, json, os, sys
@@ -102,9 +102,11 @@ def become_command(cfg):
     print('ready', flush=True)
     try:
         null = os.open('/dev/null', os.O_RDWR)
-        os.dup2(null, 0)
-        os.dup2(null, 1)
-        os.close(null)
+        stdio = cfg.get('stdio') or [null, null]  # stdin: true: the server's pipes (pods/attach)
+        os.dup2(stdio[0], 0)
+        os.dup2(stdio[1], 1)
+        for fd in set(stdio + [null]):
+            os.close(fd)
         argv = cfg['setpriv'] + cfg['argv']
         os.execve(argv[0], argv, cfg['env'])
     except OSError as x:
