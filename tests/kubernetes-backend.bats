@@ -27,7 +27,7 @@ setup() {
 	common_setup
 	URL="https://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
 	NS="kb$BATS_SUITE_TEST_NUMBER"
-	export SANDBOX_BACKEND=kubernetes KUBECONFIG="$BATS_FILE_TMPDIR/kubeconfig" SANDBOX_K8S_NAMESPACE="$NS"
+	export SANDBOX_BACKEND=kubernetes KUBECONFIG="$BATS_FILE_TMPDIR/kubeconfig" SANDBOX_KUBE_NAMESPACE="$NS"
 	unset KUBERNETES_SERVICE_HOST
 	control '{"clear_log": true}' >/dev/null
 }
@@ -110,7 +110,7 @@ pods() {
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"the API server https://127.0.0.1:9"*"onnect"* ]]
 	# auto passes over a cluster that is not configured for it.
-	run env -u SANDBOX_K8S_NAMESPACE SANDBOX_BACKEND=auto KUBECONFIG="$BATS_TEST_TMPDIR/kc-port" "$SANDBOX_MCP" --check
+	run env -u SANDBOX_KUBE_NAMESPACE SANDBOX_BACKEND=auto KUBECONFIG="$BATS_TEST_TMPDIR/kc-port" "$SANDBOX_MCP" --check
 	[[ "$output" != *"127.0.0.1:9"* ]]
 }
 

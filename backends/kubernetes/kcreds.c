@@ -179,13 +179,12 @@ static const char *str(json_t *o, const char *k)
 	return json_is_string(v) && json_string_length(v) ? json_string_value(v) : NULL;
 }
 
-/* path relative to the kubeconfig's folder dir, as clientcmd resolves it. */
-static void resolve(const char *dir, const char *path, char *out, size_t n)
+/* path relative to the kubeconfig's folder dir, as clientcmd resolves it. 0, or -1 (e set)
+ * when it is too long. */
+static int resolve(const char *dir, const char *path, char *out, size_t n, struct err *e)
 {
-	if (path[0] == '/')
-		snprintf(out, n, "%s", path);
-	else
-		snprintf(out, n, "%s/%s", dir, path);
+	int r = path[0] == '/' ? snprintf(out, n, "%s", path) : snprintf(out, n, "%s/%s", dir, path);
+	return r < 0 || (size_t)r >= n ? err_set(e, "the kubeconfig names a path too long: %.100s...", path) : 0;
 }
 
 /* obj[data_key] (base64) or the file obj[file_key]: the bytes, NUL-terminated (caller frees).
@@ -199,8 +198,7 @@ static char *material(json_t *obj, const char *data_key, const char *file_key, c
 		return err_set(e, "the kubeconfig gives both %s and %s", data_key, file_key), NULL;
 	if (file) {
 		char p[PATH_MAX];
-		resolve(dir, file, p, sizeof p);
-		return read_file(p, what, n, e);
+		return resolve(dir, file, p, sizeof p, e) < 0 ? NULL : read_file(p, what, n, e);
 	}
 	if (!data)
 		return NULL;
@@ -236,7 +234,7 @@ static int from_doc(struct kcreds *c, json_t *doc, const char *path, const char 
 		return err_set(e, "kubeconfig %s: not a mapping", path);
 	const char *ctx_name = context && *context ? context : str(doc, "current-context");
 	if (!ctx_name)
-		return err_set(e, "kubeconfig %s: no current-context (name one with --k8s-context)", path);
+		return err_set(e, "kubeconfig %s: no current-context (name one with --kube-context)", path);
 	json_t *ctx = named(doc, "contexts", ctx_name, "context");
 	if (!ctx)
 		return err_set(e, "kubeconfig %s: no context '%.100s'", path, ctx_name);
@@ -279,8 +277,7 @@ static int from_doc(struct kcreds *c, json_t *doc, const char *path, const char 
 		return err_set(e, "out of memory");
 	if (tok_file) {
 		char p[PATH_MAX];
-		resolve(dir, tok_file, p, sizeof p);
-		if (!(c->token = read_file(p, "the user's tokenFile", &n, e)))
+		if (resolve(dir, tok_file, p, sizeof p, e) < 0 || !(c->token = read_file(p, "the user's tokenFile", &n, e)))
 			return -1;
 	}
 	if (c->token && token_ok(c->token, where, e) < 0)

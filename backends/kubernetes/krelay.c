@@ -66,10 +66,11 @@ static int from_stream(struct krelay *r, size_t *logged)
 		if (ch == KEXEC_STDOUT && write_all(r->fd, p, n) < 0)
 			return 0; /* the link closed its end */
 		if (ch == KEXEC_STDERR && *logged < STDERR_LOG_MAX) {
+			/* Its first line, bounded: p is not NUL-terminated. */
 			size_t k = n < STDERR_LOG_MAX - *logged ? n : STDERR_LOG_MAX - *logged;
+			const unsigned char *nl = memchr(p, '\n', k);
 			*logged += k;
-			log_msg(LOG_WARNING, "kubernetes: the agent says: %.*s", (int)strcspn((const char *)p, "\n") < (int)k
-				? (int)strcspn((const char *)p, "\n") : (int)k, (const char *)p);
+			log_msg(LOG_WARNING, "kubernetes: the agent says: %.*s", (int)(nl ? (size_t)(nl - p) : k), (const char *)p);
 		}
 		if (ch == KEXEC_STATUS) {
 			char why[200] = "", w[256];

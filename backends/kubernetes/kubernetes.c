@@ -334,7 +334,7 @@ static int k8s_probe(struct backend *b, struct err *e)
 {
 	struct k8s *K = b->priv;
 	if (strcmp(b->cfg->backend, "kubernetes") && !K->o->ns[0])
-		return err_set(e, "not configured (--k8s-namespace)"), BACKEND_ABSENT;
+		return err_set(e, "not configured (--kube-namespace)"), BACKEND_ABSENT;
 	return open_api(K, K->o, e);
 }
 
@@ -389,13 +389,13 @@ static int k8s_opts_check(const void *opts, const struct config *cfg, struct err
 	const struct k8s_opts *o = opts;
 	(void)cfg;
 	if (strpbrk(o->image, " \t\r\n"))
-		return err_set(e, "--k8s-image must name one image");
+		return err_set(e, "--kube-image must name one image");
 	for (const char *p = o->ns; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-'))
-			return err_set(e, "--k8s-namespace must be a DNS label");
+			return err_set(e, "--kube-namespace must be a DNS label");
 	for (const char *p = o->runtime_class; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
-			return err_set(e, "--k8s-runtime-class must be a RuntimeClass's name");
+			return err_set(e, "--kube-runtime-class must be a RuntimeClass's name");
 	return 0;
 }
 
@@ -406,12 +406,12 @@ static void k8s_reap(const struct config *cfg)
 
 #define O(field) OPT_FIELD(struct k8s_opts, field)
 static const struct opt k8s_options[] = {
-	{"k8s-namespace", "SANDBOX_K8S_NAMESPACE", OPT_STR, O(ns), "",
+	{"kube-namespace", "SANDBOX_KUBE_NAMESPACE", OPT_STR, O(ns), "",
 	 "Kubernetes: namespace of the pods (default: the context's); set, auto tries Kubernetes"},
-	{"k8s-image", "SANDBOX_K8S_IMAGE", OPT_STR, O(image), DEFAULT_IMAGE, "Kubernetes: image of the sandbox pod"},
-	{"k8s-context", "SANDBOX_K8S_CONTEXT", OPT_STR, O(context), "",
+	{"kube-image", "SANDBOX_KUBE_IMAGE", OPT_STR, O(image), DEFAULT_IMAGE, "Kubernetes: image of the sandbox pod"},
+	{"kube-context", "SANDBOX_KUBE_CONTEXT", OPT_STR, O(context), "",
 	 "Kubernetes: kubeconfig context (default: its current-context)"},
-	{"k8s-runtime-class", "SANDBOX_K8S_RUNTIME_CLASS", OPT_STR, O(runtime_class), "",
+	{"kube-runtime-class", "SANDBOX_KUBE_RUNTIME_CLASS", OPT_STR, O(runtime_class), "",
 	 "Kubernetes: runtimeClassName of the pods (gVisor, Kata: what the cluster has)"},
 };
 
@@ -421,8 +421,9 @@ const struct backend_ops kubernetes_backend_ops = {
 	.nopts = sizeof k8s_options / sizeof k8s_options[0],
 	.opts_size = sizeof(struct k8s_opts),
 	.opts_check = k8s_opts_check,
-	.env_help = "  KUBECONFIG           Kubernetes: the kubeconfig (default ~/.kube/config; in a pod, its\n"
-		    "                       service account when KUBECONFIG is unset)\n",
+	.env_help = "  KUBECONFIG           Kubernetes: the kubeconfig (default $HOME/.kube/config); unset, in a\n"
+		    "                       pod (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT set),\n"
+		    "                       its service account\n",
 	.priv_size = sizeof(struct k8s),
 	.home = &k8s_home,
 	.init = k8s_init,
