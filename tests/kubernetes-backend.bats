@@ -139,3 +139,27 @@ pods() {
 	runsem_assert
 	[ "$runsem_res" = "$local_res" ] || { diff <(jq . <<<"$local_res") <(jq . <<<"$runsem_res") >&2; false; }
 }
+
+@test "the agent's stream is out of the code's reach; a pod evicted between calls: the next call runs in a new one, and the old is deleted" {
+	mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "ls /proc/1/fd 2>&1 | head -1; (echo x > /proc/1/fd/0) 2>&1 | head -1; (cat /proc/1/fd/1) 2>&1 | head -1; kill -9 1; echo kill=$?"}')
+		{"wait": 1}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL/api/v1/namespaces/$NS/pods | jq -r '.items[0].metadata.name' > $BATS_TEST_TMPDIR/pod"}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d \"{\\\\\"evict\\\\\": {\\\\\"namespace\\\\\": \\\\\"$NS\\\\\", \\\\\"name\\\\\": \\\\\"\$(cat $BATS_TEST_TMPDIR/pod)\\\\\", \\\\\"reason\\\\\": \\\\\"Evicted\\\\\"}}\" $URL/_control >/dev/null"}
+		{"until": "grep -q 'was lost: its agent went away' $SERVER_LOG"}
+		$(call_json 2 execute_bash_commands '{"code": "echo after"}')
+		{"wait": 2}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL/api/v1/namespaces/$NS/pods > $BATS_TEST_TMPDIR/pods"}
+	EOF
+	r=$(response 1)
+	# The agent is not dumpable: its descriptors (the stream) are closed to the code; PID 1 takes no signal from it.
+	jqe "$r" '.result.structuredContent.stdout | test("Permission denied") and test("kill=0|kill=1")'
+	jqe "$r" '.result.structuredContent.stdout | test("^ls: cannot open directory")'
+	old=$(cat "$BATS_TEST_TMPDIR/pod")
+	r2=$(response 2)
+	jqe "$r2" '.result.structuredContent | .exit_code == 0 and .stdout == "after\n"'
+	[ "$(jq -r .result.structuredContent.sandbox_id <<<"$r2")" != "$(jq -r .result.structuredContent.sandbox_id <<<"$r")" ]
+	jqe "$(cat "$BATS_TEST_TMPDIR/pods")" "[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name] | index(\"$old\") == null and length == 1"
+}

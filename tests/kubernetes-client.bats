@@ -299,6 +299,7 @@ kubeconfig() {
 	jqe "$spec" '.spec.containers[0].securityContext == {"runAsNonRoot": true, "runAsUser": 1000, "runAsGroup": 1000, "allowPrivilegeEscalation": false, "privileged": false, "readOnlyRootFilesystem": true, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}'
 	jqe "$spec" '.spec.containers[0].resources.limits == {"cpu": "1500m", "memory": "536870912", "ephemeral-storage": "1073741824"} and .spec.containers[0].resources.requests == .spec.containers[0].resources.limits'
 	jqe "$spec" '[.spec.volumes[] | .emptyDir.sizeLimit] == ["67108864", "16777216", "33554432"] and all(.spec.volumes[]; keys == ["emptyDir", "name"])'
+	jqe "$spec" '[.spec.volumes[] | .emptyDir.medium] == ["Memory", "Memory", null]'
 	jqe "$spec" '.metadata.labels == {"sandbox-mcp": "1", "sandbox-mcp.pid": "123", "sandbox-mcp.starttime": "456", "sandbox-mcp.host": "test_host", "sandbox-mcp.sandbox": "k8s-0011aabb"}'
 }
 

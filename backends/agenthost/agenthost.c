@@ -72,7 +72,14 @@ int agenthost_start(struct agenthost *h, struct err *e)
 	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
 		return err_sys(e, "getrandom");
 	snprintf(h->id, sizeof h->id, "%s-%02x%02x%02x%02x", h->home->prefix, rnd[0], rnd[1], rnd[2], rnd[3]);
-	if (hostdir_open(&h->h, cfg, h->state, h->id, h->uid, h->gid, e) < 0)
+	/* A workspace away from this host: no file system of its own here, which would reserve its
+	 * blocks on this host for nothing. */
+	struct config remote;
+	if (h->home->ws_remote) {
+		remote = *cfg;
+		remote.workspace_size = 0;
+	}
+	if (hostdir_open(&h->h, h->home->ws_remote ? &remote : cfg, h->state, h->id, h->uid, h->gid, e) < 0)
 		return -1;
 	if (hostdir_quota_open(&h->h, cfg) && h->home->quota) {
 		char how[160];

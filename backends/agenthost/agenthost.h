@@ -82,6 +82,9 @@ struct agenthost_home {
 	/* Whether the install step must go out on the shared network itself: the server's proxy
 	 * (a unix socket in a host folder) cannot reach this home's instances now. May be NULL. */
 	bool (*direct_install)(void *ctx);
+	/* The workspace is the home's own, away from this host (a pod's volume, which its quota
+	 * hook bounds): the host folder gets no file system of its own. */
+	bool ws_remote;
 	const char *shared_net;    /* what --network all gives, for --check */
 	const char *ws_how;        /* how the sandbox sees the workspace, for --check; NULL: nothing */
 };

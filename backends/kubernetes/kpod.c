@@ -33,9 +33,11 @@ static json_t *bytes(uint64_t n)
 	return json_string(b);
 }
 
-static json_t *empty_dir(const char *name, uint64_t size)
+static json_t *empty_dir(const char *name, uint64_t size, bool memory)
 {
 	json_t *ed = json_object();
+	if (memory)
+		json_object_set_new(ed, "medium", json_string("Memory"));
 	if (size)
 		json_object_set_new(ed, "sizeLimit", bytes(size));
 	return json_pack("{s:s, s:o}", "name", name, "emptyDir", ed);
@@ -61,8 +63,8 @@ json_t *kpod_spec(const struct kpod_spec *s)
 			       "type", "RuntimeDefault");
 	json_t *mounts = json_pack("[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}]", "name", "workspace", "mountPath", KPOD_WORKSPACE,
 				   "name", "tmp", "mountPath", "/tmp", "name", "agent", "mountPath", KPOD_AGENT_DIR);
-	json_t *vols = json_pack("[o, o, o]", empty_dir("workspace", s->workspace), empty_dir("tmp", s->tmp),
-				 empty_dir("agent", s->agent_dir));
+	json_t *vols = json_pack("[o, o, o]", empty_dir("workspace", s->workspace, true), empty_dir("tmp", s->tmp, true),
+				 empty_dir("agent", s->agent_dir, false));
 	char pid[64], start[64], host[64], sb[64];
 	kpod_label_value(s->pid, pid, sizeof pid);
 	kpod_label_value(s->start, start, sizeof start);

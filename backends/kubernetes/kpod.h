@@ -7,7 +7,9 @@
  * and gid given), no privilege escalation, not privileged, every capability dropped, the
  * runtime's default seccomp profile, a read-only root, no service account token, no service
  * links, CPU, memory and ephemeral-storage limits (requests the same: Guaranteed where the
- * cluster allows), the workspace, /tmp and the agent's folder emptyDirs with size limits,
+ * cluster allows), the workspace and /tmp memory-backed emptyDirs (tmpfs: a write past the
+ * size limit meets ENOSPC, and what they hold counts as the pod's memory) and the agent's
+ * folder an emptyDir, with size limits,
  * restartPolicy Never, activeDeadlineSeconds (so that the cluster ends a pod whose server
  * died), and labels naming the server (KPOD_LABEL*).
  */

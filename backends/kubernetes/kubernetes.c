@@ -167,6 +167,24 @@ static void k8s_kill(void *ctx, struct agent_inst *ai)
 	free(in);
 }
 
+/* The workspace's size: a tmpfs counts in the pod's memory, so at most half of it, as Docker's
+ * tmpfs volume. */
+static uint64_t ws_bytes(const struct config *cfg)
+{
+	uint64_t b = cfg->workspace_size ? cfg->workspace_size : cfg->memory / 2;
+	return cfg->memory && b > cfg->memory / 2 ? cfg->memory / 2 : b;
+}
+
+static int k8s_quota(void *ctx, uint64_t *bytes, char *how, size_t n, struct err *e)
+{
+	struct k8s *K = ctx;
+	(void)e;
+	*bytes = ws_bytes(K->host.cfg);
+	snprintf(how, n, "the pod's memory-backed emptyDir (tmpfs) at /workspace, of that sizeLimit (memory, not disk; "
+			 "at most half of --memory)");
+	return 0;
+}
+
 static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
 {
 	const struct config *cfg = K->host.cfg;
@@ -176,10 +194,10 @@ static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
 	struct kpod_spec sp = {
 		.name = in->pod, .image = o->image[0] ? o->image : DEFAULT_IMAGE, .runtime_class = o->runtime_class,
 		.uid = (uint32_t)(cfg->sandbox_uid ? cfg->sandbox_uid : 65534), .cpus = cfg->cpus, .memory = cfg->memory,
-		.workspace = cfg->workspace_size ? cfg->workspace_size : (cfg->memory ? cfg->memory / 2 : 0),
-		.tmp = cfg->tmp_size, .agent_dir = 64u << 20, .deadline_s = DEADLINE_S, .command = cmd, .stdin = true,
+		.workspace = ws_bytes(cfg), .tmp = cfg->tmp_size, .agent_dir = 64u << 20, .deadline_s = DEADLINE_S,
+		.command = cmd, .stdin = true,
 		.pid = K->self_pid, .start = K->self_start, .host = K->self_host, .sandbox = K->host.id};
-	sp.ephemeral = sp.workspace + sp.tmp + sp.agent_dir;
+	sp.ephemeral = sp.agent_dir + (64u << 20); /* the agent's folder, and the container's logs */
 	json_t *pod = kpod_spec(&sp);
 	if (!pod)
 		return err_set(e, "out of memory");
@@ -303,10 +321,13 @@ static void k8s_report_limits(void *ctx, FILE *f)
 	fprintf(f, "    processes   %-10llu NOT enforced: the pod's pids limit is the node's (kubelet podPidsLimit)\n",
 		(unsigned long long)cfg->pids);
 	fprintf(f, "    cpus        %-10g the container's CPU limit\n", cfg->cpus);
+	fprintf(f, "    not yet     the install step (--network install), --allow-hosts and background processes are "
+		   "refused on this backend\n");
 }
 
 static const struct agenthost_home k8s_home = {
 	.prefix = "k8s",
+	.quota = k8s_quota,
 	.prepare = k8s_prepare,
 	.spawn = k8s_spawn,
 	.kill = k8s_kill,
@@ -317,8 +338,9 @@ static const struct agenthost_home k8s_home = {
 	.report_limits = k8s_report_limits,
 	.end = k8s_end,
 	.direct_install = k8s_direct_install,
+	.ws_remote = true,
 	.shared_net = "the cluster's pod network",
-	.ws_how = "an emptyDir of the pod at /workspace (the host folder stays empty)",
+	.ws_how = "the pod's emptyDir at /workspace",
 };
 
 /* ---------------------------------------------------------------- ops */
