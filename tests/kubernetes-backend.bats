@@ -174,3 +174,18 @@ pods() {
 	[ "${BASH_REMATCH[2]}" -ge 15 ]
 	[ "$(pods)" = "[]" ]
 }
+
+@test "faults: the API server answers 503 to the pod's creation: the call says why, and the next call gets a pod" {
+	control '{"fail": {"status": 503, "method": "POST", "path": "*/pods", "count": 1}}' >/dev/null
+	mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo one"}')
+		{"wait": 1}
+		$(call_json 2 execute_bash_commands '{"code": "echo two"}')
+	EOF
+	r=$(response 1)
+	jqe "$r" '.result.structuredContent | .exit_code == 1 and (.error | test("creating the pod: HTTP 503 ServiceUnavailable"))'
+	jqe "$(response 2)" '.result.structuredContent | .exit_code == 0 and .stdout == "two\n"'
+	[ "$(pods)" = "[]" ]
+}
