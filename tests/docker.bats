@@ -325,8 +325,8 @@ EOF
 @test "a container killed during a call: the call says the sandbox stopped, the next one gets a fresh sandbox" {
 	mcp_session <<EOF
 $INIT
-$(call_json 1 execute_bash_commands '{"code":"echo x > f; echo running; sleep 300","timeout_s":20}' '{"progressToken":"p1"}')
-{"wait_line": "\"message\":\"running"}
+$(call_json 1 execute_bash_commands '{"code":"echo x > f; echo code-started; sleep 300","timeout_s":20}' '{"progressToken":"p1"}')
+{"wait_line": "\"message\":\"code-started"}
 {"sh": "docker kill \$(docker ps -q --filter label=sandbox-mcp.pid=\$SERVER_PID) >/dev/null"}
 {"wait": 1}
 $(bash_call 2 'ls; echo done')

@@ -7,6 +7,7 @@
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -258,6 +259,9 @@ static int dial(struct proxy *px, const struct addrinfo *ai, int *err)
 		*err = errno;
 		return -1;
 	}
+	/* A tunnel's small TLS records go on at once, as the client wrote them (the clients
+	 * that talk to a server directly set the same). */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
 		return fd;
 	*err = errno;
@@ -912,6 +916,8 @@ static int recv_first(int fd, char *first)
 	}
 	/* No lingering close for a thread of the proxy, whatever the code set. */
 	(void)setsockopt(got, SOL_SOCKET, SO_LINGER, &(struct linger){0, 0}, sizeof(struct linger));
+	/* What the proxy relays to the code goes on at once, as the server sent it. */
+	(void)setsockopt(got, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 	return got;
 }
 
