@@ -144,8 +144,12 @@ int krelay_start(struct krelay *r, struct kexec *x, int *link_fd, struct err *e)
 void krelay_stop(struct krelay *r)
 {
 	if (r->running) {
-		/* Its end of the pair reads the link's close; a relay blocked writing sees EPIPE. */
+		/* Its end of the pair reads the link's close; a relay blocked writing sees EPIPE, on
+		 * the pair or on the stream (an API server that stopped reading, its buffers full:
+		 * nothing else would end that send). The stream is not used after this. */
 		shutdown(r->fd, SHUT_RD);
+		if (r->x->fd >= 0)
+			shutdown(r->x->fd, SHUT_RDWR);
 		pthread_join(r->thread, NULL);
 		r->running = false;
 	}

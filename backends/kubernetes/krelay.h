@@ -33,7 +33,9 @@ int krelay_start(struct krelay *r, struct kexec *x, int *link_fd, struct err *e)
 /* How the stream ended, into out (n bytes); "" while it runs. */
 void krelay_why(struct krelay *r, char *out, size_t n);
 
-/* Waits for the relay's end; the caller has closed link_fd first (which ends it). Idempotent. */
+/* Waits for the relay's end; the caller has closed link_fd first (which ends it). The stream is
+ * shut down too (a send blocked on a server that stopped reading ends): only kexec_close after.
+ * Idempotent. */
 void krelay_stop(struct krelay *r);
 
 #endif

@@ -83,6 +83,8 @@ then applies what it names. GET /_control: the state, the request log and the po
                         their first output (no status, no close frame), as when a node or
                         proxy goes away
   "watch_end_ms": MS    watches that start from now on end (a clean end of the stream) MS ms in
+  "attach_flood": TEXT  attach streams that start from now on, once the client's stdin holds
+                        TEXT, read nothing more and send it pings without end (a stalled server)
   "busy_delete": true   a DELETE of a pod still Pending answers 409 Conflict
   "start_ms": MS        how long a pod stays Pending (default 200)
   "access": {"VERB RESOURCE[/SUB][.GROUP]": bool}, "access_default": bool (default true)
@@ -104,7 +106,8 @@ ROOT = tempfile.mkdtemp(prefix='k8s-test-')
 LOCK = threading.RLock()
 COND = threading.Condition(LOCK)
 TOKEN = os.environ.get('K8S_TEST_TOKEN', 'test-token')
-DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0, 'busy_delete': False,
+DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0, 'attach_flood': '',
+            'busy_delete': False,
             'start_ms': 200, 'access': {}, 'access_default': True, 'runtime_classes': ['gvisor', 'kata'],
             'agent_sandbox': True}
 CONTROL = copy.deepcopy(DEFAULTS)
@@ -1636,6 +1639,14 @@ class Handler(BaseHTTPRequestHandler):
         with pod.attach_lock:
             pod.attached = ws if flag('stdout') else None
         once = pod.container.get('stdinOnce') is True
+        flood = CONTROL['attach_flood']
+
+        def stall():  # the fault: nothing more is read, and pings come until the client goes
+            try:
+                while True:
+                    ws.send_frame(9, b'p' * 125)
+            except OSError:
+                pass
 
         def close_stdin():
             with pod.attach_lock:
@@ -1662,6 +1673,9 @@ class Handler(BaseHTTPRequestHandler):
                             pass
                     elif ch == 255 and proto == 'v5.channel.k8s.io' and data[:1] == b'\0' and once:
                         close_stdin()
+                    if flood and ch == 0 and flood.encode() in data:
+                        stall()
+                        break
             except (EOFError, OSError, ValueError):
                 pass
             with ws.wlock:
