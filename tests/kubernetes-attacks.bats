@@ -61,3 +61,21 @@ pods() {
 	control '{}' >/dev/null
 	[ "$(pods)" = "[]" ]
 }
+
+@test "an API server that floods the agent's upload with pings and reads none of it: the call fails in the upload's time, the server serves on" {
+	control '{"exec_flood": true}' >/dev/null
+	start=$(date +%s)
+	SESSION_TIMEOUT=80 mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo one"}')
+		{"wait": 1}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d '{}' $URL/_control >/dev/null"}
+		$(call_json 2 execute_bash_commands '{"code": "echo two"}')
+	EOF
+	took=$(($(date +%s) - start))
+	jqe "$(response 1)" '.result.structuredContent | .exit_code != 0 and (.error | test("writing /.*(took over|in time)"))'
+	jqe "$(response 2)" '.result.structuredContent | .exit_code == 0 and .stdout == "two\n"'
+	[ "$took" -lt 60 ]
+	[ "$(pods)" = "[]" ]
+}

@@ -23,6 +23,7 @@ void kexec_init(struct kexec *x)
 	x->tun.fd = -1;
 	x->tun.cancel_fd = -1;
 	x->max_msg = KEXEC_MSG_MAX;
+	x->send_deadline = -1;
 }
 
 char *kexec_exec_path(const char *ns, const char *pod, const char *container, const char *const *argv, size_t n,
@@ -55,15 +56,20 @@ char *kexec_exec_path(const char *ns, const char *pod, const char *container, co
 	return out;
 }
 
-static int send_all(int fd, const void *p, size_t n, struct err *e)
+/* Sends n bytes of p whole, by deadline (-1: none). A server that stops reading fills the
+ * buffers: the send then fails at the deadline rather than waiting for good. */
+static int send_all(int fd, const void *p, size_t n, int64_t deadline, struct err *e)
 {
 	const char *c = p;
 	while (n) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+		ssize_t w = send(fd, c, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0 && errno == EAGAIN) {
-			poll(&(struct pollfd){fd, POLLOUT, 0}, 1, 1000);
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			int64_t left = deadline < 0 ? 1000 : deadline - clock_ms();
+			if (left <= 0)
+				return err_set(e, "the API server took no more of the stream's bytes in time");
+			poll(&(struct pollfd){fd, POLLOUT, 0}, 1, left > 1000 ? 1000 : (int)left);
 			continue;
 		}
 		if (w <= 0)
@@ -198,7 +204,7 @@ int kexec_open(struct kexec *x, const struct kcreds *c, const char *path, long t
 			 "Sec-WebSocket-Protocol: " KEXEC_V5 ", " KEXEC_V4 "\r\n%s%s%s\r\n",
 			 prefix, path, (int)hl, hp, key, c->token ? "Authorization: Bearer " : "", c->token ? c->token : "",
 			 c->token ? "\r\n" : "");
-	int rc = send_all(x->fd, rq, (size_t)n, e);
+	int rc = send_all(x->fd, rq, (size_t)n, deadline, e);
 	explicit_bzero(rq, need);
 	free(rq);
 	if (rc < 0)
@@ -240,9 +246,9 @@ int kexec_open(struct kexec *x, const struct kcreds *c, const char *path, long t
 	return 0;
 }
 
-/* One frame of ours, masked. */
+/* One frame of ours, masked, sent by deadline (-1: none). */
 static int send_frame(struct kexec *x, enum ws_op op, const void *pre, size_t pn, const void *p, size_t n,
-		      struct err *e)
+		      int64_t deadline, struct err *e)
 {
 	if (x->fd < 0)
 		return err_set(e, "the stream is closed");
@@ -257,7 +263,7 @@ static int send_frame(struct kexec *x, enum ws_op op, const void *pre, size_t pn
 	if (n)
 		memcpy(f + h + pn, p, n);
 	ws_mask(f + h, pn + n, mask, 0);
-	int rc = send_all(x->fd, f, h + pn + n, e);
+	int rc = send_all(x->fd, f, h + pn + n, deadline, e);
 	free(f);
 	return rc;
 }
@@ -265,7 +271,7 @@ static int send_frame(struct kexec *x, enum ws_op op, const void *pre, size_t pn
 int kexec_send(struct kexec *x, unsigned ch, const void *p, size_t n, struct err *e)
 {
 	unsigned char c = (unsigned char)ch;
-	return send_frame(x, WS_BINARY, &c, 1, p, n, e);
+	return send_frame(x, WS_BINARY, &c, 1, p, n, x->send_deadline, e);
 }
 
 int kexec_close_stdin(struct kexec *x, struct err *e)
@@ -273,7 +279,7 @@ int kexec_close_stdin(struct kexec *x, struct err *e)
 	if (!x->v5)
 		return 1;
 	unsigned char m[2] = {KEXEC_CLOSE, KEXEC_STDIN};
-	return send_frame(x, WS_BINARY, m, 2, NULL, 0, e);
+	return send_frame(x, WS_BINARY, m, 2, NULL, 0, x->send_deadline, e);
 }
 
 /* Our close with code, once; the connection stays for the caller to end. */
@@ -281,8 +287,12 @@ static void send_close(struct kexec *x, int code)
 {
 	struct err ignored = {""};
 	unsigned char c[2] = {(unsigned char)(code >> 8), (unsigned char)code};
+	/* A courtesy: a second at most, whatever the stream's deadline. */
+	int64_t by = clock_ms() + 1000;
+	if (x->send_deadline >= 0 && x->send_deadline < by)
+		by = x->send_deadline;
 	if (x->fd >= 0 && !x->close_code)
-		send_frame(x, WS_CLOSE, c, 2, NULL, 0, &ignored);
+		send_frame(x, WS_CLOSE, c, 2, NULL, 0, by, &ignored);
 }
 
 int kexec_recv(struct kexec *x, int timeout_ms, unsigned *ch, const unsigned char **p, size_t *n, struct err *e)
@@ -320,12 +330,16 @@ int kexec_recv(struct kexec *x, int timeout_ms, unsigned *ch, const unsigned cha
 		size_t len = (size_t)f.len;
 		x->off = f.head + len;
 		switch (f.op) {
-		case WS_PING: {
-			struct err pe = {""};
-			send_frame(x, WS_PONG, pl, len, NULL, 0, &pe);
+		case WS_PING:
+			if (send_frame(x, WS_PONG, pl, len, NULL, 0, x->send_deadline, e) < 0)
+				return -1;
+			/* A flood of pings is no data, and ends no wait later than its time. */
+			if (deadline >= 0 && clock_ms() >= deadline)
+				return KEXEC_TIMEOUT;
 			continue;
-		}
 		case WS_PONG:
+			if (deadline >= 0 && clock_ms() >= deadline)
+				return KEXEC_TIMEOUT;
 			continue;
 		case WS_CLOSE:
 			send_close(x, 1000);

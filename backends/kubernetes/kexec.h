@@ -45,6 +45,8 @@ struct kexec {
 	int close_code;          /* the server's close code; 0 before, 1005 when it gave none */
 	long http_status;        /* the handshake's answer: 101, or the status that refused it */
 	char *http_body;         /* when it was not 101: its body (a metav1.Status), bounded; owned */
+	int64_t send_deadline;   /* clock_ms() by which a send must be taken whole; -1 (the default):
+				  * none (the relay's: krelay_stop ends a send blocked for good) */
 };
 
 /* Sets x up with nothing open (kexec_close is safe from here). */
@@ -61,7 +63,8 @@ char *kexec_exec_path(const char *ns, const char *pod, const char *container, co
  * from the metav1.Status it sent, in e). */
 int kexec_open(struct kexec *x, const struct kcreds *c, const char *path, long timeout_ms, struct err *e);
 
-/* Sends n bytes of p on channel ch as one binary message. 0, or -1 with e set. */
+/* Sends n bytes of p on channel ch as one binary message, by send_deadline. 0, or -1 with e set
+ * (an API server that takes nothing more by then: -1, not a wait without end). */
 int kexec_send(struct kexec *x, unsigned ch, const void *p, size_t n, struct err *e);
 
 /* Closes the command's stdin: v5's CLOSE message for channel 0. Under v4 there is no such

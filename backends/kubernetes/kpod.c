@@ -241,15 +241,24 @@ int kpod_put(struct kapi *a, const char *ns, const char *name, const char *path,
 	kexec_init(&x);
 	int rc = p ? kexec_open(&x, &a->creds, p, timeout_ms, e) : err_set(e, "out of memory");
 	free(p);
+	/* Every byte is taken by the deadline, or the put fails: a server that stops reading does
+	 * not hold it longer. */
+	int64_t deadline = clock_ms() + timeout_ms;
+	x.send_deadline = deadline;
 	/* In pieces: each a message of its own, well within any server's bound. */
 	for (size_t off = 0; rc == 0 && off < n; off += 1 << 20)
 		rc = kexec_send(&x, KEXEC_STDIN, (const char *)data + off, n - off < (1u << 20) ? n - off : 1u << 20, e);
 	if (rc == 0)
 		rc = kexec_close_stdin(&x, e) < 0 ? -1 : 0;
+	if (rc < 0 && x.fd >= 0) {
+		char m[sizeof e->msg];
+		snprintf(m, sizeof m, "%s", e->msg);
+		err_clear(e);
+		err_set(e, "writing %s in the pod: %.300s", path, m);
+	}
 	int code = -1;
 	char why[300] = "the stream ended without a status", errs[300] = "";
 	size_t el = 0;
-	int64_t deadline = clock_ms() + timeout_ms;
 	while (rc == 0 && code < 0) {
 		unsigned ch;
 		const unsigned char *m;

@@ -41,7 +41,7 @@
 #define DEFAULT_IMAGE "python:3.12-slim"
 #define AGENT_PATH KPOD_AGENT_DIR "/sandbox-agent"
 #define START_TIMEOUT_MS 120000L
-#define PUT_TIMEOUT_MS 60000L
+#define PUT_TIMEOUT_MS 30000L
 #define AGENT_WAIT_MS 30000
 /* The pod's deadline: the cluster ends a pod whose server died by then at the latest. */
 #define DEADLINE_S (24L * 3600)

@@ -85,6 +85,8 @@ then applies what it names. GET /_control: the state, the request log and the po
   "watch_end_ms": MS    watches that start from now on end (a clean end of the stream) MS ms in
   "attach_flood": TEXT  attach streams that start from now on, once the client's stdin holds
                         TEXT, read nothing more and send it pings without end (a stalled server)
+  "exec_flood": true    exec streams that start from now on read nothing and send pings without
+                        end, until the client goes (then the command's stdin ends)
   "busy_delete": true   a DELETE of a pod still Pending answers 409 Conflict
   "start_ms": MS        how long a pod stays Pending (default 200)
   "access": {"VERB RESOURCE[/SUB][.GROUP]": bool}, "access_default": bool (default true)
@@ -106,7 +108,7 @@ ROOT = tempfile.mkdtemp(prefix='k8s-test-')
 LOCK = threading.RLock()
 COND = threading.Condition(LOCK)
 TOKEN = os.environ.get('K8S_TEST_TOKEN', 'test-token')
-DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0, 'attach_flood': '',
+DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0, 'attach_flood': '', 'exec_flood': False,
             'busy_delete': False,
             'start_ms': 200, 'access': {}, 'access_default': True, 'runtime_classes': ['gvisor', 'kata'],
             'agent_sandbox': True}
@@ -1563,6 +1565,20 @@ class Handler(BaseHTTPRequestHandler):
         for t in pumps:
             t.start()
 
+        def flood():  # the fault: nothing is read, pings come until the client goes
+            try:
+                while True:
+                    ws.send_frame(9, b'p' * 125)
+            except OSError:
+                pass
+            with ws.wlock:
+                ws.closed = True
+            if proc.stdin and not proc.stdin.closed:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
+
         def reader():
             try:
                 while True:
@@ -1591,7 +1607,7 @@ class Handler(BaseHTTPRequestHandler):
                     proc.stdin.close()
                 except OSError:
                     pass
-        threading.Thread(target=reader, daemon=True).start()
+        threading.Thread(target=flood if CONTROL['exec_flood'] else reader, daemon=True).start()
         code = proc.wait()
         for t in pumps:
             t.join()
