@@ -85,6 +85,8 @@ then applies what it names. GET /_control: the state, the request log and the po
   "watch_end_ms": MS    watches that start from now on end (a clean end of the stream) MS ms in
   "attach_flood": TEXT  attach streams that start from now on, once the client's stdin holds
                         TEXT, read nothing more and send it pings without end (a stalled server)
+  "attach_cut": TEXT    attach streams that start from now on, once the client's stdin holds
+                        TEXT, lose their connection (no close frame), as when a node goes away
   "exec_flood": true    exec streams that start from now on read nothing and send pings without
                         end, until the client goes (then the command's stdin ends)
   "busy_delete": true   a DELETE of a pod still Pending answers 409 Conflict
@@ -108,7 +110,8 @@ ROOT = tempfile.mkdtemp(prefix='k8s-test-')
 LOCK = threading.RLock()
 COND = threading.Condition(LOCK)
 TOKEN = os.environ.get('K8S_TEST_TOKEN', 'test-token')
-DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0, 'attach_flood': '', 'exec_flood': False,
+DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0, 'attach_flood': '', 'attach_cut': '',
+            'exec_flood': False,
             'busy_delete': False,
             'start_ms': 200, 'access': {}, 'access_default': True, 'runtime_classes': ['gvisor', 'kata'],
             'agent_sandbox': True}
@@ -1655,7 +1658,7 @@ class Handler(BaseHTTPRequestHandler):
         with pod.attach_lock:
             pod.attached = ws if flag('stdout') else None
         once = pod.container.get('stdinOnce') is True
-        flood = CONTROL['attach_flood']
+        flood, cut = CONTROL['attach_flood'], CONTROL['attach_cut']
 
         def stall():  # the fault: nothing more is read, and pings come until the client goes
             try:
@@ -1691,6 +1694,14 @@ class Handler(BaseHTTPRequestHandler):
                         close_stdin()
                     if flood and ch == 0 and flood.encode() in data:
                         stall()
+                        break
+                    if cut and ch == 0 and cut.encode() in data:
+                        with ws.wlock:
+                            ws.closed = True
+                            try:
+                                self.connection.shutdown(socket.SHUT_RDWR)
+                            except OSError:
+                                pass
                         break
             except (EOFError, OSError, ValueError):
                 pass
