@@ -189,3 +189,48 @@ pods() {
 	jqe "$(response 2)" '.result.structuredContent | .exit_code == 0 and .stdout == "two\n"'
 	[ "$(pods)" = "[]" ]
 }
+
+# netpols: the names of the NetworkPolicies in this test's namespace.
+netpols() {
+	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" "$URL/apis/networking.k8s.io/v1/namespaces/$NS/networkpolicies" |
+		jq -c '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name]'
+}
+
+@test "egress: a NetworkPolicy that denies the pod's egress is made before the pod, deleted with it by cleanup and shutdown, and reaped with a gone server's" {
+	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" -H 'Content-Type: application/json' \
+		-X POST "$URL/apis/networking.k8s.io/v1/namespaces/$NS/networkpolicies" --data-binary "$(jq -cn --arg host "$(hostname | cut -c1-60).$(readlink /proc/self/ns/pid | tr -dc 0-9)" \
+		'{apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: {name: "dead", labels: {"sandbox-mcp": "1", "sandbox-mcp.pid": "999999", "sandbox-mcp.starttime": "1", "sandbox-mcp.host": $host}},
+		  spec: {podSelector: {}, policyTypes: ["Egress"]}}')" >/dev/null
+	[ "$(netpols)" = '["dead"]' ]
+	mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo one"}')
+		{"wait": 1}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL/apis/networking.k8s.io/v1/namespaces/$NS/networkpolicies > $BATS_TEST_TMPDIR/pols1"}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL/api/v1/namespaces/$NS/pods > $BATS_TEST_TMPDIR/pods1"}
+		$(call_json 2 cleanup_sandbox '{}')
+		{"wait": 2}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL/apis/networking.k8s.io/v1/namespaces/$NS/networkpolicies > $BATS_TEST_TMPDIR/pols2"}
+		$(call_json 3 execute_bash_commands '{"code": "echo again"}')
+		{"wait": 3}
+	EOF
+	jqe "$(response 1)" '.result.structuredContent.stdout == "one\n"'
+	jqe "$(response 3)" '.result.structuredContent.stdout == "again\n"'
+	pod=$(jq -c '.items[0]' "$BATS_TEST_TMPDIR/pods1")
+	pol=$(jq -c '.items[] | select(.metadata.deletionTimestamp == null)' "$BATS_TEST_TMPDIR/pols1")
+	# One policy, the gone server's reaped: it selects this pod by its sandbox label, Egress with no rule.
+	jqe "$(jq -s length <<<"$pol")" '. == 1'
+	jqe "$pol" '.spec.policyTypes == ["Egress"] and (.spec.egress // [] | length == 0) and .metadata.labels["sandbox-mcp"] == "1"'
+	sb=$(jq -r '.spec.podSelector.matchLabels["sandbox-mcp.sandbox"]' <<<"$pol")
+	[ -n "$sb" ] && [ "$sb" != null ]
+	jqe "$pod" ".metadata.labels[\"sandbox-mcp.sandbox\"] == \"$sb\""
+	jqe "$(cat "$BATS_TEST_TMPDIR/pols2")" '[.items[] | select(.metadata.deletionTimestamp == null)] == []'
+	# Made before the pod, in the request log (after this test's own "dead").
+	jqe "$(control '{}')" "[.requests[] | select(.method == \"POST\" and (.path | contains(\"/namespaces/$NS/\"))) | .path | split(\"/\") | last] | .[1:3] == [\"networkpolicies\", \"pods\"]"
+	# --check says what of it the cluster enforces.
+	run "$SANDBOX_MCP" --check
+	[[ "$output" == *"egress      denied by a NetworkPolicy"*"without a NetworkPolicy controller it does nothing"* ]]
+	[ "$(netpols)" = "[]" ]
+	[ "$(pods)" = "[]" ]
+}

@@ -94,16 +94,51 @@ json_t *kpod_spec(const struct kpod_spec *s)
 	return pod;
 }
 
-static char *pods_path(const char *ns, const char *name, const char *rest)
+#define PODS "/api/v1", "pods"
+#define NETPOLS "/apis/networking.k8s.io/v1", "networkpolicies"
+
+static char *obj_path(const char *api, const char *kind, const char *ns, const char *name, const char *rest)
 {
 	char *ens = http_escape(ns), *en = name ? http_escape(name) : NULL;
-	size_t n = 64 + (ens ? strlen(ens) : 0) + (en ? strlen(en) : 0) + strlen(rest);
+	size_t n = 96 + (ens ? strlen(ens) : 0) + (en ? strlen(en) : 0) + strlen(rest);
 	char *p = ens && (!name || en) ? malloc(n) : NULL;
 	if (p)
-		snprintf(p, n, "/api/v1/namespaces/%s/pods%s%s%s", ens, en ? "/" : "", en ? en : "", rest);
+		snprintf(p, n, "%s/namespaces/%s/%s%s%s%s", api, ens, kind, en ? "/" : "", en ? en : "", rest);
 	free(ens);
 	free(en);
 	return p;
+}
+
+static char *pods_path(const char *ns, const char *name, const char *rest)
+{
+	return obj_path(PODS, ns, name, rest);
+}
+
+json_t *kpod_netpol(const struct kpod_spec *s)
+{
+	char pid[64], start[64], host[64], sb[64];
+	kpod_label_value(s->pid, pid, sizeof pid);
+	kpod_label_value(s->start, start, sizeof start);
+	kpod_label_value(s->host, host, sizeof host);
+	kpod_label_value(s->sandbox, sb, sizeof sb);
+	/* Egress in policyTypes with no egress rule: nothing goes out of the selected pods. */
+	return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}, s:{s:{s:{s:s, s:s}}, s:[s]}}", "apiVersion",
+			 "networking.k8s.io/v1", "kind", "NetworkPolicy", "metadata", "name", s->name, "labels", KPOD_LABEL,
+			 "1", KPOD_LABEL_PID, pid, KPOD_LABEL_START, start, KPOD_LABEL_HOST, host, KPOD_LABEL_SANDBOX, sb,
+			 "spec", "podSelector", "matchLabels", KPOD_LABEL, "1", KPOD_LABEL_SANDBOX, sb, "policyTypes",
+			 "Egress");
+}
+
+int kpod_netpol_create(struct kapi *a, const char *ns, json_t *pol, struct err *e)
+{
+	char *path = obj_path(NETPOLS, ns, NULL, "");
+	struct http_resp rs = {0};
+	int rc = path ? kapi_call(a, "POST", path, pol, 30000, NULL, NULL, &rs, e) : err_set(e, "out of memory");
+	if (rc == 0 && rs.status != 201 && rs.status != 200)
+		rc = kapi_fail(&rs, "creating the pod's NetworkPolicy", e);
+	http_resp_free(&rs);
+	free(path);
+	return rc;
 }
 
 int kpod_create(struct kapi *a, const char *ns, json_t *pod, struct err *e)
@@ -287,10 +322,9 @@ int kpod_put(struct kapi *a, const char *ns, const char *name, const char *path,
 	return rc;
 }
 
-int kpod_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e)
+static int delete_obj(struct kapi *a, char *path, const char *what, long timeout_ms, struct err *e)
 {
 	int64_t deadline = clock_ms() + timeout_ms;
-	char *path = pods_path(ns, name, "?gracePeriodSeconds=0");
 	if (!path)
 		return err_set(e, "out of memory");
 	int rc;
@@ -303,7 +337,7 @@ int kpod_delete(struct kapi *a, const char *ns, const char *name, long timeout_m
 			continue;
 		}
 		if (rc == 0 && rs.status != 200 && rs.status != 202 && rs.status != 404)
-			rc = kapi_fail(&rs, "deleting the pod", e);
+			rc = kapi_fail(&rs, what, e);
 		http_resp_free(&rs);
 		break;
 	}
@@ -311,14 +345,27 @@ int kpod_delete(struct kapi *a, const char *ns, const char *name, long timeout_m
 	return rc;
 }
 
-int kpod_reap(struct kapi *a, const char *ns, bool (*gone)(json_t *labels, void *arg), void *arg, struct err *e)
+int kpod_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e)
 {
-	char *path = pods_path(ns, NULL, "?labelSelector=" KPOD_LABEL "%3D1");
+	return delete_obj(a, pods_path(ns, name, "?gracePeriodSeconds=0"), "deleting the pod", timeout_ms, e);
+}
+
+int kpod_netpol_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e)
+{
+	return delete_obj(a, obj_path(NETPOLS, ns, name, ""), "deleting the pod's NetworkPolicy", timeout_ms, e);
+}
+
+/* Deletes the objects of kind labelled KPOD_LABEL=1 whose server is gone. The number, or -1. */
+static int reap(struct kapi *a, const char *api, const char *kind, const char *ns,
+		int (*del)(struct kapi *, const char *, const char *, long, struct err *),
+		bool (*gone)(json_t *labels, void *arg), void *arg, struct err *e)
+{
+	char *path = obj_path(api, kind, ns, NULL, "?labelSelector=" KPOD_LABEL "%3D1");
 	struct http_resp rs = {0};
 	int rc = path ? kapi_call(a, "GET", path, NULL, 15000, NULL, NULL, &rs, e) : err_set(e, "out of memory");
 	free(path);
 	if (rc == 0 && rs.status != 200)
-		rc = kapi_fail(&rs, "listing the pods", e);
+		rc = kapi_fail(&rs, "listing the objects of ours", e);
 	json_t *items = json_object_get(rs.json, "items"), *it;
 	size_t i;
 	int n = 0;
@@ -326,9 +373,17 @@ int kpod_reap(struct kapi *a, const char *ns, bool (*gone)(json_t *labels, void 
 		json_t *md = json_object_get(it, "metadata");
 		const char *name = json_string_value(json_object_get(md, "name"));
 		struct err de = {""};
-		if (name && gone(json_object_get(md, "labels"), arg) && kpod_delete(a, ns, name, 5000, &de) == 0)
+		if (name && gone(json_object_get(md, "labels"), arg) && del(a, ns, name, 5000, &de) == 0)
 			n++;
 	}
 	http_resp_free(&rs);
 	return rc < 0 ? -1 : n;
+}
+
+int kpod_reap(struct kapi *a, const char *ns, bool (*gone)(json_t *labels, void *arg), void *arg, struct err *e)
+{
+	int n = reap(a, PODS, ns, kpod_delete, gone, arg, e);
+	struct err ne = {""};
+	reap(a, NETPOLS, ns, kpod_netpol_delete, gone, arg, &ne);
+	return n;
 }

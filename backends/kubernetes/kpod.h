@@ -68,8 +68,20 @@ int kpod_put(struct kapi *a, const char *ns, const char *name, const char *path,
  * busy with it) is tried again for up to timeout_ms. 0, or -1 with e set. */
 int kpod_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e);
 
-/* Deletes the pods labelled KPOD_LABEL=1 in ns for which gone(labels, arg) says their server is
- * gone. The number deleted, or -1 with e set when they could not be listed. */
+/* The sandbox's NetworkPolicy (caller frees; NULL when out of memory): named as the pod,
+ * labelled as it, selecting it by its sandbox label, policyTypes [Egress] and no egress rule:
+ * the pod's egress denied, where the cluster's network plugin enforces NetworkPolicies. */
+json_t *kpod_netpol(const struct kpod_spec *s);
+
+/* Creates the NetworkPolicy. 0, or -1 with e saying the API server's reason. */
+int kpod_netpol_create(struct kapi *a, const char *ns, json_t *pol, struct err *e);
+
+/* Deletes the NetworkPolicy named name; one already gone is fine. 0, or -1 with e set. */
+int kpod_netpol_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e);
+
+/* Deletes the pods, then the NetworkPolicies, labelled KPOD_LABEL=1 in ns for which
+ * gone(labels, arg) says their server is gone. The number of pods deleted, or -1 with e set
+ * when they could not be listed. */
 int kpod_reap(struct kapi *a, const char *ns, bool (*gone)(json_t *labels, void *arg), void *arg, struct err *e);
 
 #endif

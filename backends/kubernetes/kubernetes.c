@@ -14,8 +14,11 @@
  * both ways on the open stream. stdinOnce: when the stream goes, the agent's stdin ends, the
  * agent ends and with it the pod.
  *
- * Not yet: the install step (--network install's pip, which needs a way out that a
- * NetworkPolicy would narrow), --allow-hosts, background processes (no descriptor reaches the
+ * Each pod comes with a NetworkPolicy that denies its egress (kpod_netpol), made before it and
+ * deleted after it.
+ *
+ * Not yet: the install step (--network install's pip, which needs a way out that the
+ * NetworkPolicy would have to allow), --allow-hosts, background processes (no descriptor reaches the
  * agent through the stream), a warm pool claim, --check's cluster lines. Each is refused with
  * a message where it is asked for.
  */
@@ -63,7 +66,7 @@ struct k8s_inst {
 	char pod[64];
 	struct kexec x;
 	struct krelay relay;
-	bool pod_made;
+	bool pod_made, pol_made;
 };
 
 struct k8s {
@@ -164,6 +167,11 @@ static void k8s_kill(void *ctx, struct agent_inst *ai)
 		if (kpod_delete(&K->api, K->ns, in->pod, 15000, &e) < 0)
 			log_msg(LOG_WARNING, "kubernetes: pod %s/%s: %s", K->ns, in->pod, e.msg);
 	}
+	if (in->pol_made) {
+		struct err e = {""};
+		if (kpod_netpol_delete(&K->api, K->ns, in->pod, 15000, &e) < 0)
+			log_msg(LOG_WARNING, "kubernetes: networkpolicy %s/%s: %s", K->ns, in->pod, e.msg);
+	}
 	free(in);
 }
 
@@ -198,10 +206,17 @@ static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
 		.command = cmd, .stdin = true,
 		.pid = K->self_pid, .start = K->self_start, .host = K->self_host, .sandbox = K->host.id};
 	sp.ephemeral = sp.agent_dir + (64u << 20); /* the agent's folder, and the container's logs */
+	/* The NetworkPolicy first: the pod never runs a moment without it. */
+	json_t *pol = kpod_netpol(&sp);
+	int rc = pol ? kpod_netpol_create(&K->api, K->ns, pol, e) : err_set(e, "out of memory");
+	json_decref(pol);
+	if (rc < 0)
+		return -1;
+	in->pol_made = true;
 	json_t *pod = kpod_spec(&sp);
 	if (!pod)
 		return err_set(e, "out of memory");
-	int rc = kpod_create(&K->api, K->ns, pod, e);
+	rc = kpod_create(&K->api, K->ns, pod, e);
 	json_decref(pod);
 	if (rc < 0)
 		return -1;
@@ -309,6 +324,8 @@ static void k8s_report_isolation(void *ctx, FILE *f)
 		   "RuntimeDefault seccomp plus the server's filter (%u rules), read-only root, no service account "
 		   "token; what the cluster enforces of it depends on its admission and runtime\n",
 		K->o->runtime_class[0] ? ", runtimeClassName " : "", K->o->runtime_class, K->host.filter.rules);
+	fprintf(f, "    egress      denied by a NetworkPolicy made with each pod; enforced only where the cluster's "
+		   "network plugin enforces NetworkPolicies (without a NetworkPolicy controller it does nothing)\n");
 }
 
 static void k8s_report_limits(void *ctx, FILE *f)
