@@ -234,3 +234,18 @@ netpols() {
 	[ "$(netpols)" = "[]" ]
 	[ "$(pods)" = "[]" ]
 }
+
+@test "--check on the kubernetes backend: the cluster's version, each permission it needs, NetworkPolicies and the agent-sandbox CRDs, the test pod's steps timed" {
+	control '{"access": {"list networkpolicies.networking.k8s.io": false}, "agent_sandbox": false}' >/dev/null
+	run "$SANDBOX_MCP" --check
+	printf '%s\n' "$output"
+	control '{}' >/dev/null
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ version\ +v1\.[0-9]+\.[0-9]+[^$'\n']*\(GET\ /version:\ HTTP\ 200,\ [0-9]+\ ms\) ]]
+	[[ "$output" == *"permissions 9 of 10 allowed in namespace $NS"*"DENIED: list networkpolicies"* ]]
+	[[ "$output" == *"NetworkPolicies served"*"the network plugin's"* ]]
+	[[ "$output" == *"agent-sandbox CRDs not installed"* ]]
+	[[ "$output" =~ test\ pod\ +policy\ [0-9]+\ ms,\ pod\ created\ [0-9]+\ ms,\ running\ [0-9]+\ ms,\ attached\ [0-9]+\ ms,\ agent\ written\ [0-9]+\ ms,\ agent\ ready\ [0-9]+\ ms ]]
+	[ "$(pods)" = "[]" ]
+	[ "$(netpols)" = "[]" ]
+}

@@ -19,8 +19,9 @@
  *
  * Not yet: the install step (--network install's pip, which needs a way out that the
  * NetworkPolicy would have to allow), --allow-hosts, background processes (no descriptor reaches the
- * agent through the stream), a warm pool claim, --check's cluster lines. Each is refused with
- * a message where it is asked for.
+ * agent through the stream), a warm pool claim. Each is refused with a message where it is
+ * asked for. --check says the cluster's version, the permissions (a SelfSubjectAccessReview
+ * each), what its API serves, and the test pod's start step by step.
  */
 #include <errno.h>
 #include <poll.h>
@@ -31,6 +32,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../../src/base/clock.h"
 #include "../../src/base/log.h"
 #include "../../src/base/procstart.h"
 #include "../agenthost/agenthost.h"
@@ -75,6 +77,8 @@ struct k8s {
 	struct kapi api;
 	char ns[254];
 	char self_host[200], self_start[32], self_pid[16];
+	/* The last pod's start, step by step (ms), for --check. */
+	int64_t t_pol, t_create, t_running, t_attach, t_put, t_agent;
 };
 
 #define KI(in) ((struct k8s_inst *)(void *)(in))
@@ -207,12 +211,16 @@ static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
 		.pid = K->self_pid, .start = K->self_start, .host = K->self_host, .sandbox = K->host.id};
 	sp.ephemeral = sp.agent_dir + (64u << 20); /* the agent's folder, and the container's logs */
 	/* The NetworkPolicy first: the pod never runs a moment without it. */
+	int64_t t = clock_ms();
+	K->t_pol = K->t_create = K->t_running = K->t_attach = K->t_put = K->t_agent = -1;
 	json_t *pol = kpod_netpol(&sp);
 	int rc = pol ? kpod_netpol_create(&K->api, K->ns, pol, e) : err_set(e, "out of memory");
 	json_decref(pol);
 	if (rc < 0)
 		return -1;
 	in->pol_made = true;
+	K->t_pol = clock_ms() - t;
+	t = clock_ms();
 	json_t *pod = kpod_spec(&sp);
 	if (!pod)
 		return err_set(e, "out of memory");
@@ -221,14 +229,20 @@ static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
 	if (rc < 0)
 		return -1;
 	in->pod_made = true;
+	K->t_create = clock_ms() - t;
+	t = clock_ms();
 	if (kpod_wait_running(&K->api, K->ns, in->pod, START_TIMEOUT_MS, e) < 0)
 		return -1;
+	K->t_running = clock_ms() - t;
+	t = clock_ms();
 	/* Attached first: the agent's greeting comes on its stdout as soon as the binary is there. */
 	char path[512];
 	snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/attach?container=sandbox&stdin=true&stdout=true&stderr=true",
 		 K->ns, in->pod);
 	if (kexec_open(&in->x, &K->api.creds, path, 30000, e) < 0)
 		return -1;
+	K->t_attach = clock_ms() - t;
+	t = clock_ms();
 	int fd = -1;
 	if (krelay_start(&in->relay, &in->x, &fd, e) < 0)
 		return -1;
@@ -237,6 +251,8 @@ static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
 		close(fd);
 		return -1;
 	}
+	K->t_put = clock_ms() - t;
+	t = clock_ms();
 	in->in.relayed = true;
 	if (agentlink_open(&in->in.link, fd, AGENT_WAIT_MS, e) < 0) {
 		char why[256];
@@ -245,6 +261,7 @@ static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
 			err_set(e, "the agent in pod %s did not start: %s", in->pod, why);
 		return -1;
 	}
+	K->t_agent = clock_ms() - t;
 	return 0;
 }
 
@@ -315,9 +332,75 @@ static void k8s_end(void *ctx, bool keep)
 	kapi_close(&K->api);
 }
 
+/* A GET's status and body (rs), and the ms it took. */
+static long get(struct k8s *K, const char *path, struct http_resp *rs, int64_t *ms)
+{
+	struct err e = {""};
+	int64_t t = clock_ms();
+	int rc = kapi_call(&K->api, "GET", path, NULL, 10000, NULL, NULL, rs, &e);
+	*ms = clock_ms() - t;
+	return rc < 0 ? -1 : rs->status;
+}
+
+/* --check's lines on the cluster: its version, the permissions the backend needs (one
+ * SelfSubjectAccessReview each), what its API serves, and the test pod's steps. */
+static void report_cluster(struct k8s *K, FILE *f)
+{
+	struct http_resp rs = {0};
+	int64_t ms;
+	long st = get(K, "/version", &rs, &ms);
+	const char *v = json_string_value(json_object_get(rs.json, "gitVersion"));
+	fprintf(f, "    version     %.60s (GET /version: HTTP %ld, %lld ms)\n", v ? v : "unknown", st, (long long)ms);
+	http_resp_free(&rs);
+	static const char *const need[][4] = {
+		{"create", "pods", "", ""},	 {"get", "pods", "", ""},	 {"list", "pods", "", ""},
+		{"watch", "pods", "", ""},	 {"delete", "pods", "", ""},	 {"create", "pods", "exec", ""},
+		{"create", "pods", "attach", ""}, {"create", "networkpolicies", "", "networking.k8s.io"},
+		{"delete", "networkpolicies", "", "networking.k8s.io"}, {"list", "networkpolicies", "", "networking.k8s.io"},
+	};
+	char denied[512] = "";
+	size_t dl = 0, nok = 0, n = sizeof need / sizeof need[0];
+	int64_t t = clock_ms();
+	for (size_t i = 0; i < n; i++) {
+		json_t *body = json_pack("{s:s, s:s, s:{s:{s:s, s:s, s:s, s:s, s:s}}}", "apiVersion", "authorization.k8s.io/v1",
+					 "kind", "SelfSubjectAccessReview", "spec", "resourceAttributes", "namespace", K->ns,
+					 "verb", need[i][0], "resource", need[i][1], "subresource", need[i][2], "group", need[i][3]);
+		struct err e = {""};
+		int rc = body ? kapi_call(&K->api, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body, 10000,
+					  NULL, NULL, &rs, &e)
+			      : -1;
+		json_decref(body);
+		if (rc == 0 && (rs.status == 201 || rs.status == 200) &&
+		    json_is_true(json_object_get(json_object_get(rs.json, "status"), "allowed")))
+			nok++;
+		else if (dl < sizeof denied)
+			dl += (size_t)snprintf(denied + dl, sizeof denied - dl, "%s%s %s%s%s%s", dl ? ", " : "", need[i][0],
+					       need[i][1], need[i][2][0] ? "/" : "", need[i][2], rc == 0 && rs.status >= 300 ? " (no answer)" : "");
+		http_resp_free(&rs);
+	}
+	fprintf(f, "    permissions %zu of %zu allowed in namespace %s (a SelfSubjectAccessReview each, %lld ms)%s%s\n", nok, n,
+		K->ns, (long long)(clock_ms() - t), dl ? "; DENIED: " : "", denied);
+	st = get(K, "/apis/networking.k8s.io/v1", &rs, &ms);
+	bool np = st == 200 && strstr(rs.body ? rs.body : "", "\"networkpolicies\"");
+	http_resp_free(&rs);
+	fprintf(f, "    policies    NetworkPolicies %s (%lld ms); whether they are enforced is the network plugin's, "
+		   "which the API does not say\n", np ? "served" : "NOT served: egress is not denied", (long long)ms);
+	st = get(K, "/apis/extensions.agents.x-k8s.io/v1alpha1", &rs, &ms);
+	bool crd = st == 200 && strstr(rs.body ? rs.body : "", "\"sandboxclaims\"");
+	http_resp_free(&rs);
+	fprintf(f, "    agent-sandbox CRDs %s (%lld ms); warm pool claims are not used yet: plain pods\n",
+		crd ? "installed" : "not installed", (long long)ms);
+	if (K->t_agent >= 0)
+		fprintf(f, "    test pod    policy %lld ms, pod created %lld ms, running %lld ms, attached %lld ms, agent "
+			   "written %lld ms, agent ready %lld ms; called above, deleted as --check ends\n",
+			(long long)K->t_pol, (long long)K->t_create, (long long)K->t_running, (long long)K->t_attach,
+			(long long)K->t_put, (long long)K->t_agent);
+}
+
 static void k8s_report_isolation(void *ctx, FILE *f)
 {
 	struct k8s *K = ctx;
+	report_cluster(K, f);
 	fprintf(f, "    cluster     %s (%s), namespace %s\n", K->api.creds.server, K->api.creds.source, K->ns);
 	fprintf(f, "    image       %s\n", K->o->image[0] ? K->o->image : DEFAULT_IMAGE);
 	fprintf(f, "    isolation   a pod of its own%s%s; runAsNonRoot, no privilege escalation, no capabilities, "
