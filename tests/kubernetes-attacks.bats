@@ -79,3 +79,28 @@ pods() {
 	[ "$took" -lt 60 ]
 	[ "$(pods)" = "[]" ]
 }
+
+@test "an API server that sends a frame too large, a masked frame, a fragmented control frame, a reserved opcode: each call ends at once saying so, the next gets a new pod" {
+	# 2^62 bytes announced; 16 MiB + 1 announced; a masked binary frame; a ping not final; opcode 3.
+	for hex in 827f4000000000000000 827f0000000001000001 8285010203040000000000 090161 8301ff; do
+		control "{\"attach_raw\": {\"on\": \"RAW-NOW\", \"hex\": \"$hex\"}}" >/dev/null
+		mcp_session <<-EOF
+			$INIT
+			$INITIALIZED
+			$(call_json 1 execute_bash_commands '{"code": "echo one"}')
+			{"wait": 1}
+			$(call_json 2 execute_bash_commands '{"code": "echo RAW-NOW; sleep 20", "timeout_s": 30}')
+			{"wait": 2}
+			{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d '{}' $URL/_control >/dev/null"}
+			$(call_json 3 execute_bash_commands '{"code": "echo three"}')
+		EOF
+		r=$(response 2)
+		jqe "$r" '.result.structuredContent.exit_code != 0'
+		jqe "$r" '.result.structuredContent.error | test("stopped unexpectedly")'
+		grep -q "lost the agent of pod .*the API server broke the WebSocket protocol" "$SERVER_LOG"
+		r3=$(response 3)
+		jqe "$r3" '.result.structuredContent.stdout == "three\n"'
+		[ "$(jq -r .result.structuredContent.sandbox_id <<<"$r3")" != "$(jq -r .result.structuredContent.sandbox_id <<<"$r")" ]
+	done
+	[ "$(pods)" = "[]" ]
+}

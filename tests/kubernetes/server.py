@@ -87,6 +87,9 @@ then applies what it names. GET /_control: the state, the request log and the po
                         TEXT, read nothing more and send it pings without end (a stalled server)
   "attach_cut": TEXT    attach streams that start from now on, once the client's stdin holds
                         TEXT, lose their connection (no close frame), as when a node goes away
+  "attach_raw": {"on": TEXT, "hex": HEX}
+                        attach streams that start from now on, once the client's stdin holds
+                        TEXT, get those bytes as they are (a frame too large, masked, ...)
   "exec_flood": true    exec streams that start from now on read nothing and send pings without
                         end, until the client goes (then the command's stdin ends)
   "busy_delete": true   a DELETE of a pod still Pending answers 409 Conflict
@@ -110,7 +113,7 @@ ROOT = tempfile.mkdtemp(prefix='k8s-test-')
 LOCK = threading.RLock()
 COND = threading.Condition(LOCK)
 TOKEN = os.environ.get('K8S_TEST_TOKEN', 'test-token')
-DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0, 'attach_flood': '', 'attach_cut': '',
+DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0, 'attach_flood': '', 'attach_cut': '', 'attach_raw': None,
             'exec_flood': False,
             'busy_delete': False,
             'start_ms': 200, 'access': {}, 'access_default': True, 'runtime_classes': ['gvisor', 'kata'],
@@ -1658,7 +1661,7 @@ class Handler(BaseHTTPRequestHandler):
         with pod.attach_lock:
             pod.attached = ws if flag('stdout') else None
         once = pod.container.get('stdinOnce') is True
-        flood, cut = CONTROL['attach_flood'], CONTROL['attach_cut']
+        flood, cut, raw = CONTROL['attach_flood'], CONTROL['attach_cut'], CONTROL['attach_raw']
 
         def stall():  # the fault: nothing more is read, and pings come until the client goes
             try:
@@ -1695,6 +1698,9 @@ class Handler(BaseHTTPRequestHandler):
                     if flood and ch == 0 and flood.encode() in data:
                         stall()
                         break
+                    if raw and ch == 0 and raw['on'].encode() in data:
+                        with ws.wlock:
+                            self.connection.sendall(bytes.fromhex(raw['hex']))
                     if cut and ch == 0 and cut.encode() in data:
                         with ws.wlock:
                             ws.closed = True
