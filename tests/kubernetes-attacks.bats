@@ -104,3 +104,30 @@ pods() {
 	done
 	[ "$(pods)" = "[]" ]
 }
+
+@test "sandboxes made and removed in a row leave the server no more descriptors, threads or helpers than one did" {
+	count='p=$(pgrep -P $PPID -x sandbox-mcp | head -1); echo $(ls /proc/$p/fd | wc -l) $(ls /proc/$p/task | wc -l) $(pgrep -P $p | wc -l)'
+	steps=""
+	for i in 2 3 4 5 6; do
+		steps+="$(call_json $((i + 10)) cleanup_sandbox '{}')"$'\n'"{\"wait\": $((i + 10))}"$'\n'
+		steps+="$(call_json "$i" execute_bash_commands '{"code": "echo x"}')"$'\n'"{\"wait\": $i}"$'\n'
+	done
+	mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo x"}')
+		{"wait": 1}
+		{"sh": "$count > $BATS_TEST_TMPDIR/before"}
+		$steps
+		{"sh": "$count > $BATS_TEST_TMPDIR/after"}
+	EOF
+	for i in 1 2 3 4 5 6; do jqe "$(response "$i")" '.result.structuredContent.stdout == "x\n"'; done
+	read -r fd0 th0 ch0 <"$BATS_TEST_TMPDIR/before"
+	read -r fd1 th1 ch1 <"$BATS_TEST_TMPDIR/after"
+	echo "fds $fd0 -> $fd1, threads $th0 -> $th1, children $ch0 -> $ch1"
+	[ "$fd0" -gt 3 ]
+	[ "$fd1" -le "$fd0" ]
+	[ "$th1" -le "$th0" ]
+	[ "$ch1" -le "$ch0" ]
+	[ "$(pods)" = "[]" ]
+}
