@@ -3,5 +3,6 @@
  * backends/NAME/ whose code defines `const struct backend_ops NAME_backend_ops` (backend.h).
  */
 BACKEND(daytona)
+BACKEND(kubernetes)
 BACKEND(docker)
 BACKEND(local)

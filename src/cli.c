@@ -215,6 +215,8 @@ static int gpu_check(const struct config *c, struct err *e)
 				  "built from a Dockerfile, and this server makes its sandboxes from snapshots)%s",
 			       strcmp(c->backend, "auto") ? "" : "; with DAYTONA_API_KEY set, auto tries it first: "
 								  "choose --backend docker or local");
+	if (!strcmp(c->backend, "kubernetes"))
+		return err_set(e, "--gpu: the kubernetes backend gives no GPU yet (its pods ask for no device)");
 	if (!strcmp(c->backend, "local") && gpu_nodes(paths, GPU_NODES_MAX, &ge) < 0)
 		return err_set(e, "--gpu: %s", ge.msg);
 	return 0;

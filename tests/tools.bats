@@ -568,7 +568,7 @@ EOF
 	# The backends set up here (DOCKER_HOST names an engine) lead; those that are not, follow.
 	sc '.stderr | startswith("Failed to initialize sandbox engine: docker: ")'
 	sc '.stderr | test("; local: user namespaces are disabled")'
-	sc '.stderr | endswith("; daytona: DAYTONA_API_KEY is not set")'
+	sc '.stderr | endswith("; daytona: DAYTONA_API_KEY is not set; kubernetes: not configured (--kube-namespace)")'
 	sc '.error | startswith("Failed to initialize sandbox engine: ")'
 	jqe "$result" '.isError == true'
 }

@@ -72,7 +72,14 @@ int agenthost_start(struct agenthost *h, struct err *e)
 	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
 		return err_sys(e, "getrandom");
 	snprintf(h->id, sizeof h->id, "%s-%02x%02x%02x%02x", h->home->prefix, rnd[0], rnd[1], rnd[2], rnd[3]);
-	if (hostdir_open(&h->h, cfg, h->state, h->id, h->uid, h->gid, e) < 0)
+	/* A workspace away from this host: no file system of its own here, which would reserve its
+	 * blocks on this host for nothing. */
+	struct config remote;
+	if (h->home->ws_remote) {
+		remote = *cfg;
+		remote.workspace_size = 0;
+	}
+	if (hostdir_open(&h->h, h->home->ws_remote ? &remote : cfg, h->state, h->id, h->uid, h->gid, e) < 0)
 		return -1;
 	if (hostdir_quota_open(&h->h, cfg) && h->home->quota) {
 		char how[160];
@@ -112,8 +119,9 @@ int agenthost_start(struct agenthost *h, struct err *e)
 		h->oom_fd = -1;
 	}
 	/* The channel is a socket handed to the agent (SCM_RIGHTS): none reaches an agent on a
-	 * container's attached stdio, which then runs no background processes. */
-	if (h->main->link.mux)
+	 * container's attached stdio or a relayed stream, which then runs no background
+	 * processes. */
+	if (h->main->link.mux || h->main->relayed)
 		return 0;
 	return agentlink_channel(&h->main->link, &h->chan, e) ? -1 : 0;
 }

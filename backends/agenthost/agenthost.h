@@ -33,6 +33,8 @@ struct agent_inst {
 	struct agentlink link;
 	pid_t pid;                 /* its init, as this host sees it; 0 when not known */
 	bool rl_memory, rl_pids;   /* the home cannot bound these: rlimits for each call instead */
+	bool relayed;              /* the agent talks through a relay of bytes (a remote stream): no
+	                            * descriptor reaches it, so it has no channel */
 	uint64_t nofile_max;       /* the most open files a call may be given (the hard limit its
 	                            * agent inherits, which it may not raise); 0: no bound known */
 };
@@ -80,6 +82,9 @@ struct agenthost_home {
 	/* Whether the install step must go out on the shared network itself: the server's proxy
 	 * (a unix socket in a host folder) cannot reach this home's instances now. May be NULL. */
 	bool (*direct_install)(void *ctx);
+	/* The workspace is the home's own, away from this host (a pod's volume, which its quota
+	 * hook bounds): the host folder gets no file system of its own. */
+	bool ws_remote;
 	const char *shared_net;    /* what --network all gives, for --check */
 	const char *ws_how;        /* how the sandbox sees the workspace, for --check; NULL: nothing */
 };

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "../../src/base/clock.h"
 #include "../../src/base/version.h"
@@ -66,6 +67,15 @@ int curlhttp_header(struct curlhttp *h, const char *line, struct err *e)
 
 void curlhttp_close(struct curlhttp *h)
 {
+	if (h->tunnel)
+		curl_easy_cleanup(h->tunnel);
+	h->tunnel = NULL;
+	for (int i = 0; i < 3; i++) {
+		if (h->tls[i])
+			explicit_bzero(h->tls[i], h->tls_len[i]);
+		free(h->tls[i]);
+		h->tls[i] = NULL;
+	}
 	if (h->curl)
 		curl_easy_cleanup(h->curl);
 	if (h->multi)
@@ -183,6 +193,141 @@ static curl_mime *make_mime(CURL *c, const struct http_req *rq, CURLcode *rc)
 	return mime;
 }
 
+int curlhttp_tls(struct curlhttp *h, const char *const v[3], const size_t n[3], struct err *e)
+{
+	for (int i = 0; i < 3; i++) {
+		if (!n[i])
+			continue;
+		if (!(h->tls[i] = malloc(n[i])))
+			return err_set(e, "out of memory");
+		memcpy(h->tls[i], v[i], n[i]);
+		h->tls_len[i] = n[i];
+	}
+	return 0;
+}
+
+/* The TLS material on handle c: the CA instead of the system's, the client certificate. */
+static CURLcode tls_options(struct curlhttp *h, CURL *c)
+{
+	CURLcode rc = CURLE_OK;
+	struct curl_blob ca = {h->tls[0], h->tls_len[0], CURL_BLOB_COPY}, cert = {h->tls[1], h->tls_len[1], CURL_BLOB_COPY},
+			 key = {h->tls[2], h->tls_len[2], CURL_BLOB_COPY};
+	if (h->tls[0] && ((rc = curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca)) ||
+			  (rc = curl_easy_setopt(c, CURLOPT_CAPATH, NULL)) || (rc = curl_easy_setopt(c, CURLOPT_CAINFO, NULL))))
+		return rc;
+	if (h->tls[1] && ((rc = curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert)) ||
+			  (rc = curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM"))))
+		return rc;
+	if (h->tls[2] && ((rc = curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key)) ||
+			  (rc = curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM"))))
+		return rc;
+	return rc;
+}
+
+int curlhttp_tunnel(struct curlhttp *h, const char *url, long timeout_ms, struct err *e)
+{
+	char errbuf[CURL_ERROR_SIZE] = "";
+	CURL *c = h->tunnel ? h->tunnel : curl_easy_init();
+	if (!c)
+		return err_set(e, "libcurl: cannot create a handle");
+	h->tunnel = c;
+	long connect_ms = timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms : CONNECT_TIMEOUT_MS;
+	CURLcode rc;
+	if ((rc = curl_easy_setopt(c, CURLOPT_URL, url)) || (rc = curl_easy_setopt(c, CURLOPT_CONNECT_ONLY, 1L)) ||
+	    (rc = curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L)) || (rc = curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms)) ||
+	    (rc = curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_ms)) ||
+	    (rc = curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https")) ||
+	    (rc = curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf)) || (rc = tls_options(h, c)) ||
+	    (rc = curl_easy_perform(c))) {
+		err_set(e, "%s%s%s", curl_easy_strerror(rc), errbuf[0] ? ": " : "", errbuf);
+		curl_easy_cleanup(c);
+		h->tunnel = NULL;
+		return -1;
+	}
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
+	return 0;
+}
+
+/* Writes n bytes of p to fd whole. 0, or -1. */
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			poll(&(struct pollfd){fd, POLLOUT, 0}, 1, 1000);
+			continue;
+		}
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Sends n bytes of p on the tunnel whole. 0, or -1. */
+static int send_all(CURL *c, curl_socket_t s, const char *p, size_t n)
+{
+	while (n) {
+		size_t sent = 0;
+		CURLcode rc = curl_easy_send(c, p, n, &sent);
+		if (rc == CURLE_AGAIN) {
+			poll(&(struct pollfd){s, POLLOUT, 0}, 1, 1000);
+			continue;
+		}
+		if (rc != CURLE_OK)
+			return -1;
+		p += sent;
+		n -= sent;
+	}
+	return 0;
+}
+
+void curlhttp_pump(struct curlhttp *h, int fd)
+{
+	CURL *c = h->tunnel;
+	curl_socket_t s = CURL_SOCKET_BAD;
+	if (!c || curl_easy_getinfo(c, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK || s == CURL_SOCKET_BAD)
+		return;
+	char *buf = malloc(1 << 16);
+	if (!buf)
+		return;
+	for (;;) {
+		/* What TLS has decrypted already is read before waiting: the socket may say nothing
+		 * more while the library holds a whole record. */
+		bool ended = false;
+		for (;;) {
+			size_t got = 0;
+			CURLcode rc = curl_easy_recv(c, buf, 1 << 16, &got);
+			if (rc == CURLE_AGAIN)
+				break;
+			if (rc != CURLE_OK || got == 0 || write_all(fd, buf, got) < 0) {
+				ended = true;
+				break;
+			}
+		}
+		if (ended)
+			break;
+		struct pollfd p[2] = {{fd, POLLIN, 0}, {s, POLLIN, 0}};
+		int r = poll(p, 2, -1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break;
+		if (p[0].revents) {
+			ssize_t n = read(fd, buf, 1 << 16);
+			if (n < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (n <= 0 || send_all(c, s, buf, (size_t)n) < 0)
+				break;
+		}
+	}
+	explicit_bzero(buf, 1 << 16);
+	free(buf);
+}
+
 /* The options of one attempt. */
 static CURLcode set_options(struct curlhttp *h, struct attempt *a, struct curl_slist *hl, const char *json,
 			    curl_mime *mime)
@@ -203,6 +348,8 @@ static CURLcode set_options(struct curlhttp *h, struct attempt *a, struct curl_s
 	    (rc = curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header)) || (rc = curl_easy_setopt(c, CURLOPT_HEADERDATA, a)))
 		return rc;
 	if (h->unix_socket[0] && (rc = curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, h->unix_socket)))
+		return rc;
+	if ((rc = tls_options(h, c)))
 		return rc;
 	if (rq->fresh && ((rc = curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L)) ||
 			  (rc = curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L))))

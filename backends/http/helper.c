@@ -157,6 +157,26 @@ static int serve(struct curlhttp *h, const char *broken, struct request *r, stru
 	return hw_send(ctl, b);
 }
 
+/* HW_TUNNEL: connects, says so, then carries the bytes until either end closes. */
+static void tunnel(struct curlhttp *h, const char *broken, struct ag_cur *c, struct ag_buf *b)
+{
+	size_t n;
+	const char *u = ag_get_str(c, &n);
+	long timeout_ms = (long)ag_get_u64(c);
+	char *url = !c->bad && u ? strndup(u, n) : NULL;
+	struct err e = {""};
+	int rc = !url || strlen(url) != n || timeout_ms <= 0 ? err_set(&e, "a bad tunnel request")
+		 : broken				       ? err_set(&e, "%s", broken)
+								       : curlhttp_tunnel(h, url, timeout_ms, &e);
+	free(url);
+	ag_frame_begin(b, HW_DONE);
+	ag_put_u8(b, rc == 0);
+	ag_put_u64(b, 0);
+	ag_put_str(b, rc == 0 ? "" : e.msg, rc == 0 ? 0 : strlen(e.msg));
+	if (hw_send(ctl, b) == 0 && rc == 0)
+		curlhttp_pump(h, ctl);
+}
+
 int http_helper_main(void)
 {
 	int type_opt;
@@ -202,7 +222,15 @@ int http_helper_main(void)
 		if (rc < 0)
 			broken = oe.msg;
 	}
-	/* The headers may hold a key: wiped from the frame as soon as they are in the client. */
+	const char *tls[3];
+	size_t tls_len[3];
+	for (int i = 0; i < 3; i++)
+		tls[i] = ag_get_str(&c, &tls_len[i]);
+	if (c.bad)
+		goto out;
+	if (!broken && curlhttp_tls(&h, tls, tls_len, &oe) < 0)
+		broken = oe.msg;
+	/* The headers and keys: wiped from the frame as soon as they are in the client. */
 	explicit_bzero(in.p, in.len);
 	h.cancel_fd = ctl;
 	for (;;) {
@@ -210,8 +238,12 @@ int http_helper_main(void)
 		int r = poll(&p, 1, (int)linger_ms);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0 || hw_recv(ctl, &in, &type, &c) <= 0 || type != HW_REQ)
+		if (r <= 0 || hw_recv(ctl, &in, &type, &c) <= 0 || (type != HW_REQ && type != HW_TUNNEL))
 			break;
+		if (type == HW_TUNNEL) {
+			tunnel(&h, broken, &c, &out);
+			break;
+		}
 		struct request rq = {0};
 		int rc = read_request(&c, &in, &rq);
 		if (rc == 0)

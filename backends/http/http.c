@@ -148,6 +148,14 @@ void http_close(struct http *h)
 	if (!h->open)
 		return;
 	helper_end(h);
+	for (int i = 0; i < 3; i++) {
+		if (h->tls[i])
+			explicit_bzero(h->tls[i], h->tls_len[i]);
+		free(h->tls[i]);
+		h->tls[i] = NULL;
+		h->tls_len[i] = 0;
+	}
+	h->tunnel = false;
 	for (size_t i = 0; i < h->nheaders; i++) {
 		explicit_bzero(h->headers[i], strlen(h->headers[i]));
 		free(h->headers[i]);
@@ -222,7 +230,7 @@ static int helper_start(struct http *h, struct err *e)
 	h->stale = false;
 	/* Room for the whole frame first: a buffer grown by realloc would leave copies of the header
 	 * lines, which may hold a key, in freed memory. */
-	size_t need = 64 + strlen(h->unix_socket);
+	size_t need = 64 + strlen(h->unix_socket) + h->tls_len[0] + h->tls_len[1] + h->tls_len[2];
 	for (size_t i = 0; i < h->nheaders; i++)
 		need += 4 + strlen(h->headers[i]);
 	struct ag_buf b = {0};
@@ -233,6 +241,8 @@ static int helper_start(struct http *h, struct err *e)
 	ag_put_u32(&b, (uint32_t)h->nheaders);
 	for (size_t i = 0; i < h->nheaders; i++)
 		ag_put_str(&b, h->headers[i], strlen(h->headers[i]));
+	for (int i = 0; i < 3; i++)
+		ag_put_str(&b, h->tls[i] ? h->tls[i] : "", h->tls_len[i]);
 	hw_send(h->fd, &b);
 	explicit_bzero(b.p, b.cap);
 	free(b.p);
@@ -389,12 +399,75 @@ static int too_large(const struct http_req *rq, const char *json, struct err *e)
 	return n > AG_MAX_FRAME ? err_set(e, "the request is larger than %u bytes", AG_MAX_FRAME) : 0;
 }
 
+int http_tls(struct http *h, const char *ca, size_t ca_len, const char *cert, size_t cert_len, const char *key,
+	     size_t key_len, struct err *e)
+{
+	const char *v[3] = {ca, cert, key};
+	size_t n[3] = {ca_len, cert_len, key_len};
+	for (int i = 0; i < 3; i++) {
+		if (h->tls[i])
+			explicit_bzero(h->tls[i], h->tls_len[i]);
+		free(h->tls[i]);
+		h->tls[i] = NULL;
+		h->tls_len[i] = 0;
+		if (!v[i] || !n[i])
+			continue;
+		if (n[i] > AG_MAX_FRAME / 4 || !(h->tls[i] = malloc(n[i])))
+			return err_set(e, n[i] > AG_MAX_FRAME / 4 ? "TLS material too large" : "out of memory");
+		memcpy(h->tls[i], v[i], n[i]);
+		h->tls_len[i] = n[i];
+	}
+	h->stale = true;
+	return 0;
+}
+
+int http_tunnel(struct http *h, const char *url, long timeout_ms, struct err *e)
+{
+	if (!h->open || h->tunnel)
+		return err_set(e, h->open ? "the HTTP client is a tunnel already" : "the HTTP client is closed");
+	/* A helper of its own: one that served requests keeps their connections, not this one. */
+	helper_end(h);
+	if (helper_start(h, e) < 0)
+		return -1;
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, HW_TUNNEL);
+	ag_put_str(&b, url, strlen(url));
+	ag_put_u64(&b, (uint64_t)timeout_ms);
+	uint8_t type = 0;
+	struct ag_cur c;
+	int r = hw_send(h->fd, &b) < 0 ? -1 : next_frame(h, clock_ms() + timeout_ms + STUCK_MS, &b, &type, &c);
+	int rc = -1;
+	if (r == 1 && type == HW_DONE) {
+		const uint8_t *ok = ag_get(&c, 1);
+		ag_get_u64(&c);
+		size_t n;
+		const char *why = ag_get_str(&c, &n);
+		if (c.bad || !ok)
+			err_set(e, "the HTTP helper broke the protocol");
+		else if (!*ok)
+			err_set(e, "%.*s", (int)n, why ? why : "");
+		else
+			rc = 0;
+	} else {
+		err_set(e, r == 0 ? "cancelled" : r == -2 ? "the HTTP helper (" HTTP_HELPER_NAME ") did not connect in time"
+							: "the HTTP helper (" HTTP_HELPER_NAME ") ended before it connected");
+	}
+	free(b.p);
+	if (rc < 0)
+		helper_end(h);
+	else
+		h->tunnel = true;
+	return rc;
+}
+
 int http_call(struct http *h, const struct http_req *rq, struct http_resp *rs, struct err *e)
 {
 	memset(rs, 0, sizeof *rs);
 	h->cancelled = false;
 	if (!h->open)
 		return err_set(e, "the HTTP client is closed");
+	if (h->tunnel)
+		return err_set(e, "the HTTP client is a tunnel");
 	int64_t deadline = rq->deadline_ms ? rq->deadline_ms : clock_ms() + rq->timeout_ms;
 	int64_t give_up = deadline + rq->timeout_ms + STUCK_MS;
 	char *json = rq->json ? json_dumps(rq->json, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;

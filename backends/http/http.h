@@ -46,6 +46,10 @@ struct http {
 	bool stale;              /* the headers changed since the helper started */
 	int cancel_fd;           /* while >= 0: a request ends at once when it turns readable */
 	bool cancelled;          /* the last request ended so */
+	char *tls[3];            /* PEM: the CA, the client certificate, its key; NULL: none.
+	                          * Owned, wiped at close */
+	size_t tls_len[3];
+	bool tunnel;             /* fd is a tunnel (http_tunnel): no more requests */
 };
 
 enum http_retry {
@@ -97,6 +101,21 @@ int http_open(struct http *h, const char *unix_socket, struct err *e);
 
 /* Adds a header line ("Name: value") sent with every request. 0, or -1 when out of memory. */
 int http_header(struct http *h, const char *line, struct err *e);
+
+/* TLS for every request and tunnel: the CA that signs the server's certificate (PEM, instead
+ * of the system's; NULL: the system's), and a client certificate with its key (PEM; NULL:
+ * none). Copied (and wiped at close); they reach the helper over its socket only. 0, or -1
+ * when out of memory. */
+int http_tls(struct http *h, const char *ca, size_t ca_len, const char *cert, size_t cert_len, const char *key,
+	     size_t key_len, struct err *e);
+
+/* Turns the client into a tunnel: its helper connects to url's host (TLS for https://, with
+ * http_tls's material; the path is not requested) within timeout_ms, and then h->fd carries
+ * the connection's plain bytes both ways: the caller speaks HTTP on it (an Upgrade to a
+ * WebSocket), the helper encrypts. The client takes no request after it; http_close ends the
+ * connection. 0, or -1 with e saying why no connection was made (h is then closed as by
+ * http_close's helper end, and may tunnel again). */
+int http_tunnel(struct http *h, const char *url, long timeout_ms, struct err *e);
 
 /*
  * One request, with the retries rq->retry allows. 0 when an answer came (any status; rs

@@ -20,6 +20,8 @@ static const struct {
 	{"curl_easy_getinfo", offsetof(struct libcurl, easy_getinfo)},
 	{"curl_easy_strerror", offsetof(struct libcurl, easy_strerror)},
 	{"curl_easy_escape", offsetof(struct libcurl, easy_escape)},
+	{"curl_easy_send", offsetof(struct libcurl, easy_send)},
+	{"curl_easy_recv", offsetof(struct libcurl, easy_recv)},
 	{"curl_free", offsetof(struct libcurl, free)},
 	{"curl_slist_append", offsetof(struct libcurl, slist_append)},
 	{"curl_slist_free_all", offsetof(struct libcurl, slist_free_all)},

@@ -24,6 +24,8 @@ struct libcurl {
 	CURLcode (*easy_getinfo)(CURL *h, CURLINFO i, ...);
 	const char *(*easy_strerror)(CURLcode c);
 	char *(*easy_escape)(CURL *h, const char *s, int n);
+	CURLcode (*easy_send)(CURL *h, const void *buf, size_t n, size_t *sent);
+	CURLcode (*easy_recv)(CURL *h, void *buf, size_t n, size_t *got);
 	void (*free)(void *p);
 	struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
 	void (*slist_free_all)(struct curl_slist *l);
@@ -60,6 +62,8 @@ int libcurl_load(char *why, size_t n);
 #define curl_easy_getinfo (*libcurl.easy_getinfo)
 #define curl_easy_strerror (*libcurl.easy_strerror)
 #define curl_easy_escape (*libcurl.easy_escape)
+#define curl_easy_send (*libcurl.easy_send)
+#define curl_easy_recv (*libcurl.easy_recv)
 #define curl_free (*libcurl.free)
 #define curl_slist_append (*libcurl.slist_append)
 #define curl_slist_free_all (*libcurl.slist_free_all)

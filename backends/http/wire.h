@@ -4,7 +4,8 @@
  * frames of agent/proto.h (u32 length, u8 type, payload; its builders and readers).
  *
  *   server -> helper  HW_OPEN   u32 linger_ms, str unix_socket ("": TCP), u32 n, n x str
- *                               header line: first, once
+ *                               header line, str ca, str cert, str key (PEM; "": none): first,
+ *                               once
  *   server -> helper  HW_REQ    str method, str url, u8 has_json, str json, u32 nparts,
  *                               nparts x (str name, u8 has_filename, str filename, u64 len),
  *                               u64 timeout_ms, u64 max_body, u64 deadline_ms (monotonic, the
@@ -16,6 +17,10 @@
  *   helper -> server  HW_BODY   bytes of the answer's body: as they come when stream is set,
  *                               else once the request is done
  *   helper -> server  HW_DONE   u8 answered, u64 status, str error (why none came)
+ *   server -> helper  HW_TUNNEL str url, u64 timeout_ms: connect to url's host (TLS for
+ *                               https), send nothing; HW_DONE says whether it is connected
+ *                               (answered 1, status 0). From then on the socket carries the
+ *                               connection's bytes both ways, no frames, until either end closes.
  *
  * The server sends nothing while a request runs: the socket turning readable then (its end)
  * stops the request. The helper ends when the socket ends, and after linger_ms without a
@@ -35,6 +40,7 @@ enum hw_type {
 	HW_TAKEN = 4,
 	HW_BODY = 5,
 	HW_DONE = 6,
+	HW_TUNNEL = 7,
 };
 
 #define HW_CHUNK (1u << 20) /* bytes of one HW_BYTES or HW_BODY frame, at most */

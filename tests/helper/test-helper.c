@@ -29,6 +29,25 @@
  *   test-helper loadb                    each line of stdin read by the server's reader of a
  *                                        message (bignum_loadb) and by jansson's json_loadb:
  *                                        "same", "same error", or "differs" and both
+ *   test-helper kyaml                    stdin read as a kubeconfig's YAML (or JSON): the value as
+ *                                        compact JSON, or "refused: WHY"
+ *   test-helper kube-creds SA_DIR [CONTEXT]
+ *                                        the Kubernetes credentials found (kcreds.h) as JSON:
+ *                                        server, ns, source, token, and the lengths of ca, cert
+ *                                        and key; or "refused: WHY"
+ *   test-helper ws-accept KEY            the Sec-WebSocket-Accept for KEY (wsframe.h)
+ *   test-helper kube-exec NS POD [--stdin TEXT] [--close-stdin] [--max N] [--attach] -- CMD...
+ *                                        runs CMD in POD over pods/exec (kexec.h) with the
+ *                                        credentials kcreds_load finds; prints JSON: protocol,
+ *                                        http_status, stdout, stderr, exit (or why), close_code,
+ *                                        error, messages; --attach: pods/attach instead (CMD
+ *                                        ignored)
+ *   test-helper kube-pod NS NAME spec|create|put PATH|delete|reap [IMAGE]
+ *                                        a sandbox's pod (kpod.h) with the credentials kcreds_load
+ *                                        finds: its spec (printed), made and waited on until it
+ *                                        runs, stdin written to PATH in it, deleted; or reap:
+ *                                        every pod of ours in NS deleted. Prints "ok" (or the
+ *                                        spec, or "reaped N"), or "failed: WHY"
  *   test-helper b64-decode               stdin as base64: the bytes in hex, or "refused"
  *   test-helper log PAD                  logs one line, PAD bytes of "a" then 1000 "é", through
  *                                        the server's log with a client that asked for every
@@ -81,6 +100,12 @@
 #include "../../backends/daytona/multipart.h"
 #include "../../backends/hostfs/beneath.h"
 #include "../../backends/hostfs/tree.h"
+#include "../../backends/http/helper.h"
+#include "../../backends/kubernetes/kcreds.h"
+#include "../../backends/kubernetes/kexec.h"
+#include "../../backends/kubernetes/kpod.h"
+#include "../../backends/kubernetes/wsframe.h"
+#include "../../backends/kubernetes/kyaml.h"
 #include "../../src/base/base64.h"
 #include "../../src/base/clock.h"
 #include "../../src/base/jsonw.h"
@@ -339,6 +364,214 @@ static int cmd_b64_decode(int argc, char **argv)
 	printf("\n");
 	free(in);
 	free(out);
+	return 0;
+}
+
+static int cmd_kyaml(int argc, char **argv)
+{
+	(void)argv;
+	size_t n;
+	char *in = argc == 0 ? slurp(stdin, &n) : NULL;
+	if (!in)
+		return 1;
+	struct err e = {""};
+	json_t *v = kyaml_parse(in, n, &e);
+	free(in);
+	if (!v) {
+		printf("refused: %s\n", e.msg);
+		return 0;
+	}
+	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS);
+	printf("%s\n", s ? s : "");
+	free(s);
+	json_decref(v);
+	return 0;
+}
+
+static int cmd_kube_creds(int argc, char **argv)
+{
+	if (argc < 1 || argc > 2)
+		return 1;
+	struct kcreds c;
+	struct err e = {""};
+	if (kcreds_load(&c, argc == 2 ? argv[1] : NULL, argv[0], &e) < 0) {
+		printf("refused: %s\n", e.msg);
+		return 0;
+	}
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s?, s:I, s:I, s:I}", "server", c.server, "ns", c.ns, "source", c.source,
+			      "token", c.token, "ca", (json_int_t)c.ca_len, "cert", (json_int_t)c.cert_len, "key",
+			      (json_int_t)c.key_len);
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	printf("%s\n", s ? s : "");
+	free(s);
+	json_decref(o);
+	kcreds_free(&c);
+	return 0;
+}
+
+static int cmd_ws_accept(int argc, char **argv)
+{
+	if (argc != 1)
+		return 1;
+	char out[WS_ACCEPT_LEN + 1];
+	ws_accept(argv[0], out);
+	printf("%s\n", out);
+	return 0;
+}
+
+/* Appends n bytes of p to a JSON string value s (NUL bytes as they are). */
+static json_t *grow(json_t *s, const unsigned char *p, size_t n)
+{
+	size_t l = json_string_length(s);
+	char *b = malloc(l + n + 1);
+	memcpy(b, json_string_value(s), l);
+	memcpy(b + l, p, n);
+	json_t *v = json_stringn_nocheck(b, l + n);
+	free(b);
+	json_decref(s);
+	return v;
+}
+
+static int cmd_kube_exec(int argc, char **argv)
+{
+	const char *in = NULL;
+	bool close_in = false, attach = false;
+	size_t max = 0;
+	int i = 2;
+	if (argc < 4)
+		return 1;
+	for (; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "--stdin") && i + 1 < argc)
+			in = argv[++i];
+		else if (!strcmp(argv[i], "--close-stdin"))
+			close_in = true;
+		else if (!strcmp(argv[i], "--max") && i + 1 < argc)
+			max = strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--attach"))
+			attach = true;
+		else
+			return 1;
+	}
+	if (i + 1 >= argc)
+		return 1;
+	struct kcreds c;
+	struct err e = {""};
+	if (kcreds_load(&c, NULL, "/nonexistent", &e) < 0) {
+		printf("{\"error\": \"%s\"}\n", "no credentials");
+		fprintf(stderr, "%s\n", e.msg);
+		return 1;
+	}
+	struct kexec x;
+	kexec_init(&x);
+	if (max)
+		x.max_msg = max;
+	char *path = kexec_exec_path(argv[0], argv[1], NULL, (const char *const *)argv + i + 1, (size_t)(argc - i - 1),
+				     in != NULL || close_in);
+	if (attach && path)
+		snprintf(strstr(path, "/exec?"), 64, "/attach?stdin=true&stdout=true&stderr=true");
+	json_t *o = json_object(), *out = json_string(""), *err = json_string(""), *msgs = json_array();
+	int rc = kexec_open(&x, &c, path, 10000, &e);
+	if (rc == 0 && in)
+		rc = kexec_send(&x, KEXEC_STDIN, in, strlen(in), &e);
+	if (rc == 0 && close_in)
+		rc = kexec_close_stdin(&x, &e) < 0 ? -1 : 0;
+	while (rc == 0) {
+		unsigned ch;
+		const unsigned char *p;
+		size_t n;
+		int r = kexec_recv(&x, 20000, &ch, &p, &n, &e);
+		if (r <= 0) {
+			rc = r == 0 ? 0 : -1;
+			if (r == KEXEC_TIMEOUT)
+				err_set(&e, "timed out");
+			break;
+		}
+		json_array_append_new(msgs, json_integer(ch));
+		if (ch == KEXEC_STDOUT)
+			out = grow(out, p, n);
+		else if (ch == KEXEC_STDERR)
+			err = grow(err, p, n);
+		else if (ch == KEXEC_STATUS) {
+			char why[256] = "";
+			int code = kexec_exit_code(p, n, why, sizeof why);
+			json_object_set_new(o, "exit", json_integer(code));
+			if (code < 0)
+				json_object_set_new(o, "why", json_string(why));
+		}
+	}
+	json_object_set_new(o, "protocol", json_string(x.proto));
+	json_object_set_new(o, "http_status", json_integer(x.http_status));
+	json_object_set_new(o, "stdout", out);
+	json_object_set_new(o, "stderr", err);
+	json_object_set_new(o, "messages", msgs);
+	json_object_set_new(o, "close_code", json_integer(x.close_code));
+	if (rc < 0 || e.msg[0])
+		json_object_set_new(o, "error", json_string(e.msg));
+	kexec_close(&x);
+	kcreds_free(&c);
+	free(path);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	printf("%s\n", s);
+	free(s);
+	json_decref(o);
+	return 0;
+}
+
+static bool always_gone(json_t *labels, void *arg)
+{
+	(void)labels;
+	(void)arg;
+	return true;
+}
+
+static int cmd_kube_pod(int argc, char **argv)
+{
+	if (argc < 3)
+		return 1;
+	const char *ns = argv[0], *name = argv[1], *op = argv[2];
+	const char *cmd[] = {"sleep", "infinity", NULL};
+	struct kpod_spec sp = {.name = name, .image = argc > 3 && strcmp(op, "put") ? argv[3] : "python:3.12-slim",
+			       .uid = 1000, .cpus = 1.5, .memory = 512u << 20, .ephemeral = 1u << 30, .workspace = 64u << 20,
+			       .tmp = 16u << 20, .agent_dir = 32u << 20, .deadline_s = 600, .command = cmd, .pid = "123",
+			       .start = "456", .host = "test host!", .sandbox = "k8s-0011aabb"};
+	json_t *spec = kpod_spec(&sp);
+	if (!strcmp(op, "spec")) {
+		char *s = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+		printf("%s\n", s);
+		free(s);
+		json_decref(spec);
+		return 0;
+	}
+	struct kcreds c;
+	struct kapi a;
+	struct err e = {""};
+	int rc = kcreds_load(&c, NULL, "/nonexistent", &e);
+	if (rc == 0)
+		rc = kapi_open(&a, &c, &e);
+	if (rc == 0 && !strcmp(op, "create")) {
+		rc = kpod_create(&a, ns, spec, &e);
+		if (rc == 0)
+			rc = kpod_wait_running(&a, ns, name, 20000, &e);
+	} else if (rc == 0 && !strcmp(op, "put") && argc == 4) {
+		size_t n;
+		char *data = slurp(stdin, &n);
+		rc = data ? kpod_put(&a, ns, name, argv[3], data, n, 20000, &e) : -1;
+		free(data);
+	} else if (rc == 0 && !strcmp(op, "delete")) {
+		rc = kpod_delete(&a, ns, name, 10000, &e);
+	} else if (rc == 0 && !strcmp(op, "reap")) {
+		rc = kpod_reap(&a, ns, always_gone, NULL, &e);
+		if (rc >= 0)
+			printf("reaped %d\n", rc);
+	} else if (rc == 0) {
+		rc = err_set(&e, "no such action");
+	}
+	if (rc < 0)
+		printf("failed: %s\n", e.msg);
+	else if (strcmp(op, "reap"))
+		printf("ok\n");
+	kapi_close(&a);
+	json_decref(spec);
 	return 0;
 }
 
@@ -684,6 +917,11 @@ static const struct {
 	{"utf8", cmd_utf8},
 	{"cursor", cmd_cursor},
 	{"b64-decode", cmd_b64_decode},
+	{"kyaml", cmd_kyaml},
+	{"kube-creds", cmd_kube_creds},
+	{"kube-exec", cmd_kube_exec},
+	{"kube-pod", cmd_kube_pod},
+	{"ws-accept", cmd_ws_accept},
 	{"loadb", cmd_loadb},
 	{"jsonw", cmd_jsonw},
 	{"log", cmd_log},
@@ -698,6 +936,9 @@ static const struct {
 
 int main(int argc, char **argv)
 {
+	/* The HTTP client starts this program as its helper (helper.h). */
+	if (argc == 2 && !strcmp(argv[1], HTTP_HELPER_ARG))
+		return http_helper_main();
 	for (size_t i = 0; argc > 1 && i < sizeof cmds / sizeof cmds[0]; i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].run(argc - 2, argv + 2);

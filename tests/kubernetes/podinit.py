@@ -1,8 +1,9 @@
 """The pid 1 of one pod of the Kubernetes test server (server.py), started by it under
 `unshare --pid --mount --uts --net --fork` as root: it makes the pod's root file system,
-pivots into it (pivot_root, as runc does: a chroot could be climbed out of) and runs the
-container's command, as a container runtime would, then reaps orphans. The network namespace
-has its loopback only.
+pivots into it (pivot_root, as runc does: a chroot could be climbed out of) and becomes the
+container's command (execve), which is then PID 1 of the pod's PID namespace, as under a
+container runtime (runc execs the command as the container's init). The network namespace has
+its loopback only.
 
 The root is a tmpfs of its own with the host's /usr bound read-only and nosuid (a stock image,
 simulated), bin/sbin/lib/lib64 links into it, a /dev of a few bound device nodes, a /proc of
@@ -13,11 +14,12 @@ read-only after that; volumes stay writable unless their volumeMount says readOn
 The command runs through the root's /usr/bin/setpriv (the host's, read-only) with its user,
 group, no_new_privs and capabilities (see server.py's Pod.setpriv), as exec does.
 
-Argument: one JSON object (see server.py's Pod.sandbox_config). Writes "ready\n" on stdout once
-the command runs, then "exit N\n" when it ends (N as a shell reports it: 128+signal), and
-"error: TEXT\n" (exit 1) when the root cannot be made.
+Argument: one JSON object (see server.py's Pod.sandbox_config). Writes "ready\n" on stdout just
+before it becomes the command, whose stdin and stdout are /dev/null (nothing it writes reaches
+the server's pipe), or with "stdio": [R, W], the server's pipes of pods/attach, and "error: TEXT\n" (exit 1) when the root cannot be made. The command's
+exit status is unshare's (128+signal when a signal ended it).
 """
-import ctypes, json, os, signal, sys
+import ctypes, json, os, sys
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -96,17 +98,20 @@ def make_root(cfg):
     os.chdir(cfg['workdir'])
 
 
-def run_command(cfg):
-    pid = os.fork()
-    if pid == 0:
-        try:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            argv = cfg['setpriv'] + cfg['argv']
-            os.execve(argv[0], argv, cfg['env'])
-        except OSError as x:
-            os.write(2, ('%s: %s\n' % (cfg['argv'][0], x.strerror)).encode())
-        os._exit(127)
-    return pid
+def become_command(cfg):
+    print('ready', flush=True)
+    try:
+        null = os.open('/dev/null', os.O_RDWR)
+        stdio = cfg.get('stdio') or [null, null]  # stdin: true: the server's pipes (pods/attach)
+        os.dup2(stdio[0], 0)
+        os.dup2(stdio[1], 1)
+        for fd in set(stdio + [null]):
+            os.close(fd)
+        argv = cfg['setpriv'] + cfg['argv']
+        os.execve(argv[0], argv, cfg['env'])
+    except OSError as x:
+        os.write(2, ('%s: %s\n' % (cfg['argv'][0], x.strerror)).encode())
+    os._exit(127)
 
 
 def main():
@@ -116,21 +121,7 @@ def main():
     except OSError as x:
         print('error: %s' % x, flush=True)
         sys.exit(1)
-    main_pid = run_command(cfg)
-    # The runtime's stop signal goes to the container's command.
-    signal.signal(signal.SIGTERM, lambda *_: os.kill(main_pid, signal.SIGTERM))
-    print('ready', flush=True)
-    while True:
-        try:
-            pid, st = os.wait()
-        except ChildProcessError:
-            break
-        except InterruptedError:
-            continue
-        if pid == main_pid:
-            code = os.waitstatus_to_exitcode(st)
-            print('exit %d' % (code if code >= 0 else 128 - code), flush=True)
-            break
+    become_command(cfg)
 
 
 if __name__ == '__main__':

@@ -39,6 +39,10 @@ What it follows:
     ping/pong, close; messages over 16 MiB are refused (1009). tty=true is not supported
     (400). A stream stays open for as long as the command runs and the client keeps it; a
     command whose connection goes keeps running, its stdin at end-of-file, as under a kubelet.
+    pods/attach speaks the same, to the container's command itself when its spec says stdin:
+    true: its stdin, and its stdout from the moment of attaching (what it wrote before went to
+    its log), the status when it ends; with stdinOnce, its stdin ends when the first attach
+    closes it or goes (as the kubelet does).
   - networking.k8s.io/v1 NetworkPolicy: stored (create, get, list, watch, delete), not
     enforced. authorization.k8s.io/v1 SelfSubjectAccessReview: answered from a configurable
     set (see "access"), which also governs the requests themselves (403 Forbidden).
@@ -55,7 +59,7 @@ What it follows:
     with both users is written with --kubeconfig-out.
 
 Pods run here: each pod is a PID, mount, UTS and network namespace (unshare, as root) whose
-pid 1 (podinit.py) makes its root, a tmpfs with the host's /usr read-only, one tmpfs per
+pid 1 (podinit.py, which then becomes the container's command) makes its root, a tmpfs with the host's /usr read-only, one tmpfs per
 emptyDir volume (of its sizeLimit, at most 1 GiB: it is this host's memory), pivots into it,
 and runs the container's command and args as its securityContext's runAsUser/runAsGroup, with
 a container runtime's default capabilities less capabilities.drop plus capabilities.add (all
@@ -79,6 +83,15 @@ then applies what it names. GET /_control: the state, the request log and the po
                         their first output (no status, no close frame), as when a node or
                         proxy goes away
   "watch_end_ms": MS    watches that start from now on end (a clean end of the stream) MS ms in
+  "attach_flood": TEXT  attach streams that start from now on, once the client's stdin holds
+                        TEXT, read nothing more and send it pings without end (a stalled server)
+  "attach_cut": TEXT    attach streams that start from now on, once the client's stdin holds
+                        TEXT, lose their connection (no close frame), as when a node goes away
+  "attach_raw": {"on": TEXT, "hex": HEX}
+                        attach streams that start from now on, once the client's stdin holds
+                        TEXT, get those bytes as they are (a frame too large, masked, ...)
+  "exec_flood": true    exec streams that start from now on read nothing and send pings without
+                        end, until the client goes (then the command's stdin ends)
   "busy_delete": true   a DELETE of a pod still Pending answers 409 Conflict
   "start_ms": MS        how long a pod stays Pending (default 200)
   "access": {"VERB RESOURCE[/SUB][.GROUP]": bool}, "access_default": bool (default true)
@@ -100,7 +113,9 @@ ROOT = tempfile.mkdtemp(prefix='k8s-test-')
 LOCK = threading.RLock()
 COND = threading.Condition(LOCK)
 TOKEN = os.environ.get('K8S_TEST_TOKEN', 'test-token')
-DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0, 'busy_delete': False,
+DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0, 'attach_flood': '', 'attach_cut': '', 'attach_raw': None,
+            'exec_flood': False,
+            'busy_delete': False,
             'start_ms': 200, 'access': {}, 'access_default': True, 'runtime_classes': ['gvisor', 'kata'],
             'agent_sandbox': True}
 CONTROL = copy.deepcopy(DEFAULTS)
@@ -458,8 +473,16 @@ class Pod:
         self.execs = []  # exec'd processes: killed with the pod (with namespaces, its PID namespace's end does it)
         self.ended = False
         self.gone = threading.Event()
+        self.done = threading.Event()  # its command ended (exit_code), or it was deleted
+        self.exit_code = None
         c = obj['spec']['containers'][0]
         self.container = c
+        # stdin: true: the command's stdin and stdout are pipes of this server's, which attach
+        # streams (pods/attach); what it writes while none is attached is dropped (a kubelet
+        # writes it to the container's log).
+        self.stdin_w = self.stdout_r = None
+        self.attached = None
+        self.attach_lock = threading.Lock()
         st = obj['status'] = {'phase': 'Pending', 'qosClass': self.qos(), 'conditions': [
             {'type': 'PodScheduled', 'status': 'True', 'lastProbeTime': None, 'lastTransitionTime': now_iso()}]}
         st['containerStatuses'] = [{'name': x['name'], 'image': x['image'], 'imageID': '', 'ready': False,
@@ -510,17 +533,44 @@ class Pod:
                 'gid': gid, 'read_only_root': ro, 'volumes': mounts, 'hostname': self.name[:63], 'pod_ip': self.ip,
                 'workdir': self.container.get('workingDir') or '/', 'argv': self.argv(), 'env': self.env()}
 
+    def drain(self):
+        """The command's stdout, to the attached stream if there is one."""
+        while True:
+            try:
+                data = os.read(self.stdout_r, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            with self.attach_lock:
+                ws = self.attached
+            if ws is not None:
+                try:
+                    ws.send(b'\x01' + data)
+                except OSError:
+                    pass
+        os.close(self.stdout_r)
+
     def start(self):
         """Runs the pod (a thread of its own): Pending for start_ms, then Running."""
         time.sleep(CONTROL['start_ms'] / 1000.0)
         with LOCK:
             if self.ended or self.obj['metadata'].get('deletionTimestamp'):
                 return
+        stdio = []
+        if self.container.get('stdin') is True:
+            in_r, self.stdin_w = os.pipe()
+            self.stdout_r, out_w = os.pipe()
+            stdio = [in_r, out_w]
+            threading.Thread(target=self.drain, daemon=True).start()
         if SANDBOXED:
             pre = ['unshare', '--pid', '--mount', '--uts', '--net', '--fork', '--kill-child']
-            self.init = subprocess.Popen(pre + [sys.executable, '-S', HERE + '/podinit.py', json.dumps(self.sandbox_config())],
+            cfg = dict(self.sandbox_config(), stdio=stdio)
+            self.init = subprocess.Popen(pre + [sys.executable, '-S', HERE + '/podinit.py', json.dumps(cfg)],
                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=None,
-                                         start_new_session=True)
+                                         start_new_session=True, pass_fds=stdio)
+            for fd in stdio:
+                os.close(fd)
             line = self.init.stdout.readline().decode().strip()
             if line != 'ready':
                 return self.finish(1, 'StartError', line or 'the sandbox did not start')
@@ -529,9 +579,12 @@ class Pod:
             os.makedirs(self.dir + '/root/tmp', exist_ok=True)
             env = dict(self.env(), HOME=self.dir + '/root')
             try:
-                self.init = subprocess.Popen(self.argv(), cwd=self.dir + '/root', env=env, stdin=subprocess.DEVNULL,
-                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                self.init = subprocess.Popen(self.argv(), cwd=self.dir + '/root', env=env,
+                                             stdin=stdio[0] if stdio else subprocess.DEVNULL,
+                                             stdout=stdio[1] if stdio else subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                              start_new_session=True)
+                for fd in stdio:
+                    os.close(fd)
             except OSError as x:
                 return self.finish(128, 'StartError', str(x))
         t = now_iso()
@@ -554,12 +607,9 @@ class Pod:
         if ads:
             threading.Thread(target=self.deadline, args=(ads,), daemon=True).start()
         if SANDBOXED:
-            for raw in self.init.stdout:
-                m = re.match(r'exit (\d+)', raw.decode())
-                if m:
-                    return self.finish(int(m.group(1)))
-            self.init.wait()
-            return self.finish(137)
+            self.init.stdout.read()  # its end: podinit became the command
+            rc = self.init.wait()    # unshare's status is the command's
+            return self.finish(rc if rc >= 0 else 128 - rc)
         rc = self.init.wait()
         self.finish(rc if rc >= 0 else 128 - rc)
 
@@ -598,6 +648,8 @@ class Pod:
                 return
             self.ended = True
         self.kill()
+        self.exit_code = code
+        self.done.set()
         t = now_iso()
         with LOCK:
             if (self.ns, self.name) not in PODS:
@@ -662,6 +714,7 @@ class Pod:
         with LOCK:
             self.ended = True
         self.kill()
+        self.done.set()
         self.gone.set()
         with LOCK:
             if PODS.get((self.ns, self.name)) is self:
@@ -1185,12 +1238,12 @@ class Handler(BaseHTTPRequestHandler):
         if not rest or rest[0] not in RESOURCES or RESOURCES[rest[0]][0] != group:
             raise ApiError(404, 'the server could not find the requested resource')
         key, name, sub = rest[0], rest[1] if len(rest) > 1 else None, rest[2] if len(rest) > 2 else ''
-        if len(rest) > 3 or sub and (key, sub) != ('pods', 'exec'):
+        if len(rest) > 3 or sub and (key, sub) not in (('pods', 'exec'), ('pods', 'attach')):
             raise ApiError(404, 'the server could not find the requested resource')
         watch = self.query.get('watch') in ('1', 'true')
         verb = {'GET': 'watch' if watch else ('get' if name else 'list'), 'POST': 'create',
                 'DELETE': 'delete', 'PUT': 'update', 'PATCH': 'patch'}[method]
-        if sub == 'exec':
+        if sub in ('exec', 'attach'):
             verb = 'create' if method == 'POST' else 'get'
         if not self.allowed(verb, key, group, sub):
             self.body()
@@ -1200,6 +1253,8 @@ class Handler(BaseHTTPRequestHandler):
                                                ns or ''), 'Forbidden', {'name': name or '', 'kind': key})
         if sub == 'exec':
             return self.exec(ns, name)
+        if sub == 'attach':
+            return self.attach(ns, name)
         if ns is None and (name or method != 'GET'):
             raise ApiError(404, 'the server could not find the requested resource')
         if method == 'GET' and name is None:
@@ -1256,6 +1311,8 @@ class Handler(BaseHTTPRequestHandler):
                 if key == 'pods':
                     res.append({'name': 'pods/exec', 'singularName': '', 'namespaced': True, 'kind': 'PodExecOptions',
                                 'verbs': ['create', 'get']})
+                    res.append({'name': 'pods/attach', 'singularName': '', 'namespaced': True,
+                                'kind': 'PodAttachOptions', 'verbs': ['create', 'get']})
         if group == 'authorization.k8s.io':
             res.append({'name': 'selfsubjectaccessreviews', 'singularName': 'selfsubjectaccessreview',
                         'namespaced': False, 'kind': 'SelfSubjectAccessReview', 'verbs': ['create']})
@@ -1433,6 +1490,21 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(400, 'pod %s does not have a host assigned' % name)
         if phase != 'Running' or pod.ended:
             raise ApiError(400, 'cannot exec into a container in a completed pod; current phase is %s' % phase)
+        proto, key = self.ws_offer()
+        try:
+            proc = subprocess.Popen(pod.exec_argv(command), env=pod.env(),
+                                    cwd=None if SANDBOXED else pod.dir + '/root',
+                                    stdin=subprocess.PIPE if flag('stdin') else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as x:
+            raise ApiError(500, 'exec failed: %s' % x)
+        with LOCK:
+            pod.execs = [p for p in pod.execs if p.poll() is None] + [proc]
+        ws = self.ws_upgrade(proto, key)
+        self.exec_stream(ws, proto, proc, flag)
+
+    def ws_offer(self):
+        """The WebSocket handshake's checks: (the subprotocol chosen, the key), or ApiError 400."""
         if self.headers.get('Upgrade', '').lower() != 'websocket' or \
                 'upgrade' not in self.headers.get('Connection', '').lower():
             raise ApiError(400, 'Upgrade request required')
@@ -1448,15 +1520,10 @@ class Handler(BaseHTTPRequestHandler):
         if proto is None:
             raise ApiError(400, 'none of the offered subprotocols %s is supported (v5.channel.k8s.io, '
                            'v4.channel.k8s.io)' % offered)
-        try:
-            proc = subprocess.Popen(pod.exec_argv(command), env=pod.env(),
-                                    cwd=None if SANDBOXED else pod.dir + '/root',
-                                    stdin=subprocess.PIPE if flag('stdin') else subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        except OSError as x:
-            raise ApiError(500, 'exec failed: %s' % x)
-        with LOCK:
-            pod.execs = [p for p in pod.execs if p.poll() is None] + [proc]
+        return proto, key
+
+    def ws_upgrade(self, proto, key):
+        """Answers 101 and returns the connection's WebSocket."""
         accept = base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
         self.set_status(101)
         self.send_response(101)
@@ -1467,7 +1534,9 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         self.close_connection = True
-        ws = WebSocket(self.connection, self.rfile)
+        return WebSocket(self.connection, self.rfile)
+
+    def exec_stream(self, ws, proto, proc, flag):
         drop = CONTROL['exec_drop_ms']
         first = threading.Event()
 
@@ -1502,6 +1571,20 @@ class Handler(BaseHTTPRequestHandler):
         for t in pumps:
             t.start()
 
+        def flood():  # the fault: nothing is read, pings come until the client goes
+            try:
+                while True:
+                    ws.send_frame(9, b'p' * 125)
+            except OSError:
+                pass
+            with ws.wlock:
+                ws.closed = True
+            if proc.stdin and not proc.stdin.closed:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
+
         def reader():
             try:
                 while True:
@@ -1530,7 +1613,7 @@ class Handler(BaseHTTPRequestHandler):
                     proc.stdin.close()
                 except OSError:
                     pass
-        threading.Thread(target=reader, daemon=True).start()
+        threading.Thread(target=flood if CONTROL['exec_flood'] else reader, daemon=True).start()
         code = proc.wait()
         for t in pumps:
             t.join()
@@ -1545,6 +1628,110 @@ class Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_WR) if not isinstance(self.connection, ssl.SSLSocket) else None
         except OSError:
             pass
+
+
+    # ------------------------------------------------------------ attach
+    def attach(self, ns, name):
+        """pods/attach: the container's stdin and stdout (stdin: true in its spec) on a WebSocket,
+        as exec's, until the command ends (then its status) or the client goes (then, with
+        stdinOnce, the command's stdin ends)."""
+        q = self.query_all
+        flag = lambda k: (q.get(k) or ['false'])[-1] in ('1', 'true', 'True')
+        with LOCK:
+            pod = PODS.get((ns, name))
+            if pod is None:
+                raise ApiError(404, 'pods "%s" not found' % name, 'NotFound', {'name': name, 'kind': 'pods'})
+            phase = pod.obj['status']['phase']
+        cname = self.query.get('container') or pod.container['name']
+        if cname != pod.container['name']:
+            raise ApiError(400, 'container %s is not valid for pod %s (this server attaches to the first '
+                           'container only)' % (cname, name))
+        if not (flag('stdin') or flag('stdout') or flag('stderr')):
+            raise ApiError(400, 'you must specify at least one of stdin, stdout, stderr')
+        if flag('tty'):
+            raise ApiError(400, 'tty is not supported by this test server')
+        if flag('stdin') and pod.stdin_w is None and phase == 'Running':
+            raise ApiError(400, 'container %s in pod %s does not have stdin enabled' % (cname, name))
+        if phase == 'Pending':
+            raise ApiError(400, 'pod %s does not have a host assigned' % name)
+        if phase != 'Running' or pod.ended:
+            raise ApiError(400, 'cannot attach to a container in a completed pod; current phase is %s' % phase)
+        proto, key = self.ws_offer()
+        ws = self.ws_upgrade(proto, key)
+        with pod.attach_lock:
+            pod.attached = ws if flag('stdout') else None
+        once = pod.container.get('stdinOnce') is True
+        flood, cut, raw = CONTROL['attach_flood'], CONTROL['attach_cut'], CONTROL['attach_raw']
+
+        def stall():  # the fault: nothing more is read, and pings come until the client goes
+            try:
+                while True:
+                    ws.send_frame(9, b'p' * 125)
+            except OSError:
+                pass
+
+        def close_stdin():
+            with pod.attach_lock:
+                fd, pod.stdin_w = pod.stdin_w, None
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+        def reader():
+            try:
+                while True:
+                    msg = ws.recv()
+                    if msg is None:
+                        break
+                    if not msg:
+                        continue
+                    ch, data = msg[0], msg[1:]
+                    if ch == 0 and flag('stdin') and pod.stdin_w is not None:
+                        try:
+                            os.write(pod.stdin_w, data)
+                        except OSError:
+                            pass
+                    elif ch == 255 and proto == 'v5.channel.k8s.io' and data[:1] == b'\0' and once:
+                        close_stdin()
+                    if flood and ch == 0 and flood.encode() in data:
+                        stall()
+                        break
+                    if raw and ch == 0 and raw['on'].encode() in data:
+                        with ws.wlock:
+                            self.connection.sendall(bytes.fromhex(raw['hex']))
+                    if cut and ch == 0 and cut.encode() in data:
+                        with ws.wlock:
+                            ws.closed = True
+                            try:
+                                self.connection.shutdown(socket.SHUT_RDWR)
+                            except OSError:
+                                pass
+                        break
+            except (EOFError, OSError, ValueError):
+                pass
+            with ws.wlock:
+                ws.closed = True
+            with pod.attach_lock:
+                if pod.attached is ws:
+                    pod.attached = None
+            if once and flag('stdin'):
+                close_stdin()
+        t = threading.Thread(target=reader, daemon=True)
+        t.start()
+        while not pod.done.wait(0.2):
+            if ws.closed:
+                return
+        with pod.attach_lock:
+            if pod.attached is ws:
+                pod.attached = None
+        try:
+            code = pod.exit_code if pod.exit_code is not None else 137
+            ws.send(bytes([3]) + json.dumps(exec_status(code)).encode())
+        except OSError:
+            pass
+        ws.close(1000)
 
 
 class Server(ThreadingHTTPServer):

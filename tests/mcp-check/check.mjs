@@ -65,7 +65,7 @@ check('bash_streams', async () => {
   assert.equal(sc(r).stderr, 'err\n');
   assert.equal(sc(r).exit_code, 3);
   assert.equal(r.isError, true);
-  assert.ok(['daytona', 'docker', 'local'].includes(sc(r).backend), `backend ${sc(r).backend}`);
+  assert.ok(['daytona', 'docker', 'kubernetes', 'local'].includes(sc(r).backend), `backend ${sc(r).backend}`);
   assert.equal(r.content?.[0]?.type, 'text');
 });
 

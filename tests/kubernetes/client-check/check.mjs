@@ -1,6 +1,6 @@
 // Drives the loopback Kubernetes test server (../server.py) with the official JavaScript
 // client, @kubernetes/client-node, so that the server speaks the API as a cluster does:
-// KubeConfig.loadFromFile (token and client-certificate users), CoreV1Api pods, Watch, Exec
+// KubeConfig.loadFromFile (token and client-certificate users), CoreV1Api pods, Watch, Exec, Attach
 // over WebSocket (v5.channel.k8s.io), NetworkingV1Api, AuthorizationV1Api and
 // CustomObjectsApi (an agent-sandbox SandboxClaim bound from a warm pool).
 // Usage: node check.mjs KUBECONFIG. Prints one line per check and "N passed, N failed";
@@ -154,6 +154,21 @@ await check('sandbox claim from a warm pool (CustomObjectsApi)', async () => {
   await co.deleteNamespacedCustomObject({ ...ext, plural: 'sandboxtemplates', name: `${name}-tpl` });
   await until(async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: `check=${name}-sb` }))
     .items.length === 0, 'the sandboxes\' pods gone');
+});
+await check('attach (WebSocket v5) to a stdin pod: its stdin, then its stdout, its status at the end', async () => {
+  const att = `${name}-att`;
+  const body = podBody(att, { check: `${name}-att` });
+  Object.assign(body.spec.containers[0], { stdin: true, stdinOnce: true,
+    command: ['sh', '-c', 'read x; echo "got $x"; cat; echo end'] });
+  await core.createNamespacedPod({ namespace: ns, body });
+  await until(async () => (await core.readNamespacedPod({ name: att, namespace: ns })).status.phase === 'Running', 'Running');
+  const out = collect(), err = collect();
+  const ws = await new k8s.Attach(kc).attach(ns, att, 'main', out, err,
+    Readable.from([Buffer.from('hello\n'), Buffer.from('more\n')]), false);
+  await new Promise((res) => { if (ws.readyState === ws.CLOSED) res(); else ws.on('close', res); });
+  assert.equal(ws.protocol, 'v5.channel.k8s.io');
+  assert.equal(out.text, 'got hello\nmore\nend\n');
+  await core.deleteNamespacedPod({ name: att, namespace: ns, gracePeriodSeconds: 0 });
 });
 await check('client certificate user', async () => {
   const kc2 = new k8s.KubeConfig();

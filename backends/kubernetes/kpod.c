@@ -1,0 +1,389 @@
+#include "kpod.h"
+
+#include <ctype.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/base/clock.h"
+#include "kexec.h"
+
+void kpod_label_value(const char *s, char *out, size_t n)
+{
+	size_t j = 0;
+	for (size_t i = 0; s[i] && j + 1 < n && j < 63; i++) {
+		char c = s[i];
+		out[j++] = isalnum((unsigned char)c) || c == '.' || c == '_' || c == '-' ? c : '_';
+	}
+	while (j && !isalnum((unsigned char)out[j - 1]))
+		j--;
+	size_t lead = 0;
+	while (lead < j && !isalnum((unsigned char)out[lead]))
+		lead++;
+	memmove(out, out + lead, j - lead);
+	out[j - lead] = '\0';
+}
+
+/* A quantity in bytes, as the API writes it ("1073741824"). */
+static json_t *bytes(uint64_t n)
+{
+	char b[32];
+	snprintf(b, sizeof b, "%llu", (unsigned long long)n);
+	return json_string(b);
+}
+
+static json_t *empty_dir(const char *name, uint64_t size, bool memory)
+{
+	json_t *ed = json_object();
+	if (memory)
+		json_object_set_new(ed, "medium", json_string("Memory"));
+	if (size)
+		json_object_set_new(ed, "sizeLimit", bytes(size));
+	return json_pack("{s:s, s:o}", "name", name, "emptyDir", ed);
+}
+
+json_t *kpod_spec(const struct kpod_spec *s)
+{
+	json_t *cmd = json_array(), *limits = json_object();
+	for (size_t i = 0; s->command && s->command[i]; i++)
+		json_array_append_new(cmd, json_string(s->command[i]));
+	if (s->cpus > 0) {
+		char c[32];
+		snprintf(c, sizeof c, "%lldm", (long long)(s->cpus * 1000 + 0.5));
+		json_object_set_new(limits, "cpu", json_string(c));
+	}
+	if (s->memory)
+		json_object_set_new(limits, "memory", bytes(s->memory));
+	if (s->ephemeral)
+		json_object_set_new(limits, "ephemeral-storage", bytes(s->ephemeral));
+	json_t *sc = json_pack("{s:b, s:I, s:I, s:b, s:b, s:b, s:{s:[s]}, s:{s:s}}", "runAsNonRoot", 1, "runAsUser",
+			       (json_int_t)s->uid, "runAsGroup", (json_int_t)s->uid, "allowPrivilegeEscalation", 0,
+			       "privileged", 0, "readOnlyRootFilesystem", 1, "capabilities", "drop", "ALL", "seccompProfile",
+			       "type", "RuntimeDefault");
+	json_t *mounts = json_pack("[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}]", "name", "workspace", "mountPath", KPOD_WORKSPACE,
+				   "name", "tmp", "mountPath", "/tmp", "name", "agent", "mountPath", KPOD_AGENT_DIR);
+	json_t *vols = json_pack("[o, o, o]", empty_dir("workspace", s->workspace, true), empty_dir("tmp", s->tmp, true),
+				 empty_dir("agent", s->agent_dir, false));
+	char pid[64], start[64], host[64], sb[64];
+	kpod_label_value(s->pid, pid, sizeof pid);
+	kpod_label_value(s->start, start, sizeof start);
+	kpod_label_value(s->host, host, sizeof host);
+	kpod_label_value(s->sandbox, sb, sizeof sb);
+	json_t *container = json_pack("{s:s, s:s, s:o, s:s, s:o, s:{s:O, s:O}, s:o}", "name", "sandbox", "image", s->image,
+				      "command", cmd, "workingDir", KPOD_WORKSPACE, "securityContext", sc, "resources",
+				      "limits", limits, "requests", limits, "volumeMounts", mounts);
+	json_decref(limits);
+	if (!container)
+		return NULL;
+	json_t *pod = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}, s:{s:s, s:b, s:b, s:I, s:{s:b, s:I, "
+				"s:I, s:I, s:{s:s}}, s:[o], s:o}}",
+				"apiVersion", "v1", "kind", "Pod", "metadata", "name", s->name, "labels", KPOD_LABEL, "1",
+				KPOD_LABEL_PID, pid, KPOD_LABEL_START, start, KPOD_LABEL_HOST, host, KPOD_LABEL_SANDBOX, sb,
+				"spec", "restartPolicy", "Never", "automountServiceAccountToken", 0, "enableServiceLinks", 0,
+				"activeDeadlineSeconds", (json_int_t)s->deadline_s, "securityContext", "runAsNonRoot", 1,
+				"runAsUser", (json_int_t)s->uid, "runAsGroup", (json_int_t)s->uid, "fsGroup",
+				(json_int_t)s->uid, "seccompProfile", "type", "RuntimeDefault", "containers", container,
+				"volumes", vols);
+	if (pod && s->stdin) {
+		json_object_set_new(container, "stdin", json_true());
+		json_object_set_new(container, "stdinOnce", json_true());
+	}
+	if (pod && s->runtime_class && *s->runtime_class)
+		json_object_set_new(json_object_get(pod, "spec"), "runtimeClassName", json_string(s->runtime_class));
+	return pod;
+}
+
+#define PODS "/api/v1", "pods"
+#define NETPOLS "/apis/networking.k8s.io/v1", "networkpolicies"
+
+static char *obj_path(const char *api, const char *kind, const char *ns, const char *name, const char *rest)
+{
+	char *ens = http_escape(ns), *en = name ? http_escape(name) : NULL;
+	size_t n = 96 + (ens ? strlen(ens) : 0) + (en ? strlen(en) : 0) + strlen(rest);
+	char *p = ens && (!name || en) ? malloc(n) : NULL;
+	if (p)
+		snprintf(p, n, "%s/namespaces/%s/%s%s%s%s", api, ens, kind, en ? "/" : "", en ? en : "", rest);
+	free(ens);
+	free(en);
+	return p;
+}
+
+static char *pods_path(const char *ns, const char *name, const char *rest)
+{
+	return obj_path(PODS, ns, name, rest);
+}
+
+json_t *kpod_netpol(const struct kpod_spec *s)
+{
+	char pid[64], start[64], host[64], sb[64];
+	kpod_label_value(s->pid, pid, sizeof pid);
+	kpod_label_value(s->start, start, sizeof start);
+	kpod_label_value(s->host, host, sizeof host);
+	kpod_label_value(s->sandbox, sb, sizeof sb);
+	/* Egress in policyTypes with no egress rule: nothing goes out of the selected pods. */
+	return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}, s:{s:{s:{s:s, s:s}}, s:[s]}}", "apiVersion",
+			 "networking.k8s.io/v1", "kind", "NetworkPolicy", "metadata", "name", s->name, "labels", KPOD_LABEL,
+			 "1", KPOD_LABEL_PID, pid, KPOD_LABEL_START, start, KPOD_LABEL_HOST, host, KPOD_LABEL_SANDBOX, sb,
+			 "spec", "podSelector", "matchLabels", KPOD_LABEL, "1", KPOD_LABEL_SANDBOX, sb, "policyTypes",
+			 "Egress");
+}
+
+int kpod_netpol_create(struct kapi *a, const char *ns, json_t *pol, struct err *e)
+{
+	char *path = obj_path(NETPOLS, ns, NULL, "");
+	struct http_resp rs = {0};
+	int rc = path ? kapi_call(a, "POST", path, pol, 30000, NULL, NULL, &rs, e) : err_set(e, "out of memory");
+	if (rc == 0 && rs.status != 201 && rs.status != 200)
+		rc = kapi_fail(&rs, "creating the pod's NetworkPolicy", e);
+	http_resp_free(&rs);
+	free(path);
+	return rc;
+}
+
+int kpod_create(struct kapi *a, const char *ns, json_t *pod, struct err *e)
+{
+	char *path = pods_path(ns, NULL, "");
+	struct http_resp rs = {0};
+	int rc = path ? kapi_call(a, "POST", path, pod, 30000, NULL, NULL, &rs, e) : err_set(e, "out of memory");
+	if (rc == 0 && rs.status != 201 && rs.status != 200)
+		rc = kapi_fail(&rs, "creating the pod", e);
+	http_resp_free(&rs);
+	free(path);
+	return rc;
+}
+
+/* What a watch on one pod saw: its last phase and why it stopped. */
+struct watch {
+	char line[1 << 16];      /* the event being read (events are single lines) */
+	size_t len;
+	bool overflow;
+	int state;               /* 0 on, 1 running, -1 ended */
+	char phase[32], why[400];
+};
+
+static void watch_event(struct watch *w, const char *p, size_t n)
+{
+	json_t *ev = json_loadb(p, n, 0, NULL), *obj = json_object_get(ev, "object");
+	const char *type = json_string_value(json_object_get(ev, "type"));
+	json_t *st = json_object_get(obj, "status");
+	const char *phase = json_string_value(json_object_get(st, "phase"));
+	if (type && !strcmp(type, "ERROR")) {
+		snprintf(w->why, sizeof w->why, "the watch ended: %.300s",
+			 json_string_value(json_object_get(obj, "message")) ?: "no message");
+		w->state = w->state ? w->state : -2;
+	} else if (type && !strcmp(type, "DELETED")) {
+		snprintf(w->why, sizeof w->why, "the pod was deleted");
+		w->state = -1;
+	} else if (phase) {
+		snprintf(w->phase, sizeof w->phase, "%s", phase);
+		if (!strcmp(phase, "Running"))
+			w->state = 1;
+		else if (!strcmp(phase, "Failed") || !strcmp(phase, "Succeeded")) {
+			const char *r = json_string_value(json_object_get(st, "reason"));
+			const char *m = json_string_value(json_object_get(st, "message"));
+			snprintf(w->why, sizeof w->why, "the pod %s%s%s%s%.300s", phase == NULL ? "" : !strcmp(phase, "Failed") ? "failed" : "ended",
+				 r ? " (" : "", r ? r : "", r ? "): " : "", m ? m : "");
+			w->state = -1;
+		}
+	}
+	json_decref(ev);
+}
+
+static size_t on_watch(const char *p, size_t n, void *ctx)
+{
+	struct watch *w = ctx;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == '\n') {
+			if (!w->overflow && w->len)
+				watch_event(w, w->line, w->len);
+			w->len = 0;
+			w->overflow = false;
+			if (w->state)
+				return 0; /* seen what was waited for: the watch ends here */
+		} else if (w->len < sizeof w->line) {
+			w->line[w->len++] = p[i];
+		} else {
+			w->overflow = true;
+		}
+	}
+	return n;
+}
+
+int kpod_wait_running(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e)
+{
+	int64_t deadline = clock_ms() + timeout_ms;
+	struct watch *w = calloc(1, sizeof *w);
+	if (!w)
+		return err_set(e, "out of memory");
+	int rc = -1;
+	/* A watch that ends early (the server's timeout, a proxy's) is made again, within the time. */
+	for (int tries = 0; tries < 20; tries++) {
+		int64_t left = deadline - clock_ms();
+		if (left <= 0)
+			break;
+		char *ename = http_escape(name), rest[400];
+		snprintf(rest, sizeof rest, "?watch=1&fieldSelector=metadata.name%%3D%s&timeoutSeconds=%lld", ename ? ename : "",
+			 (long long)((left + 999) / 1000));
+		free(ename);
+		char *path = pods_path(ns, NULL, rest);
+		struct http_resp rs = {0};
+		struct err we = {""};
+		w->len = 0;
+		w->overflow = false;
+		int r = path ? kapi_call(a, "GET", path, NULL, (long)left, on_watch, w, &rs, &we) : err_set(&we, "out of memory");
+		free(path);
+		if (w->state == 1) {
+			rc = 0;
+		} else if (w->state == -1) {
+			rc = err_set(e, "%s", w->why);
+		} else if (r == 0 && rs.status != 200) {
+			rc = kapi_fail(&rs, "watching the pod", e);
+		} else if (r < 0 && clock_ms() < deadline && !strstr(we.msg, "cancelled")) {
+			/* The watch broke: once more, a moment later. */
+			poll(NULL, 0, 100);
+			http_resp_free(&rs);
+			continue;
+		}
+		http_resp_free(&rs);
+		if (w->state || rc == 0 || e->msg[0])
+			break;
+		if (r < 0) {
+			rc = err_set(e, "watching the pod: %s", we.msg);
+			break;
+		}
+		w->state = 0;
+	}
+	if (rc < 0 && !e->msg[0])
+		err_set(e, "the pod did not run within %ld s (phase %s)", timeout_ms / 1000, w->phase[0] ? w->phase : "unknown");
+	free(w);
+	return rc;
+}
+
+int kpod_put(struct kapi *a, const char *ns, const char *name, const char *path, const void *data, size_t n,
+	     long timeout_ms, struct err *e)
+{
+	/* head -c, not cat: under v4 nothing closes the command's stdin. The path comes as an
+	 * argument, never in the script's text. */
+	char count[32];
+	snprintf(count, sizeof count, "%zu", n);
+	const char *argv[] = {"sh", "-c",
+			      "umask 077 && head -c \"$1\" > \"$2.part\" && [ \"$(wc -c < \"$2.part\")\" -eq \"$1\" ] && "
+			      "chmod 0755 \"$2.part\" && mv -f \"$2.part\" \"$2\"",
+			      "sh", count, path};
+	char *p = kexec_exec_path(ns, name, NULL, argv, sizeof argv / sizeof argv[0], true);
+	struct kexec x;
+	kexec_init(&x);
+	int rc = p ? kexec_open(&x, &a->creds, p, timeout_ms, e) : err_set(e, "out of memory");
+	free(p);
+	/* Every byte is taken by the deadline, or the put fails: a server that stops reading does
+	 * not hold it longer. */
+	int64_t deadline = clock_ms() + timeout_ms;
+	x.send_deadline = deadline;
+	/* In pieces: each a message of its own, well within any server's bound. */
+	for (size_t off = 0; rc == 0 && off < n; off += 1 << 20)
+		rc = kexec_send(&x, KEXEC_STDIN, (const char *)data + off, n - off < (1u << 20) ? n - off : 1u << 20, e);
+	if (rc == 0)
+		rc = kexec_close_stdin(&x, e) < 0 ? -1 : 0;
+	if (rc < 0 && x.fd >= 0) {
+		char m[sizeof e->msg];
+		snprintf(m, sizeof m, "%s", e->msg);
+		err_clear(e);
+		err_set(e, "writing %s in the pod: %.300s", path, m);
+	}
+	int code = -1;
+	char why[300] = "the stream ended without a status", errs[300] = "";
+	size_t el = 0;
+	while (rc == 0 && code < 0) {
+		unsigned ch;
+		const unsigned char *m;
+		size_t ml;
+		int64_t left = deadline - clock_ms();
+		int r = left > 0 ? kexec_recv(&x, (int)left, &ch, &m, &ml, e) : KEXEC_TIMEOUT;
+		if (r <= 0) {
+			rc = r == KEXEC_TIMEOUT ? err_set(e, "writing %s in the pod took over %ld ms", path, timeout_ms)
+			   : r == 0	     ? err_set(e, "writing %s in the pod: %s", path, why)
+					     : -1;
+			break;
+		}
+		if (ch == KEXEC_STDERR && el + 1 < sizeof errs) {
+			size_t k = ml < sizeof errs - 1 - el ? ml : sizeof errs - 1 - el;
+			memcpy(errs + el, m, k);
+			el += k;
+			errs[el] = '\0';
+		} else if (ch == KEXEC_STATUS) {
+			code = kexec_exit_code(m, ml, why, sizeof why);
+			if (code != 0)
+				rc = err_set(e, "writing %s in the pod failed (%s)%s%.200s", path,
+					     code > 0 ? "exit status" : why, el ? ": " : "", errs);
+		}
+	}
+	kexec_close(&x);
+	return rc;
+}
+
+static int delete_obj(struct kapi *a, char *path, const char *what, long timeout_ms, struct err *e)
+{
+	int64_t deadline = clock_ms() + timeout_ms;
+	if (!path)
+		return err_set(e, "out of memory");
+	int rc;
+	for (;;) {
+		struct http_resp rs = {0};
+		rc = kapi_call(a, "DELETE", path, NULL, 15000, NULL, NULL, &rs, e);
+		if (rc == 0 && rs.status == 409 && clock_ms() + 200 < deadline) {
+			http_resp_free(&rs);
+			poll(NULL, 0, 200);
+			continue;
+		}
+		if (rc == 0 && rs.status != 200 && rs.status != 202 && rs.status != 404)
+			rc = kapi_fail(&rs, what, e);
+		http_resp_free(&rs);
+		break;
+	}
+	free(path);
+	return rc;
+}
+
+int kpod_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e)
+{
+	return delete_obj(a, pods_path(ns, name, "?gracePeriodSeconds=0"), "deleting the pod", timeout_ms, e);
+}
+
+int kpod_netpol_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e)
+{
+	return delete_obj(a, obj_path(NETPOLS, ns, name, ""), "deleting the pod's NetworkPolicy", timeout_ms, e);
+}
+
+/* Deletes the objects of kind labelled KPOD_LABEL=1 whose server is gone. The number, or -1. */
+static int reap(struct kapi *a, const char *api, const char *kind, const char *ns,
+		int (*del)(struct kapi *, const char *, const char *, long, struct err *),
+		bool (*gone)(json_t *labels, void *arg), void *arg, struct err *e)
+{
+	char *path = obj_path(api, kind, ns, NULL, "?labelSelector=" KPOD_LABEL "%3D1");
+	struct http_resp rs = {0};
+	int rc = path ? kapi_call(a, "GET", path, NULL, 15000, NULL, NULL, &rs, e) : err_set(e, "out of memory");
+	free(path);
+	if (rc == 0 && rs.status != 200)
+		rc = kapi_fail(&rs, "listing the objects of ours", e);
+	json_t *items = json_object_get(rs.json, "items"), *it;
+	size_t i;
+	int n = 0;
+	json_array_foreach(rc == 0 ? items : NULL, i, it) {
+		json_t *md = json_object_get(it, "metadata");
+		const char *name = json_string_value(json_object_get(md, "name"));
+		struct err de = {""};
+		if (name && gone(json_object_get(md, "labels"), arg) && del(a, ns, name, 5000, &de) == 0)
+			n++;
+	}
+	http_resp_free(&rs);
+	return rc < 0 ? -1 : n;
+}
+
+int kpod_reap(struct kapi *a, const char *ns, bool (*gone)(json_t *labels, void *arg), void *arg, struct err *e)
+{
+	int n = reap(a, PODS, ns, kpod_delete, gone, arg, e);
+	struct err ne = {""};
+	reap(a, NETPOLS, ns, kpod_netpol_delete, gone, arg, &ne);
+	return n;
+}

@@ -1,0 +1,87 @@
+/*
+ * One sandbox's Pod: its spec, hardened (kpod_spec), and its life on the API server: made,
+ * waited on until it runs (one watch), given a file through exec, deleted; and the pods of
+ * servers that are gone, found by their labels and deleted.
+ *
+ * The spec is the boundary, so everything is said in it: a non-root user (runAsNonRoot, the uid
+ * and gid given), no privilege escalation, not privileged, every capability dropped, the
+ * runtime's default seccomp profile, a read-only root, no service account token, no service
+ * links, CPU, memory and ephemeral-storage limits (requests the same: Guaranteed where the
+ * cluster allows), the workspace and /tmp memory-backed emptyDirs (tmpfs: a write past the
+ * size limit meets ENOSPC, and what they hold counts as the pod's memory) and the agent's
+ * folder an emptyDir, with size limits,
+ * restartPolicy Never, activeDeadlineSeconds (so that the cluster ends a pod whose server
+ * died), and labels naming the server (KPOD_LABEL*).
+ */
+#ifndef SANDBOX_KUBERNETES_KPOD_H
+#define SANDBOX_KUBERNETES_KPOD_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../src/base/err.h"
+#include "kapi.h"
+
+#define KPOD_LABEL "sandbox-mcp"                 /* "1" on every pod of ours */
+#define KPOD_LABEL_PID "sandbox-mcp.pid"         /* the server's pid */
+#define KPOD_LABEL_START "sandbox-mcp.starttime" /* its start time (procstart.h) */
+#define KPOD_LABEL_HOST "sandbox-mcp.host"       /* its host's name, as a label value */
+#define KPOD_LABEL_SANDBOX "sandbox-mcp.sandbox" /* the sandbox's id */
+#define KPOD_WORKSPACE "/workspace"
+#define KPOD_AGENT_DIR "/.sandbox-mcp"           /* an emptyDir for the agent's binary */
+
+struct kpod_spec {
+	const char *name;        /* the pod's name: a DNS label */
+	const char *image;
+	const char *runtime_class; /* NULL or "": the cluster's default */
+	uint32_t uid;            /* the sandbox user (and group) */
+	double cpus;             /* 0: no limit */
+	uint64_t memory, ephemeral, workspace, tmp, agent_dir; /* bytes; 0: no limit */
+	long deadline_s;         /* activeDeadlineSeconds; > 0 */
+	bool stdin;              /* the command reads a stdin that pods/attach streams (stdinOnce:
+	                          * it ends when the first attach does) */
+	const char *const *command; /* NULL-terminated */
+	const char *pid, *start, *host, *sandbox; /* the labels' values */
+};
+
+/* The Pod (caller frees), or NULL when out of memory. */
+json_t *kpod_spec(const struct kpod_spec *s);
+
+/* A label value from s (at most 63 of [A-Za-z0-9._-], starting and ending alphanumeric). */
+void kpod_label_value(const char *s, char *out, size_t n);
+
+/* Creates the pod. 0, or -1 with e saying the API server's reason. */
+int kpod_create(struct kapi *a, const char *ns, json_t *pod, struct err *e);
+
+/* Waits until the pod runs (a watch on it, until timeout_ms). 0; or -1 with e saying why: it
+ * failed or ended (the reason and message of its status), or the time ran out (its phase). */
+int kpod_wait_running(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e);
+
+/* Writes n bytes of data to path (in a folder the pod's user may write) in the pod, mode 0755,
+ * through one exec: written whole to a temporary name, then renamed. 0, or -1 with e set. */
+int kpod_put(struct kapi *a, const char *ns, const char *name, const char *path, const void *data, size_t n,
+	     long timeout_ms, struct err *e);
+
+/* Deletes the pod (gracePeriodSeconds 0); a pod already gone is fine; a 409 (the API server
+ * busy with it) is tried again for up to timeout_ms. 0, or -1 with e set. */
+int kpod_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e);
+
+/* The sandbox's NetworkPolicy (caller frees; NULL when out of memory): named as the pod,
+ * labelled as it, selecting it by its sandbox label, policyTypes [Egress] and no egress rule:
+ * the pod's egress denied, where the cluster's network plugin enforces NetworkPolicies. */
+json_t *kpod_netpol(const struct kpod_spec *s);
+
+/* Creates the NetworkPolicy. 0, or -1 with e saying the API server's reason. */
+int kpod_netpol_create(struct kapi *a, const char *ns, json_t *pol, struct err *e);
+
+/* Deletes the NetworkPolicy named name; one already gone is fine. 0, or -1 with e set. */
+int kpod_netpol_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e);
+
+/* Deletes the pods, then the NetworkPolicies, labelled KPOD_LABEL=1 in ns for which
+ * gone(labels, arg) says their server is gone. The number of pods deleted, or -1 with e set
+ * when they could not be listed. */
+int kpod_reap(struct kapi *a, const char *ns, bool (*gone)(json_t *labels, void *arg), void *arg, struct err *e);
+
+#endif

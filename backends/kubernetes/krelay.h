@@ -1,0 +1,41 @@
+/*
+ * The agent's stream, relayed: a thread of its own carries the bytes of a WebSocket stream
+ * (kexec.h: the container's stdin and stdout, pods/attach) to and from one end of a socket
+ * pair, whose other end the agent link (agentlink.h) uses exactly as a local agent's socket:
+ * what the link writes goes out on channel 0 (stdin), what comes on channel 1 (stdout) is
+ * written to it; channel 2 (the agent's stderr) is logged, bounded; the status (channel 3) or
+ * the stream's end closes the link's end, which the link sees as the agent's end.
+ *
+ * The relay owns the stream from krelay_start to krelay_stop: nothing else touches it.
+ */
+#ifndef SANDBOX_KUBERNETES_KRELAY_H
+#define SANDBOX_KUBERNETES_KRELAY_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "../../src/base/err.h"
+#include "kexec.h"
+
+struct krelay {
+	struct kexec *x;         /* borrowed; the relay's alone while it runs */
+	int fd;                  /* the relay's end of the pair; -1 */
+	pthread_t thread;
+	bool running;
+	char why[256];           /* how the stream ended (the status's words, or the error), once it did */
+	pthread_mutex_t mu;      /* guards why */
+};
+
+/* Starts relaying x; *link_fd: the other end (caller owns; close-on-exec, blocking). 0, or -1
+ * with e set. */
+int krelay_start(struct krelay *r, struct kexec *x, int *link_fd, struct err *e);
+
+/* How the stream ended, into out (n bytes); "" while it runs. */
+void krelay_why(struct krelay *r, char *out, size_t n);
+
+/* Waits for the relay's end; the caller has closed link_fd first (which ends it). The stream is
+ * shut down too (a send blocked on a server that stopped reading ends): only kexec_close after.
+ * Idempotent. */
+void krelay_stop(struct krelay *r);
+
+#endif

@@ -1,0 +1,557 @@
+/*
+ * The Kubernetes backend: the sandbox is one Pod (kpod.h: hardened in its spec) in a cluster
+ * whose API server this server reaches with the credentials client-go would use (kcreds.h),
+ * running the same in-sandbox agent, speaking the same protocol, as the local and Docker
+ * backends, so that calls give the same results.
+ *
+ * The pod's command waits for the agent's binary in an emptyDir of its own, then becomes it
+ * (`sandbox-agent --stdio`, the pod's PID 1, as the agent must be: it ends a call's processes
+ * with kill(-1)). The server attaches to the container's stdin and stdout (pods/attach over a
+ * WebSocket, kexec.h) before it writes the binary there through one exec (kpod_put), so the
+ * agent's greeting comes on the attached stream; that one stream then carries every call, for
+ * the sandbox's life: a relay thread (krelay.h) joins it to a socket pair, on which the agent
+ * link (agentlink.h) talks as to a local agent. A warm call makes no HTTP request: its bytes go
+ * both ways on the open stream. stdinOnce: when the stream goes, the agent's stdin ends, the
+ * agent ends and with it the pod.
+ *
+ * Each pod comes with a NetworkPolicy that denies its egress (kpod_netpol), made before it and
+ * deleted after it.
+ *
+ * Not yet: the install step (--network install's pip, which needs a way out that the
+ * NetworkPolicy would have to allow), --allow-hosts, background processes (no descriptor reaches the
+ * agent through the stream), a warm pool claim. Each is refused with a message where it is
+ * asked for. --check says the cluster's version, the permissions (a SelfSubjectAccessReview
+ * each), what its API serves, and the test pod's start step by step.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../../src/base/clock.h"
+#include "../../src/base/log.h"
+#include "../../src/base/procstart.h"
+#include "../agenthost/agenthost.h"
+#include "../backend.h"
+#include "kapi.h"
+#include "kcreds.h"
+#include "kexec.h"
+#include "kpod.h"
+#include "krelay.h"
+
+#define DEFAULT_IMAGE "python:3.12-slim"
+#define AGENT_PATH KPOD_AGENT_DIR "/sandbox-agent"
+#define START_TIMEOUT_MS 120000L
+#define PUT_TIMEOUT_MS 30000L
+#define AGENT_WAIT_MS 30000
+/* The pod's deadline: the cluster ends a pod whose server died by then at the latest. */
+#define DEADLINE_S (24L * 3600)
+
+extern const struct backend_ops kubernetes_backend_ops;
+
+/* The embedded agent (the Makefile's embed.S), written into the pod. */
+extern const unsigned char agent_blob_start[], agent_blob_end[];
+
+struct k8s_opts {
+	char ns[254];
+	char image[256];
+	char context[128];
+	char runtime_class[64];
+};
+
+struct k8s_inst {
+	struct agent_inst in;    /* first: the agent host's */
+	char pod[64];
+	struct kexec x;
+	struct krelay relay;
+	bool pod_made, pol_made;
+};
+
+struct k8s {
+	struct agenthost host;   /* first: the agent host's (backend.h) */
+	const struct k8s_opts *o;
+	struct kapi api;
+	char ns[254];
+	char self_host[200], self_start[32], self_pid[16];
+	/* The last pod's start, step by step (ms), for --check. */
+	int64_t t_pol, t_create, t_running, t_attach, t_put, t_agent;
+};
+
+#define KI(in) ((struct k8s_inst *)(void *)(in))
+
+static void self_labels(struct k8s *K)
+{
+	char host[128] = "?", ns[64] = "";
+	if (gethostname(host, sizeof host) < 0)
+		snprintf(host, sizeof host, "?");
+	host[sizeof host - 1] = '\0';
+	ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+	ns[n > 0 ? n : 0] = '\0';
+	/* The PID namespace's inode with the host name: a pid means something on that pair alone. */
+	snprintf(K->self_host, sizeof K->self_host, "%.60s.%s", host, ns[0] ? ns + strcspn(ns, "0123456789") : "0");
+	K->self_host[strcspn(K->self_host, "]")] = '\0';
+	unsigned long long t = 0;
+	if (procstart(getpid(), &t) < 0)
+		t = 0;
+	snprintf(K->self_start, sizeof K->self_start, "%llu", t);
+	snprintf(K->self_pid, sizeof K->self_pid, "%d", (int)getpid());
+}
+
+/* Whether the pod's labels name a server on this host that is gone. */
+static bool owner_gone(json_t *labels, void *arg)
+{
+	struct k8s *K = arg;
+	char host[64];
+	kpod_label_value(K->self_host, host, sizeof host);
+	const char *h = json_string_value(json_object_get(labels, KPOD_LABEL_HOST));
+	const char *pid = json_string_value(json_object_get(labels, KPOD_LABEL_PID));
+	const char *start = json_string_value(json_object_get(labels, KPOD_LABEL_START));
+	if (!h || strcmp(h, host) || !pid || !start)
+		return false; /* another host's: its own server judges, or the pod's deadline */
+	char *end;
+	long p = strtol(pid, &end, 10);
+	if (*end || p <= 0)
+		return false;
+	if (p == (long)getpid())
+		return strcmp(start, K->self_start) != 0;
+	if (kill((pid_t)p, 0) < 0 && errno == ESRCH)
+		return true;
+	unsigned long long t;
+	char now[32];
+	if (procstart((pid_t)p, &t) < 0)
+		return false;
+	snprintf(now, sizeof now, "%llu", t);
+	return strcmp(now, start) != 0;
+}
+
+static int open_api(struct k8s *K, const struct k8s_opts *o, struct err *e)
+{
+	if (K->api.open)
+		return 0;
+	struct kcreds c;
+	if (kcreds_load(&c, o->context, KCREDS_SA_DIR, e) < 0)
+		return -1;
+	snprintf(K->ns, sizeof K->ns, "%s", o->ns[0] ? o->ns : c.ns);
+	if (kapi_open(&K->api, &c, e) < 0) {
+		kapi_close(&K->api);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- the home */
+
+static int k8s_prepare(void *ctx, struct err *e)
+{
+	struct k8s *K = ctx;
+	if (open_api(K, K->o, e) < 0)
+		return -1;
+	struct err re = {""};
+	int n = kpod_reap(&K->api, K->ns, owner_gone, K, &re);
+	if (n > 0)
+		log_msg(LOG_NOTICE, "kubernetes: deleted %d pod%s of servers that are gone", n, n == 1 ? "" : "s");
+	return 0;
+}
+
+static void k8s_kill(void *ctx, struct agent_inst *ai)
+{
+	struct k8s *K = ctx;
+	if (!ai)
+		return;
+	struct k8s_inst *in = KI(ai);
+	agentlink_close(&in->in.link);
+	krelay_stop(&in->relay);
+	kexec_close(&in->x);
+	if (in->pod_made) {
+		struct err e = {""};
+		if (kpod_delete(&K->api, K->ns, in->pod, 15000, &e) < 0)
+			log_msg(LOG_WARNING, "kubernetes: pod %s/%s: %s", K->ns, in->pod, e.msg);
+	}
+	if (in->pol_made) {
+		struct err e = {""};
+		if (kpod_netpol_delete(&K->api, K->ns, in->pod, 15000, &e) < 0)
+			log_msg(LOG_WARNING, "kubernetes: networkpolicy %s/%s: %s", K->ns, in->pod, e.msg);
+	}
+	free(in);
+}
+
+/* The workspace's size: a tmpfs counts in the pod's memory, so at most half of it, as Docker's
+ * tmpfs volume. */
+static uint64_t ws_bytes(const struct config *cfg)
+{
+	uint64_t b = cfg->workspace_size ? cfg->workspace_size : cfg->memory / 2;
+	return cfg->memory && b > cfg->memory / 2 ? cfg->memory / 2 : b;
+}
+
+static int k8s_quota(void *ctx, uint64_t *bytes, char *how, size_t n, struct err *e)
+{
+	struct k8s *K = ctx;
+	(void)e;
+	*bytes = ws_bytes(K->host.cfg);
+	snprintf(how, n, "the pod's memory-backed emptyDir (tmpfs) at /workspace, of that sizeLimit (memory, not disk; "
+			 "at most half of --memory)");
+	return 0;
+}
+
+static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
+{
+	const struct config *cfg = K->host.cfg;
+	const struct k8s_opts *o = K->o;
+	const char *cmd[] = {"sh", "-c",
+			     "until [ -x " AGENT_PATH " ]; do sleep 0.05; done; exec " AGENT_PATH " --stdio", NULL};
+	struct kpod_spec sp = {
+		.name = in->pod, .image = o->image[0] ? o->image : DEFAULT_IMAGE, .runtime_class = o->runtime_class,
+		.uid = (uint32_t)(cfg->sandbox_uid ? cfg->sandbox_uid : 65534), .cpus = cfg->cpus, .memory = cfg->memory,
+		.workspace = ws_bytes(cfg), .tmp = cfg->tmp_size, .agent_dir = 64u << 20, .deadline_s = DEADLINE_S,
+		.command = cmd, .stdin = true,
+		.pid = K->self_pid, .start = K->self_start, .host = K->self_host, .sandbox = K->host.id};
+	sp.ephemeral = sp.agent_dir + (64u << 20); /* the agent's folder, and the container's logs */
+	/* The NetworkPolicy first: the pod never runs a moment without it. */
+	int64_t t = clock_ms();
+	K->t_pol = K->t_create = K->t_running = K->t_attach = K->t_put = K->t_agent = -1;
+	json_t *pol = kpod_netpol(&sp);
+	int rc = pol ? kpod_netpol_create(&K->api, K->ns, pol, e) : err_set(e, "out of memory");
+	json_decref(pol);
+	if (rc < 0)
+		return -1;
+	in->pol_made = true;
+	K->t_pol = clock_ms() - t;
+	t = clock_ms();
+	json_t *pod = kpod_spec(&sp);
+	if (!pod)
+		return err_set(e, "out of memory");
+	rc = kpod_create(&K->api, K->ns, pod, e);
+	json_decref(pod);
+	if (rc < 0)
+		return -1;
+	in->pod_made = true;
+	K->t_create = clock_ms() - t;
+	t = clock_ms();
+	if (kpod_wait_running(&K->api, K->ns, in->pod, START_TIMEOUT_MS, e) < 0)
+		return -1;
+	K->t_running = clock_ms() - t;
+	t = clock_ms();
+	/* Attached first: the agent's greeting comes on its stdout as soon as the binary is there. */
+	char path[512];
+	snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/attach?container=sandbox&stdin=true&stdout=true&stderr=true",
+		 K->ns, in->pod);
+	if (kexec_open(&in->x, &K->api.creds, path, 30000, e) < 0)
+		return -1;
+	K->t_attach = clock_ms() - t;
+	t = clock_ms();
+	int fd = -1;
+	if (krelay_start(&in->relay, &in->x, &fd, e) < 0)
+		return -1;
+	if (kpod_put(&K->api, K->ns, in->pod, AGENT_PATH, agent_blob_start, (size_t)(agent_blob_end - agent_blob_start),
+		     PUT_TIMEOUT_MS, e) < 0) {
+		close(fd);
+		return -1;
+	}
+	K->t_put = clock_ms() - t;
+	t = clock_ms();
+	in->in.relayed = true;
+	if (agentlink_open(&in->in.link, fd, AGENT_WAIT_MS, e) < 0) {
+		char why[256];
+		krelay_why(&in->relay, why, sizeof why);
+		if (why[0])
+			err_set(e, "the agent in pod %s did not start: %s", in->pod, why);
+		return -1;
+	}
+	K->t_agent = clock_ms() - t;
+	return 0;
+}
+
+static int k8s_spawn(void *ctx, bool net, const char *proxy_dir, bool install, struct agent_inst **out,
+		     struct err *e)
+{
+	struct k8s *K = ctx;
+	(void)net;
+	if (install)
+		return err_set(e, "the install step (--network install) is not available on the kubernetes backend yet: "
+				  "use an image with the packages, or --network none");
+	if (proxy_dir)
+		return err_set(e, "--allow-hosts is not available on the kubernetes backend yet");
+	struct k8s_inst *in = calloc(1, sizeof *in);
+	if (!in)
+		return err_set(e, "out of memory");
+	in->in.link.fd = -1;
+	kexec_init(&in->x);
+	in->relay.fd = -1;
+	/* The sandbox's id is "k8s-XXXXXXXX": the pod is named after it. */
+	snprintf(in->pod, sizeof in->pod, "sandbox-mcp-%s", K->host.id + strcspn(K->host.id, "-") + 1);
+	if (spawn_pod(K, in, e) < 0) {
+		k8s_kill(K, &in->in);
+		return -1;
+	}
+	*out = &in->in;
+	return 0;
+}
+
+/* Between calls the agent says nothing: readable means the stream or the agent ended. */
+static int k8s_alive(void *ctx, struct agent_inst *ai, struct err *e)
+{
+	(void)ctx;
+	struct pollfd p = {ai->link.fd, POLLIN, 0};
+	if (poll(&p, 1, 0) <= 0)
+		return 0;
+	char why[256];
+	krelay_why(&KI(ai)->relay, why, sizeof why);
+	agentlink_close(&ai->link);
+	return err_set(e, "its agent went away (%s)", why[0] ? why : "the stream ended"), BACKEND_LOST;
+}
+
+static void k8s_lost(void *ctx, struct agent_inst *ai)
+{
+	struct k8s *K = ctx;
+	char why[256];
+	krelay_why(&KI(ai)->relay, why, sizeof why);
+	log_msg(LOG_WARNING, "kubernetes: lost the agent of pod %s/%s: %s", K->ns, KI(ai)->pod, why[0] ? why : "no reason known");
+}
+
+static int k8s_oom_open(void *ctx, const struct agent_inst *in)
+{
+	(void)ctx;
+	(void)in;
+	return -1;
+}
+
+static bool k8s_direct_install(void *ctx)
+{
+	(void)ctx;
+	return true;
+}
+
+static void k8s_end(void *ctx, bool keep)
+{
+	struct k8s *K = ctx;
+	(void)keep;
+	kapi_close(&K->api);
+}
+
+/* A GET's status and body (rs), and the ms it took. */
+static long get(struct k8s *K, const char *path, struct http_resp *rs, int64_t *ms)
+{
+	struct err e = {""};
+	int64_t t = clock_ms();
+	int rc = kapi_call(&K->api, "GET", path, NULL, 10000, NULL, NULL, rs, &e);
+	*ms = clock_ms() - t;
+	return rc < 0 ? -1 : rs->status;
+}
+
+/* --check's lines on the cluster: its version, the permissions the backend needs (one
+ * SelfSubjectAccessReview each), what its API serves, and the test pod's steps. */
+static void report_cluster(struct k8s *K, FILE *f)
+{
+	struct http_resp rs = {0};
+	int64_t ms;
+	long st = get(K, "/version", &rs, &ms);
+	const char *v = json_string_value(json_object_get(rs.json, "gitVersion"));
+	fprintf(f, "    version     %.60s (GET /version: HTTP %ld, %lld ms)\n", v ? v : "unknown", st, (long long)ms);
+	http_resp_free(&rs);
+	static const char *const need[][4] = {
+		{"create", "pods", "", ""},	 {"get", "pods", "", ""},	 {"list", "pods", "", ""},
+		{"watch", "pods", "", ""},	 {"delete", "pods", "", ""},	 {"create", "pods", "exec", ""},
+		{"create", "pods", "attach", ""}, {"create", "networkpolicies", "", "networking.k8s.io"},
+		{"delete", "networkpolicies", "", "networking.k8s.io"}, {"list", "networkpolicies", "", "networking.k8s.io"},
+	};
+	char denied[512] = "";
+	size_t dl = 0, nok = 0, n = sizeof need / sizeof need[0];
+	int64_t t = clock_ms();
+	for (size_t i = 0; i < n; i++) {
+		json_t *body = json_pack("{s:s, s:s, s:{s:{s:s, s:s, s:s, s:s, s:s}}}", "apiVersion", "authorization.k8s.io/v1",
+					 "kind", "SelfSubjectAccessReview", "spec", "resourceAttributes", "namespace", K->ns,
+					 "verb", need[i][0], "resource", need[i][1], "subresource", need[i][2], "group", need[i][3]);
+		struct err e = {""};
+		int rc = body ? kapi_call(&K->api, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body, 10000,
+					  NULL, NULL, &rs, &e)
+			      : -1;
+		json_decref(body);
+		if (rc == 0 && (rs.status == 201 || rs.status == 200) &&
+		    json_is_true(json_object_get(json_object_get(rs.json, "status"), "allowed")))
+			nok++;
+		else if (dl < sizeof denied)
+			dl += (size_t)snprintf(denied + dl, sizeof denied - dl, "%s%s %s%s%s%s", dl ? ", " : "", need[i][0],
+					       need[i][1], need[i][2][0] ? "/" : "", need[i][2], rc == 0 && rs.status >= 300 ? " (no answer)" : "");
+		http_resp_free(&rs);
+	}
+	fprintf(f, "    permissions %zu of %zu allowed in namespace %s (a SelfSubjectAccessReview each, %lld ms)%s%s\n", nok, n,
+		K->ns, (long long)(clock_ms() - t), dl ? "; DENIED: " : "", denied);
+	st = get(K, "/apis/networking.k8s.io/v1", &rs, &ms);
+	bool np = st == 200 && strstr(rs.body ? rs.body : "", "\"networkpolicies\"");
+	http_resp_free(&rs);
+	fprintf(f, "    policies    NetworkPolicies %s (%lld ms); whether they are enforced is the network plugin's, "
+		   "which the API does not say\n", np ? "served" : "NOT served: egress is not denied", (long long)ms);
+	st = get(K, "/apis/extensions.agents.x-k8s.io/v1alpha1", &rs, &ms);
+	bool crd = st == 200 && strstr(rs.body ? rs.body : "", "\"sandboxclaims\"");
+	http_resp_free(&rs);
+	fprintf(f, "    agent-sandbox CRDs %s (%lld ms); warm pool claims are not used yet: plain pods\n",
+		crd ? "installed" : "not installed", (long long)ms);
+	if (K->t_agent >= 0)
+		fprintf(f, "    test pod    policy %lld ms, pod created %lld ms, running %lld ms, attached %lld ms, agent "
+			   "written %lld ms, agent ready %lld ms; called above, deleted as --check ends\n",
+			(long long)K->t_pol, (long long)K->t_create, (long long)K->t_running, (long long)K->t_attach,
+			(long long)K->t_put, (long long)K->t_agent);
+}
+
+static void k8s_report_isolation(void *ctx, FILE *f)
+{
+	struct k8s *K = ctx;
+	report_cluster(K, f);
+	fprintf(f, "    cluster     %s (%s), namespace %s\n", K->api.creds.server, K->api.creds.source, K->ns);
+	fprintf(f, "    image       %s\n", K->o->image[0] ? K->o->image : DEFAULT_IMAGE);
+	fprintf(f, "    isolation   a pod of its own%s%s; runAsNonRoot, no privilege escalation, no capabilities, "
+		   "RuntimeDefault seccomp plus the server's filter (%u rules), read-only root, no service account "
+		   "token; what the cluster enforces of it depends on its admission and runtime\n",
+		K->o->runtime_class[0] ? ", runtimeClassName " : "", K->o->runtime_class, K->host.filter.rules);
+	fprintf(f, "    egress      denied by a NetworkPolicy made with each pod; enforced only where the cluster's "
+		   "network plugin enforces NetworkPolicies (without a NetworkPolicy controller it does nothing)\n");
+}
+
+static void k8s_report_limits(void *ctx, FILE *f)
+{
+	struct k8s *K = ctx;
+	const struct config *cfg = K->host.cfg;
+	char sz[32];
+	fprintf(f, "    memory      %-10s the container's memory limit (enforced by the kubelet's cgroup)\n",
+		config_fmt_size(cfg->memory, sz, sizeof sz));
+	fprintf(f, "    processes   %-10llu NOT enforced: the pod's pids limit is the node's (kubelet podPidsLimit)\n",
+		(unsigned long long)cfg->pids);
+	fprintf(f, "    cpus        %-10g the container's CPU limit\n", cfg->cpus);
+	fprintf(f, "    not yet     the install step (--network install), --allow-hosts and background processes are "
+		   "refused on this backend\n");
+}
+
+static const struct agenthost_home k8s_home = {
+	.prefix = "k8s",
+	.quota = k8s_quota,
+	.prepare = k8s_prepare,
+	.spawn = k8s_spawn,
+	.kill = k8s_kill,
+	.check = k8s_alive,
+	.lost = k8s_lost,
+	.oom_open = k8s_oom_open,
+	.report_isolation = k8s_report_isolation,
+	.report_limits = k8s_report_limits,
+	.end = k8s_end,
+	.direct_install = k8s_direct_install,
+	.ws_remote = true,
+	.shared_net = "the cluster's pod network",
+	.ws_how = "the pod's emptyDir at /workspace",
+};
+
+/* ---------------------------------------------------------------- ops */
+
+static void k8s_init(struct backend *b)
+{
+	struct k8s *K = b->priv;
+	K->o = b->opts;
+}
+
+/* auto tries it only where it is configured (a namespace named); named, it says why not. */
+static int k8s_probe(struct backend *b, struct err *e)
+{
+	struct k8s *K = b->priv;
+	if (strcmp(b->cfg->backend, "kubernetes") && !K->o->ns[0])
+		return err_set(e, "not configured (--kube-namespace)"), BACKEND_ABSENT;
+	return open_api(K, K->o, e);
+}
+
+static int k8s_start(struct backend *b, int cancel_fd, struct err *e)
+{
+	struct k8s *K = b->priv;
+	K->api.http.cancel_fd = cancel_fd;
+	self_labels(K);
+	int rc = open_api(K, K->o, e);
+	if (rc == 0)
+		rc = agenthost_start(&K->host, e);
+	bool cancelled = K->api.http.cancelled;
+	K->api.http.cancel_fd = -1;
+	return rc < 0 && cancelled ? BACKEND_CANCELLED : rc;
+}
+
+static bool k8s_present(const struct config *cfg)
+{
+	int i = backend_index(&kubernetes_backend_ops);
+	const struct k8s_opts *o = i >= 0 ? cfg->backend_opts[i] : NULL;
+	return o && o->ns[0];
+}
+
+/* At start-up: the credentials are found and the API server answers /version, within a few
+ * seconds; else the server does not start, saying why. */
+static int k8s_startup_check(const struct config *cfg, struct err *e)
+{
+	int i = backend_index(&kubernetes_backend_ops);
+	const struct k8s_opts *o = i >= 0 ? cfg->backend_opts[i] : NULL;
+	if (!o || (strcmp(cfg->backend, "kubernetes") && !o->ns[0]))
+		return 0;
+	struct kcreds c;
+	struct kapi a;
+	struct err ce = {""};
+	if (kcreds_load(&c, o->context, KCREDS_SA_DIR, &ce) < 0)
+		return err_set(e, "--backend kubernetes: %s", ce.msg);
+	char server[sizeof c.server];
+	snprintf(server, sizeof server, "%s", c.server);
+	int rc = kapi_open(&a, &c, &ce);
+	struct http_resp rs = {0};
+	if (rc == 0)
+		rc = kapi_call(&a, "GET", "/version", NULL, 5000, NULL, NULL, &rs, &ce);
+	if (rc == 0 && rs.status != 200)
+		rc = kapi_fail(&rs, "GET /version", &ce);
+	http_resp_free(&rs);
+	kapi_close(&a);
+	return rc < 0 ? err_set(e, "--backend kubernetes: the API server %s: %s", server, ce.msg) : 0;
+}
+
+static int k8s_opts_check(const void *opts, const struct config *cfg, struct err *e)
+{
+	const struct k8s_opts *o = opts;
+	(void)cfg;
+	if (strpbrk(o->image, " \t\r\n"))
+		return err_set(e, "--kube-image must name one image");
+	for (const char *p = o->ns; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-'))
+			return err_set(e, "--kube-namespace must be a DNS label");
+	for (const char *p = o->runtime_class; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
+			return err_set(e, "--kube-runtime-class must be a RuntimeClass's name");
+	return 0;
+}
+
+static void k8s_reap(const struct config *cfg)
+{
+	agenthost_reap(cfg, "k8s", NULL, NULL);
+}
+
+#define O(field) OPT_FIELD(struct k8s_opts, field)
+static const struct opt k8s_options[] = {
+	{"kube-namespace", "SANDBOX_KUBE_NAMESPACE", OPT_STR, O(ns), "",
+	 "Kubernetes: namespace of the pods (default: the context's); set, auto tries Kubernetes"},
+	{"kube-image", "SANDBOX_KUBE_IMAGE", OPT_STR, O(image), DEFAULT_IMAGE, "Kubernetes: image of the sandbox pod"},
+	{"kube-context", "SANDBOX_KUBE_CONTEXT", OPT_STR, O(context), "",
+	 "Kubernetes: kubeconfig context (default: its current-context)"},
+	{"kube-runtime-class", "SANDBOX_KUBE_RUNTIME_CLASS", OPT_STR, O(runtime_class), "",
+	 "Kubernetes: runtimeClassName of the pods (gVisor, Kata: what the cluster has)"},
+};
+
+const struct backend_ops kubernetes_backend_ops = {
+	.name = "kubernetes",
+	.opts = k8s_options,
+	.nopts = sizeof k8s_options / sizeof k8s_options[0],
+	.opts_size = sizeof(struct k8s_opts),
+	.opts_check = k8s_opts_check,
+	.env_help = "  KUBECONFIG           Kubernetes: the kubeconfig (default $HOME/.kube/config); unset, in a\n"
+		    "                       pod (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT set),\n"
+		    "                       its service account\n",
+	.priv_size = sizeof(struct k8s),
+	.home = &k8s_home,
+	.init = k8s_init,
+	.present = k8s_present,
+	.probe = k8s_probe,
+	.start = k8s_start,
+	.startup_check = k8s_startup_check,
+	.reap = k8s_reap,
+};

@@ -1,0 +1,103 @@
+# The kubernetes backend under the faults of a real cluster (the project's test server,
+# tests/kubernetes/server.py, and its fault knobs): the attached stream cut mid-call, the pod
+# OOM-killed, watches that end early, a slow API server: a clear error, nothing left behind, and
+# the server serves on.
+load lib/helpers
+bats_require_minimum_version 1.5.0
+
+K8S_TOKEN="k8s-token-7d21f3b8"
+
+setup_file() {
+	export K8S_TEST_TOKEN="$K8S_TOKEN"
+	python3 "$BATS_TEST_DIRNAME/kubernetes/server.py" --port-file "$BATS_FILE_TMPDIR/port" \
+		--kubeconfig-out "$BATS_FILE_TMPDIR/kubeconfig" 2>"$BATS_FILE_TMPDIR/k8s.log" &
+	echo $! >"$BATS_FILE_TMPDIR/server.pid"
+	for _ in $(seq 200); do [ -s "$BATS_FILE_TMPDIR/port" ] && break; sleep 0.1; done
+	[ -s "$BATS_FILE_TMPDIR/port" ]
+	jq -r '.clusters[0].cluster["certificate-authority-data"]' "$BATS_FILE_TMPDIR/kubeconfig" | base64 -d >"$BATS_FILE_TMPDIR/ca.crt"
+}
+
+teardown_file() {
+	[ -f "$BATS_FILE_TMPDIR/server.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/server.pid")" 2>/dev/null || true
+}
+
+setup() {
+	common_setup
+	URL="https://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
+	NS="kf$BATS_SUITE_TEST_NUMBER"
+	export SANDBOX_BACKEND=kubernetes KUBECONFIG="$BATS_FILE_TMPDIR/kubeconfig" SANDBOX_KUBE_NAMESPACE="$NS"
+	unset KUBERNETES_SERVICE_HOST
+}
+
+control() {
+	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -X POST -H 'Content-Type: application/json' --data-binary "$1" "$URL/_control"
+}
+
+# pods: the names of the pods in this test's namespace.
+pods() {
+	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" "$URL/api/v1/namespaces/$NS/pods" |
+		jq -c '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name]'
+}
+
+
+@test "the attached stream cut during a call: that call gets a clear error, the next a new pod, the old pod is deleted" {
+	control '{"attach_cut": "CUT-NOW"}' >/dev/null
+	mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo one"}')
+		{"wait": 1}
+		$(call_json 2 execute_bash_commands '{"code": "echo CUT-NOW; sleep 5", "timeout_s": 20}')
+		{"wait": 2}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d '{}' $URL/_control >/dev/null"}
+		$(call_json 3 execute_bash_commands '{"code": "echo three"}')
+		{"wait": 3}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL/api/v1/namespaces/$NS/pods > $BATS_TEST_TMPDIR/pods"}
+	EOF
+	r=$(response 2)
+	jqe "$r" '.result.structuredContent | .exit_code != 0 and (.error | test("stopped unexpectedly.*the next call starts a new one"))'
+	r3=$(response 3)
+	jqe "$r3" '.result.structuredContent | .exit_code == 0 and .stdout == "three\n"'
+	[ "$(jq -r .result.structuredContent.sandbox_id <<<"$r3")" != "$(jq -r .result.structuredContent.sandbox_id <<<"$r")" ]
+	jqe "$(cat "$BATS_TEST_TMPDIR/pods")" '[.items[] | select(.metadata.deletionTimestamp == null)] | length == 1'
+	[ "$(pods)" = "[]" ]
+}
+
+@test "the pod OOM-killed during a call: that call gets a clear error, the next a new pod" {
+	mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo one"}')
+		{"wait": 1}
+		$(call_json 2 execute_bash_commands '{"code": "echo started; sleep 20", "timeout_s": 30}')
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL/api/v1/namespaces/$NS/pods | jq -r '.items[0].metadata.name' > $BATS_TEST_TMPDIR/pod"}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d \"{\\\\\"evict\\\\\": {\\\\\"namespace\\\\\": \\\\\"$NS\\\\\", \\\\\"name\\\\\": \\\\\"\$(cat $BATS_TEST_TMPDIR/pod)\\\\\", \\\\\"reason\\\\\": \\\\\"OOMKilled\\\\\"}}\" $URL/_control >/dev/null"}
+		{"wait": 2}
+		$(call_json 3 execute_bash_commands '{"code": "echo three"}')
+	EOF
+	r=$(response 2)
+	jqe "$r" '.result.structuredContent | .exit_code != 0 and (.error | test("stopped unexpectedly.*the next call starts a new one"))'
+	r3=$(response 3)
+	jqe "$r3" '.result.structuredContent | .exit_code == 0 and .stdout == "three\n"'
+	[ "$(jq -r .result.structuredContent.sandbox_id <<<"$r3")" != "$(jq -r .result.structuredContent.sandbox_id <<<"$r")" ]
+	[ "$(pods)" = "[]" ]
+}
+
+@test "watches that end early and a slow API server: the pod is waited for within the time, the calls run" {
+	control '{"watch_end_ms": 100, "start_ms": 1200, "latency_ms": 150}' >/dev/null
+	start=$(date +%s)
+	mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo one"}')
+		{"wait": 1}
+		$(call_json 2 execute_bash_commands '{"code": "echo two"}')
+	EOF
+	took=$(($(date +%s) - start))
+	jqe "$(response 1)" '.result.structuredContent | .exit_code == 0 and .stdout == "one\n"'
+	jqe "$(response 2)" '.result.structuredContent | .exit_code == 0 and .stdout == "two\n"'
+	[ "$took" -lt 30 ]
+	n=$(control '{}' | jq --arg ns "/namespaces/$NS/" '[.requests[] | select((.path | contains($ns)) and (.query | test("watch=1")))] | length')
+	[ "$n" -ge 2 ]
+	[ "$(pods)" = "[]" ]
+}
