@@ -316,12 +316,16 @@ man_section() {
 	# A memset of memory about to be freed is a dead store the compiler may drop; the wipe must
 	# be a real call (explicit_bzero), in the functions that hold the key: opening and closing
 	# the client and each request (which copies the headers). wipe_free is the helper that calls
-	# it, when the compiler keeps it a function of its own.
+	# it, when the compiler keeps it a function of its own; helper_start, which sends the
+	# headers to the HTTP helper at a request's start, likewise.
 	command -v objdump >/dev/null || skip_or_fail "needs objdump (binutils)"
 	calls() { objdump -d --disassemble="$1" "$SANDBOX_MCP" | grep -cE "call.*<($2)" || true; }
 	for f in rest_open http_close http_call; do
-		[ "$(calls "$f" 'explicit_bzero|__explicit_bzero_chk|wipe_free|attempt')" -ge 1 ] || { echo "$f: no wipe"; false; }
+		[ "$(calls "$f" 'explicit_bzero|__explicit_bzero_chk|wipe_free|attempt|helper_start')" -ge 1 ] || { echo "$f: no wipe"; false; }
 	done
+	if objdump -d --disassemble=helper_start "$SANDBOX_MCP" | grep -q "<helper_start>:"; then
+		[ "$(calls helper_start 'explicit_bzero|__explicit_bzero_chk')" -ge 1 ]
+	fi
 	if objdump -d --disassemble=wipe_free "$SANDBOX_MCP" | grep -q "<wipe_free>:"; then
 		[ "$(calls wipe_free 'explicit_bzero|__explicit_bzero_chk')" -ge 1 ]
 	fi
