@@ -101,6 +101,12 @@ static void stop_eof(const char *why, int eof)
 	}
 	if (z.ctl >= 0)
 		close(z.ctl);
+	/* One given the code that ends before it is ready, however that is heard (its socket's end
+	 * here, or its reaping): the next compile the source again, and hand their own code. */
+	if ((z.phase == STARTING || z.phase == NODUMP) && z.from_code) {
+		free(z.code);
+		z.code = NULL;
+	}
 	z.pid = 0;
 	z.ctl = -1;
 	z.phase = NONE;
@@ -197,8 +203,16 @@ static void start(void)
 		return;
 	/* The functions as the code object one before compiled ('M'), or their source ('S'). */
 	bool from_code = z.code != NULL;
-	int filled = filled_pipe(&src, 0, z.source, z.source_len) == 0 &&
-		     (from_code ? filled_pipe(&lib, 'M', z.code, z.code_len) : filled_pipe(&lib, 'S', z.lib, z.lib_len)) == 0;
+	int filled = filled_pipe(&src, 0, z.source, z.source_len) == 0;
+	if (filled && from_code && filled_pipe(&lib, 'M', z.code, z.code_len) < 0) {
+		/* Code no pipe of ours can hold (past what one may grow to unprivileged): forgotten,
+		 * not tried before every call. */
+		free(z.code);
+		z.code = NULL;
+		from_code = false;
+	}
+	if (filled && !from_code)
+		filled = filled_pipe(&lib, 'S', z.lib, z.lib_len) == 0;
 	pid_t pid = filled ? fork() : -1;
 	if (pid == 0)
 		start_child(sv[1], src, lib);
@@ -665,12 +679,7 @@ void prestart_reaped(pid_t p, int status)
 	bool starting = z.phase != READY;
 	snprintf(why, sizeof why, "the prestarted interpreter ended%s: %s", starting ? " while it started" : "", how);
 	z.pid = 0;
-	stop(why);
-	/* One given the code that ended while it started: the next compile the source again. */
-	if (starting && z.from_code) {
-		free(z.code);
-		z.code = NULL;
-	}
+	stop(why); /* one given the code that ended while it started: the next compile the source */
 	/* One that cannot start (no such program, a broken Python) is not tried after every call. */
 	if (starting && ++z.failed >= 3) {
 		z.wanted = 0;
