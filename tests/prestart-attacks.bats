@@ -76,3 +76,15 @@ attack_session() {
 	[ "$(grep -c '^mib S$' <<<"$wrapped")" -ge 4 ] || { echo "mib: $wrapped"; false; }
 	[ "$(prestarted | wc -l)" -ge 3 ]
 }
+
+@test "prestart-attacks: an interpreter that stalls in the middle of its starter code frame holds up one call at most, then none starts again" {
+	# The first 100 bytes of its 'C', then nothing for 30 s: the agent waits no longer for it
+	# than for one that never says it is ready (one call, up to 10 s), and starts none again in
+	# this sandbox (each would hold up a call as long).
+	attack_session slow 6
+	[ -z "$(kept)" ]
+	[ "$wrapped" = "slow S" ] || { echo "started: $wrapped"; false; }
+	local ms
+	ms=$(printf '%s\n' "$output" | jq -s '[.[] | select((.id | type) == "number" and .id >= 3) | .result.structuredContent.duration_ms]')
+	jq -e 'length == 5 and .[0] < 15000 and (.[1:] | max) < 5000' <<<"$ms" || { echo "durations: $ms"; false; }
+}
