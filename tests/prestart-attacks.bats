@@ -88,3 +88,40 @@ attack_session() {
 	ms=$(printf '%s\n' "$output" | jq -s '[.[] | select((.id | type) == "number" and .id >= 3) | .result.structuredContent.duration_ms]')
 	jq -e 'length == 5 and .[0] < 15000 and (.[1:] | max) < 5000' <<<"$ms" || { echo "durations: $ms"; false; }
 }
+
+# fd5_look ARGS...: a probe of what a call could see of fd 5 and of loading the code, run in a
+# plain start, in the first interpreter ahead (which compiled the source) and in the next ones
+# (which loaded the code); $looks: the three stdouts, one per line.
+fd5_look() {
+	local probe='import gc, os, sys, types
+print(sorted(os.listdir("/proc/self/fd")), "marshal" in sys.modules, sorted(sys.modules), sorted(globals()),
+      sorted(k for k in vars(sys.modules["__main__"]) if k.startswith("_")),
+      [o.co_name for o in gc.get_objects() if isinstance(o, types.CodeType) and o.co_name in ("_serve", "_nodump")],
+      [type(o).__name__ for o in gc.get_objects() if isinstance(o, (bytes, bytearray)) and len(o) > 20000])'
+	mcp_session --log-level debug --no-sandbox-ahead "$@" <<-EOF
+		$INIT
+		$(py_call 1 "$probe")
+		{"wait": 1}
+		$(py_call 2 "$probe")
+		{"wait": 2}
+		$(py_call 3 "$probe")
+		{"wait": 3}
+		$(py_call 4 "$probe")
+	EOF
+	[ "$(prestarted | tr '\n' ' ')" = "2 3 4 " ]
+	[ "$(kept | tr '\n' ' ')" = "3 4 " ]
+	[ "$(printf '%s\n' "$output" | jq -s '[.[] | select((.id | type) == "number" and .result.structuredContent.exit_code == 0)] | length')" = 4 ]
+	looks=$(printf '%s\n' "$output" | jq -r 'select((.id | type) == "number") | .result.structuredContent | select(.exit_code == 0) | .stdout' | sed '/^$/d' | sort -u)
+}
+
+@test "prestart-attacks: nothing of fd 5 or of loading the starter code reaches a call: the same as a plain start, compiled or loaded" {
+	fd5_look
+	[ "$(wc -l <<<"$looks")" -eq 1 ] || { echo "$looks"; false; }
+	[[ "$looks" == "['0', '1', '2', '3'] True "* ]]
+}
+
+@test "prestart-attacks: nothing of fd 5 or of loading the starter code reaches a call (not root)" {
+	unprivileged_server
+	fd5_look
+	[ "$(wc -l <<<"$looks")" -eq 1 ] || { echo "$looks"; false; }
+}
