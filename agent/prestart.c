@@ -101,6 +101,12 @@ static void stop_eof(const char *why, int eof)
 	}
 	if (z.ctl >= 0)
 		close(z.ctl);
+	/* One given the code that ends before it is ready, however that is heard (its socket's end
+	 * here, or its reaping): the next compile the source again, and hand their own code. */
+	if ((z.phase == STARTING || z.phase == NODUMP) && z.from_code) {
+		free(z.code);
+		z.code = NULL;
+	}
 	z.pid = 0;
 	z.ctl = -1;
 	z.phase = NONE;
@@ -115,7 +121,8 @@ static void stop(const char *why)
 }
 
 /* Reads one frame of it, waiting until deadline (now_ms()). Its type; -2 when nothing came in
- * time; -1 when it closed, said something malformed, or stopped mid-frame. The payload goes
+ * time; -3 when it stopped mid-frame until then; -1 when it closed or said something
+ * malformed. The payload goes
  * to buf, terminated; a 'C' (its functions' code, up to CODE_MAX, only while it starts and
  * when none is kept) to z.pend instead. */
 static int read_msg(long deadline, char *buf, size_t n, size_t *len)
@@ -127,7 +134,7 @@ static int read_msg(long deadline, char *buf, size_t n, size_t *len)
 		struct pollfd p = {z.ctl, POLLIN, 0};
 		long left = deadline - now_ms();
 		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			return got ? -1 : -2;
+			return got ? -3 : -2;
 		ssize_t r = got < sizeof hdr ? read(z.ctl, hdr + got, sizeof hdr - got) : read(z.ctl, buf + bl, want - got);
 		if (r <= 0)
 			return -1;
@@ -197,8 +204,16 @@ static void start(void)
 		return;
 	/* The functions as the code object one before compiled ('M'), or their source ('S'). */
 	bool from_code = z.code != NULL;
-	int filled = filled_pipe(&src, 0, z.source, z.source_len) == 0 &&
-		     (from_code ? filled_pipe(&lib, 'M', z.code, z.code_len) : filled_pipe(&lib, 'S', z.lib, z.lib_len)) == 0;
+	int filled = filled_pipe(&src, 0, z.source, z.source_len) == 0;
+	if (filled && from_code && filled_pipe(&lib, 'M', z.code, z.code_len) < 0) {
+		/* Code no pipe of ours can hold (past what one may grow to unprivileged): forgotten,
+		 * not tried before every call. */
+		free(z.code);
+		z.code = NULL;
+		from_code = false;
+	}
+	if (filled && !from_code)
+		filled = filled_pipe(&lib, 'S', z.lib, z.lib_len) == 0;
 	pid_t pid = filled ? fork() : -1;
 	if (pid == 0)
 		start_child(sv[1], src, lib);
@@ -219,6 +234,18 @@ static void start(void)
 	z.apart = false;
 	z.started_ms = now_ms();
 	z.said[0] = '\0';
+}
+
+/* One that stopped mid-frame (t == -3) is not started again in this sandbox: one started as
+ * ours writes each frame at once, and one that stalls there would hold up every call for as long
+ * as the agent waits for a frame. Whether that was it. */
+static bool stalled(int t)
+{
+	if (t != -3)
+		return false;
+	stop("the prestarted interpreter stopped in the middle of what it said: not used in this sandbox");
+	z.wanted = 0;
+	return true;
 }
 
 /* Takes what it said: 'D' (non-dumpable), 'R' (ready). -1 when it said something else. */
@@ -256,7 +283,7 @@ void prestart_readable(void)
 	if (prestart_fd() < 0)
 		return; /* it was reaped since the poll */
 	int t = read_msg(now_ms() + WAIT_ANSWER_MS, buf, sizeof buf, &len);
-	if (t < 0 || heard(t, buf) < 0)
+	if (!stalled(t) && (t < 0 || heard(t, buf) < 0))
 		stop_eof("the prestarted interpreter ended while it started", t == -1);
 }
 
@@ -278,7 +305,7 @@ bool prestart_settle(bool for_python, bool can_confine)
 	z.apart = false;
 	while (z.phase == STARTING) {
 		int t = read_msg(until, buf, sizeof buf, &len);
-		if (t < 0 || heard(t, buf) < 0)
+		if (!stalled(t) && (t < 0 || heard(t, buf) < 0))
 			stop("the prestarted interpreter did not start in time");
 	}
 	if (!for_python) {
@@ -298,7 +325,9 @@ bool prestart_settle(bool for_python, bool can_confine)
 	until = z.started_ms + wait;
 	while (z.phase == NODUMP) {
 		int t = read_msg(until, buf, sizeof buf, &len);
-		if (t == -2 && (!z.ready_ms || ++z.late >= 3)) {
+		if (stalled(t)) {
+			/* not used again */
+		} else if (t == -2 && (!z.ready_ms || ++z.late >= 3)) {
 			/* None ever was, or three in a row were late: its modules hang or take too long.
 			 * Calls start plainly from now on. */
 			stop("the prestarted interpreter was not ready in time, again: not used in this sandbox");
@@ -665,12 +694,7 @@ void prestart_reaped(pid_t p, int status)
 	bool starting = z.phase != READY;
 	snprintf(why, sizeof why, "the prestarted interpreter ended%s: %s", starting ? " while it started" : "", how);
 	z.pid = 0;
-	stop(why);
-	/* One given the code that ended while it started: the next compile the source again. */
-	if (starting && z.from_code) {
-		free(z.code);
-		z.code = NULL;
-	}
+	stop(why); /* one given the code that ended while it started: the next compile the source */
 	/* One that cannot start (no such program, a broken Python) is not tried after every call. */
 	if (starting && ++z.failed >= 3) {
 		z.wanted = 0;

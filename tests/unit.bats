@@ -144,6 +144,44 @@ hex() { od -An -tx1 -v | tr -d ' \n'; }
 	[[ "$("$HELPER" schema execute_bash_commands.input.json <<<"{\"code\":\"x\",\"files\":{\"${k}a\":\"v\"}}")" == *"is longer than 1024 characters" ]]
 }
 
+@test "schema: minLength and maxLength count characters of 1 to 4 bytes at every boundary, mixed or not" {
+	# collect's items: 1 to 1024 characters. Strings of 1, 2, 3 and 4-byte characters and
+	# mixes of them, around both limits and where their bytes cross the limit while their
+	# characters do not (and the other way); each against what Python counts.
+	local line want s got bad=0 n=0
+	while IFS=$'\t' read -r want s; do
+		got=$("$HELPER" schema execute_bash_commands.input.json <<<"{\"code\":\"x\",\"collect\":[$s]}")
+		n=$((n + 1))
+		if [ "$want" = ok ]; then
+			[ "$got" = ok ] || { echo "refused ${s:0:40}...: $got" >&2; bad=1; }
+		else
+			[ "$got" != ok ] || { echo "took ${s:0:40}..." >&2; bad=1; }
+		fi
+	done < <(python3 - <<-'EOF2'
+		import json, random
+		r = random.Random(3)
+		chars = ["a", "\u00e9", "\u20ac", "\U0001F600", "\x00"]
+		cases = []
+		for c in chars:
+		    for k in (0, 1, 2, 255, 256, 257, 341, 342, 1023, 1024, 1025, 1026):
+		        cases.append(c * k)
+		for k in (0, 1, 2, 3, 4, 255, 256, 257, 1023, 1024, 1025):
+		    for total in (1023, 1024, 1025):
+		        if k <= total:
+		            cases.append("\U0001F600" * k + "a" * (total - k))
+		            cases.append("a" * (total - k) + "\u00e9" * k)
+		for _ in range(40):
+		    total = r.choice([1, 2, 1022, 1023, 1024, 1025, 1026])
+		    cases.append("".join(r.choice(chars[:4]) for _ in range(total)))
+		for s in cases:
+		    ok = 1 <= len(s) <= 1024
+		    print("ok" if ok else "refused", json.dumps(s, ensure_ascii=False), sep="\t")
+	EOF2
+	)
+	[ "$n" -gt 100 ]
+	[ "$bad" = 0 ]
+}
+
 @test "requirement: plain PEP 508 requirements pass; options, separators, URLs and paths do not" {
 	for r in numpy 'requests==2.32.3' 'requests[socks]>=2.31' 'pkg; python_version < "3.9"' 'a-b.c_d~=1.0'; do
 		[ "$("$HELPER" requirement --online "$r")" = ok ] || { echo "refused: $r" >&2; false; }
@@ -298,6 +336,69 @@ Y'; do
 	[ "$(printf '' | "$HELPER" b64-decode)" = "" ]
 }
 
+@test "b64-decode: sizing agrees with decoding, byte for byte, with '=', a space or a foreign byte at every offset" {
+	# Every length of input up to 34 characters, each with one of '=', a space, a line break,
+	# a tab, a carriage return or a foreign byte put at (or put in place of the character at)
+	# every offset: an eight-character sizing block, a four-character decoding group, the tail
+	# after the last block. The reference reads one character at a time. The helper decodes
+	# into exactly as many bytes as sizing said (a sanitizer build sees a write past them).
+	python3 - "$BATS_TEST_TMPDIR/in" "$BATS_TEST_TMPDIR/want" <<-'EOF2'
+		import base64, random, sys
+		r = random.Random(17)
+		vals = {c: i for i, c in enumerate(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
+		def ref(s):
+		    acc = bits = pad = 0
+		    o = bytearray()
+		    for c in s:
+		        if c in b" \t\r\n":
+		            continue
+		        if c == ord("="):
+		            pad += 1
+		            continue
+		        if c not in vals or pad:
+		            return "refused"
+		        acc = (acc << 6 | vals[c]) & 0xfff
+		        bits += 6
+		        if bits >= 8:
+		            bits -= 8
+		            o.append(acc >> bits & 0xff)
+		    if bits >= 6 or pad > 2 or acc & ((1 << bits) - 1):
+		        return "refused"
+		    return o.hex()
+		specials = [b"=", b"==", b" ", b"\n", b"\r\n", b"\t", b"!", b"-", b"_", b".", b"\x00", b"\x80", b"\xff", b"A"]
+		ins = []
+		for n in range(0, 27):
+		    e = base64.b64encode(bytes(r.randrange(256) for _ in range(n)))
+		    for text in {e, e.rstrip(b"=")}:
+		        ins.append(text)
+		        for k in range(len(text) + 1):
+		            for sp in specials:
+		                ins.append(text[:k] + sp + text[k:])
+		                if k < len(text):
+		                    ins.append(text[:k] + sp + text[k + 1:])
+		# Long runs (the eight-at-a-time sizing loop over many blocks) with one special near the end.
+		for n in (48, 96, 3000):
+		    e = base64.b64encode(bytes(r.randrange(256) for _ in range(n)))
+		    for k in range(len(e) - 20, len(e) + 1):
+		        for sp in specials:
+		            ins.append(e[:k] + sp + e[k:])
+		with open(sys.argv[1], "w") as f, open(sys.argv[2], "w") as g:
+		    for s in ins:
+		        f.write(s.hex() + "\n")
+		        g.write(ref(s) + "\n")
+	EOF2
+	"$HELPER" b64-lines <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/got"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/got")" -gt 20000 ]
+	run ! grep -m3 differs "$BATS_TEST_TMPDIR/got"
+	cmp "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got" || {
+		paste -d' ' "$BATS_TEST_TMPDIR/in" "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got" | awk '$2 != $3' | head -5 >&2
+		false
+	}
+	# Each kind of input was seen both refused and taken.
+	[ "$(grep -c '^refused$' "$BATS_TEST_TMPDIR/got")" -gt 5000 ]
+	[ "$(grep -vc '^refused$' "$BATS_TEST_TMPDIR/got")" -gt 5000 ]
+}
+
 @test "cursor: names the path its page stopped at, and a cursor the server did not make is refused" {
 	for p in f100 'a/b c/é.txt' "$(printf 'abcdefghi/%.0s' $(seq 102))xyzw" 'z'; do
 		c=$("$HELPER" cursor make "$p")
@@ -312,6 +413,39 @@ Y'; do
 	for bad in "${c:0:17}${other:17}" "${c:0:5}$([ "${c:5:1}" = 0 ] && echo 1 || echo 0)${c:6}" "${c:0:${#c}-4}" "${c:0:20} ${c:20}" 100 "$dotdot" "" a; do
 		[ "$("$HELPER" cursor parse "$bad")" = refused ] || { echo "took $bad" >&2; false; }
 	done
+}
+
+@test "loadb: a special byte at every offset mod 8 of a long string, at its end and at the buffer's, read as jansson reads it" {
+	# A long string (past the 1024 bytes that the server decodes itself) of plain bytes with one
+	# special piece: an escape, a quote, a control byte, a character of 2, 3 or 4 bytes, or
+	# invalid UTF-8 (cut, overlong, a surrogate, split across two eight-byte blocks), put at
+	# each offset mod 8 from the string's start, from its end and from the buffer's end, the
+	# string closed or running to the end of the buffer. The helper gives the reader a buffer
+	# of the line's exact size (a sanitizer build sees a read past it).
+	python3 - "$BATS_TEST_TMPDIR/lines" <<-'EOF2'
+		import sys
+		specials = [b'\\"', b'\\\\', b'\\n', b'\\/', b'\\u00e9', b'\\ud83d\\ude00', b'"', b'\x00', b'\x01', b'\x1f',
+		            b'\x7f', b' ', '\u00e9'.encode(), '\u20ac'.encode(), '\U0001F600'.encode(), b'\x80', b'\xc3',
+		            b'\xc3A', b'\xe2\x82', b'\xe2\x82A', b'\xf0\x9f\x98', b'\xf0\x9f\x98A', b'\xc0\x80',
+		            b'\xed\xa0\x80', b'\xf4\x90\x80\x80', b'\xf5\x80\x80\x80', b'\xff', b'\\', b'\\u12', b'\\ud83d']
+		out = []
+		for lead in (b'', b'[1,'):
+		    close = b']' if lead else b''
+		    for p in list(range(0, 9)) + list(range(1016, 1033)):
+		        for sp in specials:
+		            for t in list(range(0, 10)) + [15, 16, 17, 1030]:
+		                if p + t < 1030:
+		                    continue
+		                body = b'x' * p + sp + b'y' * t
+		                out.append(lead + b'"' + body + b'"' + close)
+		                out.append(lead + b'"' + body)
+		open(sys.argv[1], "wb").write(b"\n".join(out) + b"\n")
+	EOF2
+	out=$("$HELPER" loadb <"$BATS_TEST_TMPDIR/lines")
+	[ "$(wc -l <<<"$out")" -gt 15000 ]
+	[ "$(grep -c '^same$' <<<"$out")" -gt 3000 ]
+	[ "$(grep -c '^same error$' <<<"$out")" -gt 10000 ]
+	[ "$(grep -c '^same' <<<"$out")" -eq "$(wc -l <"$BATS_TEST_TMPDIR/lines")" ] || { grep -m5 differs <<<"$out" >&2; false; }
 }
 
 @test "loadb: a long string is read as jansson reads it, escapes, UTF-8 and every refusal alike" {
