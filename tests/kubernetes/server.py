@@ -573,6 +573,7 @@ class Pod:
                 os.close(fd)
             line = self.init.stdout.readline().decode().strip()
             if line != 'ready':
+                self.init.stdout.close()
                 return self.finish(1, 'StartError', line or 'the sandbox did not start')
             self.init_pid = self.child_of(self.init.pid)
         else:
@@ -608,6 +609,7 @@ class Pod:
             threading.Thread(target=self.deadline, args=(ads,), daemon=True).start()
         if SANDBOXED:
             self.init.stdout.read()  # its end: podinit became the command
+            self.init.stdout.close()
             rc = self.init.wait()    # unshare's status is the command's
             return self.finish(rc if rc >= 0 else 128 - rc)
         rc = self.init.wait()
@@ -716,6 +718,17 @@ class Pod:
         self.kill()
         self.done.set()
         self.gone.set()
+        # The command's stdin, when no attach holds it (one that does closes it as it ends): a
+        # pod gone leaves no descriptor here.
+        with self.attach_lock:
+            fd = self.stdin_w if self.attached is None else None
+            if fd is not None:
+                self.stdin_w = None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
         with LOCK:
             if PODS.get((self.ns, self.name)) is self:
                 del PODS[(self.ns, self.name)]
@@ -1617,6 +1630,8 @@ class Handler(BaseHTTPRequestHandler):
         code = proc.wait()
         for t in pumps:
             t.join()
+        proc.stdout.close()  # drained: the pumps are done with them
+        proc.stderr.close()
         code = code if code >= 0 else 128 - code
         try:
             ws.send(bytes([3]) + json.dumps(exec_status(code)).encode())
