@@ -510,20 +510,40 @@ int kpod_claim_delete(struct kapi *a, const char *ns, const char *name, long tim
 	return delete_obj(a, obj_path(CLAIMS, ns, name, ""), "deleting the sandbox's claim", timeout_ms, e);
 }
 
-int kpod_get(struct kapi *a, const char *ns, const char *name, json_t **out, struct err *e)
+int kpod_get(struct kapi *a, const char *ns, const char *name, long timeout_ms, json_t **out, struct err *e)
 {
 	char *path = pods_path(ns, name, "");
 	struct http_resp rs = {0};
-	int rc = path ? kapi_call(a, "GET", path, NULL, 15000, NULL, NULL, &rs, e) : err_set(e, "out of memory");
+	int rc = path ? kapi_call(a, "GET", path, NULL, timeout_ms, NULL, NULL, &rs, e) : err_set(e, "out of memory");
 	free(path);
 	if (rc == 0 && rs.status != 200)
-		rc = kapi_fail(&rs, "reading the claimed pod", e);
+		rc = kapi_fail(&rs, "reading the pod", e);
 	if (rc == 0 && !json_is_object(rs.json))
-		rc = err_set(e, "reading the claimed pod: the answer is not an object");
+		rc = err_set(e, "reading the pod: the answer is not an object");
 	if (rc == 0)
 		*out = json_incref(rs.json);
 	http_resp_free(&rs);
 	return rc;
+}
+
+static bool str_is(json_t *v, const char *s)
+{
+	return json_is_string(v) && !strcmp(json_string_value(v), s);
+}
+
+int kpod_oom_killed(json_t *pod)
+{
+	json_t *st = json_object_get(pod, "status"), *cs;
+	size_t i;
+	json_array_foreach(json_object_get(st, "containerStatuses"), i, cs) {
+		if (!str_is(json_object_get(cs, "name"), "sandbox"))
+			continue;
+		json_t *term = json_object_get(json_object_get(cs, "state"), "terminated");
+		if (term)
+			return str_is(json_object_get(term, "reason"), "OOMKilled") ? 1 : 0;
+	}
+	json_t *phase = json_object_get(st, "phase");
+	return str_is(phase, "Failed") || str_is(phase, "Succeeded") ? 0 : -1;
 }
 
 __attribute__((format(printf, 3, 4))) static void lack(char *out, size_t n, const char *fmt, ...)
@@ -544,11 +564,6 @@ static json_t *sc_field(json_t *csc, json_t *psc, const char *k)
 {
 	json_t *v = json_object_get(csc, k);
 	return v ? v : json_object_get(psc, k);
-}
-
-static bool str_is(json_t *v, const char *s)
-{
-	return json_is_string(v) && !strcmp(json_string_value(v), s);
 }
 
 int kpod_check_claimed(json_t *pod, const char *name, const char *runtime_class, struct err *e)

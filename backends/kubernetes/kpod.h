@@ -113,8 +113,13 @@ int kpod_claim(struct kapi *a, const char *ns, const struct kpod_spec *s, const 
  * already gone is fine. 0, or -1 with e set. */
 int kpod_claim_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e);
 
-/* The pod named name (caller frees *out). 0, or -1 with e set. */
-int kpod_get(struct kapi *a, const char *ns, const char *name, json_t **out, struct err *e);
+/* What the pod's status says of its container "sandbox": 1 terminated by the out-of-memory
+ * killer (state.terminated.reason OOMKilled), 0 terminated otherwise (or the pod ended), -1
+ * not (yet) terminated. pod is untrusted: any shape. */
+int kpod_oom_killed(json_t *pod);
+
+/* The pod named name (caller frees *out), read within timeout_ms. 0, or -1 with e set. */
+int kpod_get(struct kapi *a, const char *ns, const char *name, long timeout_ms, json_t **out, struct err *e);
 
 /* Whether pod, a claimed pod's object as the cluster says it (untrusted: any shape), is
  * hardened as kpod_spec makes a pod and runs the agent as ours do: one container "sandbox"

@@ -53,6 +53,7 @@
 #define START_TIMEOUT_MS 120000L
 #define PUT_TIMEOUT_MS 30000L
 #define AGENT_WAIT_MS 30000
+#define OOM_LOOK_MS 2000L
 /* The pod's deadline: the cluster ends a pod whose server died by then at the latest. */
 #define DEADLINE_S (24L * 3600)
 
@@ -257,7 +258,7 @@ static int claim_pod(struct k8s *K, struct k8s_inst *in, struct kpod_spec *sp, s
 	K->t_create = clock_ms() - t;
 	t = clock_ms();
 	json_t *pod = NULL;
-	if (kpod_get(&K->api, K->ns, in->pod, &pod, e) < 0)
+	if (kpod_get(&K->api, K->ns, in->pod, 15000, &pod, e) < 0)
 		return -1;
 	rc = kpod_check_claimed(pod, in->pod, o->runtime_class, e);
 	const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
@@ -383,6 +384,32 @@ static void k8s_lost(void *ctx, struct agent_inst *ai)
 	char why[256];
 	krelay_why(&KI(ai)->relay, why, sizeof why);
 	log_msg(LOG_WARNING, "kubernetes: lost the agent of pod %s/%s: %s", K->ns, KI(ai)->pod, why[0] ? why : "no reason known");
+}
+
+/* The stream broke: whether the pod's container was OOM-killed, as its status says. The kubelet
+ * writes that after the kill, so it is read again for a short while (OOM_LOOK_MS) until the
+ * container is seen terminated. */
+static bool k8s_lost_oom(void *ctx, struct agent_inst *ai)
+{
+	struct k8s *K = ctx;
+	int64_t until = clock_ms() + OOM_LOOK_MS;
+	for (;;) {
+		json_t *pod = NULL;
+		struct err e = {""};
+		int64_t left = until - clock_ms();
+		if (left <= 0 || kpod_get(&K->api, K->ns, KI(ai)->pod, (long)left, &pod, &e) < 0)
+			return false;
+		int r = kpod_oom_killed(pod);
+		json_decref(pod);
+		if (r >= 0) {
+			if (r == 1)
+				log_msg(LOG_WARNING, "kubernetes: pod %s/%s: its container was OOM-killed", K->ns, KI(ai)->pod);
+			return r == 1;
+		}
+		if (clock_ms() + 100 >= until)
+			return false;
+		poll(NULL, 0, 100);
+	}
 }
 
 static int k8s_oom_open(void *ctx, const struct agent_inst *in)
@@ -523,6 +550,7 @@ static const struct agenthost_home k8s_home = {
 	.kill = k8s_kill,
 	.check = k8s_alive,
 	.lost = k8s_lost,
+	.lost_oom = k8s_lost_oom,
 	.oom_open = k8s_oom_open,
 	.report_isolation = k8s_report_isolation,
 	.report_limits = k8s_report_limits,
