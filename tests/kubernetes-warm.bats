@@ -176,3 +176,17 @@ live_pods() {
 	[ "$(live_pods)" = "[]" ]
 	[ "$(claims)" = "[]" ]
 }
+
+@test "--check with a warm pool: the pool's permissions, the CRDs used, the claimed test pod's steps timed, its claim deleted" {
+	warm_pool pool
+	control '{"access": {"get sandboxclaims.extensions.agents.x-k8s.io": false}}' >/dev/null
+	run env SANDBOX_KUBE_WARM_POOL=pool "$SANDBOX_MCP" --check
+	printf '%s\n' "$output"
+	control '{}' >/dev/null
+	[[ "$output" == *"permissions 13 of 14 allowed in namespace $NS"*"DENIED: get sandboxclaims"* ]]
+	[[ "$output" == *"agent-sandbox CRDs installed"*"sandboxes claimed from the warm pool pool"* ]]
+	[[ "$output" =~ test\ pod\ +claimed\ [0-9]+\ ms,\ checked\ and\ policy\ [0-9]+\ ms,\ running\ [0-9]+\ ms,\ attached\ [0-9]+\ ms,\ agent\ written\ [0-9]+\ ms,\ agent\ ready\ [0-9]+\ ms ]]
+	[[ "$output" == *"warm pool   pool: each claimed pod is checked hardened"* ]]
+	[ "$(claims)" = "[]" ]
+	[ "$(netpols)" = "[]" ]
+}
