@@ -190,3 +190,17 @@ live_pods() {
 	[ "$(claims)" = "[]" ]
 	[ "$(netpols)" = "[]" ]
 }
+
+@test "a claim its controller binds later: read again until it names its Sandbox, then used" {
+	warm_pool pool
+	control '{"claim_bind_ms": 700}' >/dev/null
+	SANDBOX_KUBE_WARM_POOL=pool mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo bound"}')
+		{"wait": 1}
+	EOF
+	jqe "$(response 1)" '.result.structuredContent | .exit_code == 0 and .stdout == "bound\n"'
+	jqe "$(control '{}')" "[.requests[] | select(.method == \"GET\" and (.path | test(\"/namespaces/$NS/sandboxclaims/sandbox-mcp-\")))] | length >= 2"
+	[ "$(claims)" = "[]" ]
+}

@@ -98,6 +98,8 @@ then applies what it names. GET /_control: the state, the request log and the po
                         what SelfSubjectAccessReview answers and what is allowed
   "runtime_classes": [names] (default ["gvisor", "kata"])
   "agent_sandbox": bool the agent-sandbox CRDs installed (default true)
+  "claim_bind_ms": MS   SandboxClaims made from now on are bound MS ms after they are made (their
+                        status names no Sandbox until then), as a controller does in its time
   "evict": {"namespace": NS, "name": POD, "reason": "Evicted"|"OOMKilled"}
                         kills the pod's processes: Evicted: phase Failed, reason Evicted;
                         OOMKilled: the container terminated with reason OOMKilled, 137
@@ -117,7 +119,7 @@ DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0,
             'exec_flood': False,
             'busy_delete': False,
             'start_ms': 200, 'access': {}, 'access_default': True, 'runtime_classes': ['gvisor', 'kata'],
-            'agent_sandbox': True}
+            'agent_sandbox': True, 'claim_bind_ms': 0}
 CONTROL = copy.deepcopy(DEFAULTS)
 REQUESTS = []
 OBJECTS = {}  # (resource key, namespace, name) -> object (pods: the Pod's .obj)
@@ -1373,6 +1375,16 @@ class Handler(BaseHTTPRequestHandler):
             record(key, 'ADDED', body)
         if key == 'sandboxwarmpools':
             fill_pool(ns, body)
+        elif key == 'sandboxclaims' and CONTROL['claim_bind_ms']:
+            def bind_later(b=body, ms=CONTROL['claim_bind_ms']):
+                time.sleep(ms / 1000.0)
+                with LOCK:
+                    if OBJECTS.get((key, ns, name)) is not b:
+                        return
+                claim(ns, b)
+                with LOCK:
+                    record(key, 'MODIFIED', b)
+            threading.Thread(target=bind_later, daemon=True).start()
         elif key == 'sandboxclaims':
             claim(ns, body)
         with LOCK:
