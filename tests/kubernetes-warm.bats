@@ -120,7 +120,8 @@ live_pods() {
 @test "a warm pool whose pods are not hardened as ours, or do not run the agent's starter: refused, naming what they lack; the claim deleted, nothing run in them" {
 	warm_pool weak '.spec.podTemplate.spec.automountServiceAccountToken = true
 		| .spec.podTemplate.spec.securityContext |= (.runAsNonRoot = false | .runAsUser = 0)
-		| .spec.podTemplate.spec.containers[0].securityContext |= (.runAsNonRoot = false | .runAsUser = 0 | .allowPrivilegeEscalation = true | .readOnlyRootFilesystem = false | .capabilities = {"drop": ["NET_RAW"], "add": ["SYS_ADMIN"]})'
+		| .spec.podTemplate.spec.containers[0].securityContext |= (.runAsNonRoot = false | .runAsUser = 0 | .allowPrivilegeEscalation = true | .readOnlyRootFilesystem = false | .capabilities = {"drop": ["NET_RAW"], "add": ["SYS_ADMIN"]} | .appArmorProfile = {"type": "Unconfined"})
+		| del(.spec.podTemplate.spec.containers[0].resources)'
 	warm_pool other '.spec.podTemplate.spec.containers[0].command = ["sh", "-c", "exec sleep infinity"]'
 	control '{"clear_log": true}' >/dev/null
 	SANDBOX_KUBE_WARM_POOL=weak mcp_session <<-EOF
@@ -134,7 +135,8 @@ live_pods() {
 	err=$(jq -r .result.structuredContent.error <<<"$r")
 	echo "$err"
 	for need in "refused the sandbox claimed from the warm pool weak" "runAsNonRoot" "a runAsUser not 0" \
-		"no privilege escalation" "every capability dropped" "a read-only root" "no service account token"; do
+		"no privilege escalation" "every capability dropped" "a read-only root" "no service account token" \
+		"no unconfined AppArmor" "a memory limit"; do
 		[[ "$err" == *"$need"* ]] || { echo "missing: $need"; false; }
 	done
 	[[ "$err" != *"starter"* ]]

@@ -612,6 +612,12 @@ int kpod_check_claimed(json_t *pod, const char *name, const char *runtime_class,
 	json_t *sp = json_object_get(sc_field(csc, psc, "seccompProfile"), "type");
 	if (!str_is(sp, "RuntimeDefault") && !str_is(sp, "Localhost"))
 		lack(miss, sizeof miss, "a seccomp profile (seccompProfile RuntimeDefault)");
+	json_t *aa = json_object_get(sc_field(csc, psc, "appArmorProfile"), "type");
+	json_t *se = json_object_get(sc_field(csc, psc, "seLinuxOptions"), "type");
+	if (str_is(aa, "Unconfined") || str_is(se, "spc_t"))
+		lack(miss, sizeof miss, "no unconfined AppArmor or SELinux profile");
+	if (!json_object_get(json_object_get(json_object_get(c, "resources"), "limits"), "memory"))
+		lack(miss, sizeof miss, "a memory limit (resources.limits.memory)");
 	json_t *pm = json_object_get(csc, "procMount");
 	if (pm && !str_is(pm, "Default"))
 		lack(miss, sizeof miss, "the default procMount");

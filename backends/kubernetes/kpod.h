@@ -126,7 +126,8 @@ int kpod_get(struct kapi *a, const char *ns, const char *name, long timeout_ms, 
  * running sh -c KPOD_STARTER with stdin and stdinOnce and an emptyDir at KPOD_AGENT_DIR; no init
  * or ephemeral container; runAsNonRoot with a runAsUser not 0, allowPrivilegeEscalation false,
  * not privileged, every capability dropped and none added, a RuntimeDefault or Localhost seccomp
- * profile, the default procMount, a read-only root, automountServiceAccountToken false, no
+ * profile, no unconfined AppArmor or SELinux (spc_t) profile, a memory limit, the default
+ * procMount, a read-only root, automountServiceAccountToken false, no
  * volume but emptyDirs, no host namespace, no sysctls, no environment from secrets or the API;
  * runtimeClassName runtime_class when that is set; labelled KPOD_LABEL_SANDBOX_NAME=name and
  * not KPOD_LABEL (a pod a server made for a sandbox of its own is some session's).
