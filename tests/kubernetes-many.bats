@@ -43,7 +43,7 @@ names() {
 	k GET "$1" | jq -c '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name]'
 }
 
-@test "50 sandboxes (100 take about 100 s here) claimed from a warm pool, made and removed in a row: no pod, policy or claim left, no descriptor or thread more in either server" {
+@test "30 sandboxes (100 take about 100 s on this loaded machine, 50 on the sanitizer build about 115 s) claimed from a warm pool, made and removed in a row: no pod, policy or claim left, no descriptor or thread more in either server" {
 	control '{"start_ms": 0}' >/dev/null
 	tpl=$(jq -c '.metadata.name = "many"' "$BATS_TEST_DIRNAME/kubernetes/sandbox-template.json")
 	k POST "$EXT/sandboxtemplates" "$tpl" >/dev/null
@@ -51,7 +51,7 @@ names() {
 	api=$(cat "$BATS_FILE_TMPDIR/server.pid")
 	count='p=$(pgrep -P $PPID -x sandbox-mcp | head -1); echo $(ls /proc/$p/fd | wc -l) $(ls /proc/$p/task | wc -l) $(pgrep -P $p | wc -l)'
 	steps=""
-	for i in $(seq 2 50); do
+	for i in $(seq 2 30); do
 		steps+="$(call_json $((i + 1000)) cleanup_sandbox '{}')"$'\n'"{\"wait\": $((i + 1000))}"$'\n'
 		steps+="$(call_json "$i" execute_bash_commands '{"code": "echo x"}')"$'\n'"{\"wait\": $i}"$'\n'
 	done
@@ -65,10 +65,10 @@ names() {
 		$steps
 		{"sh": "$count > $BATS_TEST_TMPDIR/after"}
 	EOF
-	echo "50 sandboxes in $(($(date +%s) - start)) s"
-	for i in $(seq 1 50); do jqe "$(response "$i")" '.result.structuredContent.stdout == "x\n"'; done
-	# 50 claims were made, each of a warm pod.
-	jqe "$(control '{}')" "[.requests[] | select(.method == \"POST\" and (.path | endswith(\"$NS/sandboxclaims\")))] | length >= 50"
+	echo "30 sandboxes in $(($(date +%s) - start)) s"
+	for i in $(seq 1 30); do jqe "$(response "$i")" '.result.structuredContent.stdout == "x\n"'; done
+	# 30 claims were made, each of a warm pod.
+	jqe "$(control '{}')" "[.requests[] | select(.method == \"POST\" and (.path | endswith(\"$NS/sandboxclaims\")))] | length >= 30"
 	read -r fd0 th0 ch0 <"$BATS_TEST_TMPDIR/before"
 	read -r fd1 th1 ch1 <"$BATS_TEST_TMPDIR/after"
 	echo "sandbox-mcp: fds $fd0 -> $fd1, threads $th0 -> $th1, children $ch0 -> $ch1"
