@@ -7,10 +7,10 @@ bats_require_minimum_version 1.5.0
 	[ "$status" -eq 0 ]
 	for o in backend timeout max-timeout output-cap result-max spill-max memory cpus pids open-files file-size \
 		tmp-size network wheelhouse index-url index-hosts allow-hosts idle-timeout queue max-message keep gpu shutdown-budget workspace mount state-dir sandbox-ahead python python-prestart python-preload log-level sandbox-uid max-background max-sessions background-timeout max-background-timeout \
-		image daytona-snapshot daytona-image daytona-start-timeout kube-namespace kube-image kube-context kube-runtime-class; do
+		image daytona-snapshot daytona-image daytona-start-timeout kube-namespace kube-image kube-context kube-runtime-class kube-warm-pool; do
 		[[ "$output" == *"--$o"* ]] || { echo "missing --$o"; false; }
 	done
-	[ "$(grep -c "env SANDBOX_" <<<"$output")" -eq 45 ]
+	[ "$(grep -c "env SANDBOX_" <<<"$output")" -eq 46 ]
 	[[ "$output" == *"--check"* && "$output" == *"--version"* ]]
 }
 

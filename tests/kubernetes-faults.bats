@@ -63,7 +63,7 @@ pods() {
 	[ "$(pods)" = "[]" ]
 }
 
-@test "the pod OOM-killed during a call: that call gets a clear error, the next a new pod" {
+@test "the pod OOM-killed during a call: that call says oom_killed (the container's terminated reason), the next gets a new pod" {
 	mcp_session <<-EOF
 		$INIT
 		$INITIALIZED
@@ -76,9 +76,10 @@ pods() {
 		$(call_json 3 execute_bash_commands '{"code": "echo three"}')
 	EOF
 	r=$(response 2)
-	jqe "$r" '.result.structuredContent | .exit_code != 0 and (.error | test("stopped unexpectedly.*the next call starts a new one"))'
+	jqe "$r" '.result.structuredContent | .exit_code == 137 and .oom_killed == true and .error == null'
+	jqe "$r" '.result.content[0].text | test("killed: out of memory")'
 	r3=$(response 3)
-	jqe "$r3" '.result.structuredContent | .exit_code == 0 and .stdout == "three\n"'
+	jqe "$r3" '.result.structuredContent | .exit_code == 0 and .stdout == "three\n" and .oom_killed == false'
 	[ "$(jq -r .result.structuredContent.sandbox_id <<<"$r3")" != "$(jq -r .result.structuredContent.sandbox_id <<<"$r")" ]
 	[ "$(pods)" = "[]" ]
 }

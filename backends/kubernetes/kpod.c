@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,10 @@ json_t *kpod_spec(const struct kpod_spec *s)
 
 #define PODS "/api/v1", "pods"
 #define NETPOLS "/apis/networking.k8s.io/v1", "networkpolicies"
+#define EXT_API "/apis/extensions.agents.x-k8s.io/v1alpha1"
+#define EXT_VERSION "extensions.agents.x-k8s.io/v1alpha1"
+#define CLAIMS EXT_API, "sandboxclaims"
+#define POOLS EXT_API, "sandboxwarmpools"
 
 static char *obj_path(const char *api, const char *kind, const char *ns, const char *name, const char *rest)
 {
@@ -122,6 +127,12 @@ json_t *kpod_netpol(const struct kpod_spec *s)
 	kpod_label_value(s->host, host, sizeof host);
 	kpod_label_value(s->sandbox, sb, sizeof sb);
 	/* Egress in policyTypes with no egress rule: nothing goes out of the selected pods. */
+	if (s->claimed)
+		return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}, s:{s:{s:{s:s}}, s:[s]}}", "apiVersion",
+				 "networking.k8s.io/v1", "kind", "NetworkPolicy", "metadata", "name", s->name, "labels",
+				 KPOD_LABEL, "1", KPOD_LABEL_PID, pid, KPOD_LABEL_START, start, KPOD_LABEL_HOST, host,
+				 KPOD_LABEL_SANDBOX, sb, "spec", "podSelector", "matchLabels", KPOD_LABEL_SANDBOX_NAME,
+				 s->claimed, "policyTypes", "Egress");
 	return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}, s:{s:{s:{s:s, s:s}}, s:[s]}}", "apiVersion",
 			 "networking.k8s.io/v1", "kind", "NetworkPolicy", "metadata", "name", s->name, "labels", KPOD_LABEL,
 			 "1", KPOD_LABEL_PID, pid, KPOD_LABEL_START, start, KPOD_LABEL_HOST, host, KPOD_LABEL_SANDBOX, sb,
@@ -382,8 +393,266 @@ static int reap(struct kapi *a, const char *api, const char *kind, const char *n
 
 int kpod_reap(struct kapi *a, const char *ns, bool (*gone)(json_t *labels, void *arg), void *arg, struct err *e)
 {
+	/* The claims first: a Sandbox whose pod went would make it again. Without the CRDs the list
+	 * is a 404, and nothing more. */
+	struct err ce = {""};
+	reap(a, CLAIMS, ns, kpod_claim_delete, gone, arg, &ce);
 	int n = reap(a, PODS, ns, kpod_delete, gone, arg, e);
 	struct err ne = {""};
 	reap(a, NETPOLS, ns, kpod_netpol_delete, gone, arg, &ne);
 	return n;
+}
+
+/* ---------------------------------------------------------------- warm pool claims */
+
+/* A DNS-1123 subdomain, as the API's object names are: what a path may be made of. */
+static bool dns_name(const char *s, size_t max)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (!n || n > max || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-' || s[i] == '.'))
+			return false;
+	return true;
+}
+
+int kpod_pool_template(struct kapi *a, const char *ns, const char *pool, char *tpl, size_t n, struct err *e)
+{
+	char *path = obj_path(POOLS, ns, pool, "");
+	struct http_resp rs = {0};
+	int rc = path ? kapi_call(a, "GET", path, NULL, 15000, NULL, NULL, &rs, e) : err_set(e, "out of memory");
+	free(path);
+	if (rc == 0 && rs.status == 404 && !json_object_get(json_object_get(rs.json, "details"), "name")) {
+		/* No such resource at all (a Status without details, or "404 page not found"): the
+		 * CRDs are not there. */
+		rc = KPOD_NO_CRDS;
+	} else if (rc == 0 && rs.status == 404) {
+		rc = err_set(e, "the warm pool %s (--kube-warm-pool) is not in namespace %s", pool, ns);
+	} else if (rc == 0 && rs.status != 200) {
+		rc = kapi_fail(&rs, "reading the warm pool", e);
+	} else if (rc == 0) {
+		const char *t = json_string_value(
+			json_object_get(json_object_get(json_object_get(rs.json, "spec"), "sandboxTemplateRef"), "name"));
+		if (!dns_name(t, 253) || strlen(t) >= n)
+			rc = err_set(e, "the warm pool %s names no SandboxTemplate (spec.sandboxTemplateRef.name)", pool);
+		else
+			snprintf(tpl, n, "%s", t);
+	}
+	http_resp_free(&rs);
+	return rc;
+}
+
+/* The claim's Sandbox, from its status: 1 with pod set, 0 when not yet named, -1 (e) when what
+ * it names is not a name. */
+static int claim_bound(json_t *claim, char *pod, size_t n, struct err *e)
+{
+	json_t *sb = json_object_get(json_object_get(claim, "status"), "sandbox");
+	const char *name = json_string_value(json_object_get(sb, "name"));
+	if (!name || !*name)
+		return 0;
+	if (!dns_name(name, 253) || strlen(name) >= n)
+		return err_set(e, "the claim names a Sandbox that is not a name (%.80s)", name);
+	snprintf(pod, n, "%s", name);
+	return 1;
+}
+
+int kpod_claim(struct kapi *a, const char *ns, const struct kpod_spec *s, const char *tpl, const char *pool,
+	       long timeout_ms, char *pod, size_t n, bool *made, struct err *e)
+{
+	int64_t deadline = clock_ms() + timeout_ms;
+	char pid[64], start[64], host[64], sb[64];
+	kpod_label_value(s->pid, pid, sizeof pid);
+	kpod_label_value(s->start, start, sizeof start);
+	kpod_label_value(s->host, host, sizeof host);
+	kpod_label_value(s->sandbox, sb, sizeof sb);
+	json_t *body = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}, s:{s:{s:s}, s:s}}", "apiVersion",
+				 EXT_VERSION, "kind", "SandboxClaim", "metadata", "name", s->name, "labels", KPOD_LABEL, "1",
+				 KPOD_LABEL_PID, pid, KPOD_LABEL_START, start, KPOD_LABEL_HOST, host, KPOD_LABEL_SANDBOX, sb,
+				 "spec", "sandboxTemplateRef", "name", tpl, "warmpool", pool);
+	char *path = obj_path(CLAIMS, ns, NULL, "");
+	struct http_resp rs = {0};
+	int rc = body && path ? kapi_call(a, "POST", path, body, 30000, NULL, NULL, &rs, e) : err_set(e, "out of memory");
+	json_decref(body);
+	free(path);
+	if (rc == 0 && rs.status != 201 && rs.status != 200)
+		rc = kapi_fail(&rs, "claiming a sandbox from the warm pool", e);
+	if (rc == 0)
+		*made = true;
+	int bound = rc == 0 ? claim_bound(rs.json, pod, n, e) : -1;
+	http_resp_free(&rs);
+	/* A controller binds the claim after it is made: its status is read again until it names
+	 * the Sandbox. */
+	path = bound == 0 ? obj_path(CLAIMS, ns, s->name, "") : NULL;
+	for (unsigned wait = 50; bound == 0;) {
+		if (!path)
+			return err_set(e, "out of memory");
+		if (clock_ms() + wait >= deadline) {
+			bound = err_set(e, "the claim was not bound to a sandbox within %ld s", timeout_ms / 1000);
+			break;
+		}
+		poll(NULL, 0, (int)wait);
+		wait = wait < 800 ? wait * 2 : 1000;
+		if (kapi_call(a, "GET", path, NULL, 15000, NULL, NULL, &rs, e) < 0)
+			bound = -1;
+		else if (rs.status != 200)
+			bound = kapi_fail(&rs, "reading the claim", e);
+		else
+			bound = claim_bound(rs.json, pod, n, e);
+		http_resp_free(&rs);
+	}
+	free(path);
+	return bound == 1 ? 0 : -1;
+}
+
+int kpod_claim_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e)
+{
+	return delete_obj(a, obj_path(CLAIMS, ns, name, ""), "deleting the sandbox's claim", timeout_ms, e);
+}
+
+int kpod_get(struct kapi *a, const char *ns, const char *name, long timeout_ms, json_t **out, struct err *e)
+{
+	char *path = pods_path(ns, name, "");
+	struct http_resp rs = {0};
+	int rc = path ? kapi_call(a, "GET", path, NULL, timeout_ms, NULL, NULL, &rs, e) : err_set(e, "out of memory");
+	free(path);
+	if (rc == 0 && rs.status != 200)
+		rc = kapi_fail(&rs, "reading the pod", e);
+	if (rc == 0 && !json_is_object(rs.json))
+		rc = err_set(e, "reading the pod: the answer is not an object");
+	if (rc == 0)
+		*out = json_incref(rs.json);
+	http_resp_free(&rs);
+	return rc;
+}
+
+static bool str_is(json_t *v, const char *s)
+{
+	return json_is_string(v) && !strcmp(json_string_value(v), s);
+}
+
+int kpod_oom_killed(json_t *pod)
+{
+	json_t *st = json_object_get(pod, "status"), *cs;
+	size_t i;
+	json_array_foreach(json_object_get(st, "containerStatuses"), i, cs) {
+		if (!str_is(json_object_get(cs, "name"), "sandbox"))
+			continue;
+		json_t *term = json_object_get(json_object_get(cs, "state"), "terminated");
+		if (term)
+			return str_is(json_object_get(term, "reason"), "OOMKilled") ? 1 : 0;
+	}
+	json_t *phase = json_object_get(st, "phase");
+	return str_is(phase, "Failed") || str_is(phase, "Succeeded") ? 0 : -1;
+}
+
+__attribute__((format(printf, 3, 4))) static void lack(char *out, size_t n, const char *fmt, ...)
+{
+	size_t l = strlen(out);
+	if (l + 2 >= n)
+		return;
+	if (l)
+		l += (size_t)snprintf(out + l, n - l, "; ");
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(out + l, n - l, fmt, ap);
+	va_end(ap);
+}
+
+/* The container's field k, else the pod's (securityContext's inheritance). Borrowed. */
+static json_t *sc_field(json_t *csc, json_t *psc, const char *k)
+{
+	json_t *v = json_object_get(csc, k);
+	return v ? v : json_object_get(psc, k);
+}
+
+int kpod_check_claimed(json_t *pod, const char *name, const char *runtime_class, struct err *e)
+{
+	char miss[900] = "";
+	json_t *spec = json_object_get(pod, "spec"), *cs = json_object_get(spec, "containers");
+	json_t *c = json_array_size(cs) == 1 ? json_array_get(cs, 0) : NULL;
+	if (!c || !str_is(json_object_get(c, "name"), "sandbox"))
+		lack(miss, sizeof miss, "one container, named sandbox");
+	if (json_array_size(json_object_get(spec, "initContainers")) ||
+	    json_array_size(json_object_get(spec, "ephemeralContainers")))
+		lack(miss, sizeof miss, "no init or ephemeral container");
+	static const char *const hostns[] = {"hostNetwork", "hostPID", "hostIPC"};
+	for (size_t i = 0; i < 3; i++)
+		if (json_is_true(json_object_get(spec, hostns[i])))
+			lack(miss, sizeof miss, "no %s", hostns[i]);
+	if (!json_is_false(json_object_get(spec, "automountServiceAccountToken")))
+		lack(miss, sizeof miss, "no service account token (automountServiceAccountToken: false)");
+	json_t *vols = json_object_get(spec, "volumes"), *v;
+	size_t i;
+	json_array_foreach(vols, i, v) {
+		if (json_object_size(v) != 2 || !json_is_object(json_object_get(v, "emptyDir"))) {
+			const char *vn = json_string_value(json_object_get(v, "name"));
+			lack(miss, sizeof miss, "no volume but emptyDirs (%.60s is not one)", vn ? vn : "?");
+			break;
+		}
+	}
+	json_t *psc = json_object_get(spec, "securityContext"), *csc = json_object_get(c, "securityContext");
+	if (json_array_size(json_object_get(psc, "sysctls")))
+		lack(miss, sizeof miss, "no sysctls");
+	if (!json_is_true(sc_field(csc, psc, "runAsNonRoot")))
+		lack(miss, sizeof miss, "runAsNonRoot");
+	json_t *uid = sc_field(csc, psc, "runAsUser");
+	if (!json_is_integer(uid) || json_integer_value(uid) <= 0)
+		lack(miss, sizeof miss, "a runAsUser not 0");
+	if (!json_is_false(json_object_get(csc, "allowPrivilegeEscalation")))
+		lack(miss, sizeof miss, "no privilege escalation (allowPrivilegeEscalation: false)");
+	if (json_is_true(json_object_get(csc, "privileged")))
+		lack(miss, sizeof miss, "not privileged");
+	json_t *caps = json_object_get(csc, "capabilities"), *d;
+	bool all = false;
+	json_array_foreach(json_object_get(caps, "drop"), i, d)
+		all |= str_is(d, "ALL");
+	if (!all || json_array_size(json_object_get(caps, "add")))
+		lack(miss, sizeof miss, "every capability dropped (capabilities.drop [ALL], none added)");
+	json_t *sp = json_object_get(sc_field(csc, psc, "seccompProfile"), "type");
+	if (!str_is(sp, "RuntimeDefault") && !str_is(sp, "Localhost"))
+		lack(miss, sizeof miss, "a seccomp profile (seccompProfile RuntimeDefault)");
+	json_t *aa = json_object_get(sc_field(csc, psc, "appArmorProfile"), "type");
+	json_t *se = json_object_get(sc_field(csc, psc, "seLinuxOptions"), "type");
+	if (str_is(aa, "Unconfined") || str_is(se, "spc_t"))
+		lack(miss, sizeof miss, "no unconfined AppArmor or SELinux profile");
+	if (!json_object_get(json_object_get(json_object_get(c, "resources"), "limits"), "memory"))
+		lack(miss, sizeof miss, "a memory limit (resources.limits.memory)");
+	json_t *pm = json_object_get(csc, "procMount");
+	if (pm && !str_is(pm, "Default"))
+		lack(miss, sizeof miss, "the default procMount");
+	if (!json_is_true(json_object_get(csc, "readOnlyRootFilesystem")))
+		lack(miss, sizeof miss, "a read-only root (readOnlyRootFilesystem)");
+	json_t *env = json_object_get(c, "env"), *ev;
+	bool from = json_array_size(json_object_get(c, "envFrom")) > 0;
+	json_array_foreach(env, i, ev)
+		from |= json_object_get(ev, "valueFrom") != NULL;
+	if (from)
+		lack(miss, sizeof miss, "no environment from secrets or the API (env valueFrom, envFrom)");
+	json_t *cmd = json_object_get(c, "command");
+	if (json_array_size(cmd) != 3 || !str_is(json_array_get(cmd, 0), "sh") || !str_is(json_array_get(cmd, 1), "-c") ||
+	    !str_is(json_array_get(cmd, 2), KPOD_STARTER) || json_array_size(json_object_get(c, "args")))
+		lack(miss, sizeof miss, "the agent's starter as its command (sh -c '" KPOD_STARTER "')");
+	if (!json_is_true(json_object_get(c, "stdin")) || !json_is_true(json_object_get(c, "stdinOnce")) ||
+	    json_is_true(json_object_get(c, "tty")))
+		lack(miss, sizeof miss, "stdin and stdinOnce, no tty");
+	bool agent_dir = false;
+	json_array_foreach(json_object_get(c, "volumeMounts"), i, v) {
+		if (str_is(json_object_get(v, "mountPath"), KPOD_AGENT_DIR) && !json_is_true(json_object_get(v, "readOnly")) &&
+		    !json_object_get(v, "subPath"))
+			agent_dir = true;
+	}
+	if (!agent_dir)
+		lack(miss, sizeof miss, "a writable emptyDir at " KPOD_AGENT_DIR);
+	if (runtime_class && *runtime_class && !str_is(json_object_get(spec, "runtimeClassName"), runtime_class))
+		lack(miss, sizeof miss, "runtimeClassName %s (--kube-runtime-class)", runtime_class);
+	json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
+	if (!str_is(json_object_get(labels, KPOD_LABEL_SANDBOX_NAME), name))
+		lack(miss, sizeof miss, "the label " KPOD_LABEL_SANDBOX_NAME "=%s (its egress policy selects it by it)", name);
+	/* A pod a server made for a sandbox of its own is some session's, never a warm one. */
+	if (json_object_get(labels, KPOD_LABEL))
+		lack(miss, sizeof miss, "not to be a pod a server made (label " KPOD_LABEL ")");
+	if (!miss[0])
+		return 0;
+	return err_set(e, "the pod %s is not hardened as this server's pods are: it needs %s", name, miss);
 }

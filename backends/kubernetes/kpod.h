@@ -31,6 +31,13 @@
 #define KPOD_LABEL_SANDBOX "sandbox-mcp.sandbox" /* the sandbox's id */
 #define KPOD_WORKSPACE "/workspace"
 #define KPOD_AGENT_DIR "/.sandbox-mcp"           /* an emptyDir for the agent's binary */
+#define KPOD_AGENT_PATH KPOD_AGENT_DIR "/sandbox-agent"
+/* The container's command (sh -c KPOD_STARTER): waits for the agent's binary, then becomes it.
+ * A warm pool's template must run the same (kpod_check_claimed). */
+#define KPOD_STARTER "until [ -x " KPOD_AGENT_PATH " ]; do sleep 0.05; done; exec " KPOD_AGENT_PATH " --stdio"
+/* The label by which the agent-sandbox controller names a Sandbox's pod (its egress policy
+ * selects a claimed pod by it). */
+#define KPOD_LABEL_SANDBOX_NAME "agents.x-k8s.io/sandbox-name"
 
 struct kpod_spec {
 	const char *name;        /* the pod's name: a DNS label */
@@ -44,6 +51,8 @@ struct kpod_spec {
 	                          * it ends when the first attach does) */
 	const char *const *command; /* NULL-terminated */
 	const char *pid, *start, *host, *sandbox; /* the labels' values */
+	const char *claimed;     /* NULL; or the name of a pod claimed from a warm pool, which the
+	                          * NetworkPolicy then selects by KPOD_LABEL_SANDBOX_NAME */
 };
 
 /* The Pod (caller frees), or NULL when out of memory. */
@@ -79,9 +88,50 @@ int kpod_netpol_create(struct kapi *a, const char *ns, json_t *pol, struct err *
 /* Deletes the NetworkPolicy named name; one already gone is fine. 0, or -1 with e set. */
 int kpod_netpol_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e);
 
-/* Deletes the pods, then the NetworkPolicies, labelled KPOD_LABEL=1 in ns for which
- * gone(labels, arg) says their server is gone. The number of pods deleted, or -1 with e set
- * when they could not be listed. */
+/* Deletes the SandboxClaims (where the agent-sandbox CRDs are served), then the pods, then the
+ * NetworkPolicies, labelled KPOD_LABEL=1 in ns for which gone(labels, arg) says their server
+ * is gone. The number of pods deleted, or -1 with e set when they could not be listed. */
 int kpod_reap(struct kapi *a, const char *ns, bool (*gone)(json_t *labels, void *arg), void *arg, struct err *e);
+
+/* ---- A sandbox claimed from an agent-sandbox SandboxWarmPool (extensions.agents.x-k8s.io) */
+
+#define KPOD_NO_CRDS 1
+
+/* The name of the SandboxTemplate that warm pool `pool` keeps sandboxes of, into tpl (n
+ * bytes). 0; KPOD_NO_CRDS when the API serves no agent-sandbox extensions; -1 with e set (the
+ * pool is not in ns, or the API server's reason). */
+int kpod_pool_template(struct kapi *a, const char *ns, const char *pool, char *tpl, size_t n, struct err *e);
+
+/* Makes a SandboxClaim named s->name, labelled as s's pod would be, of template tpl from warm
+ * pool `pool`, and waits (until timeout_ms) for it to name its Sandbox, whose pod has the
+ * Sandbox's name: into pod (n bytes), checked to be a DNS subdomain. *made: whether the claim
+ * was created (the caller deletes it). 0, or -1 with e set. */
+int kpod_claim(struct kapi *a, const char *ns, const struct kpod_spec *s, const char *tpl, const char *pool,
+	       long timeout_ms, char *pod, size_t n, bool *made, struct err *e);
+
+/* Deletes the SandboxClaim named name (and, as its owner, the cluster its Sandbox and pod); one
+ * already gone is fine. 0, or -1 with e set. */
+int kpod_claim_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e);
+
+/* What the pod's status says of its container "sandbox": 1 terminated by the out-of-memory
+ * killer (state.terminated.reason OOMKilled), 0 terminated otherwise (or the pod ended), -1
+ * not (yet) terminated. pod is untrusted: any shape. */
+int kpod_oom_killed(json_t *pod);
+
+/* The pod named name (caller frees *out), read within timeout_ms. 0, or -1 with e set. */
+int kpod_get(struct kapi *a, const char *ns, const char *name, long timeout_ms, json_t **out, struct err *e);
+
+/* Whether pod, a claimed pod's object as the cluster says it (untrusted: any shape), is
+ * hardened as kpod_spec makes a pod and runs the agent as ours do: one container "sandbox"
+ * running sh -c KPOD_STARTER with stdin and stdinOnce and an emptyDir at KPOD_AGENT_DIR; no init
+ * or ephemeral container; runAsNonRoot with a runAsUser not 0, allowPrivilegeEscalation false,
+ * not privileged, every capability dropped and none added, a RuntimeDefault or Localhost seccomp
+ * profile, no unconfined AppArmor or SELinux (spc_t) profile, a memory limit, the default
+ * procMount, a read-only root, automountServiceAccountToken false, no
+ * volume but emptyDirs, no host namespace, no sysctls, no environment from secrets or the API;
+ * runtimeClassName runtime_class when that is set; labelled KPOD_LABEL_SANDBOX_NAME=name and
+ * not KPOD_LABEL (a pod a server made for a sandbox of its own is some session's).
+ * 0, or -1 with e naming every thing it lacks. */
+int kpod_check_claimed(json_t *pod, const char *name, const char *runtime_class, struct err *e);
 
 #endif

@@ -17,11 +17,17 @@
  * Each pod comes with a NetworkPolicy that denies its egress (kpod_netpol), made before it and
  * deleted after it.
  *
+ * With --kube-warm-pool, where the agent-sandbox CRDs are served, the pod is claimed from that
+ * SandboxWarmPool instead (a SandboxClaim): the cluster made it from a template this server did
+ * not write, so it is read and refused unless it is hardened as ours and runs the same starter
+ * (kpod_check_claimed); its NetworkPolicy selects it by its Sandbox's name; then it is used as
+ * a cold one. The claim goes with the sandbox.
+ *
  * Not yet: the install step (--network install's pip, which needs a way out that the
- * NetworkPolicy would have to allow), --allow-hosts, background processes (no descriptor reaches the
- * agent through the stream), a warm pool claim. Each is refused with a message where it is
- * asked for. --check says the cluster's version, the permissions (a SelfSubjectAccessReview
- * each), what its API serves, and the test pod's start step by step.
+ * NetworkPolicy would have to allow), --allow-hosts, background processes (no descriptor
+ * reaches the agent through the stream). Each is refused with a message where it is asked for.
+ * --check says the cluster's version, the permissions (a SelfSubjectAccessReview each), what
+ * its API serves, and the test pod's start step by step.
  */
 #include <errno.h>
 #include <poll.h>
@@ -44,10 +50,10 @@
 #include "krelay.h"
 
 #define DEFAULT_IMAGE "python:3.12-slim"
-#define AGENT_PATH KPOD_AGENT_DIR "/sandbox-agent"
 #define START_TIMEOUT_MS 120000L
 #define PUT_TIMEOUT_MS 30000L
 #define AGENT_WAIT_MS 30000
+#define OOM_LOOK_MS 2000L
 /* The pod's deadline: the cluster ends a pod whose server died by then at the latest. */
 #define DEADLINE_S (24L * 3600)
 
@@ -61,14 +67,16 @@ struct k8s_opts {
 	char image[256];
 	char context[128];
 	char runtime_class[64];
+	char warm_pool[254];
 };
 
 struct k8s_inst {
 	struct agent_inst in;    /* first: the agent host's */
-	char pod[64];
+	char name[64];           /* ours: the NetworkPolicy's, the claim's, a cold pod's */
+	char pod[254];           /* the pod's: name, or the claimed Sandbox's */
 	struct kexec x;
 	struct krelay relay;
-	bool pod_made, pol_made;
+	bool pod_made, pol_made, claim_made;
 };
 
 struct k8s {
@@ -77,8 +85,9 @@ struct k8s {
 	struct kapi api;
 	char ns[254];
 	char self_host[200], self_start[32], self_pid[16];
-	/* The last pod's start, step by step (ms), for --check. */
+	/* The last pod's start, step by step (ms), for --check; claimed: from the warm pool. */
 	int64_t t_pol, t_create, t_running, t_attach, t_put, t_agent;
+	bool claimed;
 };
 
 #define KI(in) ((struct k8s_inst *)(void *)(in))
@@ -148,13 +157,7 @@ static int open_api(struct k8s *K, const struct k8s_opts *o, struct err *e)
 static int k8s_prepare(void *ctx, struct err *e)
 {
 	struct k8s *K = ctx;
-	if (open_api(K, K->o, e) < 0)
-		return -1;
-	struct err re = {""};
-	int n = kpod_reap(&K->api, K->ns, owner_gone, K, &re);
-	if (n > 0)
-		log_msg(LOG_NOTICE, "kubernetes: deleted %d pod%s of servers that are gone", n, n == 1 ? "" : "s");
-	return 0;
+	return open_api(K, K->o, e);
 }
 
 static void k8s_kill(void *ctx, struct agent_inst *ai)
@@ -166,6 +169,12 @@ static void k8s_kill(void *ctx, struct agent_inst *ai)
 	agentlink_close(&in->in.link);
 	krelay_stop(&in->relay);
 	kexec_close(&in->x);
+	/* The claim first: its Sandbox would make a deleted pod again. */
+	if (in->claim_made) {
+		struct err e = {""};
+		if (kpod_claim_delete(&K->api, K->ns, in->name, 15000, &e) < 0)
+			log_msg(LOG_WARNING, "kubernetes: sandboxclaim %s/%s: %s", K->ns, in->name, e.msg);
+	}
 	if (in->pod_made) {
 		struct err e = {""};
 		if (kpod_delete(&K->api, K->ns, in->pod, 15000, &e) < 0)
@@ -173,8 +182,8 @@ static void k8s_kill(void *ctx, struct agent_inst *ai)
 	}
 	if (in->pol_made) {
 		struct err e = {""};
-		if (kpod_netpol_delete(&K->api, K->ns, in->pod, 15000, &e) < 0)
-			log_msg(LOG_WARNING, "kubernetes: networkpolicy %s/%s: %s", K->ns, in->pod, e.msg);
+		if (kpod_netpol_delete(&K->api, K->ns, in->name, 15000, &e) < 0)
+			log_msg(LOG_WARNING, "kubernetes: networkpolicy %s/%s: %s", K->ns, in->name, e.msg);
 	}
 	free(in);
 }
@@ -197,23 +206,12 @@ static int k8s_quota(void *ctx, uint64_t *bytes, char *how, size_t n, struct err
 	return 0;
 }
 
-static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
+/* A pod made here: its NetworkPolicy first (the pod never runs a moment without it), the pod,
+ * then a watch until it runs. 0, or -1 with e set. */
+static int cold_pod(struct k8s *K, struct k8s_inst *in, const struct kpod_spec *sp, struct err *e)
 {
-	const struct config *cfg = K->host.cfg;
-	const struct k8s_opts *o = K->o;
-	const char *cmd[] = {"sh", "-c",
-			     "until [ -x " AGENT_PATH " ]; do sleep 0.05; done; exec " AGENT_PATH " --stdio", NULL};
-	struct kpod_spec sp = {
-		.name = in->pod, .image = o->image[0] ? o->image : DEFAULT_IMAGE, .runtime_class = o->runtime_class,
-		.uid = (uint32_t)(cfg->sandbox_uid ? cfg->sandbox_uid : 65534), .cpus = cfg->cpus, .memory = cfg->memory,
-		.workspace = ws_bytes(cfg), .tmp = cfg->tmp_size, .agent_dir = 64u << 20, .deadline_s = DEADLINE_S,
-		.command = cmd, .stdin = true,
-		.pid = K->self_pid, .start = K->self_start, .host = K->self_host, .sandbox = K->host.id};
-	sp.ephemeral = sp.agent_dir + (64u << 20); /* the agent's folder, and the container's logs */
-	/* The NetworkPolicy first: the pod never runs a moment without it. */
 	int64_t t = clock_ms();
-	K->t_pol = K->t_create = K->t_running = K->t_attach = K->t_put = K->t_agent = -1;
-	json_t *pol = kpod_netpol(&sp);
+	json_t *pol = kpod_netpol(sp);
 	int rc = pol ? kpod_netpol_create(&K->api, K->ns, pol, e) : err_set(e, "out of memory");
 	json_decref(pol);
 	if (rc < 0)
@@ -221,7 +219,7 @@ static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
 	in->pol_made = true;
 	K->t_pol = clock_ms() - t;
 	t = clock_ms();
-	json_t *pod = kpod_spec(&sp);
+	json_t *pod = kpod_spec(sp);
 	if (!pod)
 		return err_set(e, "out of memory");
 	rc = kpod_create(&K->api, K->ns, pod, e);
@@ -234,9 +232,84 @@ static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
 	if (kpod_wait_running(&K->api, K->ns, in->pod, START_TIMEOUT_MS, e) < 0)
 		return -1;
 	K->t_running = clock_ms() - t;
+	return 0;
+}
+
+/* A sandbox claimed from the warm pool: the claim, then its pod read and checked (it is the
+ * cluster's, made from a template this server did not write), then its NetworkPolicy, made
+ * before the agent is there. 0; KPOD_NO_CRDS (nothing made: a cold pod instead); -1 with e set
+ * (what was made is marked for k8s_kill). */
+static int claim_pod(struct k8s *K, struct k8s_inst *in, struct kpod_spec *sp, struct err *e)
+{
+	const struct k8s_opts *o = K->o;
+	char tpl[254];
+	int64_t t = clock_ms();
+	int rc = kpod_pool_template(&K->api, K->ns, o->warm_pool, tpl, sizeof tpl, e);
+	if (rc == KPOD_NO_CRDS)
+		log_msg(LOG_NOTICE, "kubernetes: the agent-sandbox CRDs are not installed: a pod made here, not one claimed "
+				    "from the warm pool %s", o->warm_pool);
+	if (rc)
+		return rc;
+	if (kpod_claim(&K->api, K->ns, sp, tpl, o->warm_pool, START_TIMEOUT_MS, in->pod, sizeof in->pod, &in->claim_made,
+		       e) < 0)
+		return -1;
+	K->claimed = true;
+	in->pod_made = true;
+	K->t_create = clock_ms() - t;
 	t = clock_ms();
+	json_t *pod = NULL;
+	if (kpod_get(&K->api, K->ns, in->pod, 15000, &pod, e) < 0)
+		return -1;
+	rc = kpod_check_claimed(pod, in->pod, o->runtime_class, e);
+	const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+	bool running = phase && !strcmp(phase, "Running");
+	json_decref(pod);
+	if (rc < 0) {
+		char m[sizeof e->msg];
+		snprintf(m, sizeof m, "%s", e->msg);
+		err_clear(e);
+		return err_set(e, "refused the sandbox claimed from the warm pool %s: %.900s", o->warm_pool, m);
+	}
+	sp->claimed = in->pod;
+	json_t *pol = kpod_netpol(sp);
+	rc = pol ? kpod_netpol_create(&K->api, K->ns, pol, e) : err_set(e, "out of memory");
+	json_decref(pol);
+	if (rc < 0)
+		return -1;
+	in->pol_made = true;
+	K->t_pol = clock_ms() - t;
+	t = clock_ms();
+	if (!running && kpod_wait_running(&K->api, K->ns, in->pod, START_TIMEOUT_MS, e) < 0)
+		return -1;
+	K->t_running = clock_ms() - t;
+	return 0;
+}
+
+static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
+{
+	const struct config *cfg = K->host.cfg;
+	const struct k8s_opts *o = K->o;
+	const char *cmd[] = {"sh", "-c", KPOD_STARTER, NULL};
+	struct kpod_spec sp = {
+		.name = in->name, .image = o->image[0] ? o->image : DEFAULT_IMAGE, .runtime_class = o->runtime_class,
+		.uid = (uint32_t)(cfg->sandbox_uid ? cfg->sandbox_uid : 65534), .cpus = cfg->cpus, .memory = cfg->memory,
+		.workspace = ws_bytes(cfg), .tmp = cfg->tmp_size, .agent_dir = 64u << 20, .deadline_s = DEADLINE_S,
+		.command = cmd, .stdin = true,
+		.pid = K->self_pid, .start = K->self_start, .host = K->self_host, .sandbox = K->host.id};
+	sp.ephemeral = sp.agent_dir + (64u << 20); /* the agent's folder, and the container's logs */
+	K->t_pol = K->t_create = K->t_running = K->t_attach = K->t_put = K->t_agent = -1;
+	K->claimed = false;
+	int rc = o->warm_pool[0] ? claim_pod(K, in, &sp, e) : KPOD_NO_CRDS;
+	if (rc < 0)
+		return -1;
+	if (rc == KPOD_NO_CRDS) {
+		snprintf(in->pod, sizeof in->pod, "%s", in->name);
+		if (cold_pod(K, in, &sp, e) < 0)
+			return -1;
+	}
+	int64_t t = clock_ms();
 	/* Attached first: the agent's greeting comes on its stdout as soon as the binary is there. */
-	char path[512];
+	char path[1024];
 	snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/attach?container=sandbox&stdin=true&stdout=true&stderr=true",
 		 K->ns, in->pod);
 	if (kexec_open(&in->x, &K->api.creds, path, 30000, e) < 0)
@@ -246,7 +319,7 @@ static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
 	int fd = -1;
 	if (krelay_start(&in->relay, &in->x, &fd, e) < 0)
 		return -1;
-	if (kpod_put(&K->api, K->ns, in->pod, AGENT_PATH, agent_blob_start, (size_t)(agent_blob_end - agent_blob_start),
+	if (kpod_put(&K->api, K->ns, in->pod, KPOD_AGENT_PATH, agent_blob_start, (size_t)(agent_blob_end - agent_blob_start),
 		     PUT_TIMEOUT_MS, e) < 0) {
 		close(fd);
 		return -1;
@@ -281,8 +354,9 @@ static int k8s_spawn(void *ctx, bool net, const char *proxy_dir, bool install, s
 	in->in.link.fd = -1;
 	kexec_init(&in->x);
 	in->relay.fd = -1;
-	/* The sandbox's id is "k8s-XXXXXXXX": the pod is named after it. */
-	snprintf(in->pod, sizeof in->pod, "sandbox-mcp-%s", K->host.id + strcspn(K->host.id, "-") + 1);
+	/* The sandbox's id is "k8s-XXXXXXXX": what is made for it is named after it. */
+	snprintf(in->name, sizeof in->name, "sandbox-mcp-%s", K->host.id + strcspn(K->host.id, "-") + 1);
+	snprintf(in->pod, sizeof in->pod, "%s", in->name);
 	if (spawn_pod(K, in, e) < 0) {
 		k8s_kill(K, &in->in);
 		return -1;
@@ -310,6 +384,32 @@ static void k8s_lost(void *ctx, struct agent_inst *ai)
 	char why[256];
 	krelay_why(&KI(ai)->relay, why, sizeof why);
 	log_msg(LOG_WARNING, "kubernetes: lost the agent of pod %s/%s: %s", K->ns, KI(ai)->pod, why[0] ? why : "no reason known");
+}
+
+/* The stream broke: whether the pod's container was OOM-killed, as its status says. The kubelet
+ * writes that after the kill, so it is read again for a short while (OOM_LOOK_MS) until the
+ * container is seen terminated. */
+static bool k8s_lost_oom(void *ctx, struct agent_inst *ai)
+{
+	struct k8s *K = ctx;
+	int64_t until = clock_ms() + OOM_LOOK_MS;
+	for (;;) {
+		json_t *pod = NULL;
+		struct err e = {""};
+		int64_t left = until - clock_ms();
+		if (left <= 0 || kpod_get(&K->api, K->ns, KI(ai)->pod, (long)left, &pod, &e) < 0)
+			return false;
+		int r = kpod_oom_killed(pod);
+		json_decref(pod);
+		if (r >= 0) {
+			if (r == 1)
+				log_msg(LOG_WARNING, "kubernetes: pod %s/%s: its container was OOM-killed", K->ns, KI(ai)->pod);
+			return r == 1;
+		}
+		if (clock_ms() + 100 >= until)
+			return false;
+		poll(NULL, 0, 100);
+	}
 }
 
 static int k8s_oom_open(void *ctx, const struct agent_inst *in)
@@ -357,9 +457,14 @@ static void report_cluster(struct k8s *K, FILE *f)
 		{"watch", "pods", "", ""},	 {"delete", "pods", "", ""},	 {"create", "pods", "exec", ""},
 		{"create", "pods", "attach", ""}, {"create", "networkpolicies", "", "networking.k8s.io"},
 		{"delete", "networkpolicies", "", "networking.k8s.io"}, {"list", "networkpolicies", "", "networking.k8s.io"},
+		/* With --kube-warm-pool, these too. */
+		{"get", "sandboxwarmpools", "", "extensions.agents.x-k8s.io"},
+		{"create", "sandboxclaims", "", "extensions.agents.x-k8s.io"},
+		{"get", "sandboxclaims", "", "extensions.agents.x-k8s.io"},
+		{"delete", "sandboxclaims", "", "extensions.agents.x-k8s.io"},
 	};
 	char denied[512] = "";
-	size_t dl = 0, nok = 0, n = sizeof need / sizeof need[0];
+	size_t dl = 0, nok = 0, n = sizeof need / sizeof need[0] - (K->o->warm_pool[0] ? 0 : 4);
 	int64_t t = clock_ms();
 	for (size_t i = 0; i < n; i++) {
 		json_t *body = json_pack("{s:s, s:s, s:{s:{s:s, s:s, s:s, s:s, s:s}}}", "apiVersion", "authorization.k8s.io/v1",
@@ -388,9 +493,17 @@ static void report_cluster(struct k8s *K, FILE *f)
 	st = get(K, "/apis/extensions.agents.x-k8s.io/v1alpha1", &rs, &ms);
 	bool crd = st == 200 && strstr(rs.body ? rs.body : "", "\"sandboxclaims\"");
 	http_resp_free(&rs);
-	fprintf(f, "    agent-sandbox CRDs %s (%lld ms); warm pool claims are not used yet: plain pods\n",
-		crd ? "installed" : "not installed", (long long)ms);
-	if (K->t_agent >= 0)
+	fprintf(f, "    agent-sandbox CRDs %s (%lld ms); %s%s\n", crd ? "installed" : "not installed", (long long)ms,
+		!K->o->warm_pool[0] ? "no --kube-warm-pool: pods made here"
+		: crd		    ? "sandboxes claimed from the warm pool "
+				    : "pods made here, not claimed from the warm pool ",
+		K->o->warm_pool[0] ? K->o->warm_pool : "");
+	if (K->t_agent >= 0 && K->claimed)
+		fprintf(f, "    test pod    claimed %lld ms, checked and policy %lld ms, running %lld ms, attached %lld ms, "
+			   "agent written %lld ms, agent ready %lld ms; called above, its claim deleted as --check ends\n",
+			(long long)K->t_create, (long long)K->t_pol, (long long)K->t_running, (long long)K->t_attach,
+			(long long)K->t_put, (long long)K->t_agent);
+	else if (K->t_agent >= 0)
 		fprintf(f, "    test pod    policy %lld ms, pod created %lld ms, running %lld ms, attached %lld ms, agent "
 			   "written %lld ms, agent ready %lld ms; called above, deleted as --check ends\n",
 			(long long)K->t_pol, (long long)K->t_create, (long long)K->t_running, (long long)K->t_attach,
@@ -409,6 +522,10 @@ static void k8s_report_isolation(void *ctx, FILE *f)
 		K->o->runtime_class[0] ? ", runtimeClassName " : "", K->o->runtime_class, K->host.filter.rules);
 	fprintf(f, "    egress      denied by a NetworkPolicy made with each pod; enforced only where the cluster's "
 		   "network plugin enforces NetworkPolicies (without a NetworkPolicy controller it does nothing)\n");
+	if (K->o->warm_pool[0])
+		fprintf(f, "    warm pool   %s: each claimed pod is checked hardened as above and running the agent's "
+			   "starter before use, or refused; its image, limits and deadline are its template's\n",
+			K->o->warm_pool);
 }
 
 static void k8s_report_limits(void *ctx, FILE *f)
@@ -433,6 +550,7 @@ static const struct agenthost_home k8s_home = {
 	.kill = k8s_kill,
 	.check = k8s_alive,
 	.lost = k8s_lost,
+	.lost_oom = k8s_lost_oom,
 	.oom_open = k8s_oom_open,
 	.report_isolation = k8s_report_isolation,
 	.report_limits = k8s_report_limits,
@@ -518,12 +636,33 @@ static int k8s_opts_check(const void *opts, const struct config *cfg, struct err
 	for (const char *p = o->runtime_class; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
 			return err_set(e, "--kube-runtime-class must be a RuntimeClass's name");
+	for (const char *p = o->warm_pool; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
+			return err_set(e, "--kube-warm-pool must be a SandboxWarmPool's name");
 	return 0;
 }
 
+/* At start-up, once: the folders, then the claims, pods and NetworkPolicies of servers of this
+ * host that are gone, where the backend is configured (not on every sandbox's path). */
 static void k8s_reap(const struct config *cfg)
 {
 	agenthost_reap(cfg, "k8s", NULL, NULL);
+	int i = backend_index(&kubernetes_backend_ops);
+	const struct k8s_opts *o = i >= 0 ? cfg->backend_opts[i] : NULL;
+	if (!o || (strcmp(cfg->backend, "kubernetes") && !o->ns[0]))
+		return;
+	struct k8s *K = calloc(1, sizeof *K);
+	struct err e = {""};
+	if (!K)
+		return;
+	self_labels(K);
+	if (open_api(K, o, &e) == 0) {
+		int n = kpod_reap(&K->api, K->ns, owner_gone, K, &e);
+		if (n > 0)
+			log_msg(LOG_NOTICE, "kubernetes: deleted %d pod%s of servers that are gone", n, n == 1 ? "" : "s");
+	}
+	kapi_close(&K->api);
+	free(K);
 }
 
 #define O(field) OPT_FIELD(struct k8s_opts, field)
@@ -535,6 +674,8 @@ static const struct opt k8s_options[] = {
 	 "Kubernetes: kubeconfig context (default: its current-context)"},
 	{"kube-runtime-class", "SANDBOX_KUBE_RUNTIME_CLASS", OPT_STR, O(runtime_class), "",
 	 "Kubernetes: runtimeClassName of the pods (gVisor, Kata: what the cluster has)"},
+	{"kube-warm-pool", "SANDBOX_KUBE_WARM_POOL", OPT_STR, O(warm_pool), "",
+	 "Kubernetes: claim each sandbox from this agent-sandbox SandboxWarmPool (its pods checked hardened as ours)"},
 };
 
 const struct backend_ops kubernetes_backend_ops = {

@@ -98,6 +98,8 @@ then applies what it names. GET /_control: the state, the request log and the po
                         what SelfSubjectAccessReview answers and what is allowed
   "runtime_classes": [names] (default ["gvisor", "kata"])
   "agent_sandbox": bool the agent-sandbox CRDs installed (default true)
+  "claim_bind_ms": MS   SandboxClaims made from now on are bound MS ms after they are made (their
+                        status names no Sandbox until then), as a controller does in its time
   "evict": {"namespace": NS, "name": POD, "reason": "Evicted"|"OOMKilled"}
                         kills the pod's processes: Evicted: phase Failed, reason Evicted;
                         OOMKilled: the container terminated with reason OOMKilled, 137
@@ -117,7 +119,7 @@ DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0,
             'exec_flood': False,
             'busy_delete': False,
             'start_ms': 200, 'access': {}, 'access_default': True, 'runtime_classes': ['gvisor', 'kata'],
-            'agent_sandbox': True}
+            'agent_sandbox': True, 'claim_bind_ms': 0}
 CONTROL = copy.deepcopy(DEFAULTS)
 REQUESTS = []
 OBJECTS = {}  # (resource key, namespace, name) -> object (pods: the Pod's .obj)
@@ -573,6 +575,7 @@ class Pod:
                 os.close(fd)
             line = self.init.stdout.readline().decode().strip()
             if line != 'ready':
+                self.init.stdout.close()
                 return self.finish(1, 'StartError', line or 'the sandbox did not start')
             self.init_pid = self.child_of(self.init.pid)
         else:
@@ -608,6 +611,7 @@ class Pod:
             threading.Thread(target=self.deadline, args=(ads,), daemon=True).start()
         if SANDBOXED:
             self.init.stdout.read()  # its end: podinit became the command
+            self.init.stdout.close()
             rc = self.init.wait()    # unshare's status is the command's
             return self.finish(rc if rc >= 0 else 128 - rc)
         rc = self.init.wait()
@@ -716,6 +720,17 @@ class Pod:
         self.kill()
         self.done.set()
         self.gone.set()
+        # The command's stdin, when no attach holds it (one that does closes it as it ends): a
+        # pod gone leaves no descriptor here.
+        with self.attach_lock:
+            fd = self.stdin_w if self.attached is None else None
+            if fd is not None:
+                self.stdin_w = None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
         with LOCK:
             if PODS.get((self.ns, self.name)) is self:
                 del PODS[(self.ns, self.name)]
@@ -1360,6 +1375,16 @@ class Handler(BaseHTTPRequestHandler):
             record(key, 'ADDED', body)
         if key == 'sandboxwarmpools':
             fill_pool(ns, body)
+        elif key == 'sandboxclaims' and CONTROL['claim_bind_ms']:
+            def bind_later(b=body, ms=CONTROL['claim_bind_ms']):
+                time.sleep(ms / 1000.0)
+                with LOCK:
+                    if OBJECTS.get((key, ns, name)) is not b:
+                        return
+                claim(ns, b)
+                with LOCK:
+                    record(key, 'MODIFIED', b)
+            threading.Thread(target=bind_later, daemon=True).start()
         elif key == 'sandboxclaims':
             claim(ns, body)
         with LOCK:
@@ -1617,6 +1642,8 @@ class Handler(BaseHTTPRequestHandler):
         code = proc.wait()
         for t in pumps:
             t.join()
+        proc.stdout.close()  # drained: the pumps are done with them
+        proc.stderr.close()
         code = code if code >= 0 else 128 - code
         try:
             ws.send(bytes([3]) + json.dumps(exec_status(code)).encode())

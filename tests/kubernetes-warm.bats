@@ -1,0 +1,208 @@
+# The kubernetes backend claiming its sandboxes from an agent-sandbox SandboxWarmPool
+# (--kube-warm-pool) on the project's test server (tests/kubernetes/server.py, which implements
+# the CRDs): a claimed pod is the cluster's, so it is checked hardened as ours before use; then
+# it is used as a cold one; the claim goes with the sandbox; without the CRDs, plain pods.
+load lib/helpers
+bats_require_minimum_version 1.5.0
+
+K8S_TOKEN="k8s-token-3f6a1c52"
+
+setup_file() {
+	export K8S_TEST_TOKEN="$K8S_TOKEN"
+	python3 "$BATS_TEST_DIRNAME/kubernetes/server.py" --port-file "$BATS_FILE_TMPDIR/port" \
+		--kubeconfig-out "$BATS_FILE_TMPDIR/kubeconfig" 2>"$BATS_FILE_TMPDIR/k8s.log" &
+	echo $! >"$BATS_FILE_TMPDIR/server.pid"
+	for _ in $(seq 200); do [ -s "$BATS_FILE_TMPDIR/port" ] && break; sleep 0.1; done
+	[ -s "$BATS_FILE_TMPDIR/port" ]
+	jq -r '.clusters[0].cluster["certificate-authority-data"]' "$BATS_FILE_TMPDIR/kubeconfig" | base64 -d >"$BATS_FILE_TMPDIR/ca.crt"
+}
+
+teardown_file() {
+	[ -f "$BATS_FILE_TMPDIR/server.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/server.pid")" 2>/dev/null || true
+}
+
+setup() {
+	common_setup
+	URL="https://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
+	NS="kw$BATS_SUITE_TEST_NUMBER"
+	EXT="/apis/extensions.agents.x-k8s.io/v1alpha1/namespaces/$NS"
+	export SANDBOX_BACKEND=kubernetes KUBECONFIG="$BATS_FILE_TMPDIR/kubeconfig" SANDBOX_KUBE_NAMESPACE="$NS"
+	unset KUBERNETES_SERVICE_HOST
+	control '{"clear_log": true}' >/dev/null
+}
+
+control() {
+	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -X POST -H 'Content-Type: application/json' --data-binary "$1" "$URL/_control"
+}
+
+kget() {
+	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" "$URL$1"
+}
+
+kpost() {
+	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" -H 'Content-Type: application/json' \
+		-X POST "$URL$1" --data-binary "$2"
+}
+
+# warm_pool NAME [JQ]: a SandboxTemplate NAME (tests/kubernetes/sandbox-template.json, changed
+# by JQ) and a SandboxWarmPool NAME of two of it; waits until both are ready.
+warm_pool() {
+	kpost "$EXT/sandboxtemplates" "$(jq -c "${2:-.} | .metadata.name = \"$1\"" "$BATS_TEST_DIRNAME/kubernetes/sandbox-template.json")" >/dev/null
+	kpost "$EXT/sandboxwarmpools" "{\"apiVersion\": \"extensions.agents.x-k8s.io/v1alpha1\", \"kind\": \"SandboxWarmPool\", \"metadata\": {\"name\": \"$1\"}, \"spec\": {\"replicas\": 2, \"sandboxTemplateRef\": {\"name\": \"$1\"}}}" >/dev/null
+	for _ in $(seq 100); do
+		kget "$EXT/sandboxwarmpools/$1" | jq -e '.status.readyReplicas == 2' >/dev/null && return 0
+		sleep 0.1
+	done
+	false
+}
+
+claims() {
+	kget "$EXT/sandboxclaims" | jq -c '[.items[].metadata.name]'
+}
+
+netpols() {
+	kget "/apis/networking.k8s.io/v1/namespaces/$NS/networkpolicies" | jq -c '[.items[].metadata.name]'
+}
+
+# live_pods: the pods of this test's namespace not being deleted.
+live_pods() {
+	kget "/api/v1/namespaces/$NS/pods" | jq -c '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name]'
+}
+
+@test "a warm pool: each sandbox is claimed from it and its pod used as a cold one, in 6 API requests; cleanup, shutdown and reaping delete the claims" {
+	warm_pool pool
+	# A claim of a server of this host that is gone: reaped at start.
+	kpost "$EXT/sandboxclaims" "$(jq -cn --arg host "$(hostname | cut -c1-60).$(readlink /proc/self/ns/pid | tr -dc 0-9)" \
+		'{apiVersion: "extensions.agents.x-k8s.io/v1alpha1", kind: "SandboxClaim", metadata: {name: "dead", labels: {"sandbox-mcp": "1", "sandbox-mcp.pid": "999999", "sandbox-mcp.starttime": "1", "sandbox-mcp.host": $host}},
+		  spec: {sandboxTemplateRef: {name: "pool"}, warmpool: "pool"}}')" >/dev/null
+	[ "$(claims)" = '["dead"]' ]
+	export SANDBOX_KUBE_WARM_POOL=pool
+	control '{"clear_log": true}' >/dev/null
+	mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "id -u; pwd; grep -E \"^(CapEff|NoNewPrivs)\" /proc/self/status; touch /x 2>&1; cat /proc/1/cmdline | tr \"\\\\0\" \" \""}')
+		{"wait": 1}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d '{}' $URL/_control > $BATS_TEST_TMPDIR/log1"}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL$EXT/sandboxclaims > $BATS_TEST_TMPDIR/claims1"}
+		$(call_json 2 cleanup_sandbox '{}')
+		{"wait": 2}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL$EXT/sandboxclaims > $BATS_TEST_TMPDIR/claims2"}
+		$(call_json 3 execute_bash_commands '{"code": "echo again"}')
+		{"wait": 3}
+	EOF
+	r=$(response 1)
+	jqe "$r" '.result.structuredContent | .exit_code == 0 and (.stdout | startswith("65534\n/workspace\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\n"))'
+	jqe "$r" '.result.structuredContent.stdout | test("Read-only file system") and test("sandbox-agent --stdio")'
+	jqe "$(response 3)" '.result.structuredContent.stdout == "again\n"'
+	# One claim, ours, naming the pool; the gone server's reaped; its pod is the pool's.
+	claim=$(jq -c '.items[]' "$BATS_TEST_TMPDIR/claims1")
+	jqe "$(jq -s length <<<"$claim")" '. == 1'
+	jqe "$claim" '.metadata.labels["sandbox-mcp"] == "1" and .spec.warmpool == "pool" and .spec.sandboxTemplateRef.name == "pool"'
+	pod=$(jq -r .status.sandbox.name <<<"$claim")
+	[[ "$pod" == pool-* ]]
+	# What a new sandbox cost: the requests of its making in the API server's log (the start's
+	# reaping, its lists by label and the gone server's claim deleted, is the server's, once).
+	reqs=$(jq -c --arg ns "/namespaces/$NS/" --arg pod "$pod" '[.requests[] | select((.path | contains($ns)) and ((.query // "") | test("labelSelector") | not) and (.path | endswith("/dead") | not))
+		| "\(.method) \(.path | sub(".*/namespaces/[^/]+/"; "") | sub($pod; "POD"))"]' "$BATS_TEST_TMPDIR/log1")
+	echo "a sandbox from the warm pool: $(jq length <<<"$reqs") API requests: $reqs"
+	jqe "$reqs" '. == ["GET sandboxwarmpools/pool", "POST sandboxclaims", "GET pods/POD", "POST networkpolicies", "GET pods/POD/attach", "GET pods/POD/exec"]'
+	# No pod of ours was made: the pool's was used.
+	jqe "$(cat "$BATS_TEST_TMPDIR/log1")" '[.requests[] | select(.method == "POST" and (.path | endswith("/pods")))] == []'
+	# cleanup_sandbox deleted the claim, and its pod with it; shutdown the next.
+	first=$(jq -r .metadata.name <<<"$claim")
+	jqe "$(cat "$BATS_TEST_TMPDIR/claims2")" "[.items[].metadata.name] | index(\"$first\") == null"
+	[ "$(claims)" = "[]" ]
+	[ "$(netpols)" = "[]" ]
+	jqe "$(live_pods)" "index(\"$pod\") == null"
+}
+
+@test "a warm pool whose pods are not hardened as ours, or do not run the agent's starter: refused, naming what they lack; the claim deleted, nothing run in them" {
+	warm_pool weak '.spec.podTemplate.spec.automountServiceAccountToken = true
+		| .spec.podTemplate.spec.securityContext |= (.runAsNonRoot = false | .runAsUser = 0)
+		| .spec.podTemplate.spec.containers[0].securityContext |= (.runAsNonRoot = false | .runAsUser = 0 | .allowPrivilegeEscalation = true | .readOnlyRootFilesystem = false | .capabilities = {"drop": ["NET_RAW"], "add": ["SYS_ADMIN"]} | .appArmorProfile = {"type": "Unconfined"})
+		| del(.spec.podTemplate.spec.containers[0].resources)'
+	warm_pool other '.spec.podTemplate.spec.containers[0].command = ["sh", "-c", "exec sleep infinity"]'
+	control '{"clear_log": true}' >/dev/null
+	SANDBOX_KUBE_WARM_POOL=weak mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo ran"}')
+		{"wait": 1}
+	EOF
+	r=$(response 1)
+	jqe "$r" '.result.structuredContent | .exit_code != 0 and (.stdout // "" | test("ran") | not)'
+	err=$(jq -r .result.structuredContent.error <<<"$r")
+	echo "$err"
+	for need in "refused the sandbox claimed from the warm pool weak" "runAsNonRoot" "a runAsUser not 0" \
+		"no privilege escalation" "every capability dropped" "a read-only root" "no service account token" \
+		"no unconfined AppArmor" "a memory limit"; do
+		[[ "$err" == *"$need"* ]] || { echo "missing: $need"; false; }
+	done
+	[[ "$err" != *"starter"* ]]
+	SANDBOX_KUBE_WARM_POOL=other mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo ran"}')
+		{"wait": 1}
+	EOF
+	err=$(jq -r .result.structuredContent.error <<<"$(response 1)")
+	echo "$err"
+	[[ "$err" == *"refused the sandbox claimed from the warm pool other"*"the agent's starter as its command"* ]]
+	[[ "$err" != *"runAsNonRoot"* ]]
+	# Nothing was attached to or run in a refused pod; the claims and policies are gone.
+	jqe "$(control '{}')" "[.requests[] | select(.path | test(\"/namespaces/$NS/pods/.*/(exec|attach)\$\"))] == []"
+	[ "$(claims)" = "[]" ]
+	[ "$(netpols)" = "[]" ]
+}
+
+@test "a warm pool named where the agent-sandbox CRDs are not served: pods made here; a pool that is not there: the call says so" {
+	control '{"agent_sandbox": false}' >/dev/null
+	SANDBOX_KUBE_WARM_POOL=pool mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo cold"}')
+		{"wait": 1}
+	EOF
+	jqe "$(response 1)" '.result.structuredContent | .exit_code == 0 and .stdout == "cold\n"'
+	log=$(control '{}')
+	jqe "$log" "[.requests[] | select(.method == \"POST\" and (.path | endswith(\"/namespaces/$NS/pods\")))] | length == 1"
+	grep -q "the agent-sandbox CRDs are not installed: a pod made here" "$SERVER_LOG"
+	SANDBOX_KUBE_WARM_POOL=nosuch mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo x"}')
+		{"wait": 1}
+	EOF
+	jqe "$(response 1)" '.result.structuredContent | .exit_code != 0 and (.error | test("the warm pool nosuch \\(--kube-warm-pool\\) is not in namespace"))'
+	[ "$(live_pods)" = "[]" ]
+	[ "$(claims)" = "[]" ]
+}
+
+@test "--check with a warm pool: the pool's permissions, the CRDs used, the claimed test pod's steps timed, its claim deleted" {
+	warm_pool pool
+	control '{"access": {"get sandboxclaims.extensions.agents.x-k8s.io": false}}' >/dev/null
+	run env SANDBOX_KUBE_WARM_POOL=pool "$SANDBOX_MCP" --check
+	printf '%s\n' "$output"
+	control '{}' >/dev/null
+	[[ "$output" == *"permissions 13 of 14 allowed in namespace $NS"*"DENIED: get sandboxclaims"* ]]
+	[[ "$output" == *"agent-sandbox CRDs installed"*"sandboxes claimed from the warm pool pool"* ]]
+	[[ "$output" =~ test\ pod\ +claimed\ [0-9]+\ ms,\ checked\ and\ policy\ [0-9]+\ ms,\ running\ [0-9]+\ ms,\ attached\ [0-9]+\ ms,\ agent\ written\ [0-9]+\ ms,\ agent\ ready\ [0-9]+\ ms ]]
+	[[ "$output" == *"warm pool   pool: each claimed pod is checked hardened"* ]]
+	[ "$(claims)" = "[]" ]
+	[ "$(netpols)" = "[]" ]
+}
+
+@test "a claim its controller binds later: read again until it names its Sandbox, then used" {
+	warm_pool pool
+	control '{"claim_bind_ms": 700}' >/dev/null
+	SANDBOX_KUBE_WARM_POOL=pool mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo bound"}')
+		{"wait": 1}
+	EOF
+	jqe "$(response 1)" '.result.structuredContent | .exit_code == 0 and .stdout == "bound\n"'
+	jqe "$(control '{}')" "[.requests[] | select(.method == \"GET\" and (.path | test(\"/namespaces/$NS/sandboxclaims/sandbox-mcp-\")))] | length >= 2"
+	[ "$(claims)" = "[]" ]
+}
