@@ -108,10 +108,14 @@ life() {
 
 @test "background: at most --max-background run at once; a timeout_s ends one, whose last output stays readable" {
 	SERVER_ARGS="--max-background 2" session_of "$(bg 1 'sleep 60')" '{"wait": 1}' \
-		"$(bg 2 'echo t; sleep 60' '{"timeout_s": 1.5, "wait_s": 0.2}')" '{"wait": 2}' \
+		"$(bg 2 'echo t; sleep 60' '{"timeout_s": 1.5, "wait_s": 1}')" '{"wait": 2}' \
 		"$(bg 3 'sleep 60')" '{"wait": 3}' \
 		"$(proc 4 '{"process_id": "bg-2", "wait_s": 20}')" '{"wait": 4}' \
 		"$(bg 5 'echo again; sleep 60')"
+	# Call 2 waited long enough for its "t" under any load, so the read after its end has
+	# nothing new.
+	res 2
+	sc '.running == true and .stdout == "t\n"'
 	res 3
 	sc '.exit_code == 1 and (.error | test("at most 2 background processes"))'
 	res 4
