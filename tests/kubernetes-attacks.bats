@@ -2,40 +2,16 @@
 # tests/kubernetes/server.py, with its fault knobs): what the server sends is bounded, a stream
 # that stalls does not hold the server past a call's time, and the next call gets a new pod.
 load lib/helpers
+load lib/kubernetes
 bats_require_minimum_version 1.5.0
 
 K8S_TOKEN="k8s-token-0c9e4a17"
 
-setup_file() {
-	export K8S_TEST_TOKEN="$K8S_TOKEN"
-	python3 "$BATS_TEST_DIRNAME/kubernetes/server.py" --port-file "$BATS_FILE_TMPDIR/port" \
-		--kubeconfig-out "$BATS_FILE_TMPDIR/kubeconfig" 2>"$BATS_FILE_TMPDIR/k8s.log" &
-	echo $! >"$BATS_FILE_TMPDIR/server.pid"
-	for _ in $(seq 200); do [ -s "$BATS_FILE_TMPDIR/port" ] && break; sleep 0.1; done
-	[ -s "$BATS_FILE_TMPDIR/port" ]
-	jq -r '.clusters[0].cluster["certificate-authority-data"]' "$BATS_FILE_TMPDIR/kubeconfig" | base64 -d >"$BATS_FILE_TMPDIR/ca.crt"
-}
-
-teardown_file() {
-	[ -f "$BATS_FILE_TMPDIR/server.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/server.pid")" 2>/dev/null || true
-}
+setup_file() { k8s_setup_file; }
+teardown_file() { k8s_teardown_file; }
 
 setup() {
-	common_setup
-	URL="https://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
-	NS="ka$BATS_SUITE_TEST_NUMBER"
-	export SANDBOX_BACKEND=kubernetes KUBECONFIG="$BATS_FILE_TMPDIR/kubeconfig" SANDBOX_KUBE_NAMESPACE="$NS"
-	unset KUBERNETES_SERVICE_HOST
-}
-
-control() {
-	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -X POST -H 'Content-Type: application/json' --data-binary "$1" "$URL/_control"
-}
-
-# pods: the names of the pods in this test's namespace.
-pods() {
-	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" "$URL/api/v1/namespaces/$NS/pods" |
-		jq -c '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name]'
+	k8s_setup ka
 }
 
 @test "an API server that stops reading the attached stream and floods it with pings: the call ends in its time, the next gets a new pod" {

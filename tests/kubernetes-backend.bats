@@ -4,42 +4,18 @@
 # what cannot work is refused at start-up; and the run-semantics scenario gives the local
 # backend's results.
 load lib/helpers
+load lib/kubernetes
 load lib/runsem
 bats_require_minimum_version 1.5.0
 
 K8S_TOKEN="k8s-token-5be0c2d9"
 
-setup_file() {
-	export K8S_TEST_TOKEN="$K8S_TOKEN"
-	python3 "$BATS_TEST_DIRNAME/kubernetes/server.py" --port-file "$BATS_FILE_TMPDIR/port" \
-		--kubeconfig-out "$BATS_FILE_TMPDIR/kubeconfig" 2>"$BATS_FILE_TMPDIR/k8s.log" &
-	echo $! >"$BATS_FILE_TMPDIR/server.pid"
-	for _ in $(seq 200); do [ -s "$BATS_FILE_TMPDIR/port" ] && break; sleep 0.1; done
-	[ -s "$BATS_FILE_TMPDIR/port" ]
-	jq -r '.clusters[0].cluster["certificate-authority-data"]' "$BATS_FILE_TMPDIR/kubeconfig" | base64 -d >"$BATS_FILE_TMPDIR/ca.crt"
-}
-
-teardown_file() {
-	[ -f "$BATS_FILE_TMPDIR/server.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/server.pid")" 2>/dev/null || true
-}
+setup_file() { k8s_setup_file; }
+teardown_file() { k8s_teardown_file; }
 
 setup() {
-	common_setup
-	URL="https://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
-	NS="kb$BATS_SUITE_TEST_NUMBER"
-	export SANDBOX_BACKEND=kubernetes KUBECONFIG="$BATS_FILE_TMPDIR/kubeconfig" SANDBOX_KUBE_NAMESPACE="$NS"
-	unset KUBERNETES_SERVICE_HOST
+	k8s_setup kb
 	control '{"clear_log": true}' >/dev/null
-}
-
-control() {
-	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -X POST -H 'Content-Type: application/json' --data-binary "$1" "$URL/_control"
-}
-
-# pods: the names of the pods in this test's namespace.
-pods() {
-	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" "$URL/api/v1/namespaces/$NS/pods" |
-		jq -c '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name]'
 }
 
 @test "a session on the kubernetes backend: python and bash, a file in and an output out, a timeout; a warm call makes no HTTP request" {

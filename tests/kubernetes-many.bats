@@ -2,45 +2,16 @@
 # (tests/kubernetes/server.py): nothing is left on it, and neither sandbox-mcp nor the API
 # server grows in descriptors or threads.
 load lib/helpers
+load lib/kubernetes
 bats_require_minimum_version 1.5.0
 
 K8S_TOKEN="k8s-token-91b7e0d4"
 
-setup_file() {
-	export K8S_TEST_TOKEN="$K8S_TOKEN"
-	python3 "$BATS_TEST_DIRNAME/kubernetes/server.py" --port-file "$BATS_FILE_TMPDIR/port" \
-		--kubeconfig-out "$BATS_FILE_TMPDIR/kubeconfig" 2>"$BATS_FILE_TMPDIR/k8s.log" &
-	echo $! >"$BATS_FILE_TMPDIR/server.pid"
-	for _ in $(seq 200); do [ -s "$BATS_FILE_TMPDIR/port" ] && break; sleep 0.1; done
-	[ -s "$BATS_FILE_TMPDIR/port" ]
-	jq -r '.clusters[0].cluster["certificate-authority-data"]' "$BATS_FILE_TMPDIR/kubeconfig" | base64 -d >"$BATS_FILE_TMPDIR/ca.crt"
-}
-
-teardown_file() {
-	[ -f "$BATS_FILE_TMPDIR/server.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/server.pid")" 2>/dev/null || true
-}
+setup_file() { k8s_setup_file; }
+teardown_file() { k8s_teardown_file; }
 
 setup() {
-	common_setup
-	URL="https://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
-	NS="km$BATS_SUITE_TEST_NUMBER"
-	EXT="/apis/extensions.agents.x-k8s.io/v1alpha1/namespaces/$NS"
-	export SANDBOX_BACKEND=kubernetes KUBECONFIG="$BATS_FILE_TMPDIR/kubeconfig" SANDBOX_KUBE_NAMESPACE="$NS"
-	unset KUBERNETES_SERVICE_HOST
-}
-
-control() {
-	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -X POST -H 'Content-Type: application/json' --data-binary "$1" "$URL/_control"
-}
-
-k() {
-	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" -H 'Content-Type: application/json' \
-		-X "$1" "$URL$2" ${3:+--data-binary "$3"}
-}
-
-# names PATH: the names of the objects listed at PATH that are not being deleted.
-names() {
-	k GET "$1" | jq -c '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name]'
+	k8s_setup km
 }
 
 @test "30 sandboxes (100 take about 100 s on this loaded machine, 50 on the sanitizer build about 115 s) claimed from a warm pool, made and removed in a row: no pod, policy or claim left, no descriptor or thread more in either server" {

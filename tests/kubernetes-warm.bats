@@ -3,76 +3,48 @@
 # the CRDs): a claimed pod is the cluster's, so it is checked hardened as ours before use; then
 # it is used as a cold one; the claim goes with the sandbox; without the CRDs, plain pods.
 load lib/helpers
+load lib/kubernetes
 bats_require_minimum_version 1.5.0
 
 K8S_TOKEN="k8s-token-3f6a1c52"
 
-setup_file() {
-	export K8S_TEST_TOKEN="$K8S_TOKEN"
-	python3 "$BATS_TEST_DIRNAME/kubernetes/server.py" --port-file "$BATS_FILE_TMPDIR/port" \
-		--kubeconfig-out "$BATS_FILE_TMPDIR/kubeconfig" 2>"$BATS_FILE_TMPDIR/k8s.log" &
-	echo $! >"$BATS_FILE_TMPDIR/server.pid"
-	for _ in $(seq 200); do [ -s "$BATS_FILE_TMPDIR/port" ] && break; sleep 0.1; done
-	[ -s "$BATS_FILE_TMPDIR/port" ]
-	jq -r '.clusters[0].cluster["certificate-authority-data"]' "$BATS_FILE_TMPDIR/kubeconfig" | base64 -d >"$BATS_FILE_TMPDIR/ca.crt"
-}
-
-teardown_file() {
-	[ -f "$BATS_FILE_TMPDIR/server.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/server.pid")" 2>/dev/null || true
-}
+setup_file() { k8s_setup_file; }
+teardown_file() { k8s_teardown_file; }
 
 setup() {
-	common_setup
-	URL="https://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
-	NS="kw$BATS_SUITE_TEST_NUMBER"
-	EXT="/apis/extensions.agents.x-k8s.io/v1alpha1/namespaces/$NS"
-	export SANDBOX_BACKEND=kubernetes KUBECONFIG="$BATS_FILE_TMPDIR/kubeconfig" SANDBOX_KUBE_NAMESPACE="$NS"
-	unset KUBERNETES_SERVICE_HOST
+	k8s_setup kw
 	control '{"clear_log": true}' >/dev/null
-}
-
-control() {
-	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -X POST -H 'Content-Type: application/json' --data-binary "$1" "$URL/_control"
-}
-
-kget() {
-	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" "$URL$1"
-}
-
-kpost() {
-	curl -sS --cacert "$BATS_FILE_TMPDIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" -H 'Content-Type: application/json' \
-		-X POST "$URL$1" --data-binary "$2"
 }
 
 # warm_pool NAME [JQ]: a SandboxTemplate NAME (tests/kubernetes/sandbox-template.json, changed
 # by JQ) and a SandboxWarmPool NAME of two of it; waits until both are ready.
 warm_pool() {
-	kpost "$EXT/sandboxtemplates" "$(jq -c "${2:-.} | .metadata.name = \"$1\"" "$BATS_TEST_DIRNAME/kubernetes/sandbox-template.json")" >/dev/null
-	kpost "$EXT/sandboxwarmpools" "{\"apiVersion\": \"extensions.agents.x-k8s.io/v1alpha1\", \"kind\": \"SandboxWarmPool\", \"metadata\": {\"name\": \"$1\"}, \"spec\": {\"replicas\": 2, \"sandboxTemplateRef\": {\"name\": \"$1\"}}}" >/dev/null
+	k POST "$EXT/sandboxtemplates" "$(jq -c "${2:-.} | .metadata.name = \"$1\"" "$BATS_TEST_DIRNAME/kubernetes/sandbox-template.json")" >/dev/null
+	k POST "$EXT/sandboxwarmpools" "{\"apiVersion\": \"extensions.agents.x-k8s.io/v1alpha1\", \"kind\": \"SandboxWarmPool\", \"metadata\": {\"name\": \"$1\"}, \"spec\": {\"replicas\": 2, \"sandboxTemplateRef\": {\"name\": \"$1\"}}}" >/dev/null
 	for _ in $(seq 100); do
-		kget "$EXT/sandboxwarmpools/$1" | jq -e '.status.readyReplicas == 2' >/dev/null && return 0
+		k GET "$EXT/sandboxwarmpools/$1" | jq -e '.status.readyReplicas == 2' >/dev/null && return 0
 		sleep 0.1
 	done
 	false
 }
 
 claims() {
-	kget "$EXT/sandboxclaims" | jq -c '[.items[].metadata.name]'
+	k GET "$EXT/sandboxclaims" | jq -c '[.items[].metadata.name]'
 }
 
 netpols() {
-	kget "/apis/networking.k8s.io/v1/namespaces/$NS/networkpolicies" | jq -c '[.items[].metadata.name]'
+	k GET "/apis/networking.k8s.io/v1/namespaces/$NS/networkpolicies" | jq -c '[.items[].metadata.name]'
 }
 
 # live_pods: the pods of this test's namespace not being deleted.
 live_pods() {
-	kget "/api/v1/namespaces/$NS/pods" | jq -c '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name]'
+	k GET "/api/v1/namespaces/$NS/pods" | jq -c '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name]'
 }
 
 @test "a warm pool: each sandbox is claimed from it and its pod used as a cold one, in 6 API requests; cleanup, shutdown and reaping delete the claims" {
 	warm_pool pool
 	# A claim of a server of this host that is gone: reaped at start.
-	kpost "$EXT/sandboxclaims" "$(jq -cn --arg host "$(hostname | cut -c1-60).$(readlink /proc/self/ns/pid | tr -dc 0-9)" \
+	k POST "$EXT/sandboxclaims" "$(jq -cn --arg host "$(hostname | cut -c1-60).$(readlink /proc/self/ns/pid | tr -dc 0-9)" \
 		'{apiVersion: "extensions.agents.x-k8s.io/v1alpha1", kind: "SandboxClaim", metadata: {name: "dead", labels: {"sandbox-mcp": "1", "sandbox-mcp.pid": "999999", "sandbox-mcp.starttime": "1", "sandbox-mcp.host": $host}},
 		  spec: {sandboxTemplateRef: {name: "pool"}, warmpool: "pool"}}')" >/dev/null
 	[ "$(claims)" = '["dead"]' ]
