@@ -3,25 +3,15 @@
 # in-cluster service account, and what is refused), and the WebSocket exec client (wsexec)
 # against the project's Kubernetes test server.
 load lib/helpers
+load lib/kubernetes
 bats_require_minimum_version 1.5.0
 
 HELPER="$REPO_DIR/build/test-helper"
 
 K8S_TOKEN="k8s-token-7d1e55b2"
 
-setup_file() {
-	export K8S_TEST_TOKEN="$K8S_TOKEN"
-	python3 "$BATS_TEST_DIRNAME/kubernetes/server.py" --port-file "$BATS_FILE_TMPDIR/port" \
-		--kubeconfig-out "$BATS_FILE_TMPDIR/kubeconfig" 2>"$BATS_FILE_TMPDIR/k8s.log" &
-	echo $! >"$BATS_FILE_TMPDIR/server.pid"
-	for _ in $(seq 200); do [ -s "$BATS_FILE_TMPDIR/port" ] && break; sleep 0.1; done
-	[ -s "$BATS_FILE_TMPDIR/port" ]
-	jq -r '.clusters[0].cluster["certificate-authority-data"]' "$BATS_FILE_TMPDIR/kubeconfig" | base64 -d >"$BATS_FILE_TMPDIR/ca.crt"
-}
-
-teardown_file() {
-	[ -f "$BATS_FILE_TMPDIR/server.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/server.pid")" 2>/dev/null || true
-}
+setup_file() { k8s_setup_file; }
+teardown_file() { k8s_teardown_file; }
 
 setup() {
 	common_setup

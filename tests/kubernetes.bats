@@ -3,27 +3,20 @@
 # with a small WebSocket client of the tests' own for the exec protocols (v4, v5), and with
 # each of its faults.
 load lib/helpers
+load lib/kubernetes
 bats_require_minimum_version 1.5.0
 
 K8S_TOKEN="k8s-token-3c9e1f0a"
 
 setup_file() {
-	export K8S_TEST_TOKEN="$K8S_TOKEN"
 	# The interpreter itself, once: a version manager's shim costs a process or two a call.
 	python3 -c 'import sys; print(sys.executable)' >"$BATS_FILE_TMPDIR/python"
-	python3 "$BATS_TEST_DIRNAME/kubernetes/server.py" --port-file "$BATS_FILE_TMPDIR/port" \
-		--kubeconfig-out "$BATS_FILE_TMPDIR/kubeconfig" 2>"$BATS_FILE_TMPDIR/k8s.log" &
-	echo $! >"$BATS_FILE_TMPDIR/server.pid"
-	for _ in $(seq 200); do [ -s "$BATS_FILE_TMPDIR/port" ] && break; sleep 0.1; done
-	[ -s "$BATS_FILE_TMPDIR/port" ]
-	jq -r '.clusters[0].cluster["certificate-authority-data"]' "$BATS_FILE_TMPDIR/kubeconfig" | base64 -d >"$BATS_FILE_TMPDIR/ca.crt"
+	k8s_setup_file
 	jq -r '.users[1].user["client-certificate-data"]' "$BATS_FILE_TMPDIR/kubeconfig" | base64 -d >"$BATS_FILE_TMPDIR/client.crt"
 	jq -r '.users[1].user["client-key-data"]' "$BATS_FILE_TMPDIR/kubeconfig" | base64 -d >"$BATS_FILE_TMPDIR/client.key"
 }
 
-teardown_file() {
-	[ -f "$BATS_FILE_TMPDIR/server.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/server.pid")" 2>/dev/null || true
-}
+teardown_file() { k8s_teardown_file; }
 
 setup() {
 	URL="https://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/port")"
