@@ -140,7 +140,8 @@ done'
 
 # A background process replaces the folder its spill files go to, and the file itself, with
 # symlinks before it floods its output: the agent follows neither, and what it could not keep
-# is said, never written through.
+# is said, never written through. The shell's own command line holds its code, so the marker
+# the test waits for ("sleep 76.5", once the flood is written) is quoted apart there.
 spill_symlinks() {
 	local plant='mkdir -p /tmp/elsewhere .sandbox/output
 : > /tmp/target
@@ -150,7 +151,7 @@ echo planted
 read go
 head -c 300000 /dev/zero | tr "\0" x
 echo; echo flooded >&2
-exec sleep 76.5'
+exec sleep 76."5"'
 	session_of "$(bg 1 "$plant" '{"wait_s": 5}')" '{"wait": 1}' \
 		"$(proc 2 '{"process_id": "bg-1", "input": "go\n"}')" '{"wait": 2}' "$(until_running "sleep 76.5")" \
 		"$(proc 3 '{"process_id": "bg-1", "wait_s": 20}')" '{"wait": 3}' \
@@ -185,11 +186,13 @@ exec sleep 76.5'
 }
 
 # A background process that leaves children in every way it can: in a session of its own (a
-# double fork), stopped with SIGSTOP, ignoring every signal it may ignore.
+# double fork), stopped with SIGSTOP, ignoring every signal it may ignore. The last one's
+# marker is quoted apart in the code, which is the shell's command line, so that a wait for
+# "sleep 73.104" ends only once that process runs.
 ESCAPES='trap "" TERM HUP INT QUIT USR1 USR2
 (setsid sh -c "trap \"\" TERM HUP; sleep 73.101 & exec sleep 73.102" &)
 sh -c "kill -STOP \$\$; exec sleep 73.103" &
-nohup setsid sleep 73.104 >/dev/null 2>&1 &
+nohup setsid sleep 73.10"4" >/dev/null 2>&1 &
 echo left'
 
 @test "background attack: what a background process left in other sessions, stopped or deaf, ends with cleanup_sandbox" {
