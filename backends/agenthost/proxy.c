@@ -291,19 +291,32 @@ static void note_unreachable(struct proxy *px, const char *host, unsigned port, 
 		(void)!write(px->unreachable_fd, &one, sizeof one);
 }
 
-/* Is sa one of this host's own addresses (an interface's, in the server's network namespace;
- * an IPv4 one also as IPv4-mapped IPv6)? A connection there is delivered as to loopback: it
- * reaches the host's own services, whatever range the address is in. ifs: getifaddrs's list. */
-static bool own_address(const struct ifaddrs *ifs, const struct sockaddr *sa)
+/* Whether this network namespace lets a socket bind an address it does not deliver locally
+ * (net.ipv{4,6}.ip_nonlocal_bind), per family: read once, when the first proxy starts. Turned
+ * on later, every address looks local (refused unless allowed as that address): that fails
+ * closed. */
+static bool nonlocal_bind[2];
+static pthread_once_t nonlocal_once = PTHREAD_ONCE_INIT;
+
+static bool sysctl_on(const char *path)
 {
-	static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	const unsigned char *a = sa->sa_family == AF_INET ? (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr
-							  : (const unsigned char *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
-	int fam = sa->sa_family;
-	if (fam == AF_INET6 && !memcmp(a, mapped, sizeof mapped)) {
-		fam = AF_INET;
-		a += sizeof mapped;
-	}
+	char c = '0';
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool on = fd < 0 || read(fd, &c, 1) != 1 || c != '0'; /* unknown: as on */
+	if (fd >= 0)
+		close(fd);
+	return on;
+}
+
+static void read_nonlocal(void)
+{
+	nonlocal_bind[0] = sysctl_on("/proc/sys/net/ipv4/ip_nonlocal_bind");
+	nonlocal_bind[1] = sysctl_on("/proc/sys/net/ipv6/ip_nonlocal_bind");
+}
+
+/* Is a (4 or 16 bytes of family fam) one of the interfaces' addresses in getifaddrs's list? */
+static bool listed(const struct ifaddrs *ifs, int fam, const unsigned char *a)
+{
 	for (const struct ifaddrs *i = ifs; i; i = i->ifa_next) {
 		if (!i->ifa_addr || i->ifa_addr->sa_family != fam)
 			continue;
@@ -315,18 +328,55 @@ static bool own_address(const struct ifaddrs *ifs, const struct sockaddr *sa)
 	return false;
 }
 
+/* Is sa delivered on this host (in the server's network namespace; an IPv4-mapped IPv6 address
+ * as its IPv4)? A connection there reaches the host's own services as loopback would, whatever
+ * range the address is in. The kernel says so at the cost of a bind: a socket binds only an
+ * address that its local routing table delivers here (an interface's, loopback's, a local
+ * route's). Where nonlocal binds are allowed, the interfaces' addresses are read instead.
+ * 1, 0, or -1 when it cannot be told (then no address is taken for granted). */
+static int own_address(const struct sockaddr *sa)
+{
+	static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	const unsigned char *a = sa->sa_family == AF_INET ? (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr
+							  : (const unsigned char *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+	int fam = sa->sa_family;
+	if (fam == AF_INET6 && !memcmp(a, mapped, sizeof mapped)) {
+		fam = AF_INET;
+		a += sizeof mapped;
+	}
+	if (nonlocal_bind[fam == AF_INET6]) {
+		struct ifaddrs *ifs = NULL;
+		if (getifaddrs(&ifs) < 0)
+			return -1;
+		bool own = listed(ifs, fam, a);
+		freeifaddrs(ifs);
+		return own;
+	}
+	struct sockaddr_in v4 = {.sin_family = AF_INET};
+	struct sockaddr_in6 v6 = {.sin6_family = AF_INET6};
+	if (fam == AF_INET)
+		memcpy(&v4.sin_addr, a, 4);
+	else
+		memcpy(&v6.sin6_addr, a, 16);
+	int fd = socket(fam, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	int r = fam == AF_INET ? bind(fd, (struct sockaddr *)&v4, sizeof v4) : bind(fd, (struct sockaddr *)&v6, sizeof v6);
+	int err = errno;
+	close(fd);
+	return r == 0 ? 1 : err == EADDRNOTAVAIL ? 0 : -1;
+}
+
 /* May a connection go to sa, which host resolved to? pol's address rule (netpolicy.h), with
- * the host's own addresses local too: reached only when allowed as that very address. ifs:
- * getifaddrs's list, NULL when it could not be had (then no address is taken for granted). */
-static bool addr_ok(const struct netpolicy *pol, const struct ifaddrs *ifs, bool have_ifs, const char *host,
-		    const struct sockaddr *sa)
+ * the host's own addresses local too: reached only when allowed as that very address. */
+static bool addr_ok(const struct netpolicy *pol, const char *host, const struct sockaddr *sa)
 {
 	char lit[INET6_ADDRSTRLEN] = "";
 	if (!netpolicy_addr_allowed(pol, host, sa))
 		return false;
 	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
 		return false;
-	if (have_ifs && !own_address(ifs, sa))
+	if (own_address(sa) == 0)
 		return true;
 	if (sa->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, lit, sizeof lit);
@@ -354,16 +404,12 @@ static int open_upstream(struct proxy *px, const struct netpolicy *pol, const ch
 	}
 	int fd = -1, err = 0;
 	bool any_allowed = false;
-	struct ifaddrs *ifs = NULL;
-	bool have_ifs = getifaddrs(&ifs) == 0;
 	for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
-		if (!addr_ok(pol, ifs, have_ifs, host, ai->ai_addr))
+		if (!addr_ok(pol, host, ai->ai_addr))
 			continue;
 		any_allowed = true;
 		fd = dial(px, ai, &err);
 	}
-	if (have_ifs)
-		freeifaddrs(ifs);
 	freeaddrinfo(res);
 	if (fd >= 0) {
 		pthread_mutex_lock(&px->mu);
@@ -1100,6 +1146,7 @@ int proxy_start(struct proxy **out, const char *path, const struct netpolicy *po
 		return err_set(e, "out of memory");
 	px->pol = *pol;
 	px->who = who;
+	pthread_once(&nonlocal_once, read_nonlocal);
 	px->listen_fd = px->stop_fd = px->unreachable_fd = -1;
 	px->refs = 1;
 	snprintf(px->path, sizeof px->path, "%s", path);

@@ -13,8 +13,9 @@
  *     absolute-form request with its Host checked;
  *   - to the hosts, ports and addresses the install step's policy allows (run/netpolicy.h):
  *     the index hosts by name, never a local address unless named as one (the server host's
- *     own addresses, whatever their range, count as local: a connection there reaches its
- *     services as loopback would).
+ *     own addresses, whatever their range, count as local: an address its kernel delivers to
+ *     itself, an interface's or a local route's; a connection there reaches its services as
+ *     loopback would).
  *
  * So code that runs during the install step (a build backend, anything pip is talked into)
  * reaches the index and nothing else: not the host's loopback or its abstract unix sockets
