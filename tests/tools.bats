@@ -543,10 +543,20 @@ EOF
 
 @test "a result whose texts are not valid UTF-8 is still answered, repaired" {
 	# A state folder whose name is not UTF-8, fine at start-up and replaced by a file before
-	# the first call: the call's error names it.
+	# the first call: the call's error names it. The two are exchanged in one step
+	# (renameat2's RENAME_EXCHANGE): a server that makes its state folder where there is none
+	# (its start-up reaping, say) never finds a moment without one.
 	export SANDBOX_STATE_DIR="$BATS_TEST_TMPDIR/"$'\xff\xfe'
 	mkdir -m 700 "$SANDBOX_STATE_DIR"
-	gone=$(jq -cn '{sh: "rmdir \"$SANDBOX_STATE_DIR\" && touch \"$SANDBOX_STATE_DIR\""}')
+	cat >"$BATS_TEST_TMPDIR/swap.py" <<'PY'
+import ctypes, os
+d = os.environb[b"SANDBOX_STATE_DIR"]
+open(d + b".file", "wb").close()
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.renameat2(-100, d + b".file", -100, d, 2) != 0:  # AT_FDCWD, RENAME_EXCHANGE
+    raise OSError(ctypes.get_errno(), "renameat2")
+PY
+	gone=$(jq -cn --arg py "$BATS_TEST_TMPDIR/swap.py" '{sh: ("python3 \"" + $py + "\" && [ -f \"$SANDBOX_STATE_DIR\" ]")}')
 	mcp_session --no-sandbox-ahead <<<"$(printf '%s\n' "$INIT" '{"wait": "init"}' "$INITIALIZED" "$gone" \
 		"$(call_json 1 execute_bash_commands '{"code":"true"}')")"
 	result=$(response 1 | jq -c .result)
