@@ -69,7 +69,7 @@ static const struct opt opts[] = {
 	 "shutdown"},
 	{"workspace", "SANDBOX_WORKSPACE", OPT_STR, F(workspace_dir), "",
 	 "host folder that is the workspace, kept across restarts (Daytona copies it in, and each call's "
-	 "changes back); cleanup_sandbox empties it"},
+	 "changes back; on kubernetes, the name of a PersistentVolumeClaim); cleanup_sandbox empties it"},
 	{"mount", "SANDBOX_MOUNT", OPT_MOUNT, F(mounts), "",
 	 "HOST_DIR:/mnt/NAME[:rw], repeatable (env: ';' between): a host folder the code sees, read-only unless :rw"},
 	{"state-dir", "SANDBOX_STATE_DIR", OPT_STR, F(state_dir), "",
