@@ -89,6 +89,7 @@ setup() {
 	jqe "$pod" '.spec.securityContext | .fsGroup == .runAsUser and .fsGroupChangePolicy == "OnRootMismatch"'
 	run "$SANDBOX_MCP" --check --workspace ws2 </dev/null
 	[[ "$output" == *"workspace claim ws2: exists, bound, capacity 1073741824"* ]]
+	[[ "$output" == *"permissions 12 of 12 allowed"* ]]
 }
 
 @test "a claim gone as the pod is made: the call fails at once with the scheduler's message, the server serves on" {

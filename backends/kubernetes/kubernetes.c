@@ -496,21 +496,27 @@ static void report_cluster(struct k8s *K, FILE *f)
 	const char *v = json_string_value(json_object_get(rs.json, "gitVersion"));
 	fprintf(f, "    version     %.60s (GET /version: HTTP %ld, %lld ms)\n", v ? v : "unknown", st, (long long)ms);
 	http_resp_free(&rs);
-	static const char *const need[][4] = {
-		{"create", "pods", "", ""},	 {"get", "pods", "", ""},	 {"list", "pods", "", ""},
-		{"watch", "pods", "", ""},	 {"delete", "pods", "", ""},	 {"create", "pods", "exec", ""},
-		{"create", "pods", "attach", ""}, {"create", "networkpolicies", "", "networking.k8s.io"},
-		{"delete", "networkpolicies", "", "networking.k8s.io"}, {"list", "networkpolicies", "", "networking.k8s.io"},
-		/* With --kube-warm-pool, these too. */
-		{"get", "sandboxwarmpools", "", "extensions.agents.x-k8s.io"},
-		{"create", "sandboxclaims", "", "extensions.agents.x-k8s.io"},
-		{"get", "sandboxclaims", "", "extensions.agents.x-k8s.io"},
-		{"delete", "sandboxclaims", "", "extensions.agents.x-k8s.io"},
+	/* The fifth column: "" always; "c" with a workspace claim; "w" with --kube-warm-pool. */
+	static const char *const need[][5] = {
+		{"create", "pods", "", "", ""},	    {"get", "pods", "", "", ""},	  {"list", "pods", "", "", ""},
+		{"watch", "pods", "", "", ""},	    {"delete", "pods", "", "", ""},	  {"create", "pods", "exec", "", ""},
+		{"create", "pods", "attach", "", ""}, {"create", "networkpolicies", "", "networking.k8s.io", ""},
+		{"delete", "networkpolicies", "", "networking.k8s.io", ""},
+		{"list", "networkpolicies", "", "networking.k8s.io", ""},
+		{"get", "persistentvolumeclaims", "", "", "c"},
+		{"create", "persistentvolumeclaims", "", "", "c"},
+		{"get", "sandboxwarmpools", "", "extensions.agents.x-k8s.io", "w"},
+		{"create", "sandboxclaims", "", "extensions.agents.x-k8s.io", "w"},
+		{"get", "sandboxclaims", "", "extensions.agents.x-k8s.io", "w"},
+		{"delete", "sandboxclaims", "", "extensions.agents.x-k8s.io", "w"},
 	};
 	char denied[512] = "";
-	size_t dl = 0, nok = 0, n = sizeof need / sizeof need[0] - (K->o->warm_pool[0] ? 0 : 4);
+	size_t dl = 0, nok = 0, n = 0;
 	int64_t t = clock_ms();
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
+		if ((need[i][4][0] == 'c' && !K->host.cfg->workspace_claim) || (need[i][4][0] == 'w' && !K->o->warm_pool[0]))
+			continue;
+		n++;
 		json_t *body = json_pack("{s:s, s:s, s:{s:{s:s, s:s, s:s, s:s, s:s}}}", "apiVersion", "authorization.k8s.io/v1",
 					 "kind", "SelfSubjectAccessReview", "spec", "resourceAttributes", "namespace", K->ns,
 					 "verb", need[i][0], "resource", need[i][1], "subresource", need[i][2], "group", need[i][3]);
