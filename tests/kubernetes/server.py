@@ -707,7 +707,7 @@ class Pod:
                         if not os.path.islink(n):
                             extra = 0o2070 if os.path.isdir(n) else 0o060
                             os.chmod(n, (st.st_mode & 0o7777) | extra, follow_symlinks=False)
-                    except OSError:
+                    except (OSError, NotImplementedError):  # gone, or made a link meanwhile: not followed
                         pass
 
     @staticmethod
