@@ -47,7 +47,7 @@ setup() {
 	uid=$(jq -r '.result.structuredContent.stdout' <<<"$(response 1)" | head -1)
 	[ "$(jq -r '.result.structuredContent.stdout' <<<"$(response 1)" | sed -n 2p)" = "$uid" ]
 	r2=$(response 2)
-	jqe "$r2" '.result.structuredContent | .exit_code == 0 and .stdout == "kept\ndeep\n"'
+	jqe "$r2" '.result.structuredContent | .exit_code == 0 and .stdout == "kept\ndeep\n" and (.notice | test("same --workspace claim"))'
 	[ "$(jq -r .result.structuredContent.sandbox_id <<<"$r2")" != "$(jq -r .result.structuredContent.sandbox_id <<<"$(response 1)")" ]
 	grep -q "removed after" "$SERVER_LOG"
 	# Made once, as asked: ReadWriteOnce, the size, our labels but not the reaped one.
