@@ -23,6 +23,10 @@
  * (kpod_check_claimed); its NetworkPolicy selects it by its Sandbox's name; then it is used as
  * a cold one. The claim goes with the sandbox.
  *
+ * With --workspace NAME the workspace is the PersistentVolumeClaim NAME (made when it is not
+ * there, never deleted here), mounted in place of the emptyDir; cleanup_sandbox empties it
+ * through the pod before the pod goes (k8s_destroy).
+ *
  * Not yet: the install step (--network install's pip, which needs a way out that the
  * NetworkPolicy would have to allow), --allow-hosts, background processes (no descriptor
  * reaches the agent through the stream). Each is refused with a message where it is asked for.
