@@ -39,6 +39,17 @@ static struct agenthost *host_of(const struct backend *b)
 	return b->ops->home ? (struct agenthost *)b->priv : NULL;
 }
 
+const struct backend_ops *backend_first(const struct config *cfg)
+{
+	const bool autosel = !strcmp(cfg->backend, "auto");
+	for (size_t i = 0; backend_table[i]; i++) {
+		const struct backend_ops *ops = backend_table[i];
+		if (autosel ? !ops->present || ops->present(cfg) : !strcmp(ops->name, cfg->backend))
+			return ops;
+	}
+	return NULL;
+}
+
 int backend_config_check(const struct config *cfg, struct err *e)
 {
 	const bool autosel = !strcmp(cfg->backend, "auto");

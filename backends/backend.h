@@ -31,6 +31,10 @@ struct backend_ops {
 	 * agent host's. NULL for the others. */
 	const struct agenthost_home *home;
 	bool workspace_dir;          /* --workspace is the workspace (else: said in its report) */
+	/* --workspace names a store of the backend's own (a PersistentVolumeClaim), not a host
+	 * folder: where this backend is the one that runs (backend_first), cfg->workspace_claim is
+	 * set and opts_check checks the name; no host folder is taken. */
+	bool workspace_claim;
 	/* A sandbox here costs the host a moment and nothing more: one is made ahead of the first
 	 * call and after cleanup_sandbox (sandbox.h), so that the call does not wait for it. */
 	bool ahead;
@@ -125,6 +129,10 @@ const struct backend_ops *backend_find(const char *name);
  * of the backend named, or of the one auto tries first, finds. 0, or -1 with e set (one line,
  * naming the option). */
 int backend_config_check(const struct config *cfg, struct err *e);
+
+/* The backend the configuration runs on first: the one named, or the one auto tries first (the
+ * first in table.h's order that present does not rule out). NULL: an unknown name. */
+const struct backend_ops *backend_first(const struct config *cfg);
 
 /* Caller frees with backend_free. */
 int backend_new(struct backend **out, const struct backend_ops *ops, const struct config *cfg, struct err *e);

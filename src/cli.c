@@ -69,7 +69,7 @@ static const struct opt opts[] = {
 	 "shutdown"},
 	{"workspace", "SANDBOX_WORKSPACE", OPT_STR, F(workspace_dir), "",
 	 "host folder that is the workspace, kept across restarts (Daytona copies it in, and each call's "
-	 "changes back); cleanup_sandbox empties it"},
+	 "changes back; on kubernetes, the name of a PersistentVolumeClaim); cleanup_sandbox empties it"},
 	{"mount", "SANDBOX_MOUNT", OPT_MOUNT, F(mounts), "",
 	 "HOST_DIR:/mnt/NAME[:rw], repeatable (env: ';' between): a host folder the code sees, read-only unless :rw"},
 	{"state-dir", "SANDBOX_STATE_DIR", OPT_STR, F(state_dir), "",
@@ -320,12 +320,13 @@ static int check_values(const struct config *c, const struct group *g, int ng, s
 			       c->network == NET_NONE ? "may reach nothing" : "already reaches every host");
 	if (c->gpu && gpu_check(c, e) < 0)
 		return -1;
-	if (c->workspace_dir[0] && c->workspace_dir[0] != '/')
+	/* Where it names the backend's own store (workspace_claim), its opts_check checks it. */
+	if (c->workspace_dir[0] && !c->workspace_claim && c->workspace_dir[0] != '/')
 		return err_set(e, "--workspace must be an absolute path");
-	if (c->workspace_dir[0] && strlen(c->workspace_dir) > PATH_MAX - 256)
+	if (c->workspace_dir[0] && !c->workspace_claim && strlen(c->workspace_dir) > PATH_MAX - 256)
 		return err_set(e, "--workspace: the path is too long");
 	/* Taken only when new, empty or a workspace already: cleanup_sandbox empties it. */
-	if (c->workspace_dir[0] && wsdir_check(c->workspace_dir, e) < 0)
+	if (c->workspace_dir[0] && !c->workspace_claim && wsdir_check(c->workspace_dir, e) < 0)
 		return -1;
 	if (mountspec_check_set(c->mounts.v, c->mounts.n, &pe) < 0)
 		return err_set(e, "%s", pe.msg);
@@ -349,6 +350,13 @@ int cli_load(struct config *cfg, int argc, char **argv, struct err *e)
 	/* A lower --max-timeout also lowers the default timeout, unless that was set too. */
 	if (!timeout_set && cfg->timeout_s > cfg->max_timeout_s)
 		cfg->timeout_s = cfg->max_timeout_s;
+	/* --workspace names the backend's own store where that backend runs; auto then stays on it,
+	 * for any other would read the name as a host folder. */
+	const struct backend_ops *first = backend_first(cfg);
+	if (cfg->workspace_dir[0] && first && first->workspace_claim) {
+		cfg->workspace_claim = true;
+		snprintf(cfg->backend, sizeof cfg->backend, "%s", first->name);
+	}
 	return check_values(cfg, g, ng, e) < 0 ? -1 : mode;
 }
 

@@ -76,14 +76,14 @@ wsexec() {
 	"$PY" "$WSEXEC" "$KC" "$NS" "$@"
 }
 
-@test "the official client drives it: pods, watch, exec and attach over WebSocket, network policies, access review, a claim from a warm pool" {
+@test "the official client drives it: pods, watch, exec and attach over WebSocket, persistent volume claims, network policies, access review, a claim from a warm pool" {
 	command -v node >/dev/null && command -v npm >/dev/null || skip_or_fail "node and npm are needed"
 	K8S_TEST_SANDBOXED=$(control '{}' | jq -r 'if .sandboxed then 1 else 0 end') \
 		run "$BATS_TEST_DIRNAME/kubernetes/client-check/run" "$KC"
 	printf '%s\n' "$output"
 	[ "$status" -ne 2 ] || skip_or_fail "the npm registry is not reachable: cannot install @kubernetes/client-node"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"13 passed, 0 failed"* ]]
+	[[ "$output" == *"14 passed, 0 failed"* ]]
 	log=$(control '{}')
 	# The client upgraded to WebSocket, and the client-certificate user was seen as its CN.
 	jqe "$log" 'any(.requests[]; (.path | endswith("/exec")) and .status == 101 and .upgrade == "websocket")'

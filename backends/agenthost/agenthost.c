@@ -78,6 +78,8 @@ int agenthost_start(struct agenthost *h, struct err *e)
 	if (h->home->ws_remote) {
 		remote = *cfg;
 		remote.workspace_size = 0;
+		if (cfg->workspace_claim)
+			remote.workspace_dir[0] = '\0'; /* a name of the home's, no host folder */
 	}
 	if (hostdir_open(&h->h, h->home->ws_remote ? &remote : cfg, h->state, h->id, h->uid, h->gid, e) < 0)
 		return -1;

@@ -408,14 +408,14 @@ void hostdir_report_workspace(const struct hostdir *h, const struct config *cfg,
 	for (size_t i = 0; i < cfg->mounts.n; i++)
 		fprintf(f, "    mount       %s: the host folder %s, %s\n", cfg->mounts.v[i].inside, cfg->mounts.v[i].host,
 			cfg->mounts.v[i].rw ? "read-write" : "read-only");
-	if (cfg->workspace_dir[0] || cfg->mounts.n || cfg->wheelhouse[0])
+	if ((cfg->workspace_dir[0] && !cfg->workspace_claim) || cfg->mounts.n || cfg->wheelhouse[0])
 		fprintf(f, "                host folders: each bound only while it is the folder checked at start-up; the "
 			   "code can leave no set-id file or folder, nor a file capability, in them\n");
 }
 
 bool hostdir_quota_open(const struct hostdir *h, const struct config *cfg)
 {
-	return cfg->workspace_size && !h->quota && !cfg->workspace_dir[0] && !cfg->keep;
+	return cfg->workspace_size && !h->quota && (!cfg->workspace_dir[0] || cfg->workspace_claim) && !cfg->keep;
 }
 
 void hostdir_quota_by(struct hostdir *h, uint64_t bytes, const char *how, bool on_host)

@@ -64,8 +64,10 @@ json_t *kpod_spec(const struct kpod_spec *s)
 			       "type", "RuntimeDefault");
 	json_t *mounts = json_pack("[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}]", "name", "workspace", "mountPath", KPOD_WORKSPACE,
 				   "name", "tmp", "mountPath", "/tmp", "name", "agent", "mountPath", KPOD_AGENT_DIR);
-	json_t *vols = json_pack("[o, o, o]", empty_dir("workspace", s->workspace, true), empty_dir("tmp", s->tmp, true),
-				 empty_dir("agent", s->agent_dir, false));
+	json_t *ws = s->ws_claim ? json_pack("{s:s, s:{s:s}}", "name", "workspace", "persistentVolumeClaim", "claimName",
+					     s->ws_claim)
+				 : empty_dir("workspace", s->workspace, true);
+	json_t *vols = json_pack("[o, o, o]", ws, empty_dir("tmp", s->tmp, true), empty_dir("agent", s->agent_dir, false));
 	char pid[64], start[64], host[64], sb[64];
 	kpod_label_value(s->pid, pid, sizeof pid);
 	kpod_label_value(s->start, start, sizeof start);
@@ -90,12 +92,18 @@ json_t *kpod_spec(const struct kpod_spec *s)
 		json_object_set_new(container, "stdin", json_true());
 		json_object_set_new(container, "stdinOnce", json_true());
 	}
+	/* The claim's volume is the cluster's, its owner unknown: the kubelet gives its root to the
+	 * sandbox's group, once (OnRootMismatch: not every file at every start). */
+	if (pod && s->ws_claim)
+		json_object_set_new(json_object_get(json_object_get(pod, "spec"), "securityContext"), "fsGroupChangePolicy",
+				    json_string("OnRootMismatch"));
 	if (pod && s->runtime_class && *s->runtime_class)
 		json_object_set_new(json_object_get(pod, "spec"), "runtimeClassName", json_string(s->runtime_class));
 	return pod;
 }
 
 #define PODS "/api/v1", "pods"
+#define PVCS "/api/v1", "persistentvolumeclaims"
 #define NETPOLS "/apis/networking.k8s.io/v1", "networkpolicies"
 #define EXT_API "/apis/extensions.agents.x-k8s.io/v1alpha1"
 #define EXT_VERSION "extensions.agents.x-k8s.io/v1alpha1"
@@ -171,7 +179,30 @@ struct watch {
 	bool overflow;
 	int state;               /* 0 on, 1 running, -1 ended */
 	char phase[32], why[400];
+	char sched[352];         /* why it is not scheduled, or "" */
 };
+
+/* A Pending pod's PodScheduled condition, when False: kept for the time-out's message; a claim
+ * that does not exist (the volume binder's "persistentvolumeclaim \"NAME\" not found") ends the
+ * wait at once, for this server made the claim before the pod: it was deleted since. */
+static void watch_unscheduled(struct watch *w, json_t *st)
+{
+	json_t *c;
+	size_t i;
+	json_array_foreach(json_object_get(st, "conditions"), i, c) {
+		const char *type = json_string_value(json_object_get(c, "type"));
+		const char *status = json_string_value(json_object_get(c, "status"));
+		if (!type || strcmp(type, "PodScheduled") || !status || strcmp(status, "False"))
+			continue;
+		const char *r = json_string_value(json_object_get(c, "reason"));
+		const char *m = json_string_value(json_object_get(c, "message"));
+		snprintf(w->sched, sizeof w->sched, "%.40s: %.300s", r ? r : "not scheduled", m ? m : "no message");
+		if (m && strstr(m, "persistentvolumeclaim") && strstr(m, "not found")) {
+			snprintf(w->why, sizeof w->why, "the pod cannot be scheduled (%.340s)", w->sched);
+			w->state = -1;
+		}
+	}
+}
 
 static void watch_event(struct watch *w, const char *p, size_t n)
 {
@@ -188,6 +219,8 @@ static void watch_event(struct watch *w, const char *p, size_t n)
 		w->state = -1;
 	} else if (phase) {
 		snprintf(w->phase, sizeof w->phase, "%s", phase);
+		if (!strcmp(phase, "Pending"))
+			watch_unscheduled(w, st);
 		if (!strcmp(phase, "Running"))
 			w->state = 1;
 		else if (!strcmp(phase, "Failed") || !strcmp(phase, "Succeeded")) {
@@ -266,41 +299,36 @@ int kpod_wait_running(struct kapi *a, const char *ns, const char *name, long tim
 		w->state = 0;
 	}
 	if (rc < 0 && !e->msg[0])
-		err_set(e, "the pod did not run within %ld s (phase %s)", timeout_ms / 1000, w->phase[0] ? w->phase : "unknown");
+		err_set(e, "the pod did not run within %ld s (phase %s%s%s)", timeout_ms / 1000, w->phase[0] ? w->phase : "unknown",
+			w->sched[0] ? ", " : "", w->sched);
 	free(w);
 	return rc;
 }
 
-int kpod_put(struct kapi *a, const char *ns, const char *name, const char *path, const void *data, size_t n,
-	     long timeout_ms, struct err *e)
+/* Runs argv (n words) in the pod through one exec, stdin the n bytes of data when data is not
+ * NULL, and waits for its status, all by timeout_ms. what names it in e. 0, or -1 with e set. */
+static int exec_run(struct kapi *a, const char *ns, const char *name, const char *const *argv, size_t argc,
+		    const void *data, size_t n, const char *what, long timeout_ms, struct err *e)
 {
-	/* head -c, not cat: under v4 nothing closes the command's stdin. The path comes as an
-	 * argument, never in the script's text. */
-	char count[32];
-	snprintf(count, sizeof count, "%zu", n);
-	const char *argv[] = {"sh", "-c",
-			      "umask 077 && head -c \"$1\" > \"$2.part\" && [ \"$(wc -c < \"$2.part\")\" -eq \"$1\" ] && "
-			      "chmod 0755 \"$2.part\" && mv -f \"$2.part\" \"$2\"",
-			      "sh", count, path};
-	char *p = kexec_exec_path(ns, name, NULL, argv, sizeof argv / sizeof argv[0], true);
+	char *p = kexec_exec_path(ns, name, NULL, argv, argc, data != NULL);
 	struct kexec x;
 	kexec_init(&x);
 	int rc = p ? kexec_open(&x, &a->creds, p, timeout_ms, e) : err_set(e, "out of memory");
 	free(p);
-	/* Every byte is taken by the deadline, or the put fails: a server that stops reading does
+	/* Every byte is taken by the deadline, or the exec fails: a server that stops reading does
 	 * not hold it longer. */
 	int64_t deadline = clock_ms() + timeout_ms;
 	x.send_deadline = deadline;
 	/* In pieces: each a message of its own, well within any server's bound. */
-	for (size_t off = 0; rc == 0 && off < n; off += 1 << 20)
+	for (size_t off = 0; data && rc == 0 && off < n; off += 1 << 20)
 		rc = kexec_send(&x, KEXEC_STDIN, (const char *)data + off, n - off < (1u << 20) ? n - off : 1u << 20, e);
-	if (rc == 0)
+	if (data && rc == 0)
 		rc = kexec_close_stdin(&x, e) < 0 ? -1 : 0;
 	if (rc < 0 && x.fd >= 0) {
 		char m[sizeof e->msg];
 		snprintf(m, sizeof m, "%s", e->msg);
 		err_clear(e);
-		err_set(e, "writing %s in the pod: %.300s", path, m);
+		err_set(e, "%s in the pod: %.300s", what, m);
 	}
 	int code = -1;
 	char why[300] = "the stream ended without a status", errs[300] = "";
@@ -312,8 +340,8 @@ int kpod_put(struct kapi *a, const char *ns, const char *name, const char *path,
 		int64_t left = deadline - clock_ms();
 		int r = left > 0 ? kexec_recv(&x, (int)left, &ch, &m, &ml, e) : KEXEC_TIMEOUT;
 		if (r <= 0) {
-			rc = r == KEXEC_TIMEOUT ? err_set(e, "writing %s in the pod took over %ld ms", path, timeout_ms)
-			   : r == 0	     ? err_set(e, "writing %s in the pod: %s", path, why)
+			rc = r == KEXEC_TIMEOUT ? err_set(e, "%s in the pod took over %ld ms", what, timeout_ms)
+			   : r == 0	     ? err_set(e, "%s in the pod: %s", what, why)
 					     : -1;
 			break;
 		}
@@ -325,12 +353,39 @@ int kpod_put(struct kapi *a, const char *ns, const char *name, const char *path,
 		} else if (ch == KEXEC_STATUS) {
 			code = kexec_exit_code(m, ml, why, sizeof why);
 			if (code != 0)
-				rc = err_set(e, "writing %s in the pod failed (%s)%s%.200s", path,
-					     code > 0 ? "exit status" : why, el ? ": " : "", errs);
+				rc = err_set(e, "%s in the pod failed (%s)%s%.200s", what, code > 0 ? "exit status" : why,
+					     el ? ": " : "", errs);
 		}
 	}
 	kexec_close(&x);
 	return rc;
+}
+
+int kpod_put(struct kapi *a, const char *ns, const char *name, const char *path, const void *data, size_t n,
+	     long timeout_ms, struct err *e)
+{
+	/* head -c, not cat: under v4 nothing closes the command's stdin. The path comes as an
+	 * argument, never in the script's text. */
+	char count[32], what[300];
+	snprintf(count, sizeof count, "%zu", n);
+	snprintf(what, sizeof what, "writing %.200s", path);
+	const char *argv[] = {"sh", "-c",
+			      "umask 077 && head -c \"$1\" > \"$2.part\" && [ \"$(wc -c < \"$2.part\")\" -eq \"$1\" ] && "
+			      "chmod 0755 \"$2.part\" && mv -f \"$2.part\" \"$2\"",
+			      "sh", count, path};
+	return exec_run(a, ns, name, argv, sizeof argv / sizeof argv[0], data ? data : "", n, what, timeout_ms, e);
+}
+
+int kpod_empty_workspace(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e)
+{
+	/* As the pod's user, in the pod: what the code made there is the code's to see, never the
+	 * server's. Folders it made unwritable are made writable first; chmod -R and find follow no
+	 * symlink, open no FIFO, and -xdev keeps find on the workspace's own file system. */
+	static const char *const argv[] = {"sh", "-c",
+					   "cd " KPOD_WORKSPACE " && { chmod -R u+rwx . 2>/dev/null; "
+					   "find . -xdev -mindepth 1 -delete; }"};
+	return exec_run(a, ns, name, argv, sizeof argv / sizeof argv[0], NULL, 0, "emptying " KPOD_WORKSPACE, timeout_ms,
+			e);
 }
 
 static int delete_obj(struct kapi *a, char *path, const char *what, long timeout_ms, struct err *e)
@@ -401,6 +456,53 @@ int kpod_reap(struct kapi *a, const char *ns, bool (*gone)(json_t *labels, void 
 	struct err ne = {""};
 	reap(a, NETPOLS, ns, kpod_netpol_delete, gone, arg, &ne);
 	return n;
+}
+
+/* ---------------------------------------------------------------- the workspace's claim */
+
+int kpod_pvc_get(struct kapi *a, const char *ns, const char *name, json_t **out, struct err *e)
+{
+	char *path = obj_path(PVCS, ns, name, "");
+	struct http_resp rs = {0};
+	*out = NULL;
+	int rc = path ? kapi_call(a, "GET", path, NULL, 15000, NULL, NULL, &rs, e) : err_set(e, "out of memory");
+	free(path);
+	if (rc == 0 && rs.status == 200 && json_is_object(rs.json))
+		*out = json_incref(rs.json);
+	else if (rc == 0 && rs.status == 200)
+		rc = err_set(e, "reading the workspace's claim: the answer is not an object");
+	else if (rc == 0 && rs.status != 404)
+		rc = kapi_fail(&rs, "reading the workspace's claim", e);
+	http_resp_free(&rs);
+	return rc;
+}
+
+int kpod_pvc_ensure(struct kapi *a, const char *ns, const char *name, uint64_t size, bool *made, struct err *e)
+{
+	*made = false;
+	json_t *pvc = NULL;
+	if (kpod_pvc_get(a, ns, name, &pvc, e) < 0)
+		return -1;
+	if (pvc) {
+		json_decref(pvc);
+		return 0; /* used as it is */
+	}
+	/* Labelled as ours, but not KPOD_LABEL: reaping never selects it. */
+	json_t *body = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}}, s:{s:[s], s:{s:{s:o}}}}", "apiVersion", "v1", "kind",
+				 "PersistentVolumeClaim", "metadata", "name", name, "labels", "app.kubernetes.io/managed-by",
+				 "sandbox-mcp", "app.kubernetes.io/component", "workspace", "spec", "accessModes",
+				 "ReadWriteOnce", "resources", "requests", "storage", bytes(size));
+	char *path = obj_path(PVCS, ns, NULL, "");
+	struct http_resp rs = {0};
+	int rc = body && path ? kapi_call(a, "POST", path, body, 30000, NULL, NULL, &rs, e) : err_set(e, "out of memory");
+	json_decref(body);
+	free(path);
+	if (rc == 0 && (rs.status == 201 || rs.status == 200))
+		*made = true;
+	else if (rc == 0 && rs.status != 409) /* 409: made meanwhile by another: that one is used */
+		rc = kapi_fail(&rs, "creating the workspace's claim", e);
+	http_resp_free(&rs);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- warm pool claims */

@@ -8,8 +8,8 @@
  * runtime's default seccomp profile, a read-only root, no service account token, no service
  * links, CPU, memory and ephemeral-storage limits (requests the same: Guaranteed where the
  * cluster allows), the workspace and /tmp memory-backed emptyDirs (tmpfs: a write past the
- * size limit meets ENOSPC, and what they hold counts as the pod's memory) and the agent's
- * folder an emptyDir, with size limits,
+ * size limit meets ENOSPC, and what they hold counts as the pod's memory), or the workspace a
+ * PersistentVolumeClaim (--workspace NAME), and the agent's folder an emptyDir, with size limits,
  * restartPolicy Never, activeDeadlineSeconds (so that the cluster ends a pod whose server
  * died), and labels naming the server (KPOD_LABEL*).
  */
@@ -53,6 +53,9 @@ struct kpod_spec {
 	const char *pid, *start, *host, *sandbox; /* the labels' values */
 	const char *claimed;     /* NULL; or the name of a pod claimed from a warm pool, which the
 	                          * NetworkPolicy then selects by KPOD_LABEL_SANDBOX_NAME */
+	const char *ws_claim;    /* NULL; or the PersistentVolumeClaim mounted at KPOD_WORKSPACE in
+	                          * place of its emptyDir (the pod's fsGroup the uid,
+	                          * fsGroupChangePolicy OnRootMismatch) */
 };
 
 /* The Pod (caller frees), or NULL when out of memory. */
@@ -65,13 +68,29 @@ void kpod_label_value(const char *s, char *out, size_t n);
 int kpod_create(struct kapi *a, const char *ns, json_t *pod, struct err *e);
 
 /* Waits until the pod runs (a watch on it, until timeout_ms). 0; or -1 with e saying why: it
- * failed or ended (the reason and message of its status), or the time ran out (its phase). */
+ * failed or ended (the reason and message of its status), it cannot be scheduled for a
+ * persistentvolumeclaim that is not there (its PodScheduled condition's message), or the time
+ * ran out (its phase, and why it is not scheduled where its status says). */
 int kpod_wait_running(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e);
 
 /* Writes n bytes of data to path (in a folder the pod's user may write) in the pod, mode 0755,
  * through one exec: written whole to a temporary name, then renamed. 0, or -1 with e set. */
 int kpod_put(struct kapi *a, const char *ns, const char *name, const char *path, const void *data, size_t n,
 	     long timeout_ms, struct err *e);
+
+/* Empties KPOD_WORKSPACE in the running pod, as its user, through one exec: what is in it is
+ * deleted, following no symlink. 0, or -1 with e set. */
+int kpod_empty_workspace(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e);
+
+/* The PersistentVolumeClaim named name: *out the object (caller frees), or NULL where there is
+ * none. 0, or -1 with e set. */
+int kpod_pvc_get(struct kapi *a, const char *ns, const char *name, json_t **out, struct err *e);
+
+/* Makes the workspace's PersistentVolumeClaim when it is not there (ReadWriteOnce, requests.storage
+ * bytes, labelled app.kubernetes.io/managed-by=sandbox-mcp and never KPOD_LABEL: no reaping, no
+ * shutdown, no cleanup deletes it); one that is there is used as it is. *made: whether this call
+ * made it. 0, or -1 with e set. */
+int kpod_pvc_ensure(struct kapi *a, const char *ns, const char *name, uint64_t bytes, bool *made, struct err *e);
 
 /* Deletes the pod (gracePeriodSeconds 0); a pod already gone is fine; a 409 (the API server
  * busy with it) is tried again for up to timeout_ms. 0, or -1 with e set. */

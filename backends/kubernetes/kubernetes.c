@@ -23,12 +23,17 @@
  * (kpod_check_claimed); its NetworkPolicy selects it by its Sandbox's name; then it is used as
  * a cold one. The claim goes with the sandbox.
  *
+ * With --workspace NAME the workspace is the PersistentVolumeClaim NAME (made when it is not
+ * there, never deleted here), mounted in place of the emptyDir; cleanup_sandbox empties it
+ * through the pod before the pod goes (k8s_destroy).
+ *
  * Not yet: the install step (--network install's pip, which needs a way out that the
  * NetworkPolicy would have to allow), --allow-hosts, background processes (no descriptor
  * reaches the agent through the stream). Each is refused with a message where it is asked for.
  * --check says the cluster's version, the permissions (a SelfSubjectAccessReview each), what
  * its API serves, and the test pod's start step by step.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -188,6 +193,13 @@ static void k8s_kill(void *ctx, struct agent_inst *ai)
 	free(in);
 }
 
+/* The size the workspace's claim asks for (--workspace-size; 1 GiB where that is 0: a claim
+ * asks for some). */
+static uint64_t claim_bytes(const struct config *cfg)
+{
+	return cfg->workspace_size ? cfg->workspace_size : 1u << 30;
+}
+
 /* The workspace's size: a tmpfs counts in the pod's memory, so at most half of it, as Docker's
  * tmpfs volume. */
 static uint64_t ws_bytes(const struct config *cfg)
@@ -200,6 +212,12 @@ static int k8s_quota(void *ctx, uint64_t *bytes, char *how, size_t n, struct err
 {
 	struct k8s *K = ctx;
 	(void)e;
+	if (K->host.cfg->workspace_claim) {
+		*bytes = claim_bytes(K->host.cfg);
+		snprintf(how, n, "the PersistentVolumeClaim %.60s's storage request: its volume's size, where its storage "
+				 "class enforces one", K->host.cfg->workspace_dir);
+		return 0;
+	}
 	*bytes = ws_bytes(K->host.cfg);
 	snprintf(how, n, "the pod's memory-backed emptyDir (tmpfs) at /workspace, of that sizeLimit (memory, not disk; "
 			 "at most half of --memory)");
@@ -297,6 +315,15 @@ static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
 		.command = cmd, .stdin = true,
 		.pid = K->self_pid, .start = K->self_start, .host = K->self_host, .sandbox = K->host.id};
 	sp.ephemeral = sp.agent_dir + (64u << 20); /* the agent's folder, and the container's logs */
+	if (cfg->workspace_claim) {
+		bool made;
+		sp.ws_claim = cfg->workspace_dir;
+		if (kpod_pvc_ensure(&K->api, K->ns, cfg->workspace_dir, claim_bytes(cfg), &made, e) < 0)
+			return -1;
+		if (made)
+			log_msg(LOG_NOTICE, "kubernetes: made the workspace's PersistentVolumeClaim %s/%s", K->ns,
+				cfg->workspace_dir);
+	}
 	K->t_pol = K->t_create = K->t_running = K->t_attach = K->t_put = K->t_agent = -1;
 	K->claimed = false;
 	int rc = o->warm_pool[0] ? claim_pod(K, in, &sp, e) : KPOD_NO_CRDS;
@@ -425,6 +452,27 @@ static bool k8s_direct_install(void *ctx)
 	return true;
 }
 
+/* cleanup_sandbox empties the workspace's claim, as a --workspace folder is emptied elsewhere,
+ * through the pod before it goes (the server never mounts the claim). The claim stays. */
+static int k8s_destroy(struct backend *b, enum backend_end how, struct err *e)
+{
+	struct k8s *K = b->priv;
+	struct err ce = {""};
+	int rc = 0;
+	if (how == BACKEND_END_CLEANUP && b->cfg->workspace_claim) {
+		if (!K->host.main)
+			rc = err_set(&ce, "its pod is gone");
+		else
+			rc = kpod_empty_workspace(&K->api, K->ns, KI(K->host.main)->pod, PUT_TIMEOUT_MS, &ce);
+		if (rc < 0)
+			log_msg(LOG_WARNING, "kubernetes: the workspace's claim %s/%s was not emptied: %s", K->ns,
+				b->cfg->workspace_dir, ce.msg);
+	}
+	if (agenthost_destroy(&K->host, how, e) < 0)
+		return -1;
+	return rc < 0 ? err_set(e, "the workspace's claim %s was not emptied: %s", b->cfg->workspace_dir, ce.msg) : 0;
+}
+
 static void k8s_end(void *ctx, bool keep)
 {
 	struct k8s *K = ctx;
@@ -452,21 +500,27 @@ static void report_cluster(struct k8s *K, FILE *f)
 	const char *v = json_string_value(json_object_get(rs.json, "gitVersion"));
 	fprintf(f, "    version     %.60s (GET /version: HTTP %ld, %lld ms)\n", v ? v : "unknown", st, (long long)ms);
 	http_resp_free(&rs);
-	static const char *const need[][4] = {
-		{"create", "pods", "", ""},	 {"get", "pods", "", ""},	 {"list", "pods", "", ""},
-		{"watch", "pods", "", ""},	 {"delete", "pods", "", ""},	 {"create", "pods", "exec", ""},
-		{"create", "pods", "attach", ""}, {"create", "networkpolicies", "", "networking.k8s.io"},
-		{"delete", "networkpolicies", "", "networking.k8s.io"}, {"list", "networkpolicies", "", "networking.k8s.io"},
-		/* With --kube-warm-pool, these too. */
-		{"get", "sandboxwarmpools", "", "extensions.agents.x-k8s.io"},
-		{"create", "sandboxclaims", "", "extensions.agents.x-k8s.io"},
-		{"get", "sandboxclaims", "", "extensions.agents.x-k8s.io"},
-		{"delete", "sandboxclaims", "", "extensions.agents.x-k8s.io"},
+	/* The fifth column: "" always; "c" with a workspace claim; "w" with --kube-warm-pool. */
+	static const char *const need[][5] = {
+		{"create", "pods", "", "", ""},	    {"get", "pods", "", "", ""},	  {"list", "pods", "", "", ""},
+		{"watch", "pods", "", "", ""},	    {"delete", "pods", "", "", ""},	  {"create", "pods", "exec", "", ""},
+		{"create", "pods", "attach", "", ""}, {"create", "networkpolicies", "", "networking.k8s.io", ""},
+		{"delete", "networkpolicies", "", "networking.k8s.io", ""},
+		{"list", "networkpolicies", "", "networking.k8s.io", ""},
+		{"get", "persistentvolumeclaims", "", "", "c"},
+		{"create", "persistentvolumeclaims", "", "", "c"},
+		{"get", "sandboxwarmpools", "", "extensions.agents.x-k8s.io", "w"},
+		{"create", "sandboxclaims", "", "extensions.agents.x-k8s.io", "w"},
+		{"get", "sandboxclaims", "", "extensions.agents.x-k8s.io", "w"},
+		{"delete", "sandboxclaims", "", "extensions.agents.x-k8s.io", "w"},
 	};
 	char denied[512] = "";
-	size_t dl = 0, nok = 0, n = sizeof need / sizeof need[0] - (K->o->warm_pool[0] ? 0 : 4);
+	size_t dl = 0, nok = 0, n = 0;
 	int64_t t = clock_ms();
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
+		if ((need[i][4][0] == 'c' && !K->host.cfg->workspace_claim) || (need[i][4][0] == 'w' && !K->o->warm_pool[0]))
+			continue;
+		n++;
 		json_t *body = json_pack("{s:s, s:s, s:{s:{s:s, s:s, s:s, s:s, s:s}}}", "apiVersion", "authorization.k8s.io/v1",
 					 "kind", "SelfSubjectAccessReview", "spec", "resourceAttributes", "namespace", K->ns,
 					 "verb", need[i][0], "resource", need[i][1], "subresource", need[i][2], "group", need[i][3]);
@@ -510,6 +564,31 @@ static void report_cluster(struct k8s *K, FILE *f)
 			(long long)K->t_put, (long long)K->t_agent);
 }
 
+/* --check's line on the workspace's claim: whether it is there, bound, of what capacity. */
+static void report_claim(struct k8s *K, FILE *f)
+{
+	const char *name = K->host.cfg->workspace_dir;
+	json_t *pvc = NULL;
+	struct err e = {""};
+	if (kpod_pvc_get(&K->api, K->ns, name, &pvc, &e) < 0) {
+		fprintf(f, "    workspace claim %s: could not be read: %s\n", name, e.msg);
+		return;
+	}
+	if (!pvc) {
+		fprintf(f, "    workspace claim %s: does not exist; made with the next sandbox (ReadWriteOnce, storage %llu)\n",
+			name, (unsigned long long)claim_bytes(K->host.cfg));
+		return;
+	}
+	json_t *st = json_object_get(pvc, "status");
+	const char *phase = json_string_value(json_object_get(st, "phase"));
+	const char *cap = json_string_value(json_object_get(json_object_get(st, "capacity"), "storage"));
+	fprintf(f, "    workspace claim %s: exists, %s%.40s, capacity %.40s; mounted at " KPOD_WORKSPACE ", kept across "
+		   "sandboxes and restarts, never deleted by the server; cleanup_sandbox empties it\n",
+		name, phase && !strcmp(phase, "Bound") ? "" : "NOT bound: phase ", phase && !strcmp(phase, "Bound") ? "bound" : phase ? phase : "unknown",
+		cap ? cap : "unknown");
+	json_decref(pvc);
+}
+
 static void k8s_report_isolation(void *ctx, FILE *f)
 {
 	struct k8s *K = ctx;
@@ -522,6 +601,8 @@ static void k8s_report_isolation(void *ctx, FILE *f)
 		K->o->runtime_class[0] ? ", runtimeClassName " : "", K->o->runtime_class, K->host.filter.rules);
 	fprintf(f, "    egress      denied by a NetworkPolicy made with each pod; enforced only where the cluster's "
 		   "network plugin enforces NetworkPolicies (without a NetworkPolicy controller it does nothing)\n");
+	if (K->host.cfg->workspace_claim)
+		report_claim(K, f);
 	if (K->o->warm_pool[0])
 		fprintf(f, "    warm pool   %s: each claimed pod is checked hardened as above and running the agent's "
 			   "starter before use, or refused; its image, limits and deadline are its template's\n",
@@ -627,7 +708,19 @@ static int k8s_startup_check(const struct config *cfg, struct err *e)
 static int k8s_opts_check(const void *opts, const struct config *cfg, struct err *e)
 {
 	const struct k8s_opts *o = opts;
-	(void)cfg;
+	if (cfg->workspace_claim) {
+		const char *w = cfg->workspace_dir;
+		size_t n = strlen(w);
+		bool ok = n && n <= 253 && isalnum((unsigned char)w[0]) && isalnum((unsigned char)w[n - 1]);
+		for (size_t i = 0; ok && i < n; i++)
+			ok = (w[i] >= 'a' && w[i] <= 'z') || (w[i] >= '0' && w[i] <= '9') || w[i] == '-' || w[i] == '.';
+		if (!ok)
+			return err_set(e, "--workspace %.80s: on kubernetes --workspace names a PersistentVolumeClaim in the "
+					  "namespace (a DNS-1123 name: lowercase letters, digits, '-' and '.'), not a host folder", w);
+		if (o->warm_pool[0])
+			return err_set(e, "--workspace cannot be used with --kube-warm-pool: a claimed pod's volumes are its "
+					  "template's");
+	}
 	if (strpbrk(o->image, " \t\r\n"))
 		return err_set(e, "--kube-image must name one image");
 	for (const char *p = o->ns; *p; p++)
@@ -689,10 +782,13 @@ const struct backend_ops kubernetes_backend_ops = {
 		    "                       its service account\n",
 	.priv_size = sizeof(struct k8s),
 	.home = &k8s_home,
+	.workspace_dir = true,
+	.workspace_claim = true,
 	.init = k8s_init,
 	.present = k8s_present,
 	.probe = k8s_probe,
 	.start = k8s_start,
+	.destroy = k8s_destroy,
 	.startup_check = k8s_startup_check,
 	.reap = k8s_reap,
 };

@@ -51,6 +51,8 @@ struct config {
 	bool gpu;                /* --gpu: the sandbox gets the host's NVIDIA GPUs */
 	double shutdown_budget_s;/* on stdin EOF: how long requests read may take to be answered */
 	char workspace_dir[4096];/* --workspace: a host folder that is the workspace; "" for none */
+	bool workspace_claim;    /* workspace_dir names the backend's own store of it (on kubernetes a
+	                          * PersistentVolumeClaim), no host folder (cli.c sets it) */
 	struct mountlist mounts; /* --mount */
 	char state_dir[4096];    /* where local workspaces live; "" for the default */
 	char python[256];        /* interpreter inside the sandbox */

@@ -126,7 +126,7 @@ int hostfolders_check(struct config *cfg, struct err *e)
 		snprintf(v[n].what, sizeof v[n].what, "--wheelhouse");
 		v[n++].writable = false;
 	}
-	if (cfg->workspace_dir[0]) {
+	if (cfg->workspace_dir[0] && !cfg->workspace_claim) {
 		if (resolve(cfg->workspace_dir, v[n].path) < 0)
 			return err_sys(e, "--workspace %s", cfg->workspace_dir);
 		snprintf(v[n].what, sizeof v[n].what, "--workspace");

@@ -145,7 +145,8 @@ static int drop(struct sandbox *s, enum backend_end how, struct err *e)
 /* What the workspace of the sandbox that replaces s->b holds, for notices. */
 static const char *next_workspace(const struct sandbox *s)
 {
-	return s->cfg->workspace_dir[0] && s->b->ops->workspace_dir
+	return s->cfg->workspace_claim ? "the --workspace claim's volume as it holds it (its files stay; processes and /tmp do not)"
+	       : s->cfg->workspace_dir[0] && s->b->ops->workspace_dir
 		       ? "the --workspace folder as the host holds it (its files stay; processes and /tmp do not)"
 		       : "a fresh, empty workspace (earlier files and packages are gone)";
 }
@@ -526,7 +527,9 @@ void sandbox_idle_expire(struct sandbox *s)
 	snprintf(s->pending, sizeof s->pending,
 		 "The previous sandbox (%s) was removed after %g s without use; this call ran in a new "
 		 "sandbox %s.", s->b->sandbox_id, s->cfg->idle_timeout_s,
-		 kept ? "on the same --workspace folder (its files and packages stay; processes and /tmp do not)"
+		 kept && s->cfg->workspace_claim
+			 ? "on the same --workspace claim (its files stay; processes and /tmp do not)"
+		 : kept ? "on the same --workspace folder (its files and packages stay; processes and /tmp do not)"
 		      : "with an empty workspace (earlier files and packages are gone)");
 	drop(s, BACKEND_END_DROP, &(struct err){""});
 }

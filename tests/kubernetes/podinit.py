@@ -8,7 +8,8 @@ its loopback only.
 The root is a tmpfs of its own with the host's /usr bound read-only and nosuid (a stock image,
 simulated), bin/sbin/lib/lib64 links into it, a /dev of a few bound device nodes, a /proc of
 the pod's PID namespace, a small /etc, a /tmp, and one tmpfs per emptyDir volume at its
-mountPath (of its sizeLimit, or of the root's size). readOnlyRootFilesystem remounts the root
+mountPath (of its sizeLimit, or of the root's size), and each persistentVolumeClaim's volume
+(the server's folder: "bind") bound there, nosuid and nodev. readOnlyRootFilesystem remounts the root
 read-only after that; volumes stay writable unless their volumeMount says readOnly.
 
 The command runs through the root's /usr/bin/setpriv (the host's, read-only) with its user,
@@ -78,7 +79,14 @@ def make_root(cfg):
     for v in cfg['volumes']:
         d = r + v['mountPath']
         os.makedirs(d, exist_ok=True)
-        mount('tmpfs', d, 'tmpfs', MS_NOSUID | MS_NODEV, 'size=%d,mode=0777' % v['size'])
+        if 'bind' in v:  # a claim's volume: the server's folder, outliving the pod
+            if not v['bind']:
+                raise OSError(2, 'the volume of the claim at %s is gone' % v['mountPath'])
+            mount(v['bind'], d, None, MS_BIND)
+            mount(None, d, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (MS_RDONLY if v.get('readOnly') else 0))
+            continue
+        else:
+            mount('tmpfs', d, 'tmpfs', MS_NOSUID | MS_NODEV, 'size=%d,mode=0777' % v['size'])
         if v.get('readOnly'):
             mount(None, d, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.mkdir(r + '/.old')

@@ -19,7 +19,8 @@ What it follows:
   - core/v1 Pod (pod-v1 reference): the spec is stored as sent; validated: names (DNS-1123),
     labels (the label syntax), containers, command/args, resources (quantities, requests not
     above limits), securityContext (types; privileged with allowPrivilegeEscalation false is
-    invalid, as in apis/core/validation), volumes (emptyDir only, sizeLimit a quantity),
+    invalid, as in apis/core/validation), volumes (emptyDir, sizeLimit a quantity, and
+    persistentVolumeClaim),
     volumeMounts, activeDeadlineSeconds, runtimeClassName (must name a known RuntimeClass, as
     the RuntimeClass admission plugin checks), automountServiceAccountToken, restartPolicy.
     Status: Pending (PodScheduled) then Running with the Ready, ContainersReady and
@@ -43,6 +44,19 @@ What it follows:
     true: its stdin, and its stdout from the moment of attaching (what it wrote before went to
     its log), the status when it ends; with stdinOnce, its stdin ends when the first attach
     closes it or goes (as the kubelet does).
+  - core/v1 PersistentVolumeClaim (persistent-volume-claim-v1 reference; the storage concepts
+    page, kubernetes.io/docs/concepts/storage/persistent-volumes/): create, get, list, watch,
+    delete; spec.accessModes and spec.resources.requests.storage validated; bound at once (a
+    provisioner with Immediate binding: spec.volumeName, status.phase Bound, status.accessModes,
+    status.capacity.storage the request). Its volume is a folder of this server's that outlives
+    pods (a tmpfs of the capacity, at most 1 GiB, in this server's own mount namespace, when
+    sandboxed), bound into each pod whose volume names the claim (persistentVolumeClaim
+    {claimName, readOnly}); securityContext.fsGroup is applied to it as the kubelet's
+    SetVolumeOwnership does (lchown, group rw, folders setgid; fsGroupChangePolicy
+    OnRootMismatch: only where the root is not so). A pod whose claim does not exist stays
+    Pending with PodScheduled False, reason Unschedulable, message 'persistentvolumeclaim "NAME"
+    not found', as the scheduler's VolumeBinding plugin says, until the claim is made. Not
+    simulated: storage classes, access modes' enforcement, the pvc-protection finalizer.
   - networking.k8s.io/v1 NetworkPolicy: stored (create, get, list, watch, delete), not
     enforced. authorization.k8s.io/v1 SelfSubjectAccessReview: answered from a configurable
     set (see "access"), which also governs the requests themselves (403 Forbidden).
@@ -98,6 +112,9 @@ then applies what it names. GET /_control: the state, the request log and the po
                         what SelfSubjectAccessReview answers and what is allowed
   "runtime_classes": [names] (default ["gvisor", "kata"])
   "agent_sandbox": bool the agent-sandbox CRDs installed (default true)
+  "pvc_gone_on_pod": true
+                        a pod's PersistentVolumeClaims are deleted as the pod is made (an admin's
+                        delete racing it): the pod stays Pending, Unschedulable
   "claim_bind_ms": MS   SandboxClaims made from now on are bound MS ms after they are made (their
                         status names no Sandbox until then), as a controller does in its time
   "evict": {"namespace": NS, "name": POD, "reason": "Evicted"|"OOMKilled"}
@@ -105,7 +122,7 @@ then applies what it names. GET /_control: the state, the request log and the po
                         OOMKilled: the container terminated with reason OOMKilled, 137
   "clear_log": true     empties the request log
 """
-import argparse, base64, copy, fnmatch, hashlib, hmac, json, os, re, shutil, signal, socket, ssl
+import argparse, base64, copy, ctypes, fnmatch, hashlib, hmac, json, os, re, shutil, signal, socket, ssl
 import select, struct, subprocess, sys, tempfile, threading, time, uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -119,10 +136,11 @@ DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0,
             'exec_flood': False,
             'busy_delete': False,
             'start_ms': 200, 'access': {}, 'access_default': True, 'runtime_classes': ['gvisor', 'kata'],
-            'agent_sandbox': True, 'claim_bind_ms': 0}
+            'agent_sandbox': True, 'claim_bind_ms': 0, 'pvc_gone_on_pod': False}
 CONTROL = copy.deepcopy(DEFAULTS)
 REQUESTS = []
 OBJECTS = {}  # (resource key, namespace, name) -> object (pods: the Pod's .obj)
+VOLUMES = {}  # (namespace, claim name) -> the folder of its volume (a tmpfs of its capacity, when sandboxed)
 PODS = {}     # (namespace, name) -> Pod
 ALL_PODS = []  # every Pod made, so that none outlives this server
 EVENTS = []   # (resourceVersion, resource key, type, object copy), the last MAX_EVENTS
@@ -136,6 +154,7 @@ GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11'
 # resource key -> (group, version, kind, namespaced). Core resources have group ''.
 RESOURCES = {
     'pods': ('', 'v1', 'Pod'),
+    'persistentvolumeclaims': ('', 'v1', 'PersistentVolumeClaim'),
     'networkpolicies': ('networking.k8s.io', 'v1', 'NetworkPolicy'),
     'sandboxes': ('agents.x-k8s.io', 'v1alpha1', 'Sandbox'),
     'sandboxtemplates': ('extensions.agents.x-k8s.io', 'v1alpha1', 'SandboxTemplate'),
@@ -336,8 +355,17 @@ def check_pod(body):
         if name in vols:
             add(f + '.name', 'Duplicate value: "%s"' % name)
         kinds = [k for k in v if k != 'name']
+        if kinds == ['persistentVolumeClaim']:
+            pvc = v['persistentVolumeClaim']
+            if not isinstance(pvc, dict) or not isinstance(pvc.get('claimName'), str) or \
+                    not DNS_SUBDOMAIN.match(pvc['claimName']):
+                add(f + '.persistentVolumeClaim.claimName', 'Required value')
+            elif 'readOnly' in pvc and not isinstance(pvc['readOnly'], bool):
+                add(f + '.persistentVolumeClaim.readOnly', 'Invalid value: must be a boolean')
+            vols[name] = v
+            continue
         if kinds != ['emptyDir']:
-            add(f, 'Unsupported value: this server has emptyDir volumes only')
+            add(f, 'Unsupported value: this server has emptyDir and persistentVolumeClaim volumes only')
             continue
         ed = v['emptyDir'] or {}
         if not isinstance(ed, dict):
@@ -528,7 +556,14 @@ class Pod:
         root_size = 256 << 20
         mounts = []
         for m in self.container.get('volumeMounts') or []:
-            lim = quantity((vols[m['name']].get('emptyDir') or {}).get('sizeLimit', 0) or 0)
+            v = vols[m['name']]
+            if 'persistentVolumeClaim' in v:
+                with LOCK:
+                    src = VOLUMES.get((self.ns, v['persistentVolumeClaim']['claimName']))
+                mounts.append({'mountPath': os.path.normpath(m['mountPath']), 'bind': src,
+                               'readOnly': bool(m.get('readOnly') or v['persistentVolumeClaim'].get('readOnly'))})
+                continue
+            lim = quantity((v.get('emptyDir') or {}).get('sizeLimit', 0) or 0)
             mounts.append({'mountPath': os.path.normpath(m['mountPath']), 'readOnly': bool(m.get('readOnly')),
                            'size': min(int(lim), MAX_TMPFS) if lim else root_size})
         return {'root': self.dir + '/root', 'root_size': root_size, 'uid': uid, 'setpriv': self.setpriv(),
@@ -556,9 +591,12 @@ class Pod:
     def start(self):
         """Runs the pod (a thread of its own): Pending for start_ms, then Running."""
         time.sleep(CONTROL['start_ms'] / 1000.0)
+        if not self.schedule():
+            return
         with LOCK:
             if self.ended or self.obj['metadata'].get('deletionTimestamp'):
                 return
+        self.set_fs_group()
         stdio = []
         if self.container.get('stdin') is True:
             in_r, self.stdin_w = os.pipe()
@@ -616,6 +654,61 @@ class Pod:
             return self.finish(rc if rc >= 0 else 128 - rc)
         rc = self.init.wait()
         self.finish(rc if rc >= 0 else 128 - rc)
+
+    def claims(self):
+        return [v['persistentVolumeClaim']['claimName'] for v in self.obj['spec'].get('volumes') or []
+                if 'persistentVolumeClaim' in v]
+
+    def schedule(self):
+        """As the scheduler's VolumeBinding plugin: a pod whose claim is not there stays Pending,
+        PodScheduled False (Unschedulable, naming the claim), until it is made or the pod goes.
+        False when the pod went first."""
+        said = None
+        while not self.gone.is_set():
+            with LOCK:
+                if self.ended or self.obj['metadata'].get('deletionTimestamp'):
+                    return False
+                missing = [c for c in self.claims() if (self.ns, c) not in VOLUMES]
+                if not missing:
+                    return True
+                if missing[0] != said:
+                    said = missing[0]
+                    self.obj['status']['conditions'] = [{
+                        'type': 'PodScheduled', 'status': 'False', 'reason': 'Unschedulable', 'lastProbeTime': None,
+                        'lastTransitionTime': now_iso(),
+                        'message': '0/1 nodes are available: persistentvolumeclaim "%s" not found. preemption: 0/1 '
+                                   'nodes are available: 1 Preemption is not helpful for scheduling.' % said}]
+                    record('pods', 'MODIFIED', self.obj)
+            self.gone.wait(0.1)
+        return False
+
+    def set_fs_group(self):
+        """securityContext.fsGroup on the claims' volumes, as the kubelet's SetVolumeOwnership:
+        every file's group fsGroup (lchown: no link followed), group rw (folders rwx and setgid);
+        with fsGroupChangePolicy OnRootMismatch, only where the volume's root is not so already."""
+        psc = self.obj['spec'].get('securityContext') or {}
+        gid = psc.get('fsGroup')
+        if not isinstance(gid, int) or not SANDBOXED:
+            return
+        for c in self.claims():
+            with LOCK:
+                root = VOLUMES.get((self.ns, c))
+            if root is None:
+                continue
+            st = os.lstat(root)
+            if psc.get('fsGroupChangePolicy') == 'OnRootMismatch' and st.st_gid == gid and \
+                    st.st_mode & 0o2070 == 0o2070:
+                continue
+            for d, dirs, files in os.walk(root, followlinks=False):
+                for n in [d] + [os.path.join(d, x) for x in dirs + files]:
+                    try:
+                        os.lchown(n, -1, gid)
+                        st = os.lstat(n)
+                        if not os.path.islink(n):
+                            extra = 0o2070 if os.path.isdir(n) else 0o060
+                            os.chmod(n, (st.st_mode & 0o7777) | extra, follow_symlinks=False)
+                    except (OSError, NotImplementedError):  # gone, or made a link meanwhile: not followed
+                        pass
 
     @staticmethod
     def child_of(pid):
@@ -739,6 +832,42 @@ class Pod:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def make_volume(ns, name, size):
+    """A claim's volume: a folder of this server's, outliving pods; a tmpfs of the claim's
+    capacity (at most MAX_TMPFS) when sandboxed, in this server's own mount namespace."""
+    d = os.path.join(ROOT, 'volumes', uuid.uuid4().hex)
+    os.makedirs(d, mode=0o755)
+    if SANDBOXED:
+        subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=%d,mode=0755,nosuid,nodev' % min(max(size, 1 << 20), MAX_TMPFS),
+                        'tmpfs', d], check=True)
+    VOLUMES[(ns, name)] = d
+
+
+def release_volume(ns, name):
+    """The volume of a deleted claim goes (LOCK held): pods that mount it keep their mount."""
+    d = VOLUMES.pop((ns, name), None)
+    if d:
+        if SANDBOXED:
+            subprocess.run(['umount', '-l', d], stderr=subprocess.DEVNULL)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def check_pvc(spec, causes):
+    add = lambda f, m: causes.append({'field': f, 'message': m})
+    modes = spec.get('accessModes')
+    if not isinstance(modes, list) or not modes:
+        add('spec.accessModes', 'Required value: at least 1 access mode is required')
+    else:
+        for m in modes:
+            if m not in ('ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany', 'ReadWriteOncePod'):
+                add('spec.accessModes', 'Unsupported value: %s' % json.dumps(m))
+    st = ((spec.get('resources') or {}).get('requests') or {}).get('storage')
+    if st is None:
+        add('spec.resources[storage]', 'Required value')
+    elif quantity(st) is None or quantity(st) <= 0:
+        add('spec.resources[storage]', 'Invalid value: %s: must be greater than zero' % json.dumps(st))
+
+
 def create_pod(ns, body, from_template=False):
     """Validates and stores a pod, and starts it. Returns the object (LOCK not held)."""
     if not isinstance(body, dict):
@@ -770,6 +899,13 @@ def create_pod(ns, body, from_template=False):
         if key in PODS:
             raise ApiError(409, 'pods "%s" already exists' % key[1], 'AlreadyExists',
                            {'name': key[1], 'kind': 'pods'})
+        if CONTROL['pvc_gone_on_pod']:  # the fault: its claims deleted as it is made (an admin's race)
+            for c in [v['persistentVolumeClaim']['claimName'] for v in spec.get('volumes') or []
+                      if 'persistentVolumeClaim' in v]:
+                o = OBJECTS.pop(('persistentvolumeclaims', ns, c), None)
+                if o is not None:
+                    record('persistentvolumeclaims', 'DELETED', o)
+                    release_volume(ns, c)
         pod = Pod(body)
         PODS[key] = pod
         OBJECTS[('pods',) + key] = body
@@ -942,7 +1078,10 @@ def delete_sandbox(ns, name):
 def cascade(key, ns, obj):
     """What goes with a deleted object, as its owner references say."""
     name = obj['metadata']['name']
-    if key == 'sandboxes':
+    if key == 'persistentvolumeclaims':
+        with LOCK:
+            release_volume(ns, name)
+    elif key == 'sandboxes':
         delete_sandbox(ns, name)
     elif key == 'sandboxclaims':
         if (obj.get('status') or {}).get('sandbox'):
@@ -1339,11 +1478,11 @@ class Handler(BaseHTTPRequestHandler):
         if key == 'pods':
             return self.send(201, create_pod(ns, body))
         g, v, kind = RESOURCES[key]
-        if not isinstance(body, dict) or body.get('kind', kind) != kind or \
-                body.get('apiVersion', '%s/%s' % (g, v)) != '%s/%s' % (g, v):
-            raise ApiError(400, 'the body of the request was not a %s of %s/%s' % (kind, g, v))
+        gv = '%s/%s' % (g, v) if g else v
+        if not isinstance(body, dict) or body.get('kind', kind) != kind or body.get('apiVersion', gv) != gv:
+            raise ApiError(400, 'the body of the request was not a %s of %s' % (kind, gv))
         body = copy.deepcopy(body)
-        body.update(apiVersion='%s/%s' % (g, v), kind=kind)
+        body.update(apiVersion=gv, kind=kind)
         body['metadata'] = new_meta(body.get('metadata'), ns)
         causes = []
         check_meta(kind, body['metadata'], causes)
@@ -1358,6 +1497,8 @@ class Handler(BaseHTTPRequestHandler):
             causes.append({'field': 'spec.replicas', 'message': 'Invalid value: must be >= 0'})
         elif key == 'networkpolicies' and not isinstance(spec.get('podSelector'), dict):
             causes.append({'field': 'spec.podSelector', 'message': 'Required value'})
+        elif key == 'persistentvolumeclaims':
+            check_pvc(spec, causes)
         if causes:
             raise invalid(kind if g == '' or g == 'networking.k8s.io' else '%s.%s' % (kind, g),
                           body['metadata'].get('name') or '', causes)
@@ -1370,6 +1511,17 @@ class Handler(BaseHTTPRequestHandler):
             sb = make_sandbox(ns, name, spec['podTemplate'], body['metadata'].get('labels') or {}, None, False)
             return self.send(201, sb)
         body['metadata']['labels'] = body['metadata'].get('labels') or {}
+        if key == 'persistentvolumeclaims':  # bound at once, as a provisioner with Immediate binding
+            storage = spec['resources']['requests']['storage']
+            spec.update(volumeName='pvc-' + body['metadata']['uid'], volumeMode=spec.get('volumeMode', 'Filesystem'),
+                        storageClassName=spec.get('storageClassName', 'standard'))
+            body['status'] = {'phase': 'Bound', 'accessModes': list(spec['accessModes']),
+                              'capacity': {'storage': storage}}
+            with LOCK:
+                if (key, ns, name) in OBJECTS:
+                    raise ApiError(409, '%s "%s" already exists' % (key, name), 'AlreadyExists',
+                                   {'name': name, 'kind': key})
+                make_volume(ns, name, int(quantity(storage)))
         with LOCK:
             OBJECTS[(key, ns, name)] = body
             record(key, 'ADDED', body)
@@ -1834,6 +1986,12 @@ def main():
     if a.token:
         TOKEN = a.token
     SANDBOXED = probe_namespaces()
+    if SANDBOXED:
+        # A mount namespace of its own (no thread runs yet): the claims' tmpfs volumes go with
+        # this server, however it ends.
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(0x00020000) != 0 or libc.mount(None, b'/', None, (1 << 14) | (1 << 18), None) != 0:
+            SANDBOXED = False
     certs = os.path.join(ROOT, 'pki')
     os.makedirs(certs, mode=0o700)
     make_certs(certs)

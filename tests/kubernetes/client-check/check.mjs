@@ -1,7 +1,7 @@
 // Drives the loopback Kubernetes test server (../server.py) with the official JavaScript
 // client, @kubernetes/client-node, so that the server speaks the API as a cluster does:
 // KubeConfig.loadFromFile (token and client-certificate users), CoreV1Api pods, Watch, Exec, Attach
-// over WebSocket (v5.channel.k8s.io), NetworkingV1Api, AuthorizationV1Api and
+// over WebSocket (v5.channel.k8s.io), PersistentVolumeClaims, NetworkingV1Api, AuthorizationV1Api and
 // CustomObjectsApi (an agent-sandbox SandboxClaim bound from a warm pool).
 // Usage: node check.mjs KUBECONFIG. Prints one line per check and "N passed, N failed";
 // exit status 1 on any failure. K8S_TEST_SANDBOXED=0: the server runs pods without namespaces
@@ -117,6 +117,41 @@ await check('network policy: create, read, list, delete', async () => {
   assert.equal(l.items.length, 1);
   await net.deleteNamespacedNetworkPolicy({ name: `${name}-deny`, namespace: ns });
   await assert.rejects(net.readNamespacedNetworkPolicy({ name: `${name}-deny`, namespace: ns }), (e) => e.code === 404);
+});
+await check('persistent volume claim: create, read bound, a pod Pending without it, then its files outlive a pod', async () => {
+  const claim = `${name}-ws`;
+  const body = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: claim, labels: { check: name } },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '64Mi' } } } };
+  const withClaim = (n) => { const b = podBody(n, { pvc: name }); b.spec.volumes = [{ name: 'workspace',
+    persistentVolumeClaim: { claimName: claim } }]; b.spec.securityContext = { fsGroup: 1000,
+    fsGroupChangePolicy: 'OnRootMismatch' }; return b; };
+  await core.createNamespacedPod({ namespace: ns, body: withClaim(`${name}-p0`) });
+  const pending = await until(async () => {
+    const p = await core.readNamespacedPod({ name: `${name}-p0`, namespace: ns });
+    return p.status.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable') && p;
+  }, 'the pod Unschedulable');
+  assert.equal(pending.status.phase, 'Pending');
+  assert.match(pending.status.conditions[0].message, new RegExp(`persistentvolumeclaim "${claim}" not found`));
+  await core.deleteNamespacedPod({ name: `${name}-p0`, namespace: ns, gracePeriodSeconds: 0 });
+  const made = await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body });
+  assert.equal(made.metadata.name, claim);
+  const got = await core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: ns });
+  assert.equal(got.status.phase, 'Bound');
+  assert.equal(got.status.capacity.storage, '64Mi');
+  assert.deepEqual(got.spec.accessModes, ['ReadWriteOnce']);
+  const l = await core.listNamespacedPersistentVolumeClaim({ namespace: ns, labelSelector: `check=${name}` });
+  assert.equal(l.items.length, 1);
+  if (process.env.K8S_TEST_SANDBOXED !== '0') {
+    for (const [i, cmd] of [[1, 'echo kept > f; cat f'], [2, 'cat f']]) {
+      const p = `${name}-p${i}`;
+      await core.createNamespacedPod({ namespace: ns, body: withClaim(p) });
+      await until(async () => (await core.readNamespacedPod({ name: p, namespace: ns })).status.phase === 'Running', 'Running');
+      assert.equal((await exec(p, ['sh', '-c', cmd])).stdout, 'kept\n');
+      await core.deleteNamespacedPod({ name: p, namespace: ns, gracePeriodSeconds: 0 });
+    }
+  }
+  await core.deleteNamespacedPersistentVolumeClaim({ name: claim, namespace: ns });
+  await assert.rejects(core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: ns }), (e) => e.code === 404);
 });
 await check('self subject access review', async () => {
   const authz = kc.makeApiClient(k8s.AuthorizationV1Api);
