@@ -31,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -770,16 +772,33 @@ static void do_filter(struct ag_cur *c)
 	send_simple(AG_OK, NULL);
 }
 
+/* The signals whose action the agent found other than the default as it started (ignored by
+ * whatever started it); the agent changes none itself (it blocks them all and reads SIGCHLD
+ * and SIGUSR1 through a signalfd), so these are the only ones a child must set back. */
+static sigset_t not_default;
+
+void note_signals(void)
+{
+	sigemptyset(&not_default);
+	for (int s = 1; s < NSIG; s++) {
+		struct sigaction old;
+		if (s != SIGKILL && s != SIGSTOP && sigaction(s, NULL, &old) == 0 && old.sa_handler != SIG_DFL)
+			sigaddset(&not_default, s);
+	}
+}
+
 /* Every signal back to its default action, none blocked: the code starts as if from a fresh
  * login, whatever the processes before it ignored (an ignored SIGPIPE would turn `yes | head -1`
- * into "Broken pipe" errors) or blocked. Async-signal-safe. */
+ * into "Broken pipe" errors) or blocked. Only the ones note_signals found set otherwise need a
+ * syscall: the rest are at their default in the agent already, so in its child. Writes nothing
+ * but its own stack (a child that shares the agent's memory calls it). Async-signal-safe. */
 void reset_signals(void)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = SIG_DFL;
 	for (int s = 1; s < NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP)
+		if (sigismember(&not_default, s) == 1)
 			sigaction(s, &sa, NULL); /* the C library's own signals refuse: nothing to reset */
 	sigset_t none;
 	sigemptyset(&none);
@@ -1414,8 +1433,9 @@ static int confine_background(void)
 	return r;
 }
 
-static void child_exec(struct run_spec *sp, int devnull, int outw, int errw, int px)
-/* devnull: what becomes stdin (/dev/null, or a background call's pipe) */
+static void child_exec(const struct run_spec *sp, char *const *sh_argv, int devnull, int outw, int errw, int px)
+/* devnull: what becomes stdin (/dev/null, or a background call's pipe); sh_argv: what runs
+ * /bin/sh when argv[0] is missing (AG_RUN_SH_FALLBACK), NULL when not asked for */
 {
 	reset_signals();
 	setsid();
@@ -1437,10 +1457,8 @@ static void child_exec(struct run_spec *sp, int devnull, int outw, int errw, int
 	if (((sp->flags & AG_RUN_BACKGROUND) || sp->confine) && confine_background() < 0)
 		goto fail;
 	exec_path(sp->argv[0], sp->argv, sp->envp);
-	if (errno == ENOENT && (sp->flags & AG_RUN_SH_FALLBACK)) {
-		sp->argv[0] = "/bin/sh";
-		execve("/bin/sh", sp->argv, sp->envp);
-	}
+	if (errno == ENOENT && sh_argv)
+		execve("/bin/sh", sh_argv, sp->envp);
 fail:;
 	int err = errno;
 	(void)!write(px, &err, sizeof err);
@@ -1466,10 +1484,58 @@ static void close_pair(int p[2])
 			close(p[i]);
 }
 
-/* Forks the program of sp with stdout, stderr and its exec report on pipes. The child's pid,
+/*
+ * The call's process is started as posix_spawn starts one: clone(CLONE_VM | CLONE_VFORK) on a
+ * stack of its own, so no copy of the agent's page tables is made and torn down again at the
+ * exec (a fork's cost grows with the agent's memory). The child shares the agent's memory
+ * until its exec, and the agent is suspended until then, so child_exec and all it calls must
+ * be async-signal-safe and write nothing but their own stack (and errno, which the agent does
+ * not read past the clone): no malloc, no stdio, no lock. No handler can run in it: the agent
+ * installs none, and reset_signals sets back every disposition the agent started with before
+ * it unblocks a signal. Its fds, folder, rlimits, session, credentials and seccomp filter are
+ * its own (no CLONE_FILES, CLONE_FS, CLONE_THREAD), changed by it alone.
+ */
+#define SPAWN_STACK (256 * 1024)
+
+struct spawn_args {
+	const struct run_spec *sp;
+	char *const *sh_argv;
+	int devnull, outw, errw, px;
+};
+
+static int spawn_child(void *arg)
+{
+	const struct spawn_args *a = arg;
+	child_exec(a->sp, a->sh_argv, a->devnull, a->outw, a->errw, a->px);
+	return 127;
+}
+
+/* The child's stack, made once (a guard page under it): its top, or NULL when it cannot be
+ * (the call is then forked). */
+static void *spawn_stack(void)
+{
+	static char *top;
+	if (!top) {
+		long page = sysconf(_SC_PAGESIZE);
+		char *p = mmap(NULL, SPAWN_STACK + (size_t)page, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		if (mprotect(p, (size_t)page, PROT_NONE) < 0) {
+			munmap(p, SPAWN_STACK + (size_t)page);
+			return NULL;
+		}
+		top = p + page + SPAWN_STACK;
+	}
+	return top;
+}
+
+/* Starts the program of sp with stdout, stderr and its exec report on pipes. The child's pid,
  * or -1 with errno set and *what naming the step (nothing left open). */
 static pid_t spawn_call(struct run_spec *sp, int po[2], int pe[2], int in_r, int *exec_err, const char **what)
 {
+	/* argv with /bin/sh first, made here: the child may not write the agent's memory. */
+	static char *sh_argv[MAX_ARGS + 2];
 	int px[2] = {-1, -1};
 	po[0] = po[1] = pe[0] = pe[1] = -1;
 	*what = "pipe";
@@ -1481,15 +1547,24 @@ static pid_t spawn_call(struct run_spec *sp, int po[2], int pe[2], int in_r, int
 		errno = err;
 		return -1;
 	}
+	if (sp->flags & AG_RUN_SH_FALLBACK) {
+		size_t n = 0;
+		while (sp->argv[n])
+			n++;
+		memcpy(sh_argv, sp->argv, (n + 1) * sizeof *sh_argv);
+		sh_argv[0] = "/bin/sh";
+	}
 	int devnull = in_r >= 0 ? dup(in_r) : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	struct spawn_args a = {sp, sp->flags & AG_RUN_SH_FALLBACK ? sh_argv : NULL, devnull, po[1], pe[1], px[1]};
 	/* Coarse, as file times are: whatever the program changes has a ctime at or after it. */
 	struct timespec t0;
 	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
 	call.started_ns = (uint64_t)ts_ns(t0);
 	*what = "fork";
-	pid_t pid = fork();
-	if (pid == 0)
-		child_exec(sp, devnull, po[1], pe[1], px[1]);
+	void *stack = spawn_stack();
+	pid_t pid = stack ? clone(spawn_child, stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a) : fork();
+	if (pid == 0) /* forked */
+		spawn_child(&a);
 	int err = errno;
 	if (devnull >= 0)
 		close(devnull);
@@ -1812,6 +1887,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sandbox-agent: must run as PID 1 of a PID namespace\n");
 		return 2;
 	}
+	note_signals();
 	sigset_t all;
 	sigfillset(&all);
 	if (sigprocmask(SIG_BLOCK, &all, NULL) < 0)
