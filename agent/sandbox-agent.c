@@ -53,7 +53,7 @@
 #endif
 
 #define CHUNK 65536
-/* The most a call's end spends walking its outputs folder for AG_OUTPUTS (send_outputs). */
+/* The most a call's end spends walking its outputs folder for AG_OUTPUTS (outputs_frame). */
 #define OUTPUTS_WALK_MS 500
 
 struct stream {
@@ -681,8 +681,10 @@ static int by_name(const void *a, const void *b)
  * file_max, each read as AG_GET reads one (a symlink not followed, a FIFO only stat'ed). None
  * when memory runs out, it passes a frame's bound, or the walk takes more than OUTPUTS_WALK_MS
  * (AG_EXIT must come within the server's patience for a call it kills, and a tree of 100k
- * folders takes seconds): the server then asks as without, with the patience of a request. */
-static void send_outputs(void)
+ * folders takes seconds): the server then asks as without, with the patience of a request.
+ * 1 with the frame whole in `out`, unsent (AG_EXIT goes in the same write), or 0 with `out`
+ * empty. */
+static int outputs_frame(void)
 {
 	static struct pick picks[AG_LIST_VISIT < 4096 ? AG_LIST_VISIT : 4096];
 	struct timespec t0;
@@ -733,13 +735,14 @@ static void send_outputs(void)
 		memcpy(path + dl + 1, names[i], nl + 1);
 		get_into(path, call.file_max, 1);
 	}
-	if (out.oom)
+	if (out.oom || ag_frame_end(&out) < 0)
 		goto oom;
-	send_frame();
-	return;
+	return 1;
 oom:
 	/* Nothing, then: the server lists and reads as it would without. */
+	out.len = 0;
 	out.oom = 0;
+	return 0;
 }
 
 static void do_filter(struct ag_cur *c)
@@ -1270,10 +1273,14 @@ static void finish_call(void)
 		s->head = NULL;
 	}
 	/* A killed call's end is awaited for a short while only: its listing is asked for after. */
-	if (call.out_dir[0] && !call.killed)
-		send_outputs();
+	size_t at = call.out_dir[0] && !call.killed && outputs_frame() ? out.len : 0;
 	call.out_dir[0] = '\0';
-	ag_frame_begin(&out, AG_EXIT);
+	/* AG_EXIT after AG_OUTPUTS in the same buffer, sent in one write: the server reads the
+	 * call's end in one wake-up. */
+	out.len = at;
+	out.oom = 0;
+	ag_put_u32(&out, 0);
+	ag_put_u8(&out, AG_EXIT);
 	ag_put_u32(&out, (uint32_t)call.status);
 	ag_put_u32(&out, flags);
 	ag_put_u64(&out, call.s[0].bytes);
@@ -1281,7 +1288,14 @@ static void finish_call(void)
 	ag_put_u32(&out, (uint32_t)call.s[0].spill_errno);
 	ag_put_u32(&out, (uint32_t)call.s[1].spill_errno);
 	ag_put_u64(&out, call.started_ns);
-	send_frame();
+	if (!out.oom) {
+		uint32_t n = (uint32_t)(out.len - at - 4);
+		for (int i = 0; i < 4; i++)
+			out.p[at + (size_t)i] = (unsigned char)(n >> (8 * i));
+		(void)ag_write_full(ctl_out, out.p, out.len);
+	} else if (at) {
+		(void)ag_write_full(ctl_out, out.p, at); /* as before: the end cannot be said */
+	}
 	call.pid = 0;
 	call.looked = call.early = 0;
 	if (call.in_w >= 0)
