@@ -38,7 +38,13 @@ void send_errno(const char *what, int err);
  * its fd, write-only, or -1 with errno set. */
 int create_fresh(const char *path, unsigned mode);
 
-/* Every signal back to its default action, none blocked (async-signal-safe). */
+/* Notes which signals the agent's own start found at other than their default action; called
+ * once, first thing in main, before anything could change one. */
+void note_signals(void);
+
+/* Every signal back to its default action, none blocked (async-signal-safe; it writes nothing
+ * but its own stack). The agent must change no disposition after note_signals: a child resets
+ * only those that note_signals found. */
 void reset_signals(void);
 
 /* execve with a PATH search in envp's own PATH (execvpe would use the agent's); returns only

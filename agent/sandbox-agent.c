@@ -31,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -51,7 +53,7 @@
 #endif
 
 #define CHUNK 65536
-/* The most a call's end spends walking its outputs folder for AG_OUTPUTS (send_outputs). */
+/* The most a call's end spends walking its outputs folder for AG_OUTPUTS (outputs_frame). */
 #define OUTPUTS_WALK_MS 500
 
 struct stream {
@@ -679,8 +681,10 @@ static int by_name(const void *a, const void *b)
  * file_max, each read as AG_GET reads one (a symlink not followed, a FIFO only stat'ed). None
  * when memory runs out, it passes a frame's bound, or the walk takes more than OUTPUTS_WALK_MS
  * (AG_EXIT must come within the server's patience for a call it kills, and a tree of 100k
- * folders takes seconds): the server then asks as without, with the patience of a request. */
-static void send_outputs(void)
+ * folders takes seconds): the server then asks as without, with the patience of a request.
+ * 1 with the frame whole in `out`, unsent (AG_EXIT goes in the same write), or 0 with `out`
+ * empty. */
+static int outputs_frame(void)
 {
 	static struct pick picks[AG_LIST_VISIT < 4096 ? AG_LIST_VISIT : 4096];
 	struct timespec t0;
@@ -731,13 +735,14 @@ static void send_outputs(void)
 		memcpy(path + dl + 1, names[i], nl + 1);
 		get_into(path, call.file_max, 1);
 	}
-	if (out.oom)
+	if (out.oom || ag_frame_end(&out) < 0)
 		goto oom;
-	send_frame();
-	return;
+	return 1;
 oom:
 	/* Nothing, then: the server lists and reads as it would without. */
+	out.len = 0;
 	out.oom = 0;
+	return 0;
 }
 
 static void do_filter(struct ag_cur *c)
@@ -770,16 +775,33 @@ static void do_filter(struct ag_cur *c)
 	send_simple(AG_OK, NULL);
 }
 
+/* The signals whose action the agent found other than the default as it started (ignored by
+ * whatever started it); the agent changes none itself (it blocks them all and reads SIGCHLD
+ * and SIGUSR1 through a signalfd), so these are the only ones a child must set back. */
+static sigset_t not_default;
+
+void note_signals(void)
+{
+	sigemptyset(&not_default);
+	for (int s = 1; s < NSIG; s++) {
+		struct sigaction old;
+		if (s != SIGKILL && s != SIGSTOP && sigaction(s, NULL, &old) == 0 && old.sa_handler != SIG_DFL)
+			sigaddset(&not_default, s);
+	}
+}
+
 /* Every signal back to its default action, none blocked: the code starts as if from a fresh
  * login, whatever the processes before it ignored (an ignored SIGPIPE would turn `yes | head -1`
- * into "Broken pipe" errors) or blocked. Async-signal-safe. */
+ * into "Broken pipe" errors) or blocked. Only the ones note_signals found set otherwise need a
+ * syscall: the rest are at their default in the agent already, so in its child. Writes nothing
+ * but its own stack (a child that shares the agent's memory calls it). Async-signal-safe. */
 void reset_signals(void)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = SIG_DFL;
 	for (int s = 1; s < NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP)
+		if (sigismember(&not_default, s) == 1)
 			sigaction(s, &sa, NULL); /* the C library's own signals refuse: nothing to reset */
 	sigset_t none;
 	sigemptyset(&none);
@@ -1251,10 +1273,14 @@ static void finish_call(void)
 		s->head = NULL;
 	}
 	/* A killed call's end is awaited for a short while only: its listing is asked for after. */
-	if (call.out_dir[0] && !call.killed)
-		send_outputs();
+	size_t at = call.out_dir[0] && !call.killed && outputs_frame() ? out.len : 0;
 	call.out_dir[0] = '\0';
-	ag_frame_begin(&out, AG_EXIT);
+	/* AG_EXIT after AG_OUTPUTS in the same buffer, sent in one write: the server reads the
+	 * call's end in one wake-up. */
+	out.len = at;
+	out.oom = 0;
+	ag_put_u32(&out, 0);
+	ag_put_u8(&out, AG_EXIT);
 	ag_put_u32(&out, (uint32_t)call.status);
 	ag_put_u32(&out, flags);
 	ag_put_u64(&out, call.s[0].bytes);
@@ -1262,7 +1288,14 @@ static void finish_call(void)
 	ag_put_u32(&out, (uint32_t)call.s[0].spill_errno);
 	ag_put_u32(&out, (uint32_t)call.s[1].spill_errno);
 	ag_put_u64(&out, call.started_ns);
-	send_frame();
+	if (!out.oom) {
+		uint32_t n = (uint32_t)(out.len - at - 4);
+		for (int i = 0; i < 4; i++)
+			out.p[at + (size_t)i] = (unsigned char)(n >> (8 * i));
+		(void)ag_write_full(ctl_out, out.p, out.len);
+	} else if (at) {
+		(void)ag_write_full(ctl_out, out.p, at); /* as before: the end cannot be said */
+	}
 	call.pid = 0;
 	call.looked = call.early = 0;
 	if (call.in_w >= 0)
@@ -1414,8 +1447,9 @@ static int confine_background(void)
 	return r;
 }
 
-static void child_exec(struct run_spec *sp, int devnull, int outw, int errw, int px)
-/* devnull: what becomes stdin (/dev/null, or a background call's pipe) */
+static void child_exec(const struct run_spec *sp, char *const *sh_argv, int devnull, int outw, int errw, int px)
+/* devnull: what becomes stdin (/dev/null, or a background call's pipe); sh_argv: what runs
+ * /bin/sh when argv[0] is missing (AG_RUN_SH_FALLBACK), NULL when not asked for */
 {
 	reset_signals();
 	setsid();
@@ -1437,10 +1471,8 @@ static void child_exec(struct run_spec *sp, int devnull, int outw, int errw, int
 	if (((sp->flags & AG_RUN_BACKGROUND) || sp->confine) && confine_background() < 0)
 		goto fail;
 	exec_path(sp->argv[0], sp->argv, sp->envp);
-	if (errno == ENOENT && (sp->flags & AG_RUN_SH_FALLBACK)) {
-		sp->argv[0] = "/bin/sh";
-		execve("/bin/sh", sp->argv, sp->envp);
-	}
+	if (errno == ENOENT && sh_argv)
+		execve("/bin/sh", sh_argv, sp->envp);
 fail:;
 	int err = errno;
 	(void)!write(px, &err, sizeof err);
@@ -1466,10 +1498,58 @@ static void close_pair(int p[2])
 			close(p[i]);
 }
 
-/* Forks the program of sp with stdout, stderr and its exec report on pipes. The child's pid,
+/*
+ * The call's process is started as posix_spawn starts one: clone(CLONE_VM | CLONE_VFORK) on a
+ * stack of its own, so no copy of the agent's page tables is made and torn down again at the
+ * exec (a fork's cost grows with the agent's memory). The child shares the agent's memory
+ * until its exec, and the agent is suspended until then, so child_exec and all it calls must
+ * be async-signal-safe and write nothing but their own stack (and errno, which the agent does
+ * not read past the clone): no malloc, no stdio, no lock. No handler can run in it: the agent
+ * installs none, and reset_signals sets back every disposition the agent started with before
+ * it unblocks a signal. Its fds, folder, rlimits, session, credentials and seccomp filter are
+ * its own (no CLONE_FILES, CLONE_FS, CLONE_THREAD), changed by it alone.
+ */
+#define SPAWN_STACK (256 * 1024)
+
+struct spawn_args {
+	const struct run_spec *sp;
+	char *const *sh_argv;
+	int devnull, outw, errw, px;
+};
+
+static int spawn_child(void *arg)
+{
+	const struct spawn_args *a = arg;
+	child_exec(a->sp, a->sh_argv, a->devnull, a->outw, a->errw, a->px);
+	return 127;
+}
+
+/* The child's stack, made once (a guard page under it): its top, or NULL when it cannot be
+ * (the call is then forked). */
+static void *spawn_stack(void)
+{
+	static char *top;
+	if (!top) {
+		long page = sysconf(_SC_PAGESIZE);
+		char *p = mmap(NULL, SPAWN_STACK + (size_t)page, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		if (mprotect(p, (size_t)page, PROT_NONE) < 0) {
+			munmap(p, SPAWN_STACK + (size_t)page);
+			return NULL;
+		}
+		top = p + page + SPAWN_STACK;
+	}
+	return top;
+}
+
+/* Starts the program of sp with stdout, stderr and its exec report on pipes. The child's pid,
  * or -1 with errno set and *what naming the step (nothing left open). */
 static pid_t spawn_call(struct run_spec *sp, int po[2], int pe[2], int in_r, int *exec_err, const char **what)
 {
+	/* argv with /bin/sh first, made here: the child may not write the agent's memory. */
+	static char *sh_argv[MAX_ARGS + 2];
 	int px[2] = {-1, -1};
 	po[0] = po[1] = pe[0] = pe[1] = -1;
 	*what = "pipe";
@@ -1481,15 +1561,24 @@ static pid_t spawn_call(struct run_spec *sp, int po[2], int pe[2], int in_r, int
 		errno = err;
 		return -1;
 	}
+	if (sp->flags & AG_RUN_SH_FALLBACK) {
+		size_t n = 0;
+		while (sp->argv[n])
+			n++;
+		memcpy(sh_argv, sp->argv, (n + 1) * sizeof *sh_argv);
+		sh_argv[0] = "/bin/sh";
+	}
 	int devnull = in_r >= 0 ? dup(in_r) : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	struct spawn_args a = {sp, sp->flags & AG_RUN_SH_FALLBACK ? sh_argv : NULL, devnull, po[1], pe[1], px[1]};
 	/* Coarse, as file times are: whatever the program changes has a ctime at or after it. */
 	struct timespec t0;
 	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
 	call.started_ns = (uint64_t)ts_ns(t0);
 	*what = "fork";
-	pid_t pid = fork();
-	if (pid == 0)
-		child_exec(sp, devnull, po[1], pe[1], px[1]);
+	void *stack = spawn_stack();
+	pid_t pid = stack ? clone(spawn_child, stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a) : fork();
+	if (pid == 0) /* forked */
+		spawn_child(&a);
 	int err = errno;
 	if (devnull >= 0)
 		close(devnull);
@@ -1812,6 +1901,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sandbox-agent: must run as PID 1 of a PID namespace\n");
 		return 2;
 	}
+	note_signals();
 	sigset_t all;
 	sigfillset(&all);
 	if (sigprocmask(SIG_BLOCK, &all, NULL) < 0)
