@@ -20,8 +20,8 @@
  * With --kube-warm-pool, where the agent-sandbox CRDs are served, the pod is claimed from that
  * SandboxWarmPool instead (a SandboxClaim): the cluster made it from a template this server did
  * not write, so it is read and refused unless it is hardened as ours and runs the same starter
- * (kpod_check_claimed); its NetworkPolicy selects it by its Sandbox's name; then it is used as
- * a cold one. The claim goes with the sandbox.
+ * (kpod_check_claimed); one NetworkPolicy per server, made once, selects the pool's pods by the
+ * label of their template (and refused is a pod without it); then it is used as a cold one. The claim goes with the sandbox.
  *
  * Not yet: the install step (--network install's pip, which needs a way out that the
  * NetworkPolicy would have to allow), --allow-hosts, background processes (no descriptor
@@ -30,6 +30,7 @@
  * its API serves, and the test pod's start step by step.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -212,7 +213,7 @@ static int cold_pod(struct k8s *K, struct k8s_inst *in, const struct kpod_spec *
 {
 	int64_t t = clock_ms();
 	json_t *pol = kpod_netpol(sp);
-	int rc = pol ? kpod_netpol_create(&K->api, K->ns, pol, e) : err_set(e, "out of memory");
+	int rc = pol ? kpod_netpol_create(&K->api, K->ns, pol, false, e) : err_set(e, "out of memory");
 	json_decref(pol);
 	if (rc < 0)
 		return -1;
@@ -235,24 +236,94 @@ static int cold_pod(struct k8s *K, struct k8s_inst *in, const struct kpod_spec *
 	return 0;
 }
 
-/* A sandbox claimed from the warm pool: the claim, then its pod read and checked (it is the
- * cluster's, made from a template this server did not write), then its NetworkPolicy, made
- * before the agent is there. 0; KPOD_NO_CRDS (nothing made: a cold pod instead); -1 with e set
- * (what was made is marked for k8s_kill). */
+/* The server's warm pool, shared by its sandboxes: what it names and the one NetworkPolicy that
+ * denies the egress of the pods claimed from it. A server's sandboxes come one at a time (the
+ * engine's worker thread, or --check's), yet each has a backend of its own, so this lives once in
+ * the process, under its lock. The pool is read once (at start-up, by k8s_reap, else by the first
+ * sandbox) and again only when a claim says it changed (refused, or its pod not of the template
+ * the policy selects); the policy is made once, before the first claimed pod's agent is written,
+ * made again only when the pool's template changed, and deleted at the server's end
+ * (k8s_shutdown). */
+#define POOL_READ (KPOD_NO_CRDS + 1)
+static struct {
+	pthread_mutex_t mu;
+	int state;                 /* 0 not read; POOL_READ (tpl); KPOD_NO_CRDS */
+	char tpl[254];             /* the pool's SandboxTemplate */
+	char ns[254];
+	char pol[64];              /* the policy's name, "" until made */
+	char pol_tpl[254];         /* the template its pods are selected by */
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* The pool read and its policy made, if not yet: into tpl (n bytes). 0; KPOD_NO_CRDS; -1 with e. */
+static int pool_ready(struct k8s *K, char *tpl, size_t n, struct err *e)
+{
+	const struct k8s_opts *o = K->o;
+	pthread_mutex_lock(&pool.mu);
+	int rc = 0;
+	if (pool.state == 0 || strcmp(pool.ns, K->ns)) {
+		rc = kpod_pool_template(&K->api, K->ns, o->warm_pool, pool.tpl, sizeof pool.tpl, e);
+		if (rc == KPOD_NO_CRDS)
+			log_msg(LOG_NOTICE, "kubernetes: the agent-sandbox CRDs are not installed: a pod made here, not one "
+					    "claimed from the warm pool %s (for each sandbox of this server)", o->warm_pool);
+		pool.state = rc < 0 ? 0 : rc == KPOD_NO_CRDS ? KPOD_NO_CRDS : POOL_READ;
+		snprintf(pool.ns, sizeof pool.ns, "%s", K->ns);
+	}
+	if (pool.state == POOL_READ && pool.pol[0] && strcmp(pool.pol_tpl, pool.tpl)) {
+		/* The pool now keeps pods of another template: its policy goes, a new one comes. */
+		if (kpod_netpol_delete(&K->api, K->ns, pool.pol, 15000, e) < 0)
+			rc = -1;
+		else
+			pool.pol[0] = '\0';
+	}
+	if (rc == 0 && pool.state == POOL_READ && !pool.pol[0]) {
+		/* Named after the server (its host, pid and start): one per server, its own. */
+		char key[300], h[9], name[64];
+		snprintf(key, sizeof key, "%s/%s/%s", K->self_host, K->self_pid, K->self_start);
+		kpod_template_hash(key, h);
+		snprintf(name, sizeof name, "sandbox-mcp-pool-%s-%s", h, K->self_pid);
+		json_t *pol = kpod_pool_netpol(name, pool.tpl, K->self_pid, K->self_start, K->self_host);
+		rc = pol ? kpod_netpol_create(&K->api, K->ns, pol, true, e) : err_set(e, "out of memory");
+		json_decref(pol);
+		if (rc >= 0) {
+			rc = 0;
+			snprintf(pool.pol, sizeof pool.pol, "%s", name);
+			snprintf(pool.pol_tpl, sizeof pool.pol_tpl, "%s", pool.tpl);
+		}
+	}
+	if (rc == 0 && pool.state == POOL_READ)
+		snprintf(tpl, n, "%s", pool.tpl);
+	rc = rc < 0 ? -1 : pool.state == KPOD_NO_CRDS ? KPOD_NO_CRDS : 0;
+	pthread_mutex_unlock(&pool.mu);
+	return rc;
+}
+
+/* Something said the pool changed: it is read again by the next sandbox. */
+static void pool_forget(void)
+{
+	pthread_mutex_lock(&pool.mu);
+	pool.state = 0;
+	pthread_mutex_unlock(&pool.mu);
+}
+
+/* A sandbox claimed from the warm pool: the pool's policy there (made once), the claim, then its
+ * pod read and checked (it is the cluster's, made from a template this server did not write,
+ * and must carry the label the policy selects). 0; KPOD_NO_CRDS (nothing made: a cold pod
+ * instead); -1 with e set (what was made is marked for k8s_kill). */
 static int claim_pod(struct k8s *K, struct k8s_inst *in, struct kpod_spec *sp, struct err *e)
 {
 	const struct k8s_opts *o = K->o;
-	char tpl[254];
+	char tpl[254], hash[9];
 	int64_t t = clock_ms();
-	int rc = kpod_pool_template(&K->api, K->ns, o->warm_pool, tpl, sizeof tpl, e);
-	if (rc == KPOD_NO_CRDS)
-		log_msg(LOG_NOTICE, "kubernetes: the agent-sandbox CRDs are not installed: a pod made here, not one claimed "
-				    "from the warm pool %s", o->warm_pool);
+	int rc = pool_ready(K, tpl, sizeof tpl, e);
 	if (rc)
 		return rc;
+	K->t_pol = clock_ms() - t;
+	t = clock_ms();
 	if (kpod_claim(&K->api, K->ns, sp, tpl, o->warm_pool, START_TIMEOUT_MS, in->pod, sizeof in->pod, &in->claim_made,
-		       e) < 0)
+		       e) < 0) {
+		pool_forget();
 		return -1;
+	}
 	K->claimed = true;
 	in->pod_made = true;
 	K->t_create = clock_ms() - t;
@@ -260,25 +331,18 @@ static int claim_pod(struct k8s *K, struct k8s_inst *in, struct kpod_spec *sp, s
 	json_t *pod = NULL;
 	if (kpod_get(&K->api, K->ns, in->pod, 15000, &pod, e) < 0)
 		return -1;
-	rc = kpod_check_claimed(pod, in->pod, o->runtime_class, e);
+	kpod_template_hash(tpl, hash);
+	rc = kpod_check_claimed(pod, in->pod, hash, o->runtime_class, e);
 	const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
 	bool running = phase && !strcmp(phase, "Running");
 	json_decref(pod);
 	if (rc < 0) {
+		pool_forget();
 		char m[sizeof e->msg];
 		snprintf(m, sizeof m, "%s", e->msg);
 		err_clear(e);
 		return err_set(e, "refused the sandbox claimed from the warm pool %s: %.900s", o->warm_pool, m);
 	}
-	sp->claimed = in->pod;
-	json_t *pol = kpod_netpol(sp);
-	rc = pol ? kpod_netpol_create(&K->api, K->ns, pol, e) : err_set(e, "out of memory");
-	json_decref(pol);
-	if (rc < 0)
-		return -1;
-	in->pol_made = true;
-	K->t_pol = clock_ms() - t;
-	t = clock_ms();
 	if (!running && kpod_wait_running(&K->api, K->ns, in->pod, START_TIMEOUT_MS, e) < 0)
 		return -1;
 	K->t_running = clock_ms() - t;
@@ -499,9 +563,10 @@ static void report_cluster(struct k8s *K, FILE *f)
 				    : "pods made here, not claimed from the warm pool ",
 		K->o->warm_pool[0] ? K->o->warm_pool : "");
 	if (K->t_agent >= 0 && K->claimed)
-		fprintf(f, "    test pod    claimed %lld ms, checked and policy %lld ms, running %lld ms, attached %lld ms, "
-			   "agent written %lld ms, agent ready %lld ms; called above, its claim deleted as --check ends\n",
-			(long long)K->t_create, (long long)K->t_pol, (long long)K->t_running, (long long)K->t_attach,
+		fprintf(f, "    test pod    pool read and its policy %lld ms, claimed %lld ms, checked and running %lld ms, "
+			   "attached %lld ms, agent written %lld ms, agent ready %lld ms; called above, its claim deleted as "
+			   "--check ends\n",
+			(long long)K->t_pol, (long long)K->t_create, (long long)K->t_running, (long long)K->t_attach,
 			(long long)K->t_put, (long long)K->t_agent);
 	else if (K->t_agent >= 0)
 		fprintf(f, "    test pod    policy %lld ms, pod created %lld ms, running %lld ms, attached %lld ms, agent "
@@ -660,7 +725,35 @@ static void k8s_reap(const struct config *cfg)
 		int n = kpod_reap(&K->api, K->ns, owner_gone, K, &e);
 		if (n > 0)
 			log_msg(LOG_NOTICE, "kubernetes: deleted %d pod%s of servers that are gone", n, n == 1 ? "" : "s");
+		/* The warm pool read and its policy made now, off the first sandbox's path. What fails
+		 * here is tried again by the first sandbox, whose call then says why. */
+		char tpl[254];
+		K->o = o;
+		if (o->warm_pool[0] && pool_ready(K, tpl, sizeof tpl, &e) < 0)
+			log_msg(LOG_NOTICE, "kubernetes: the warm pool %s: %s", o->warm_pool, e.msg);
 	}
+	kapi_close(&K->api);
+	free(K);
+}
+
+/* At the server's end, after its last sandbox: the warm pool's policy deleted. */
+static void k8s_shutdown(const struct config *cfg)
+{
+	int i = backend_index(&kubernetes_backend_ops);
+	const struct k8s_opts *o = i >= 0 ? cfg->backend_opts[i] : NULL;
+	char name[sizeof pool.pol], ns[sizeof pool.ns];
+	pthread_mutex_lock(&pool.mu);
+	snprintf(name, sizeof name, "%s", pool.pol);
+	snprintf(ns, sizeof ns, "%s", pool.ns);
+	pool.pol[0] = '\0';
+	pool.state = 0;
+	pthread_mutex_unlock(&pool.mu);
+	struct k8s *K = name[0] && o ? calloc(1, sizeof *K) : NULL;
+	if (!K)
+		return;
+	struct err e = {""};
+	if (open_api(K, o, &e) < 0 || kpod_netpol_delete(&K->api, ns, name, 15000, &e) < 0)
+		log_msg(LOG_WARNING, "kubernetes: networkpolicy %s/%s: %s", ns, name, e.msg);
 	kapi_close(&K->api);
 	free(K);
 }
@@ -695,4 +788,5 @@ const struct backend_ops kubernetes_backend_ops = {
 	.start = k8s_start,
 	.startup_check = k8s_startup_check,
 	.reap = k8s_reap,
+	.shutdown = k8s_shutdown,
 };
