@@ -585,8 +585,9 @@ static void k8s_report_isolation(void *ctx, FILE *f)
 		   "RuntimeDefault seccomp plus the server's filter (%u rules), read-only root, no service account "
 		   "token; what the cluster enforces of it depends on its admission and runtime\n",
 		K->o->runtime_class[0] ? ", runtimeClassName " : "", K->o->runtime_class, K->host.filter.rules);
-	fprintf(f, "    egress      denied by a NetworkPolicy made with each pod; enforced only where the cluster's "
-		   "network plugin enforces NetworkPolicies (without a NetworkPolicy controller it does nothing)\n");
+	fprintf(f, "    egress      denied by a NetworkPolicy made with each pod%s; enforced only where the cluster's "
+		   "network plugin enforces NetworkPolicies (without a NetworkPolicy controller it does nothing)\n",
+		K->o->warm_pool[0] ? " (claimed pods: one per server, selecting the pool template's pods)" : "");
 	if (K->o->warm_pool[0])
 		fprintf(f, "    warm pool   %s: each claimed pod is checked hardened as above and running the agent's "
 			   "starter before use, or refused; its image, limits and deadline are its template's\n",
