@@ -550,19 +550,56 @@ static bool str_is(json_t *v, const char *s)
 	return json_is_string(v) && !strcmp(json_string_value(v), s);
 }
 
-int kpod_oom_killed(json_t *pod)
+/* A string of the status, for a message: printable ASCII only, at most 300 bytes. */
+static void printable(json_t *v, char *out, size_t n)
+{
+	const char *s = json_string_value(v);
+	size_t j = 0;
+	for (size_t i = 0; s && s[i] && j + 1 < n && i < 300; i++)
+		out[j++] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	out[j] = '\0';
+}
+
+int kpod_ended(json_t *pod, char *why, size_t n)
 {
 	json_t *st = json_object_get(pod, "status"), *cs;
+	char r[320], m[320];
+	if (n)
+		why[0] = '\0';
+	int term = -1;
 	size_t i;
 	json_array_foreach(json_object_get(st, "containerStatuses"), i, cs) {
 		if (!str_is(json_object_get(cs, "name"), "sandbox"))
 			continue;
-		json_t *term = json_object_get(json_object_get(cs, "state"), "terminated");
-		if (term)
-			return str_is(json_object_get(term, "reason"), "OOMKilled") ? 1 : 0;
+		json_t *t = json_object_get(json_object_get(cs, "state"), "terminated");
+		if (!t)
+			break;
+		if (str_is(json_object_get(t, "reason"), "OOMKilled"))
+			return 1;
+		printable(json_object_get(t, "reason"), r, sizeof r);
+		printable(json_object_get(t, "message"), m, sizeof m);
+		json_t *code = json_object_get(t, "exitCode");
+		snprintf(why, n, "its container terminated%s%s%s%s, exit code %lld", r[0] ? ": " : "", r, m[0] ? ": " : "", m,
+			 json_is_integer(code) ? (long long)json_integer_value(code) : -1LL);
+		term = 0;
 	}
 	json_t *phase = json_object_get(st, "phase");
-	return str_is(phase, "Failed") || str_is(phase, "Succeeded") ? 0 : -1;
+	bool ended = str_is(phase, "Failed") || str_is(phase, "Succeeded");
+	printable(json_object_get(st, "reason"), r, sizeof r);
+	printable(json_object_get(st, "message"), m, sizeof m);
+	/* The pod's own reason says more than its container's (an eviction terminates the container
+	 * as ContainerStatusUnknown). */
+	if (ended && r[0])
+		snprintf(why, n, "the pod %s: %s%s%s", str_is(phase, "Failed") ? "failed" : "ended", r, m[0] ? ": " : "", m);
+	else if (ended && term < 0)
+		snprintf(why, n, "the pod %s", str_is(phase, "Failed") ? "failed" : "ended");
+	if (ended || term == 0)
+		return 0;
+	if (json_is_string(json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))) {
+		snprintf(why, n, "the pod is being deleted (not by this server)");
+		return 0;
+	}
+	return -1;
 }
 
 __attribute__((format(printf, 3, 4))) static void lack(char *out, size_t n, const char *fmt, ...)

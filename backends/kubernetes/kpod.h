@@ -128,9 +128,12 @@ int kpod_claim(struct kapi *a, const char *ns, const struct kpod_spec *s, const 
 int kpod_claim_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e);
 
 /* What the pod's status says of its container "sandbox": 1 terminated by the out-of-memory
- * killer (state.terminated.reason OOMKilled), 0 terminated otherwise (or the pod ended), -1
- * not (yet) terminated. pod is untrusted: any shape. */
-int kpod_oom_killed(json_t *pod);
+ * killer (state.terminated.reason OOMKilled), 0 terminated otherwise (or the pod ended, or is
+ * being deleted), -1 not (yet) terminated. With 0, why (n bytes) says it as the status does:
+ * the pod's reason and message (Evicted: the node was low on memory), else the container's
+ * terminated reason, message and exit code, else that it is being deleted; printable ASCII,
+ * bounded. pod is untrusted: any shape. */
+int kpod_ended(json_t *pod, char *why, size_t n);
 
 /* The pod named name (caller frees *out), read within timeout_ms. 0, or -1 with e set. */
 int kpod_get(struct kapi *a, const char *ns, const char *name, long timeout_ms, json_t **out, struct err *e);

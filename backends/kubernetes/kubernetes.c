@@ -450,30 +450,43 @@ static void k8s_lost(void *ctx, struct agent_inst *ai)
 	log_msg(LOG_WARNING, "kubernetes: lost the agent of pod %s/%s: %s", K->ns, KI(ai)->pod, why[0] ? why : "no reason known");
 }
 
-/* The stream broke: whether the pod's container was OOM-killed, as its status says. The kubelet
- * writes that after the kill, so it is read again for a short while (OOM_LOOK_MS) until the
- * container is seen terminated. */
-static bool k8s_lost_oom(void *ctx, struct agent_inst *ai)
+/* The stream broke: whether the pod's container was OOM-killed, as its status says; else why
+ * it ended, added to the call's error. The kubelet writes that after the kill, so it is read
+ * again for a short while (OOM_LOOK_MS) until the container or the pod is seen ended, or the
+ * pod gone. */
+static bool k8s_lost_oom(void *ctx, struct agent_inst *ai, struct err *e)
 {
 	struct k8s *K = ctx;
 	int64_t until = clock_ms() + OOM_LOOK_MS;
+	char why[700] = "";
+	int r = -1;
 	for (;;) {
 		json_t *pod = NULL;
-		struct err e = {""};
+		struct err ge = {""};
 		int64_t left = until - clock_ms();
-		if (left <= 0 || kpod_get(&K->api, K->ns, KI(ai)->pod, (long)left, &pod, &e) < 0)
-			return false;
-		int r = kpod_oom_killed(pod);
-		json_decref(pod);
-		if (r >= 0) {
-			if (r == 1)
-				log_msg(LOG_WARNING, "kubernetes: pod %s/%s: its container was OOM-killed", K->ns, KI(ai)->pod);
-			return r == 1;
+		if (left <= 0)
+			break;
+		if (kpod_get(&K->api, K->ns, KI(ai)->pod, (long)left, &pod, &ge) < 0) {
+			if (strstr(ge.msg, "HTTP 404 "))
+				snprintf(why, sizeof why, "the pod was deleted (not by this server)");
+			break;
 		}
-		if (clock_ms() + 100 >= until)
-			return false;
+		r = kpod_ended(pod, why, sizeof why);
+		json_decref(pod);
+		if (r >= 0 || clock_ms() + 100 >= until)
+			break;
 		poll(NULL, 0, 100);
 	}
+	if (r == 1) {
+		log_msg(LOG_WARNING, "kubernetes: pod %s/%s: its container was OOM-killed", K->ns, KI(ai)->pod);
+		return true;
+	}
+	if (why[0]) {
+		log_msg(LOG_WARNING, "kubernetes: pod %s/%s: %s", K->ns, KI(ai)->pod, why);
+		size_t l = strlen(e->msg);
+		snprintf(e->msg + l, sizeof e->msg - l, "%s%s", l ? "; " : "", why);
+	}
+	return false;
 }
 
 static int k8s_oom_open(void *ctx, const struct agent_inst *in)
