@@ -21,7 +21,8 @@
  * SandboxWarmPool instead (a SandboxClaim): the cluster made it from a template this server did
  * not write, so it is read and refused unless it is hardened as ours and runs the same starter
  * (kpod_check_claimed); one NetworkPolicy per server, made once, selects the pool's pods by the
- * label of their template (and refused is a pod without it); then it is used as a cold one. The claim goes with the sandbox.
+ * label of their template (a pod without it is refused); then it is used as a cold one. The
+ * claim goes with the sandbox.
  *
  * Not yet: the install step (--network install's pip, which needs a way out that the
  * NetworkPolicy would have to allow), --allow-hosts, background processes (no descriptor
@@ -249,7 +250,7 @@ static struct {
 	pthread_mutex_t mu;
 	int state;                 /* 0 not read; POOL_READ (tpl); KPOD_NO_CRDS */
 	char tpl[254];             /* the pool's SandboxTemplate */
-	char ns[254];
+	char ns[254];              /* the server's namespace (one per server) */
 	char pol[64];              /* the policy's name, "" until made */
 	char pol_tpl[254];         /* the template its pods are selected by */
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -260,7 +261,7 @@ static int pool_ready(struct k8s *K, char *tpl, size_t n, struct err *e)
 	const struct k8s_opts *o = K->o;
 	pthread_mutex_lock(&pool.mu);
 	int rc = 0;
-	if (pool.state == 0 || strcmp(pool.ns, K->ns)) {
+	if (pool.state == 0) {
 		rc = kpod_pool_template(&K->api, K->ns, o->warm_pool, pool.tpl, sizeof pool.tpl, e);
 		if (rc == KPOD_NO_CRDS)
 			log_msg(LOG_NOTICE, "kubernetes: the agent-sandbox CRDs are not installed: a pod made here, not one "
