@@ -236,6 +236,13 @@ void backend_reap_all(const struct config *cfg)
 			backend_table[i]->reap(cfg);
 }
 
+void backend_shutdown_all(const struct config *cfg)
+{
+	for (size_t i = 0; backend_table[i]; i++)
+		if (backend_table[i]->shutdown)
+			backend_table[i]->shutdown(cfg);
+}
+
 void backend_free(struct backend *b)
 {
 	if (!b)

@@ -103,6 +103,9 @@ struct backend_ops {
 	/* Removes what servers that died left behind (sandboxes, folders, cgroups). Called once
 	 * at start-up, with no sandbox made; may be NULL. */
 	void (*reap)(const struct config *cfg);
+	/* At the server's end (and --check's), once its sandboxes are gone: removes what the backend
+	 * kept for all of them (reap made it, or a sandbox). May be NULL. */
+	void (*shutdown)(const struct config *cfg);
 };
 
 struct backend {
@@ -164,6 +167,8 @@ int backend_destroy(struct backend *b, enum backend_end how, struct err *e);
 void backend_report(struct backend *b, FILE *f);
 /* Runs every backend's reap op. */
 void backend_reap_all(const struct config *cfg);
+/* Runs every backend's shutdown op. */
+void backend_shutdown_all(const struct config *cfg);
 /* Destroys (as at shutdown) and frees; NULL is fine. */
 void backend_free(struct backend *b);
 

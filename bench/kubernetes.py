@@ -3,7 +3,7 @@
 which waits --latency ms before handling each HTTP request (its latency_ms knob): one round
 trip of the API.
 
-Usage: kubernetes.py [--server BIN] [--latency MS] [--rounds N] [--json OUT]
+Usage: kubernetes.py [--server BIN] [--latency MS] [--rounds N] [--many N] [--json OUT]
 
 - a warm call: `true` on the sandbox's open attach stream, against one API round trip (a GET
   /version at the same latency) plus 3 ms, the target; the API requests the warm calls made
@@ -11,8 +11,14 @@ Usage: kubernetes.py [--server BIN] [--latency MS] [--rounds N] [--json OUT]
 - a ready sandbox, cold (a NetworkPolicy and a Pod made here) and claimed from a
   SandboxWarmPool (--kube-warm-pool), each: the time of a fresh server's first `true` call
   less a warm one's, and the API requests its making cost (the log, less the start's reaping
-  lists by label, which are once per server), and where the time goes: --check's test pod,
-  step by step.
+  lists by label, which are once per server; with a warm pool, the start's pool read and its
+  policy counted as the first sandbox's), then the same of the server's next sandbox (after
+  cleanup_sandbox: the steady state), and where the time goes: --check's test pod, step by
+  step;
+- --many sandboxes (100), cold and claimed, each made by a call and removed by cleanup_sandbox
+  in a row through one server: the time per sandbox, and what was left on the test server
+  once that server ended (pods, NetworkPolicies, SandboxClaims, Sandboxes, but the warm
+  pool's own unclaimed ones): must be nothing.
 Prints a line per figure. Needs root for the test server's pods (it runs them as local
 processes otherwise, which times the same requests).
 """
@@ -106,11 +112,51 @@ def pool_ready(api, n):
     raise SystemExit("kubernetes bench: the warm pool did not fill")
 
 
+def left_over(api):
+    """What of ours is still on the test server: pods (but the warm pool's unclaimed ones),
+    NetworkPolicies, claims and Sandboxes (but the pool's), each a count."""
+    core, ext = "/api/v1/namespaces/%s" % NS, "/apis/extensions.agents.x-k8s.io/v1alpha1/namespaces/%s" % NS
+    agents = "/apis/agents.x-k8s.io/v1alpha1/namespaces/%s" % NS
+
+    # The pool's unclaimed Sandboxes (a claim takes the pool's label off its Sandbox), and their pods.
+    sbs = api.call("GET", agents + "/sandboxes")["items"]
+    pool = {o["metadata"]["name"] for o in sbs if "agents.x-k8s.io/pool" in (o["metadata"].get("labels") or {})}
+
+    def count(path):
+        return sum(1 for o in api.call("GET", path)["items"] if o["metadata"]["name"] not in pool)
+    return {"pods": count(core + "/pods"),
+            "networkpolicies": count("/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies" % NS),
+            "sandboxclaims": count(ext + "/sandboxclaims"), "sandboxes": count(agents + "/sandboxes")}
+
+
+def many(api, argv, env, n, latency, warm):
+    """n sandboxes made (each by a `true` call) and removed (cleanup_sandbox) in a row through one
+    server, then the server ended: the ms per sandbox, and what was left (a bounded wait for the
+    pods deleted to go)."""
+    s = Session(argv, env)
+    t = time.perf_counter()
+    for _ in range(n):
+        if warm:
+            pool_ready(api, 1)
+        s.true()
+        s.rpc("tools/call", {"name": "cleanup_sandbox", "arguments": {}})
+    per = (time.perf_counter() - t) * 1000 / n
+    s.close()
+    left = left_over(api)
+    for _ in range(100):
+        if not any(left.values()):
+            break
+        time.sleep(0.1)
+        left = left_over(api)
+    return per, left
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.environ.get("SANDBOX_MCP", "build/sandbox-mcp"))
     ap.add_argument("--latency", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--many", type=int, default=100, help="sandboxes made and removed in a row (0: none)")
     ap.add_argument("--json")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="k8s-bench-")
@@ -118,7 +164,7 @@ def main():
     srv = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "kubernetes", "server.py"), "--port-file",
                             tmp + "/port", "--kubeconfig-out", tmp + "/kubeconfig"], env=env,
                            stderr=open(tmp + "/k8s.log", "w"))
-    rows = {}
+    rows, rc = {}, 0
     try:
         for _ in range(200):
             if os.path.exists(tmp + "/port") and open(tmp + "/port").read().strip():
@@ -154,38 +200,63 @@ def main():
                                                      "spec": {"replicas": 2, "sandboxTemplateRef": {"name": "pool"}}})
         warm_all = []
         for mode, extra in (("cold", []), ("warm pool claim", ["--kube-warm-pool", "pool"])):
-            ready, reqs = [], None
+            ready, reqs, ready2, reqs2 = [], None, [], None
             for _ in range(a.rounds):
                 if extra:
                     pool_ready(api, 2)
                 api.control({"latency_ms": a.latency, "clear_log": True})
                 s = Session(argv + extra, run_env)
-                # The start's reaping (three lists by label, once per server) done first.
+                # The start's reaping (three lists by label, once per server) done first; what the
+                # start does besides (with a warm pool: the pool read, its policy made) counts
+                # as the first sandbox's.
                 for _ in range(500):
                     if sum("labelSelector" in (r["query"] or "") for r in api.control({"latency_ms": a.latency})["requests"]) >= 3:
                         break
                     time.sleep(0.02)
-                api.control({"latency_ms": a.latency, "clear_log": True})
                 first = s.true()
                 got = made(api, a.latency)
                 warm = [s.true() for _ in range(a.rounds * 4)]
                 after = made(api, a.latency)
-                s.close()
-                ready.append(first - statistics.median(warm))
-                warm_all += warm
-                reqs = [name(r) for r in got]
                 if len(after) != len(got):
                     print("kubernetes: warm calls made %d API requests" % (len(after) - len(got)))
+                # The steady state: the server's next sandbox, once the first is removed.
+                s.rpc("tools/call", {"name": "cleanup_sandbox", "arguments": {}})
+                if extra:
+                    pool_ready(api, 2)
+                api.control({"latency_ms": a.latency, "clear_log": True})
+                second = s.true()
+                got2 = made(api, a.latency)
+                s.close()
+                ready.append(first - statistics.median(warm))
+                ready2.append(second - statistics.median(warm))
+                warm_all += warm
+                reqs = [name(r) for r in got]
+                reqs2 = [name(r) for r in got2]
             # Where the time goes: --check's test pod, step by step.
             if extra:
                 pool_ready(api, 2)
             chk = subprocess.run(argv + extra + ["--check"], env=run_env, capture_output=True, text=True, timeout=120)
             steps = [l.split("test pod", 1)[1].split(";")[0].strip() for l in chk.stdout.splitlines() if "test pod" in l]
             rows[mode] = {"ready_ms": statistics.median(ready), "requests": len(reqs), "what": reqs,
-                          "steps": steps[0] if steps else ""}
-            print("kubernetes +%dms/req: a ready sandbox, %s: %.0f ms (median of %d), %d API requests: %s; --check's "
-                  "steps: %s" % (a.latency, mode, statistics.median(ready), a.rounds, len(reqs), ", ".join(reqs),
-                                 steps[0] if steps else "not printed"), flush=True)
+                          "steady_ready_ms": statistics.median(ready2), "steady_requests": len(reqs2),
+                          "steady_what": reqs2, "steps": steps[0] if steps else ""}
+            print("kubernetes +%dms/req: a ready sandbox, %s: the server's first %.0f ms, %d API requests (with the "
+                  "start's besides its reaping lists): %s; each after %.0f ms, %d API requests: %s (medians of %d); "
+                  "--check's steps: %s" % (a.latency, mode, statistics.median(ready), len(reqs), ", ".join(reqs),
+                                           statistics.median(ready2), len(reqs2), ", ".join(reqs2), a.rounds,
+                                           steps[0] if steps else "not printed"), flush=True)
+        # Many sandboxes in a row through one server: nothing may be left behind.
+        for mode, extra in (("cold", []), ("warm pool claim", ["--kube-warm-pool", "pool"])):
+            if a.many <= 0:
+                break
+            api.control({"latency_ms": a.latency, "clear_log": True})
+            per, left = many(api, argv + extra, run_env, a.many, a.latency, bool(extra))
+            rows["many " + mode] = {"n": a.many, "ms_per_sandbox": per, "left": left}
+            print("kubernetes +%dms/req: %d sandboxes, %s, made and removed in a row through one server: %.0f ms "
+                  "each; left on the API server once it ended: %s: %s" % (
+                      a.latency, a.many, mode, per, ", ".join("%d %s" % (v, k) for k, v in left.items()),
+                      "nothing" if not any(left.values()) else "LEFT BEHIND"), flush=True)
+            rc = rc or (1 if any(left.values()) else 0)
         w = statistics.median(warm_all)
         rows["warm"] = {"warm_ms": w, "rtt_ms": rtt, "target_ms": rtt + 3}
         print("kubernetes +%dms/req: a warm true call %.1f ms (median of %d, no API request) against one API round "
@@ -198,6 +269,7 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f)
+    return rc
 
 
 if __name__ == "__main__":

@@ -41,7 +41,14 @@ live_pods() {
 	k GET "/api/v1/namespaces/$NS/pods" | jq -c '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name]'
 }
 
-@test "a warm pool: each sandbox is claimed from it and its pod used as a cold one, in 6 API requests; cleanup, shutdown and reaping delete the claims" {
+# reqs LOG POD: the requests of LOG on objects of this test's namespace, but the start's reaping
+# (its lists by label and the gone server's claim "dead" deleted), as "METHOD PATH", POD for pod.
+reqs() {
+	jq -c --arg ns "/namespaces/$NS/" --arg pod "$2" '[.requests[] | select((.path | contains($ns)) and ((.query // "") | test("labelSelector") | not) and (.path | endswith("/dead") | not))
+		| "\(.method) \(.path | sub(".*/namespaces/[^/]+/"; "") | sub($pod; "POD"))"]' "$1"
+}
+
+@test "a warm pool: each sandbox is claimed from it and its pod used as a cold one, in 4 API requests once the server's pool policy is made; cleanup, shutdown and reaping delete the claims and the policy" {
 	warm_pool pool
 	# A claim of a server of this host that is gone: reaped at start.
 	k POST "$EXT/sandboxclaims" "$(jq -cn --arg host "$(hostname | cut -c1-60).$(readlink /proc/self/ns/pid | tr -dc 0-9)" \
@@ -50,43 +57,109 @@ live_pods() {
 	[ "$(claims)" = '["dead"]' ]
 	export SANDBOX_KUBE_WARM_POOL=pool
 	control '{"clear_log": true}' >/dev/null
+	get="curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL"
 	mcp_session <<-EOF
 		$INIT
 		$INITIALIZED
 		$(call_json 1 execute_bash_commands '{"code": "id -u; pwd; grep -E \"^(CapEff|NoNewPrivs)\" /proc/self/status; touch /x 2>&1; cat /proc/1/cmdline | tr \"\\\\0\" \" \""}')
 		{"wait": 1}
 		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d '{}' $URL/_control > $BATS_TEST_TMPDIR/log1"}
-		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL$EXT/sandboxclaims > $BATS_TEST_TMPDIR/claims1"}
+		{"sh": "$get$EXT/sandboxclaims > $BATS_TEST_TMPDIR/claims1; $get/apis/networking.k8s.io/v1/namespaces/$NS/networkpolicies > $BATS_TEST_TMPDIR/pols1"}
 		$(call_json 2 cleanup_sandbox '{}')
 		{"wait": 2}
-		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL$EXT/sandboxclaims > $BATS_TEST_TMPDIR/claims2"}
+		{"sh": "$get$EXT/sandboxclaims > $BATS_TEST_TMPDIR/claims2"}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d '{\"clear_log\": true}' $URL/_control > /dev/null"}
 		$(call_json 3 execute_bash_commands '{"code": "echo again"}')
 		{"wait": 3}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d '{}' $URL/_control > $BATS_TEST_TMPDIR/log3"}
+		$(call_json 4 cleanup_sandbox '{}')
+		{"wait": 4}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d '{\"clear_log\": true}' $URL/_control > /dev/null"}
+		$(call_json 5 execute_bash_commands '{"code": "echo third"}')
+		{"wait": 5}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d '{}' $URL/_control > $BATS_TEST_TMPDIR/log5"}
 	EOF
 	r=$(response 1)
 	jqe "$r" '.result.structuredContent | .exit_code == 0 and (.stdout | startswith("65534\n/workspace\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\n"))'
 	jqe "$r" '.result.structuredContent.stdout | test("Read-only file system") and test("sandbox-agent --stdio")'
 	jqe "$(response 3)" '.result.structuredContent.stdout == "again\n"'
+	jqe "$(response 5)" '.result.structuredContent.stdout == "third\n"'
 	# One claim, ours, naming the pool; the gone server's reaped; its pod is the pool's.
 	claim=$(jq -c '.items[]' "$BATS_TEST_TMPDIR/claims1")
 	jqe "$(jq -s length <<<"$claim")" '. == 1'
 	jqe "$claim" '.metadata.labels["sandbox-mcp"] == "1" and .spec.warmpool == "pool" and .spec.sandboxTemplateRef.name == "pool"'
 	pod=$(jq -r .status.sandbox.name <<<"$claim")
 	[[ "$pod" == pool-* ]]
-	# What a new sandbox cost: the requests of its making in the API server's log (the start's
-	# reaping, its lists by label and the gone server's claim deleted, is the server's, once).
-	reqs=$(jq -c --arg ns "/namespaces/$NS/" --arg pod "$pod" '[.requests[] | select((.path | contains($ns)) and ((.query // "") | test("labelSelector") | not) and (.path | endswith("/dead") | not))
-		| "\(.method) \(.path | sub(".*/namespaces/[^/]+/"; "") | sub($pod; "POD"))"]' "$BATS_TEST_TMPDIR/log1")
-	echo "a sandbox from the warm pool: $(jq length <<<"$reqs") API requests: $reqs"
-	jqe "$reqs" '. == ["GET sandboxwarmpools/pool", "POST sandboxclaims", "GET pods/POD", "POST networkpolicies", "GET pods/POD/attach", "GET pods/POD/exec"]'
+	# The server's one policy: the pool's pods, by their template's label (FNV-1a of "pool").
+	jqe "$(cat "$BATS_TEST_TMPDIR/pols1")" '[.items[] | select(.spec.podSelector.matchLabels["agents.x-k8s.io/sandbox-template-ref-hash"] == "91dd7983"
+		and .spec.podSelector.matchExpressions == [{"key": "sandbox-mcp", "operator": "DoesNotExist"}] and .spec.policyTypes == ["Egress"]
+		and .spec.egress == null and .metadata.labels["sandbox-mcp"] == "1")] | length == 1'
+	jqe "$(cat "$BATS_TEST_TMPDIR/pols1")" '.items | length == 1'
+	# What a sandbox cost: the first, the start's pool read and policy (before any sandbox),
+	# then 4; each after, 4: the claim, its pod read, the attach and the exec.
+	first=$(reqs "$BATS_TEST_TMPDIR/log1" "$pod")
+	echo "the first sandbox from the warm pool, with the server's start: $first"
+	jqe "$first" '. == ["GET sandboxwarmpools/pool", "POST networkpolicies", "POST sandboxclaims", "GET pods/POD", "GET pods/POD/attach", "GET pods/POD/exec"]'
+	for log in log3 log5; do
+		p=$(jq -r '[.requests[] | select(.path | test("/pods/[^/]+/attach$")) | .path | sub(".*/pods/"; "") | sub("/attach"; "")][0]' "$BATS_TEST_TMPDIR/$log")
+		steady=$(reqs "$BATS_TEST_TMPDIR/$log" "$p")
+		echo "a later sandbox from the warm pool: $(jq length <<<"$steady") API requests: $steady"
+		jqe "$steady" '. == ["POST sandboxclaims", "GET pods/POD", "GET pods/POD/attach", "GET pods/POD/exec"]'
+		jqe "$steady" 'length <= 4'
+	done
 	# No pod of ours was made: the pool's was used.
-	jqe "$(cat "$BATS_TEST_TMPDIR/log1")" '[.requests[] | select(.method == "POST" and (.path | endswith("/pods")))] == []'
-	# cleanup_sandbox deleted the claim, and its pod with it; shutdown the next.
+	jqe "$(cat "$BATS_TEST_TMPDIR/log1" "$BATS_TEST_TMPDIR/log3" | jq -s '[.[].requests[]]')" '[.[] | select(.method == "POST" and (.path | endswith("/pods")))] == []'
+	# cleanup_sandbox deleted the claim, and its pod with it; shutdown the last, and the policy.
 	first=$(jq -r .metadata.name <<<"$claim")
 	jqe "$(cat "$BATS_TEST_TMPDIR/claims2")" "[.items[].metadata.name] | index(\"$first\") == null"
 	[ "$(claims)" = "[]" ]
 	[ "$(netpols)" = "[]" ]
 	jqe "$(live_pods)" "index(\"$pod\") == null"
+}
+
+@test "a warm pool: the server's policy for its pods is there before any claimed pod is attached, and a policy of a server that is gone is reaped" {
+	warm_pool pool
+	k POST "/apis/networking.k8s.io/v1/namespaces/$NS/networkpolicies" "$(jq -cn --arg host "$(hostname | cut -c1-60).$(readlink /proc/self/ns/pid | tr -dc 0-9)" \
+		'{apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: {name: "sandbox-mcp-pool-dead", labels: {"sandbox-mcp": "1", "sandbox-mcp.pid": "999999", "sandbox-mcp.starttime": "1", "sandbox-mcp.host": $host, "sandbox-mcp.sandbox": "pool"}},
+		  spec: {podSelector: {matchLabels: {"agents.x-k8s.io/sandbox-template-ref-hash": "91dd7983"}}, policyTypes: ["Egress"]}}')" >/dev/null
+	control '{"clear_log": true}' >/dev/null
+	SANDBOX_KUBE_WARM_POOL=pool mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo ok"}')
+		{"wait": 1}
+	EOF
+	jqe "$(response 1)" '.result.structuredContent.stdout == "ok\n"'
+	log=$(control '{}')
+	# In the log's order: the old policy deleted, ours made (201), then the claim, then the attach.
+	jqe "$log" "[.requests[] | select(.path | contains(\"/namespaces/$NS/\"))] | (map(.method == \"POST\" and (.path | endswith(\"/networkpolicies\"))) | index(true)) as \$pol
+		| (map(.path | test(\"/attach\$\")) | index(true)) as \$att | (map(.method == \"POST\" and (.path | endswith(\"/sandboxclaims\"))) | index(true)) as \$cl
+		| (map(.method == \"DELETE\" and (.path | endswith(\"/sandbox-mcp-pool-dead\"))) | index(true)) as \$dead
+		| \$pol != null and \$att != null and \$cl != null and \$dead != null and \$dead < \$pol and \$pol < \$cl and \$cl < \$att"
+	jqe "$log" "[.requests[] | select(.method == \"POST\" and (.path | endswith(\"/namespaces/$NS/networkpolicies\")))] | length == 1"
+	[ "$(netpols)" = "[]" ]
+	[ "$(claims)" = "[]" ]
+}
+
+@test "a warm pool whose pods lack the label its policy selects them by: refused, the claim deleted, nothing run in them" {
+	control '{"template_hash_label": false}' >/dev/null
+	warm_pool old
+	control '{"template_hash_label": true, "clear_log": true}' >/dev/null
+	SANDBOX_KUBE_WARM_POOL=old mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo ran"}')
+		{"wait": 1}
+	EOF
+	r=$(response 1)
+	jqe "$r" '.result.structuredContent | .exit_code != 0 and (.stdout // "" | test("ran") | not)'
+	err=$(jq -r .result.structuredContent.error <<<"$r")
+	echo "$err"
+	[[ "$err" == *"refused the sandbox claimed from the warm pool old"*"the label agents.x-k8s.io/sandbox-template-ref-hash="*"of the pool's template"* ]]
+	[[ "$err" != *"runAsNonRoot"* ]]
+	jqe "$(control '{}')" "[.requests[] | select(.path | test(\"/namespaces/$NS/pods/.*/(exec|attach)\$\"))] == []"
+	[ "$(claims)" = "[]" ]
+	[ "$(netpols)" = "[]" ]
 }
 
 @test "a warm pool whose pods are not hardened as ours, or do not run the agent's starter: refused, naming what they lack; the claim deleted, nothing run in them" {
@@ -159,7 +232,7 @@ live_pods() {
 	control '{}' >/dev/null
 	[[ "$output" == *"permissions 13 of 14 allowed in namespace $NS"*"DENIED: get sandboxclaims"* ]]
 	[[ "$output" == *"agent-sandbox CRDs installed"*"sandboxes claimed from the warm pool pool"* ]]
-	[[ "$output" =~ test\ pod\ +claimed\ [0-9]+\ ms,\ checked\ and\ policy\ [0-9]+\ ms,\ running\ [0-9]+\ ms,\ attached\ [0-9]+\ ms,\ agent\ written\ [0-9]+\ ms,\ agent\ ready\ [0-9]+\ ms ]]
+	[[ "$output" =~ test\ pod\ +pool\ read\ and\ its\ policy\ [0-9]+\ ms,\ claimed\ [0-9]+\ ms,\ checked\ and\ running\ [0-9]+\ ms,\ attached\ [0-9]+\ ms,\ agent\ written\ [0-9]+\ ms,\ agent\ ready\ [0-9]+\ ms ]]
 	[[ "$output" == *"warm pool   pool: each claimed pod is checked hardened"* ]]
 	[ "$(claims)" = "[]" ]
 	[ "$(netpols)" = "[]" ]

@@ -296,7 +296,7 @@ static int run_main(struct agenthost *h, const struct run_req *rq, struct run_re
 		if (h->home->lost)
 			h->home->lost(h->ctx, h->main);
 		agentlink_close(&h->main->link);
-		if (rs->started && h->home->lost_oom && h->home->lost_oom(h->ctx, h->main)) {
+		if (rs->started && h->home->lost_oom && h->home->lost_oom(h->ctx, h->main, e)) {
 			err_clear(e);
 			rs->exit_code = 137;
 			rs->oom_killed = true;

@@ -70,8 +70,9 @@ struct agenthost_home {
 	void (*lost)(void *ctx, struct agent_inst *in);
 	/* Then: whether the home knows that the out-of-memory killer ended the instance (a pod's
 	 * status says so): the call then ends as killed for memory (oom_killed, exit code 137),
-	 * not as a lost sandbox; the next call finds it gone. May be NULL. */
-	bool (*lost_oom)(void *ctx, struct agent_inst *in);
+	 * not as a lost sandbox; the next call finds it gone. Else it may add to e, the call's
+	 * error, what it knows of why (a pod's status's reason and message). May be NULL. */
+	bool (*lost_oom)(void *ctx, struct agent_inst *in, struct err *e);
 	/* Once per sandbox, after its main instance is made: the file that counts the times the
 	 * out-of-memory killer ended a process of the instance (cgroup_oom_open), which each call
 	 * reads once, after it ends; the caller owns the fd. -1 when that cannot be told. */

@@ -135,12 +135,6 @@ json_t *kpod_netpol(const struct kpod_spec *s)
 	kpod_label_value(s->host, host, sizeof host);
 	kpod_label_value(s->sandbox, sb, sizeof sb);
 	/* Egress in policyTypes with no egress rule: nothing goes out of the selected pods. */
-	if (s->claimed)
-		return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}, s:{s:{s:{s:s}}, s:[s]}}", "apiVersion",
-				 "networking.k8s.io/v1", "kind", "NetworkPolicy", "metadata", "name", s->name, "labels",
-				 KPOD_LABEL, "1", KPOD_LABEL_PID, pid, KPOD_LABEL_START, start, KPOD_LABEL_HOST, host,
-				 KPOD_LABEL_SANDBOX, sb, "spec", "podSelector", "matchLabels", KPOD_LABEL_SANDBOX_NAME,
-				 s->claimed, "policyTypes", "Egress");
 	return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}, s:{s:{s:{s:s, s:s}}, s:[s]}}", "apiVersion",
 			 "networking.k8s.io/v1", "kind", "NetworkPolicy", "metadata", "name", s->name, "labels", KPOD_LABEL,
 			 "1", KPOD_LABEL_PID, pid, KPOD_LABEL_START, start, KPOD_LABEL_HOST, host, KPOD_LABEL_SANDBOX, sb,
@@ -148,12 +142,37 @@ json_t *kpod_netpol(const struct kpod_spec *s)
 			 "Egress");
 }
 
-int kpod_netpol_create(struct kapi *a, const char *ns, json_t *pol, struct err *e)
+void kpod_template_hash(const char *tpl, char out[9])
+{
+	uint32_t h = 2166136261u;
+	for (const unsigned char *p = (const unsigned char *)tpl; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	snprintf(out, 9, "%08x", (unsigned)h);
+}
+
+json_t *kpod_pool_netpol(const char *name, const char *tpl, const char *pid, const char *start, const char *host)
+{
+	char lpid[64], lstart[64], lhost[64], hash[9];
+	kpod_label_value(pid, lpid, sizeof lpid);
+	kpod_label_value(start, lstart, sizeof lstart);
+	kpod_label_value(host, lhost, sizeof lhost);
+	kpod_template_hash(tpl, hash);
+	/* Egress in policyTypes with no egress rule: nothing goes out of the selected pods. */
+	return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s, s:s}}, s:{s:{s:{s:s}, s:[{s:s, s:s}]}, s:[s]}}",
+			 "apiVersion", "networking.k8s.io/v1", "kind", "NetworkPolicy", "metadata", "name", name, "labels",
+			 KPOD_LABEL, "1", KPOD_LABEL_PID, lpid, KPOD_LABEL_START, lstart, KPOD_LABEL_HOST, lhost,
+			 KPOD_LABEL_SANDBOX, "pool", "spec", "podSelector", "matchLabels", KPOD_LABEL_TEMPLATE_HASH, hash,
+			 "matchExpressions", "key", KPOD_LABEL, "operator", "DoesNotExist", "policyTypes", "Egress");
+}
+
+int kpod_netpol_create(struct kapi *a, const char *ns, json_t *pol, bool exists_ok, struct err *e)
 {
 	char *path = obj_path(NETPOLS, ns, NULL, "");
 	struct http_resp rs = {0};
 	int rc = path ? kapi_call(a, "POST", path, pol, 30000, NULL, NULL, &rs, e) : err_set(e, "out of memory");
-	if (rc == 0 && rs.status != 201 && rs.status != 200)
+	if (rc == 0 && rs.status == 409 && exists_ok)
+		rc = KPOD_EXISTS;
+	else if (rc == 0 && rs.status != 201 && rs.status != 200)
 		rc = kapi_fail(&rs, "creating the pod's NetworkPolicy", e);
 	http_resp_free(&rs);
 	free(path);
@@ -633,19 +652,56 @@ static bool str_is(json_t *v, const char *s)
 	return json_is_string(v) && !strcmp(json_string_value(v), s);
 }
 
-int kpod_oom_killed(json_t *pod)
+/* A string of the status, for a message: printable ASCII only, at most 300 bytes. */
+static void printable(json_t *v, char *out, size_t n)
+{
+	const char *s = json_string_value(v);
+	size_t j = 0;
+	for (size_t i = 0; s && s[i] && j + 1 < n && i < 300; i++)
+		out[j++] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	out[j] = '\0';
+}
+
+int kpod_ended(json_t *pod, char *why, size_t n)
 {
 	json_t *st = json_object_get(pod, "status"), *cs;
+	char r[320], m[320];
+	if (n)
+		why[0] = '\0';
+	int term = -1;
 	size_t i;
 	json_array_foreach(json_object_get(st, "containerStatuses"), i, cs) {
 		if (!str_is(json_object_get(cs, "name"), "sandbox"))
 			continue;
-		json_t *term = json_object_get(json_object_get(cs, "state"), "terminated");
-		if (term)
-			return str_is(json_object_get(term, "reason"), "OOMKilled") ? 1 : 0;
+		json_t *t = json_object_get(json_object_get(cs, "state"), "terminated");
+		if (!t)
+			break;
+		if (str_is(json_object_get(t, "reason"), "OOMKilled"))
+			return 1;
+		printable(json_object_get(t, "reason"), r, sizeof r);
+		printable(json_object_get(t, "message"), m, sizeof m);
+		json_t *code = json_object_get(t, "exitCode");
+		snprintf(why, n, "its container terminated%s%s%s%s, exit code %lld", r[0] ? ": " : "", r, m[0] ? ": " : "", m,
+			 json_is_integer(code) ? (long long)json_integer_value(code) : -1LL);
+		term = 0;
 	}
 	json_t *phase = json_object_get(st, "phase");
-	return str_is(phase, "Failed") || str_is(phase, "Succeeded") ? 0 : -1;
+	bool ended = str_is(phase, "Failed") || str_is(phase, "Succeeded");
+	printable(json_object_get(st, "reason"), r, sizeof r);
+	printable(json_object_get(st, "message"), m, sizeof m);
+	/* The pod's own reason says more than its container's (an eviction terminates the container
+	 * as ContainerStatusUnknown). */
+	if (ended && r[0])
+		snprintf(why, n, "the pod %s: %s%s%s", str_is(phase, "Failed") ? "failed" : "ended", r, m[0] ? ": " : "", m);
+	else if (ended && term < 0)
+		snprintf(why, n, "the pod %s", str_is(phase, "Failed") ? "failed" : "ended");
+	if (ended || term == 0)
+		return 0;
+	if (json_is_string(json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))) {
+		snprintf(why, n, "the pod is being deleted (not by this server)");
+		return 0;
+	}
+	return -1;
 }
 
 __attribute__((format(printf, 3, 4))) static void lack(char *out, size_t n, const char *fmt, ...)
@@ -668,7 +724,7 @@ static json_t *sc_field(json_t *csc, json_t *psc, const char *k)
 	return v ? v : json_object_get(psc, k);
 }
 
-int kpod_check_claimed(json_t *pod, const char *name, const char *runtime_class, struct err *e)
+int kpod_check_claimed(json_t *pod, const char *name, const char *tpl_hash, const char *runtime_class, struct err *e)
 {
 	char miss[900] = "";
 	json_t *spec = json_object_get(pod, "spec"), *cs = json_object_get(spec, "containers");
@@ -749,8 +805,9 @@ int kpod_check_claimed(json_t *pod, const char *name, const char *runtime_class,
 	if (runtime_class && *runtime_class && !str_is(json_object_get(spec, "runtimeClassName"), runtime_class))
 		lack(miss, sizeof miss, "runtimeClassName %s (--kube-runtime-class)", runtime_class);
 	json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
-	if (!str_is(json_object_get(labels, KPOD_LABEL_SANDBOX_NAME), name))
-		lack(miss, sizeof miss, "the label " KPOD_LABEL_SANDBOX_NAME "=%s (its egress policy selects it by it)", name);
+	if (!str_is(json_object_get(labels, KPOD_LABEL_TEMPLATE_HASH), tpl_hash))
+		lack(miss, sizeof miss, "the label " KPOD_LABEL_TEMPLATE_HASH "=%s of the pool's template (the egress policy "
+		     "selects the pool's pods by it)", tpl_hash);
 	/* A pod a server made for a sandbox of its own is some session's, never a warm one. */
 	if (json_object_get(labels, KPOD_LABEL))
 		lack(miss, sizeof miss, "not to be a pod a server made (label " KPOD_LABEL ")");

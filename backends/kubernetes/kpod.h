@@ -35,9 +35,12 @@
 /* The container's command (sh -c KPOD_STARTER): waits for the agent's binary, then becomes it.
  * A warm pool's template must run the same (kpod_check_claimed). */
 #define KPOD_STARTER "until [ -x " KPOD_AGENT_PATH " ]; do sleep 0.05; done; exec " KPOD_AGENT_PATH " --stdio"
-/* The label by which the agent-sandbox controller names a Sandbox's pod (its egress policy
- * selects a claimed pod by it). */
-#define KPOD_LABEL_SANDBOX_NAME "agents.x-k8s.io/sandbox-name"
+/* The label the agent-sandbox controllers put on the pods of a Sandbox made from a
+ * SandboxTemplate, a warm pool's included, and keep through a claim's adoption (upstream's
+ * SandboxTemplateRefHashLabel; the warm pool's own label, agents.x-k8s.io/warm-pool-sandbox, is
+ * taken off when a claim adopts the pod): its value is kpod_template_hash of the template's
+ * name. The server's one NetworkPolicy for its claimed pods selects them by it. */
+#define KPOD_LABEL_TEMPLATE_HASH "agents.x-k8s.io/sandbox-template-ref-hash"
 
 struct kpod_spec {
 	const char *name;        /* the pod's name: a DNS label */
@@ -51,8 +54,6 @@ struct kpod_spec {
 	                          * it ends when the first attach does) */
 	const char *const *command; /* NULL-terminated */
 	const char *pid, *start, *host, *sandbox; /* the labels' values */
-	const char *claimed;     /* NULL; or the name of a pod claimed from a warm pool, which the
-	                          * NetworkPolicy then selects by KPOD_LABEL_SANDBOX_NAME */
 	const char *ws_claim;    /* NULL; or the PersistentVolumeClaim mounted at KPOD_WORKSPACE in
 	                          * place of its emptyDir (the pod's fsGroup the uid,
 	                          * fsGroupChangePolicy OnRootMismatch) */
@@ -101,8 +102,21 @@ int kpod_delete(struct kapi *a, const char *ns, const char *name, long timeout_m
  * the pod's egress denied, where the cluster's network plugin enforces NetworkPolicies. */
 json_t *kpod_netpol(const struct kpod_spec *s);
 
-/* Creates the NetworkPolicy. 0, or -1 with e saying the API server's reason. */
-int kpod_netpol_create(struct kapi *a, const char *ns, json_t *pol, struct err *e);
+/* Creates the NetworkPolicy. 0, or -1 with e saying the API server's reason; exists_ok: one of
+ * that name already there (409 AlreadyExists) is KPOD_EXISTS. */
+#define KPOD_EXISTS 2
+int kpod_netpol_create(struct kapi *a, const char *ns, json_t *pol, bool exists_ok, struct err *e);
+
+/* The value of KPOD_LABEL_TEMPLATE_HASH for the SandboxTemplate named tpl, as upstream's NameHash
+ * writes it: its 32-bit FNV-1a in 8 lowercase hex digits, into out (9 bytes). */
+void kpod_template_hash(const char *tpl, char out[9]);
+
+/* A server's one NetworkPolicy for the pods it claims from its warm pool (caller frees; NULL
+ * when out of memory): named name, labelled as the server's pods (KPOD_LABEL, its pid, start and
+ * host; KPOD_LABEL_SANDBOX "pool"), selecting the pods labelled KPOD_LABEL_TEMPLATE_HASH of the
+ * pool's template tpl and not KPOD_LABEL (no pod a server made), policyTypes [Egress] and no
+ * egress rule. */
+json_t *kpod_pool_netpol(const char *name, const char *tpl, const char *pid, const char *start, const char *host);
 
 /* Deletes the NetworkPolicy named name; one already gone is fine. 0, or -1 with e set. */
 int kpod_netpol_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e);
@@ -133,9 +147,12 @@ int kpod_claim(struct kapi *a, const char *ns, const struct kpod_spec *s, const 
 int kpod_claim_delete(struct kapi *a, const char *ns, const char *name, long timeout_ms, struct err *e);
 
 /* What the pod's status says of its container "sandbox": 1 terminated by the out-of-memory
- * killer (state.terminated.reason OOMKilled), 0 terminated otherwise (or the pod ended), -1
- * not (yet) terminated. pod is untrusted: any shape. */
-int kpod_oom_killed(json_t *pod);
+ * killer (state.terminated.reason OOMKilled), 0 terminated otherwise (or the pod ended, or is
+ * being deleted), -1 not (yet) terminated. With 0, why (n bytes) says it as the status does:
+ * the pod's reason and message (Evicted: the node was low on memory), else the container's
+ * terminated reason, message and exit code, else that it is being deleted; printable ASCII,
+ * bounded. pod is untrusted: any shape. */
+int kpod_ended(json_t *pod, char *why, size_t n);
 
 /* The pod named name (caller frees *out), read within timeout_ms. 0, or -1 with e set. */
 int kpod_get(struct kapi *a, const char *ns, const char *name, long timeout_ms, json_t **out, struct err *e);
@@ -148,9 +165,10 @@ int kpod_get(struct kapi *a, const char *ns, const char *name, long timeout_ms, 
  * profile, no unconfined AppArmor or SELinux (spc_t) profile, a memory limit, the default
  * procMount, a read-only root, automountServiceAccountToken false, no
  * volume but emptyDirs, no host namespace, no sysctls, no environment from secrets or the API;
- * runtimeClassName runtime_class when that is set; labelled KPOD_LABEL_SANDBOX_NAME=name and
- * not KPOD_LABEL (a pod a server made for a sandbox of its own is some session's).
+ * runtimeClassName runtime_class when that is set; labelled KPOD_LABEL_TEMPLATE_HASH=tpl_hash
+ * (the server's pool policy selects it by that: a pod it does not cover is refused) and not
+ * KPOD_LABEL (a pod a server made for a sandbox of its own is some session's).
  * 0, or -1 with e naming every thing it lacks. */
-int kpod_check_claimed(json_t *pod, const char *name, const char *runtime_class, struct err *e);
+int kpod_check_claimed(json_t *pod, const char *name, const char *tpl_hash, const char *runtime_class, struct err *e);
 
 #endif

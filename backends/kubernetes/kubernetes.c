@@ -20,8 +20,9 @@
  * With --kube-warm-pool, where the agent-sandbox CRDs are served, the pod is claimed from that
  * SandboxWarmPool instead (a SandboxClaim): the cluster made it from a template this server did
  * not write, so it is read and refused unless it is hardened as ours and runs the same starter
- * (kpod_check_claimed); its NetworkPolicy selects it by its Sandbox's name; then it is used as
- * a cold one. The claim goes with the sandbox.
+ * (kpod_check_claimed); one NetworkPolicy per server, made once, selects the pool's pods by the
+ * label of their template (a pod without it is refused); then it is used as a cold one. The
+ * claim goes with the sandbox.
  *
  * With --workspace NAME the workspace is the PersistentVolumeClaim NAME (made when it is not
  * there, never deleted here), mounted in place of the emptyDir; cleanup_sandbox empties it
@@ -35,6 +36,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -230,7 +232,7 @@ static int cold_pod(struct k8s *K, struct k8s_inst *in, const struct kpod_spec *
 {
 	int64_t t = clock_ms();
 	json_t *pol = kpod_netpol(sp);
-	int rc = pol ? kpod_netpol_create(&K->api, K->ns, pol, e) : err_set(e, "out of memory");
+	int rc = pol ? kpod_netpol_create(&K->api, K->ns, pol, false, e) : err_set(e, "out of memory");
 	json_decref(pol);
 	if (rc < 0)
 		return -1;
@@ -253,24 +255,94 @@ static int cold_pod(struct k8s *K, struct k8s_inst *in, const struct kpod_spec *
 	return 0;
 }
 
-/* A sandbox claimed from the warm pool: the claim, then its pod read and checked (it is the
- * cluster's, made from a template this server did not write), then its NetworkPolicy, made
- * before the agent is there. 0; KPOD_NO_CRDS (nothing made: a cold pod instead); -1 with e set
- * (what was made is marked for k8s_kill). */
+/* The server's warm pool, shared by its sandboxes: what it names and the one NetworkPolicy that
+ * denies the egress of the pods claimed from it. A server's sandboxes come one at a time (the
+ * engine's worker thread, or --check's), yet each has a backend of its own, so this lives once in
+ * the process, under its lock. The pool is read once (at start-up, by k8s_reap, else by the first
+ * sandbox) and again only when a claim says it changed (refused, or its pod not of the template
+ * the policy selects); the policy is made once, before the first claimed pod's agent is written,
+ * made again only when the pool's template changed, and deleted at the server's end
+ * (k8s_shutdown). */
+#define POOL_READ (KPOD_NO_CRDS + 1)
+static struct {
+	pthread_mutex_t mu;
+	int state;                 /* 0 not read; POOL_READ (tpl); KPOD_NO_CRDS */
+	char tpl[254];             /* the pool's SandboxTemplate */
+	char ns[254];              /* the server's namespace (one per server) */
+	char pol[64];              /* the policy's name, "" until made */
+	char pol_tpl[254];         /* the template its pods are selected by */
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* The pool read and its policy made, if not yet: into tpl (n bytes). 0; KPOD_NO_CRDS; -1 with e. */
+static int pool_ready(struct k8s *K, char *tpl, size_t n, struct err *e)
+{
+	const struct k8s_opts *o = K->o;
+	pthread_mutex_lock(&pool.mu);
+	int rc = 0;
+	if (pool.state == 0) {
+		rc = kpod_pool_template(&K->api, K->ns, o->warm_pool, pool.tpl, sizeof pool.tpl, e);
+		if (rc == KPOD_NO_CRDS)
+			log_msg(LOG_NOTICE, "kubernetes: the agent-sandbox CRDs are not installed: a pod made here, not one "
+					    "claimed from the warm pool %s (for each sandbox of this server)", o->warm_pool);
+		pool.state = rc < 0 ? 0 : rc == KPOD_NO_CRDS ? KPOD_NO_CRDS : POOL_READ;
+		snprintf(pool.ns, sizeof pool.ns, "%s", K->ns);
+	}
+	if (pool.state == POOL_READ && pool.pol[0] && strcmp(pool.pol_tpl, pool.tpl)) {
+		/* The pool now keeps pods of another template: its policy goes, a new one comes. */
+		if (kpod_netpol_delete(&K->api, K->ns, pool.pol, 15000, e) < 0)
+			rc = -1;
+		else
+			pool.pol[0] = '\0';
+	}
+	if (rc == 0 && pool.state == POOL_READ && !pool.pol[0]) {
+		/* Named after the server (its host, pid and start): one per server, its own. */
+		char key[300], h[9], name[64];
+		snprintf(key, sizeof key, "%s/%s/%s", K->self_host, K->self_pid, K->self_start);
+		kpod_template_hash(key, h);
+		snprintf(name, sizeof name, "sandbox-mcp-pool-%s-%s", h, K->self_pid);
+		json_t *pol = kpod_pool_netpol(name, pool.tpl, K->self_pid, K->self_start, K->self_host);
+		rc = pol ? kpod_netpol_create(&K->api, K->ns, pol, true, e) : err_set(e, "out of memory");
+		json_decref(pol);
+		if (rc >= 0) {
+			rc = 0;
+			snprintf(pool.pol, sizeof pool.pol, "%s", name);
+			snprintf(pool.pol_tpl, sizeof pool.pol_tpl, "%s", pool.tpl);
+		}
+	}
+	if (rc == 0 && pool.state == POOL_READ)
+		snprintf(tpl, n, "%s", pool.tpl);
+	rc = rc < 0 ? -1 : pool.state == KPOD_NO_CRDS ? KPOD_NO_CRDS : 0;
+	pthread_mutex_unlock(&pool.mu);
+	return rc;
+}
+
+/* Something said the pool changed: it is read again by the next sandbox. */
+static void pool_forget(void)
+{
+	pthread_mutex_lock(&pool.mu);
+	pool.state = 0;
+	pthread_mutex_unlock(&pool.mu);
+}
+
+/* A sandbox claimed from the warm pool: the pool's policy there (made once), the claim, then its
+ * pod read and checked (it is the cluster's, made from a template this server did not write,
+ * and must carry the label the policy selects). 0; KPOD_NO_CRDS (nothing made: a cold pod
+ * instead); -1 with e set (what was made is marked for k8s_kill). */
 static int claim_pod(struct k8s *K, struct k8s_inst *in, struct kpod_spec *sp, struct err *e)
 {
 	const struct k8s_opts *o = K->o;
-	char tpl[254];
+	char tpl[254], hash[9];
 	int64_t t = clock_ms();
-	int rc = kpod_pool_template(&K->api, K->ns, o->warm_pool, tpl, sizeof tpl, e);
-	if (rc == KPOD_NO_CRDS)
-		log_msg(LOG_NOTICE, "kubernetes: the agent-sandbox CRDs are not installed: a pod made here, not one claimed "
-				    "from the warm pool %s", o->warm_pool);
+	int rc = pool_ready(K, tpl, sizeof tpl, e);
 	if (rc)
 		return rc;
+	K->t_pol = clock_ms() - t;
+	t = clock_ms();
 	if (kpod_claim(&K->api, K->ns, sp, tpl, o->warm_pool, START_TIMEOUT_MS, in->pod, sizeof in->pod, &in->claim_made,
-		       e) < 0)
+		       e) < 0) {
+		pool_forget();
 		return -1;
+	}
 	K->claimed = true;
 	in->pod_made = true;
 	K->t_create = clock_ms() - t;
@@ -278,25 +350,18 @@ static int claim_pod(struct k8s *K, struct k8s_inst *in, struct kpod_spec *sp, s
 	json_t *pod = NULL;
 	if (kpod_get(&K->api, K->ns, in->pod, 15000, &pod, e) < 0)
 		return -1;
-	rc = kpod_check_claimed(pod, in->pod, o->runtime_class, e);
+	kpod_template_hash(tpl, hash);
+	rc = kpod_check_claimed(pod, in->pod, hash, o->runtime_class, e);
 	const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
 	bool running = phase && !strcmp(phase, "Running");
 	json_decref(pod);
 	if (rc < 0) {
+		pool_forget();
 		char m[sizeof e->msg];
 		snprintf(m, sizeof m, "%s", e->msg);
 		err_clear(e);
 		return err_set(e, "refused the sandbox claimed from the warm pool %s: %.900s", o->warm_pool, m);
 	}
-	sp->claimed = in->pod;
-	json_t *pol = kpod_netpol(sp);
-	rc = pol ? kpod_netpol_create(&K->api, K->ns, pol, e) : err_set(e, "out of memory");
-	json_decref(pol);
-	if (rc < 0)
-		return -1;
-	in->pol_made = true;
-	K->t_pol = clock_ms() - t;
-	t = clock_ms();
 	if (!running && kpod_wait_running(&K->api, K->ns, in->pod, START_TIMEOUT_MS, e) < 0)
 		return -1;
 	K->t_running = clock_ms() - t;
@@ -413,30 +478,43 @@ static void k8s_lost(void *ctx, struct agent_inst *ai)
 	log_msg(LOG_WARNING, "kubernetes: lost the agent of pod %s/%s: %s", K->ns, KI(ai)->pod, why[0] ? why : "no reason known");
 }
 
-/* The stream broke: whether the pod's container was OOM-killed, as its status says. The kubelet
- * writes that after the kill, so it is read again for a short while (OOM_LOOK_MS) until the
- * container is seen terminated. */
-static bool k8s_lost_oom(void *ctx, struct agent_inst *ai)
+/* The stream broke: whether the pod's container was OOM-killed, as its status says; else why
+ * it ended, added to the call's error. The kubelet writes that after the kill, so it is read
+ * again for a short while (OOM_LOOK_MS) until the container or the pod is seen ended, or the
+ * pod gone. */
+static bool k8s_lost_oom(void *ctx, struct agent_inst *ai, struct err *e)
 {
 	struct k8s *K = ctx;
 	int64_t until = clock_ms() + OOM_LOOK_MS;
+	char why[700] = "";
+	int r = -1;
 	for (;;) {
 		json_t *pod = NULL;
-		struct err e = {""};
+		struct err ge = {""};
 		int64_t left = until - clock_ms();
-		if (left <= 0 || kpod_get(&K->api, K->ns, KI(ai)->pod, (long)left, &pod, &e) < 0)
-			return false;
-		int r = kpod_oom_killed(pod);
-		json_decref(pod);
-		if (r >= 0) {
-			if (r == 1)
-				log_msg(LOG_WARNING, "kubernetes: pod %s/%s: its container was OOM-killed", K->ns, KI(ai)->pod);
-			return r == 1;
+		if (left <= 0)
+			break;
+		if (kpod_get(&K->api, K->ns, KI(ai)->pod, (long)left, &pod, &ge) < 0) {
+			if (strstr(ge.msg, "HTTP 404 "))
+				snprintf(why, sizeof why, "the pod was deleted (not by this server)");
+			break;
 		}
-		if (clock_ms() + 100 >= until)
-			return false;
+		r = kpod_ended(pod, why, sizeof why);
+		json_decref(pod);
+		if (r >= 0 || clock_ms() + 100 >= until)
+			break;
 		poll(NULL, 0, 100);
 	}
+	if (r == 1) {
+		log_msg(LOG_WARNING, "kubernetes: pod %s/%s: its container was OOM-killed", K->ns, KI(ai)->pod);
+		return true;
+	}
+	if (why[0]) {
+		log_msg(LOG_WARNING, "kubernetes: pod %s/%s: %s", K->ns, KI(ai)->pod, why);
+		size_t l = strlen(e->msg);
+		snprintf(e->msg + l, sizeof e->msg - l, "%s%s", l ? "; " : "", why);
+	}
+	return false;
 }
 
 static int k8s_oom_open(void *ctx, const struct agent_inst *in)
@@ -553,9 +631,10 @@ static void report_cluster(struct k8s *K, FILE *f)
 				    : "pods made here, not claimed from the warm pool ",
 		K->o->warm_pool[0] ? K->o->warm_pool : "");
 	if (K->t_agent >= 0 && K->claimed)
-		fprintf(f, "    test pod    claimed %lld ms, checked and policy %lld ms, running %lld ms, attached %lld ms, "
-			   "agent written %lld ms, agent ready %lld ms; called above, its claim deleted as --check ends\n",
-			(long long)K->t_create, (long long)K->t_pol, (long long)K->t_running, (long long)K->t_attach,
+		fprintf(f, "    test pod    pool read and its policy %lld ms, claimed %lld ms, checked and running %lld ms, "
+			   "attached %lld ms, agent written %lld ms, agent ready %lld ms; called above, its claim deleted as "
+			   "--check ends\n",
+			(long long)K->t_pol, (long long)K->t_create, (long long)K->t_running, (long long)K->t_attach,
 			(long long)K->t_put, (long long)K->t_agent);
 	else if (K->t_agent >= 0)
 		fprintf(f, "    test pod    policy %lld ms, pod created %lld ms, running %lld ms, attached %lld ms, agent "
@@ -599,8 +678,9 @@ static void k8s_report_isolation(void *ctx, FILE *f)
 		   "RuntimeDefault seccomp plus the server's filter (%u rules), read-only root, no service account "
 		   "token; what the cluster enforces of it depends on its admission and runtime\n",
 		K->o->runtime_class[0] ? ", runtimeClassName " : "", K->o->runtime_class, K->host.filter.rules);
-	fprintf(f, "    egress      denied by a NetworkPolicy made with each pod; enforced only where the cluster's "
-		   "network plugin enforces NetworkPolicies (without a NetworkPolicy controller it does nothing)\n");
+	fprintf(f, "    egress      denied by a NetworkPolicy made with each pod%s; enforced only where the cluster's "
+		   "network plugin enforces NetworkPolicies (without a NetworkPolicy controller it does nothing)\n",
+		K->o->warm_pool[0] ? " (claimed pods: one per server, selecting the pool template's pods)" : "");
 	if (K->host.cfg->workspace_claim)
 		report_claim(K, f);
 	if (K->o->warm_pool[0])
@@ -753,7 +833,35 @@ static void k8s_reap(const struct config *cfg)
 		int n = kpod_reap(&K->api, K->ns, owner_gone, K, &e);
 		if (n > 0)
 			log_msg(LOG_NOTICE, "kubernetes: deleted %d pod%s of servers that are gone", n, n == 1 ? "" : "s");
+		/* The warm pool read and its policy made now, off the first sandbox's path. What fails
+		 * here is tried again by the first sandbox, whose call then says why. */
+		char tpl[254];
+		K->o = o;
+		if (o->warm_pool[0] && pool_ready(K, tpl, sizeof tpl, &e) < 0)
+			log_msg(LOG_NOTICE, "kubernetes: the warm pool %s: %s", o->warm_pool, e.msg);
 	}
+	kapi_close(&K->api);
+	free(K);
+}
+
+/* At the server's end, after its last sandbox: the warm pool's policy deleted. */
+static void k8s_shutdown(const struct config *cfg)
+{
+	int i = backend_index(&kubernetes_backend_ops);
+	const struct k8s_opts *o = i >= 0 ? cfg->backend_opts[i] : NULL;
+	char name[sizeof pool.pol], ns[sizeof pool.ns];
+	pthread_mutex_lock(&pool.mu);
+	snprintf(name, sizeof name, "%s", pool.pol);
+	snprintf(ns, sizeof ns, "%s", pool.ns);
+	pool.pol[0] = '\0';
+	pool.state = 0;
+	pthread_mutex_unlock(&pool.mu);
+	struct k8s *K = name[0] && o ? calloc(1, sizeof *K) : NULL;
+	if (!K)
+		return;
+	struct err e = {""};
+	if (open_api(K, o, &e) < 0 || kpod_netpol_delete(&K->api, ns, name, 15000, &e) < 0)
+		log_msg(LOG_WARNING, "kubernetes: networkpolicy %s/%s: %s", ns, name, e.msg);
 	kapi_close(&K->api);
 	free(K);
 }
@@ -791,4 +899,5 @@ const struct backend_ops kubernetes_backend_ops = {
 	.destroy = k8s_destroy,
 	.startup_check = k8s_startup_check,
 	.reap = k8s_reap,
+	.shutdown = k8s_shutdown,
 };

@@ -538,6 +538,7 @@ void sandbox_shutdown(struct sandbox *s)
 {
 	/* One made ahead and never used leaves nothing behind, --keep or not. */
 	drop(s, s->b && !s->used ? BACKEND_END_DROP : BACKEND_END_SHUTDOWN, &(struct err){""});
+	backend_shutdown_all(s->cfg);
 	json_decref(s->installed);
 	s->installed = NULL;
 	json_decref(s->outputs_seen);
@@ -643,6 +644,7 @@ int sandbox_check_all(const struct config *cfg, FILE *f)
 		}
 		backend_free(b);
 	}
+	backend_shutdown_all(cfg);
 	if (!autosel && !backend_find(cfg->backend))
 		fprintf(f, "  %-8s unavailable: this build has no %s backend\n", cfg->backend, cfg->backend);
 	if (usable)

@@ -115,6 +115,9 @@ then applies what it names. GET /_control: the state, the request log and the po
   "pvc_gone_on_pod": true
                         a pod's PersistentVolumeClaims are deleted as the pod is made (an admin's
                         delete racing it): the pod stays Pending, Unschedulable
+  "template_hash_label": false   warm pools filled from now on make pods without the
+                       agents.x-k8s.io/sandbox-template-ref-hash label, as a controller older than
+                       that label does
   "claim_bind_ms": MS   SandboxClaims made from now on are bound MS ms after they are made (their
                         status names no Sandbox until then), as a controller does in its time
   "evict": {"namespace": NS, "name": POD, "reason": "Evicted"|"OOMKilled"}
@@ -136,7 +139,8 @@ DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0,
             'exec_flood': False,
             'busy_delete': False,
             'start_ms': 200, 'access': {}, 'access_default': True, 'runtime_classes': ['gvisor', 'kata'],
-            'agent_sandbox': True, 'claim_bind_ms': 0, 'pvc_gone_on_pod': False}
+            'agent_sandbox': True, 'claim_bind_ms': 0, 'pvc_gone_on_pod': False,
+            'template_hash_label': True}
 CONTROL = copy.deepcopy(DEFAULTS)
 REQUESTS = []
 OBJECTS = {}  # (resource key, namespace, name) -> object (pods: the Pod's .obj)
@@ -971,6 +975,21 @@ def make_sandbox(ns, name, podtemplate, labels, owner, from_template):
     return sb
 
 
+def name_hash(s):
+    """agent-sandbox's NameHash (controllers/sandbox_controller.go): FNV-1a 32, 8 hex digits."""
+    h = 2166136261
+    for b in s.encode():
+        h = ((h ^ b) * 16777619) & 0xffffffff
+    return '%08x' % h
+
+
+# The label the agent-sandbox controllers put on the pods of a Sandbox made from a template (a warm
+# pool's, or a claim's), kept through adoption (api/v1beta1 SandboxTemplateRefHashLabel, set by
+# extensions/controllers/sandboxwarmpool_controller.go buildSandboxCR); its NetworkPolicies
+# select the template's pods by it.
+TEMPLATE_HASH_LABEL = 'agents.x-k8s.io/sandbox-template-ref-hash'
+
+
 def template_of(ns, name):
     t = OBJECTS.get(('sandboxtemplates', ns, name or ''))
     return t
@@ -987,7 +1006,9 @@ def fill_pool(ns, pool):
                 (o['metadata'].get('labels') or {}).get('agents.x-k8s.io/pool') == name]
     for _ in range(int(pool['spec'].get('replicas') or 0) - len(have)):
         sb_name = '%s-%s' % (name, uuid.uuid4().hex[:5])
-        make_sandbox(ns, sb_name, t['spec'].get('podTemplate') or {}, {'agents.x-k8s.io/pool': name},
+        make_sandbox(ns, sb_name, t['spec'].get('podTemplate') or {},
+                     dict({'agents.x-k8s.io/pool': name}, **({TEMPLATE_HASH_LABEL: name_hash(t['metadata']['name'])}
+                                                           if CONTROL['template_hash_label'] else {})),
                      {'apiVersion': 'extensions.agents.x-k8s.io/v1alpha1', 'kind': 'SandboxWarmPool', 'name': name,
                       'uid': pool['metadata']['uid'], 'controller': True}, True)
 
@@ -1028,7 +1049,7 @@ def claim(ns, c):
         return
     name = '%s-%s' % (c['metadata']['name'], uuid.uuid4().hex[:5])
     make_sandbox(ns, name, template_of(ns, tname)['spec'].get('podTemplate') or {},
-                 {'agents.x-k8s.io/claim': c['metadata']['name']}, owner, True)
+                 {'agents.x-k8s.io/claim': c['metadata']['name'], TEMPLATE_HASH_LABEL: name_hash(tname)}, owner, True)
     c['status'] = {'sandbox': {'name': name}}
 
 
