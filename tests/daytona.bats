@@ -246,7 +246,8 @@ EOF
 # (its SHA-256 is the server's), sees nothing of a later call and never hangs; it costs that call
 # one request more, while the copy cannot be put back, and no more. (A call that outlives the
 # runner's 2 s wait costs a poll, which puts the copy back or costs two requests: the counts are
-# checked where the calls before took under 2 s.)
+# checked where the calls before took under 2 s.) Such a poll, during the code, may put the copy
+# back between the code's rm and mkdir: the code makes its folder again until it takes.
 @test "the runner's kept code object, rewritten by the code, is never run: a spy, a FIFO, a symlink, a folder" {
 	log="$BATS_TEST_TMPDIR/log"
 	# A code object that would print what a later call's runner is told, and end it.
@@ -264,7 +265,7 @@ $(call_json 3 execute_bash_commands '{"code":"echo secret-3; for p in /tmp/.sand
 $(sh_step "curl -sf '$DT_URL/_control' >'$log.3'")
 $(call_json 4 execute_bash_commands '{"code":"echo four; for p in /tmp/.sandbox-mcp-runner-*; do rm -f $p; ln -s /dev/zero $p; done"}')
 {"wait": 4}
-$(call_json 5 execute_bash_commands '{"code":"echo five; for p in /tmp/.sandbox-mcp-runner-*; do rm -f $p; mkdir $p; done"}')
+$(call_json 5 execute_bash_commands '{"code":"echo five; for p in /tmp/.sandbox-mcp-runner-*; do for t in 1 2 3 4 5 6 7 8; do rm -f $p; mkdir $p 2>/dev/null \u0026\u0026 break; done; [ -d $p ]; done"}')
 {"wait": 5}
 $(sh_step "curl -sf -d '{\"clear_log\": true}' '$DT_URL/_control' >/dev/null")
 $(call_json 6 execute_bash_commands '{"code":"echo six; rmdir /tmp/.sandbox-mcp-runner-*"}')
