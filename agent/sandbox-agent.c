@@ -778,15 +778,35 @@ static void do_filter(struct ag_cur *c)
 /* The signals whose action the agent found other than the default as it started (ignored by
  * whatever started it); the agent changes none itself (it blocks them all and reads SIGCHLD
  * and SIGUSR1 through a signalfd), so these are the only ones a child must set back. */
-static sigset_t not_default;
+static unsigned long long not_default; /* bit s - 1 for signal s: sigaddset refuses 32 and 33 */
+
+/* The kernel's own struct sigaction (x86-64, arm64 and the generic layout): the C library's
+ * sigaction refuses the signals it keeps for its threads (glibc's 32 and 33), yet a runtime may
+ * leave them ignored, and an ignored signal crosses every exec. */
+struct k_sigaction {
+	unsigned long handler, flags, restorer, mask;
+};
+
+/* sig's handler as the kernel holds it (SIG_DFL 0, SIG_IGN 1, else a function): 0 or -1. */
+static int raw_handler(int sig, unsigned long *h)
+{
+	struct k_sigaction old;
+	if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof old.mask) < 0)
+		return -1;
+	*h = old.handler;
+	return 0;
+}
 
 void note_signals(void)
 {
-	sigemptyset(&not_default);
-	for (int s = 1; s < NSIG; s++) {
+	not_default = 0;
+	for (int s = 1; s < NSIG && s <= 64; s++) {
 		struct sigaction old;
-		if (s != SIGKILL && s != SIGSTOP && sigaction(s, NULL, &old) == 0 && old.sa_handler != SIG_DFL)
-			sigaddset(&not_default, s);
+		unsigned long h;
+		if (s == SIGKILL || s == SIGSTOP)
+			continue;
+		if (sigaction(s, NULL, &old) == 0 ? old.sa_handler != SIG_DFL : raw_handler(s, &h) == 0 && h != 0)
+			not_default |= 1ull << (s - 1);
 	}
 }
 
@@ -800,9 +820,10 @@ void reset_signals(void)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = SIG_DFL;
-	for (int s = 1; s < NSIG; s++)
-		if (sigismember(&not_default, s) == 1)
-			sigaction(s, &sa, NULL); /* the C library's own signals refuse: nothing to reset */
+	struct k_sigaction dfl = {0, 0, 0, 0};
+	for (int s = 1; s < NSIG && s <= 64; s++)
+		if ((not_default >> (s - 1) & 1) && sigaction(s, &sa, NULL) < 0)
+			syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof dfl.mask); /* the C library's own */
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);

@@ -25,6 +25,12 @@ direct() { # RUN.json...: the agent's answers, one JSON line per call, then its 
 	jqe "${lines[0]}" '.status == 0 and .err == "" and .out == "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\ny\n"'
 }
 
+@test "agent-spawn: the C library's own signals (32, 33), found ignored at the agent's start, are at their default in a call too" {
+	# glibc's sigaction neither reads nor sets them, yet an ignored one crosses every exec.
+	direct --ignore 32,33,SIGPIPE '{"argv":["/bin/sh","-c","grep -E \"^Sig(Ign|Blk)\" /proc/self/status"]}'
+	jqe "${lines[0]}" '.status == 0 and .err == "" and .out == "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"'
+}
+
 @test "agent-spawn: a call's rlimits, folder and failed exec change nothing of the agent's; the next call starts as before" {
 	# RLIMIT_NOFILE (7) of 5 in a call would leave the agent, were it shared, no fd for the
 	# next call's pipes; its folder /tmp would become the agent's.

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -328,11 +330,61 @@ static bool listed(const struct ifaddrs *ifs, int fam, const unsigned char *a)
 	return false;
 }
 
+/* Does the kernel's route to a (4 or 16 bytes of family fam) deliver it here: a route of type
+ * local (an interface's address, a local route's range), broadcast, anycast or multicast, as
+ * `ip route get` tells? 1, 0 (a unicast route away, or none), -1 when it cannot be told. One
+ * RTM_GETROUTE, answered by the kernel before the send returns. */
+static int routed_here(int fam, const unsigned char *a)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct rtmsg rt;
+		struct rtattr ra;
+		unsigned char addr[16];
+	} rq;
+	memset(&rq, 0, sizeof rq);
+	size_t alen = fam == AF_INET ? 4 : 16;
+	rq.nh.nlmsg_len = (uint32_t)NLMSG_LENGTH(sizeof rq.rt + RTA_LENGTH(alen));
+	rq.nh.nlmsg_type = RTM_GETROUTE;
+	rq.nh.nlmsg_flags = NLM_F_REQUEST;
+	rq.nh.nlmsg_seq = 1;
+	rq.rt.rtm_family = (unsigned char)fam;
+	rq.rt.rtm_dst_len = (unsigned char)(alen * 8);
+	rq.ra.rta_type = RTA_DST;
+	rq.ra.rta_len = (unsigned short)RTA_LENGTH(alen);
+	memcpy(rq.addr, a, alen);
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -1;
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+	union {
+		struct nlmsghdr nh;
+		char b[4096];
+	} rs;
+	int r = -1;
+	ssize_t n = -1;
+	if (sendto(fd, &rq, rq.nh.nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof kernel) == (ssize_t)rq.nh.nlmsg_len)
+		n = recv(fd, &rs, sizeof rs, MSG_DONTWAIT);
+	close(fd);
+	if (n < (ssize_t)sizeof rs.nh || !NLMSG_OK(&rs.nh, (size_t)n))
+		return -1;
+	if (rs.nh.nlmsg_type == NLMSG_ERROR && rs.nh.nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr))) {
+		int err = -((const struct nlmsgerr *)NLMSG_DATA(&rs.nh))->error;
+		/* No route: nothing delivers it, here or elsewhere (the connect fails). */
+		r = err == ENETUNREACH || err == EHOSTUNREACH ? 0 : -1;
+	} else if (rs.nh.nlmsg_type == RTM_NEWROUTE && rs.nh.nlmsg_len >= NLMSG_LENGTH(sizeof(struct rtmsg))) {
+		unsigned char t = ((const struct rtmsg *)NLMSG_DATA(&rs.nh))->rtm_type;
+		r = t == RTN_LOCAL || t == RTN_BROADCAST || t == RTN_ANYCAST || t == RTN_MULTICAST;
+	}
+	return r;
+}
+
 /* Is sa delivered on this host (in the server's network namespace; an IPv4-mapped IPv6 address
  * as its IPv4)? A connection there reaches the host's own services as loopback would, whatever
  * range the address is in. The kernel says so at the cost of a bind: a socket binds only an
  * address that its local routing table delivers here (an interface's, loopback's, a local
- * route's). Where nonlocal binds are allowed, the interfaces' addresses are read instead.
+ * route's). Where nonlocal binds are allowed, a bind tells nothing: the kernel's route to the
+ * address is asked instead (routed_here), and the interfaces' addresses are read too.
  * 1, 0, or -1 when it cannot be told (then no address is taken for granted). */
 static int own_address(const struct sockaddr *sa)
 {
@@ -350,7 +402,7 @@ static int own_address(const struct sockaddr *sa)
 			return -1;
 		bool own = listed(ifs, fam, a);
 		freeifaddrs(ifs);
-		return own;
+		return own ? 1 : routed_here(fam, a);
 	}
 	struct sockaddr_in v4 = {.sin_family = AF_INET};
 	struct sockaddr_in6 v6 = {.sin6_family = AF_INET6};
