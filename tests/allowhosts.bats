@@ -228,19 +228,20 @@ EOS
 	narrow_case docker 198.51.100.2
 }
 
-# An address that no interface holds but that a local route delivers to this host (`ip route
-# add local`) reaches the host's services as its interfaces' addresses do: a name at it is
-# refused as the host's own, and its listener sees nothing. The server runs in a network
-# namespace of its own that has that route and the listener.
-@test "allow-hosts, local: a name at an address a local route delivers here, on no interface, is refused as the host's own" {
+# routed_case [SYSCTL]: an address that no interface holds but that a local route delivers to
+# this host (`ip route add local`) reaches the host's services as its interfaces' addresses do:
+# a name at it is refused as the host's own, and its listener sees nothing. The server runs in a
+# network namespace of its own that has that route and the listener (and SYSCTL, set there).
+routed_case() {
 	with_backend local
-	local t=$BATS_TEST_TMPDIR
+	local t=$BATS_TEST_TMPDIR set=""
+	[ -z "${1:-}" ] || set="sysctl -qw $1 &&"
 	echo "203.0.113.7 routed.test" >"$t/hosts-routed"
 	cat >"$t/server-routed" <<WRAP
 #!/bin/sh
 [ "\$1" = --in-ns ] || exec unshare -m -n "\$0" --in-ns "\$@"
 shift
-mount --bind "$t/hosts-routed" /etc/hosts && ip link set lo up && ip route add local 203.0.113.0/24 dev lo || exit 1
+mount --bind "$t/hosts-routed" /etc/hosts && $set ip link set lo up && ip route add local 203.0.113.0/24 dev lo || exit 1
 python3 -c 'import socket, sys
 s = socket.socket(); s.bind(("203.0.113.7", 8080)); s.listen(8); open(sys.argv[1] + ".up", "w").close()
 while True:
@@ -264,42 +265,14 @@ except e.HTTPError as x:
 	[ ! -e "$t/routed.log" ]
 }
 
-# The same where the namespace lets a socket bind any address (net.ipv4.ip_nonlocal_bind), so
-# that a bind tells nothing: the kernel's route to the address says it is delivered here.
-# An address that no interface holds but that a local route delivers to this host (`ip route
-# add local`) reaches the host's services as its interfaces' addresses do: a name at it is
-# refused as the host's own, and its listener sees nothing. The server runs in a network
-# namespace of its own that has that route and the listener.
+@test "allow-hosts, local: a name at an address a local route delivers here, on no interface, is refused as the host's own" {
+	routed_case
+}
+
+# Where the namespace lets a socket bind any address, a bind tells nothing: the kernel's route
+# to the address says it is delivered here.
 @test "allow-hosts, local: with ip_nonlocal_bind on, a name at an address a local route delivers here is still refused as the host's own" {
-	with_backend local
-	local t=$BATS_TEST_TMPDIR
-	echo "203.0.113.7 routed.test" >"$t/hosts-routed"
-	cat >"$t/server-routed" <<WRAP
-#!/bin/sh
-[ "\$1" = --in-ns ] || exec unshare -m -n "\$0" --in-ns "\$@"
-shift
-mount --bind "$t/hosts-routed" /etc/hosts && sysctl -qw net.ipv4.ip_nonlocal_bind=1 && ip link set lo up && ip route add local 203.0.113.0/24 dev lo || exit 1
-python3 -c 'import socket, sys
-s = socket.socket(); s.bind(("203.0.113.7", 8080)); s.listen(8); open(sys.argv[1] + ".up", "w").close()
-while True:
-    c, _ = s.accept(); open(sys.argv[1], "a").write("reached\\n"); c.close()' "$t/routed.log" &
-echo \$! >"$t/routed.pid"
-for _ in \$(seq 100); do [ -e "$t/routed.log.up" ] && break; sleep 0.1; done
-exec "$SANDBOX_MCP" "\$@"
-WRAP
-	chmod +x "$t/server-routed"
-	local script='import urllib.request as u, urllib.error as e
-try:
-    print(u.urlopen("http://routed.test:8080/", timeout=20).status)
-except e.HTTPError as x:
-    print(x.code)'
-	SANDBOX_MCP="$t/server-routed" tool execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 60}')" \
-		--allow-hosts routed.test:8080
-	kill "$(cat "$t/routed.pid")" 2>/dev/null || true
-	[ -e "$t/routed.log.up" ]
-	sc '.exit_code == 0 and .stdout == "403\n"'
-	grep -qF "refused routed.test:8080: the host resolves to a local" "$SERVER_LOG"
-	[ ! -e "$t/routed.log" ]
+	routed_case net.ipv4.ip_nonlocal_bind=1
 }
 
 # flood_case BACKEND HOST: 40 connections that never finish their head (slowloris), a head
