@@ -59,7 +59,9 @@ setup() {
 	[ "$(pods)" = "[]" ]
 }
 
-@test "the pod evicted during a call: that call's error says the pod's status's reason and message, the next gets a new pod" {
+# lost_during_call STEP: call 2 runs in a pod that STEP (a session step, run once the pod's
+# name is in $BATS_TEST_TMPDIR/pod) takes away; call 3 comes after. $r and $r3: their responses.
+lost_during_call() {
 	mcp_session <<-EOF
 		$INIT
 		$INITIALIZED
@@ -67,36 +69,27 @@ setup() {
 		{"wait": 1}
 		$(call_json 2 execute_bash_commands '{"code": "echo started; sleep 20", "timeout_s": 30}')
 		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL/api/v1/namespaces/$NS/pods | jq -r '.items[0].metadata.name' > $BATS_TEST_TMPDIR/pod"}
-		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d \"{\\\\\"evict\\\\\": {\\\\\"namespace\\\\\": \\\\\"$NS\\\\\", \\\\\"name\\\\\": \\\\\"\$(cat $BATS_TEST_TMPDIR/pod)\\\\\", \\\\\"reason\\\\\": \\\\\"Evicted\\\\\"}}\" $URL/_control >/dev/null"}
+		$1
 		{"wait": 2}
 		$(call_json 3 execute_bash_commands '{"code": "echo three"}')
 	EOF
 	r=$(response 2)
+	r3=$(response 3)
 	echo "$r"
+}
+
+@test "the pod evicted during a call: that call's error says the pod's status's reason and message, the next gets a new pod" {
+	lost_during_call '{"sh": "curl -sS --cacert '"$BATS_FILE_TMPDIR"'/ca.crt -X POST -d \"{\\\"evict\\\": {\\\"namespace\\\": \\\"'"$NS"'\\\", \\\"name\\\": \\\"$(cat '"$BATS_TEST_TMPDIR"'/pod)\\\", \\\"reason\\\": \\\"Evicted\\\"}}\" '"$URL"'/_control >/dev/null"}'
 	jqe "$r" '.result.structuredContent | .exit_code != 0 and .oom_killed != true
 		and (.error | test("stopped unexpectedly.*the pod failed: Evicted: The node was low on resource: memory.*the next call starts a new one"))'
-	r3=$(response 3)
 	jqe "$r3" '.result.structuredContent | .exit_code == 0 and .stdout == "three\n"'
 	[ "$(jq -r .result.structuredContent.sandbox_id <<<"$r3")" != "$(jq -r .result.structuredContent.sandbox_id <<<"$r")" ]
 	[ "$(pods)" = "[]" ]
 }
 
 @test "the pod deleted from outside during a call: that call's error says so, the next gets a new pod" {
-	mcp_session <<-EOF
-		$INIT
-		$INITIALIZED
-		$(call_json 1 execute_bash_commands '{"code": "echo one"}')
-		{"wait": 1}
-		$(call_json 2 execute_bash_commands '{"code": "echo started; sleep 20", "timeout_s": 30}')
-		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL/api/v1/namespaces/$NS/pods | jq -r '.items[0].metadata.name' > $BATS_TEST_TMPDIR/pod"}
-		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' -X DELETE \"$URL/api/v1/namespaces/$NS/pods/\$(cat $BATS_TEST_TMPDIR/pod)?gracePeriodSeconds=0\" >/dev/null"}
-		{"wait": 2}
-		$(call_json 3 execute_bash_commands '{"code": "echo three"}')
-	EOF
-	r=$(response 2)
-	echo "$r"
+	lost_during_call '{"sh": "curl -sS --cacert '"$BATS_FILE_TMPDIR"'/ca.crt -H '"'Authorization: Bearer $K8S_TOKEN'"' -X DELETE \"'"$URL/api/v1/namespaces/$NS"'/pods/$(cat '"$BATS_TEST_TMPDIR"'/pod)?gracePeriodSeconds=0\" >/dev/null"}'
 	jqe "$r" '.result.structuredContent | .exit_code != 0 and (.error | test("stopped unexpectedly.*the pod (was|is being) deleted \\(not by this server\\).*the next call starts a new one"))'
-	r3=$(response 3)
 	jqe "$r3" '.result.structuredContent | .exit_code == 0 and .stdout == "three\n"'
 	[ "$(pods)" = "[]" ]
 }
