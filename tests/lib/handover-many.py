@@ -1,7 +1,7 @@
 # (After lib/handover-client.py.) Everything but a TCP connection handed over to the server's proxy, many times over
 # (tests/handover-attacks.bats): each is dropped without a descriptor kept; a TCP connection
 # handed over is served under the same policy. Prints one JSON line.
-import json, os, socket, struct, threading, time
+import json, os, select, socket, struct, threading, time
 
 out = {}
 
@@ -100,13 +100,16 @@ for i in range(36):
     u.close()
     a.sendall(b"GET http://198.51.100.2:8080/ HTTP/1.1\r\nX-Slow: ")
     held.append(a)
-busy = 0
-for a in held:
-    a.settimeout(0.2)
-    try:
-        busy += b" 503 " in a.recv(200)
-    except OSError:
-        pass
+# The 503s are waited for as they come (a loaded server may take seconds), until the 4 past the
+# slots are told, or 10 s pass; a held one answers nothing, or ends when its head's time is up.
+busy, waiting, until = 0, list(held), time.monotonic() + 10
+while waiting and busy < 4 and time.monotonic() < until:
+    for a in select.select(waiting, [], [], max(0, until - time.monotonic()))[0]:
+        waiting.remove(a)
+        try:
+            busy += b" 503 " in a.recv(200)
+        except OSError:
+            pass
 out["busy"] = busy
 for a in held:
     a.close()
