@@ -38,27 +38,6 @@ setup() {
 	[ "$(pods)" = "[]" ]
 }
 
-@test "the pod OOM-killed during a call: that call says oom_killed (the container's terminated reason), the next gets a new pod" {
-	mcp_session <<-EOF
-		$INIT
-		$INITIALIZED
-		$(call_json 1 execute_bash_commands '{"code": "echo one"}')
-		{"wait": 1}
-		$(call_json 2 execute_bash_commands '{"code": "echo started; sleep 20", "timeout_s": 30}')
-		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -H 'Authorization: Bearer $K8S_TOKEN' $URL/api/v1/namespaces/$NS/pods | jq -r '.items[0].metadata.name' > $BATS_TEST_TMPDIR/pod"}
-		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d \"{\\\\\"evict\\\\\": {\\\\\"namespace\\\\\": \\\\\"$NS\\\\\", \\\\\"name\\\\\": \\\\\"\$(cat $BATS_TEST_TMPDIR/pod)\\\\\", \\\\\"reason\\\\\": \\\\\"OOMKilled\\\\\"}}\" $URL/_control >/dev/null"}
-		{"wait": 2}
-		$(call_json 3 execute_bash_commands '{"code": "echo three"}')
-	EOF
-	r=$(response 2)
-	jqe "$r" '.result.structuredContent | .exit_code == 137 and .oom_killed == true and .error == null'
-	jqe "$r" '.result.content[0].text | test("killed: out of memory")'
-	r3=$(response 3)
-	jqe "$r3" '.result.structuredContent | .exit_code == 0 and .stdout == "three\n" and .oom_killed == false'
-	[ "$(jq -r .result.structuredContent.sandbox_id <<<"$r3")" != "$(jq -r .result.structuredContent.sandbox_id <<<"$r")" ]
-	[ "$(pods)" = "[]" ]
-}
-
 # lost_during_call STEP: call 2 runs in a pod that STEP (a session step, run once the pod's
 # name is in $BATS_TEST_TMPDIR/pod) takes away; call 3 comes after. $r and $r3: their responses.
 lost_during_call() {
@@ -78,8 +57,23 @@ lost_during_call() {
 	echo "$r"
 }
 
+# evict_step REASON: the session step that evicts the pod named in $BATS_TEST_TMPDIR/pod with
+# REASON (the test server's evict knob).
+evict_step() {
+	echo '{"sh": "curl -sS --cacert '"$BATS_FILE_TMPDIR"'/ca.crt -X POST -d \"{\\\"evict\\\": {\\\"namespace\\\": \\\"'"$NS"'\\\", \\\"name\\\": \\\"$(cat '"$BATS_TEST_TMPDIR"'/pod)\\\", \\\"reason\\\": \\\"'"$1"'\\\"}}\" '"$URL"'/_control >/dev/null"}'
+}
+
+@test "the pod OOM-killed during a call: that call says oom_killed (the container's terminated reason), the next gets a new pod" {
+	lost_during_call "$(evict_step OOMKilled)"
+	jqe "$r" '.result.structuredContent | .exit_code == 137 and .oom_killed == true and .error == null'
+	jqe "$r" '.result.content[0].text | test("killed: out of memory")'
+	jqe "$r3" '.result.structuredContent | .exit_code == 0 and .stdout == "three\n" and .oom_killed == false'
+	[ "$(jq -r .result.structuredContent.sandbox_id <<<"$r3")" != "$(jq -r .result.structuredContent.sandbox_id <<<"$r")" ]
+	[ "$(pods)" = "[]" ]
+}
+
 @test "the pod evicted during a call: that call's error says the pod's status's reason and message, the next gets a new pod" {
-	lost_during_call '{"sh": "curl -sS --cacert '"$BATS_FILE_TMPDIR"'/ca.crt -X POST -d \"{\\\"evict\\\": {\\\"namespace\\\": \\\"'"$NS"'\\\", \\\"name\\\": \\\"$(cat '"$BATS_TEST_TMPDIR"'/pod)\\\", \\\"reason\\\": \\\"Evicted\\\"}}\" '"$URL"'/_control >/dev/null"}'
+	lost_during_call "$(evict_step Evicted)"
 	jqe "$r" '.result.structuredContent | .exit_code != 0 and .oom_killed != true
 		and (.error | test("stopped unexpectedly.*the pod failed: Evicted: The node was low on resource: memory.*the next call starts a new one"))'
 	jqe "$r3" '.result.structuredContent | .exit_code == 0 and .stdout == "three\n"'
