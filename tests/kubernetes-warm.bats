@@ -141,11 +141,10 @@ reqs() {
 	[ "$(claims)" = "[]" ]
 }
 
-@test "a warm pool whose pods lack the label its policy selects them by: refused, the claim deleted, nothing run in them" {
-	control '{"template_hash_label": false}' >/dev/null
-	warm_pool old
-	control '{"template_hash_label": true, "clear_log": true}' >/dev/null
-	SANDBOX_KUBE_WARM_POOL=old mcp_session <<-EOF
+# refused_claim POOL: one call on a sandbox claimed from POOL, which is refused: it ran nothing.
+# $r: its response; $err: its error.
+refused_claim() {
+	SANDBOX_KUBE_WARM_POOL=$1 mcp_session <<-EOF
 		$INIT
 		$INITIALIZED
 		$(call_json 1 execute_bash_commands '{"code": "echo ran"}')
@@ -155,6 +154,13 @@ reqs() {
 	jqe "$r" '.result.structuredContent | .exit_code != 0 and (.stdout // "" | test("ran") | not)'
 	err=$(jq -r .result.structuredContent.error <<<"$r")
 	echo "$err"
+}
+
+@test "a warm pool whose pods lack the label its policy selects them by: refused, the claim deleted, nothing run in them" {
+	control '{"template_hash_label": false}' >/dev/null
+	warm_pool old
+	control '{"template_hash_label": true, "clear_log": true}' >/dev/null
+	refused_claim old
 	[[ "$err" == *"refused the sandbox claimed from the warm pool old"*"the label agents.x-k8s.io/sandbox-template-ref-hash="*"of the pool's template"* ]]
 	[[ "$err" != *"runAsNonRoot"* ]]
 	jqe "$(control '{}')" "[.requests[] | select(.path | test(\"/namespaces/$NS/pods/.*/(exec|attach)\$\"))] == []"
@@ -169,16 +175,7 @@ reqs() {
 		| del(.spec.podTemplate.spec.containers[0].resources)'
 	warm_pool other '.spec.podTemplate.spec.containers[0].command = ["sh", "-c", "exec sleep infinity"]'
 	control '{"clear_log": true}' >/dev/null
-	SANDBOX_KUBE_WARM_POOL=weak mcp_session <<-EOF
-		$INIT
-		$INITIALIZED
-		$(call_json 1 execute_bash_commands '{"code": "echo ran"}')
-		{"wait": 1}
-	EOF
-	r=$(response 1)
-	jqe "$r" '.result.structuredContent | .exit_code != 0 and (.stdout // "" | test("ran") | not)'
-	err=$(jq -r .result.structuredContent.error <<<"$r")
-	echo "$err"
+	refused_claim weak
 	for need in "refused the sandbox claimed from the warm pool weak" "runAsNonRoot" "a runAsUser not 0" \
 		"no privilege escalation" "every capability dropped" "a read-only root" "no service account token" \
 		"no unconfined AppArmor" "a memory limit"; do
