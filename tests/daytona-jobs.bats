@@ -196,3 +196,15 @@ y')"
 	[ "$(live_sandboxes)" -eq 0 ]
 	no_process_matching '^sleep 302[12]'
 }
+
+@test "daytona background: a shutdown with a background process running spends its time on the delete, even with a slow API" {
+	# Every request takes 0.9 s now: the delete fits the shutdown's 1.7 s only as its one request.
+	session_of "$(bg 1 'exec sleep 3023')" '{"wait": 1}' \
+		"$(jq -cn --arg u "$DT_URL/_control" '{sh: ("curl -sf -o /dev/null -d '"'"'{\"latency_ms\": 900}'"'"' " + $u)}')"
+	res 1
+	sc '.running == true'
+	grep -q 'shutting down: stdin closed' "$SERVER_LOG"
+	grep -q '^sandbox-mcp: info: deleted Daytona sandbox' "$SERVER_LOG"
+	[ "$(live_sandboxes)" -eq 0 ]
+	no_process_matching '^sleep 3023'
+}

@@ -124,7 +124,8 @@ static int drop(struct sandbox *s, enum backend_end how, struct err *e)
 {
 	if (!s->b)
 		return 0;
-	size_t live = live_processes(s);
+	/* Counted for the next call's notice; a shutdown has none, and its time is the delete's. */
+	size_t live = how == BACKEND_END_SHUTDOWN ? 0 : live_processes(s);
 	if (live) {
 		size_t l = strlen(s->pending);
 		snprintf(s->pending + l, sizeof s->pending - l, "%s%zu background process%s of sandbox %s ended with it.",
