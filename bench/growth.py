@@ -12,7 +12,9 @@ Usage: growth.py [--server BIN] [--baseline BIN] [--rounds N] [--files N,N,...] 
   time of server and sandbox per pass after a listing over the same passes before it.
 With --baseline (or BENCH_BASELINE), an older build's figures of both, beside this one's.
 - a `files` input of 1 KiB to 8 MiB (text and base64) on a warm `true`: the time over the same
-  call without files, per MiB of content.
+  call without files, per MiB of content, end to end; and the server's own CPU time over the
+  same call without files, per MiB (its threads' run time from /proc/PID/task/*/schedstat, in
+  ns: what the server spends, not the client's encoding, the pipe or the agent's writing).
 - a warm call printing 1 KB to 100 MB to stdout (--out-sizes), with the default --result-max
   (32 KiB: the rest is saved in the workspace), beside the same command run natively (`bash -c
   CMD`, posix_spawn, stdout read to its end, waitpid).
@@ -104,6 +106,18 @@ def list_all(s):
         total += ms
         pages += 1
     return t_first, total, pages, c1 - c0, tree_cpu(s.p.pid) - c0
+
+
+def server_cpu_ns(pid):
+    """Nanoseconds the server process itself (every thread, no child) has run so far."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
 
 
 def tree_cpu(pid):
@@ -339,17 +353,29 @@ def main():
         text = "x" * size
         b64 = base64.b64encode(os.urandom(size)).decode()
         base, tt, tb = [], [], []
+        cpu = {"base": [], "text": [], "base64": []}
+
+        def timed(kind, args):
+            c0 = server_cpu_ns(s.p.pid)
+            ms = s.call("execute_bash_commands", args)[0]
+            cpu[kind].append((server_cpu_ns(s.p.pid) - c0) / 1e6)
+            return ms
         for _ in range(a.rounds):
-            base.append(s.call("execute_bash_commands", {"code": "true"})[0])
-            tt.append(s.call("execute_bash_commands", {"code": "true", "files": {"in.txt": text}})[0])
-            tb.append(s.call("execute_bash_commands", {"code": "true", "files": {"in.bin": {"base64": b64}}})[0])
+            base.append(timed("base", {"code": "true"}))
+            tt.append(timed("text", {"code": "true", "files": {"in.txt": text}}))
+            tb.append(timed("base64", {"code": "true", "files": {"in.bin": {"base64": b64}}}))
         mib = size / (1 << 20)
         row = {"bytes": size, "base_ms": med(base), "text_ms": med(tt), "base64_ms": med(tb),
-               "text_ms_per_mib": (med(tt) - med(base)) / mib, "base64_ms_per_mib": (med(tb) - med(base)) / mib}
+               "text_ms_per_mib": (med(tt) - med(base)) / mib, "base64_ms_per_mib": (med(tb) - med(base)) / mib,
+               "server_cpu_base_ms": med(cpu["base"]),
+               "server_text_ms_per_mib": (med(cpu["text"]) - med(cpu["base"])) / mib,
+               "server_base64_ms_per_mib": (med(cpu["base64"]) - med(cpu["base"])) / mib}
         out["files"].append(row)
         print(f"files {spec}: call without {row['base_ms']:.1f} ms; text {row['text_ms']:.1f} ms "
               f"({row['text_ms_per_mib']:.1f} ms/MiB), base64 {row['base64_ms']:.1f} ms "
-              f"({row['base64_ms_per_mib']:.1f} ms/MiB)", flush=True)
+              f"({row['base64_ms_per_mib']:.1f} ms/MiB); in the server (CPU over the call without, "
+              f"{row['server_cpu_base_ms']:.2f} ms): text {row['server_text_ms_per_mib']:.1f} ms/MiB, "
+              f"base64 {row['server_base64_ms_per_mib']:.1f} ms/MiB (target at most 10)", flush=True)
     s.close()
     out["stdout"] = stdout_sizes(a.server, a.out_sizes, a.rounds)
     out["returned_files"] = returned_files(a.server, [0, 1, 20], a.rounds)
