@@ -56,6 +56,23 @@ setup() {
 	[ "$(pods)" = "[]" ]
 }
 
+# The same flood once the upload is taken whole: the pongs it asks for are what the server
+# stops taking, and the call's error names the step as well.
+@test "an API server that takes the agent's upload, then floods pings and reads nothing more: the call fails naming the upload, the server serves on" {
+	control '{"exec_flood": "after_stdin"}' >/dev/null
+	SESSION_TIMEOUT=80 mcp_session <<-EOF
+		$INIT
+		$INITIALIZED
+		$(call_json 1 execute_bash_commands '{"code": "echo one"}')
+		{"wait": 1}
+		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d '{}' $URL/_control >/dev/null"}
+		$(call_json 2 execute_bash_commands '{"code": "echo two"}')
+	EOF
+	jqe "$(response 1)" '.result.structuredContent | .exit_code != 0 and (.error | test("writing /.* in the pod: the API server took no more of the stream.s bytes in time"))'
+	jqe "$(response 2)" '.result.structuredContent | .exit_code == 0 and .stdout == "two\n"'
+	[ "$(pods)" = "[]" ]
+}
+
 @test "an API server that sends a frame too large, a masked frame, a fragmented control frame, a reserved opcode: each call ends at once saying so, the next gets a new pod" {
 	# 2^62 bytes announced; 16 MiB + 1 announced; a masked binary frame; a ping not final; opcode 3.
 	for hex in 827f4000000000000000 827f0000000001000001 8285010203040000000000 090161 8301ff; do

@@ -358,10 +358,17 @@ static int exec_run(struct kapi *a, const char *ns, const char *name, const char
 		size_t ml;
 		int64_t left = deadline - clock_ms();
 		int r = left > 0 ? kexec_recv(&x, (int)left, &ch, &m, &ml, e) : KEXEC_TIMEOUT;
+		if (r < 0 && r != KEXEC_TIMEOUT) {
+			/* Named as a failed send is: a pong that the server did not take fails here. */
+			char said[sizeof e->msg];
+			snprintf(said, sizeof said, "%s", e->msg);
+			err_clear(e);
+			rc = err_set(e, "%s in the pod: %.300s", what, said);
+			break;
+		}
 		if (r <= 0) {
 			rc = r == KEXEC_TIMEOUT ? err_set(e, "%s in the pod took over %ld ms", what, timeout_ms)
-			   : r == 0	     ? err_set(e, "%s in the pod: %s", what, why)
-					     : -1;
+					     : err_set(e, "%s in the pod: %s", what, why);
 			break;
 		}
 		if (ch == KEXEC_STDERR && el + 1 < sizeof errs) {

@@ -106,6 +106,10 @@ then applies what it names. GET /_control: the state, the request log and the po
                         TEXT, get those bytes as they are (a frame too large, masked, ...)
   "exec_flood": true    exec streams that start from now on read nothing and send pings without
                         end, until the client goes (then the command's stdin ends)
+  "exec_flood": "after_stdin"
+                        the same, once the client has closed its stdin (v5): what it sent is
+                        the command's, whose stdin stays open; nothing more is read, and the
+                        command's status is held back until the client goes
   "busy_delete": true   a DELETE of a pod still Pending answers 409 Conflict
   "start_ms": MS        how long a pod stays Pending (default 200)
   "access": {"VERB RESOURCE[/SUB][.GROUP]": bool}, "access_default": bool (default true)
@@ -1769,7 +1773,10 @@ class Handler(BaseHTTPRequestHandler):
         for t in pumps:
             t.start()
 
+        at_close, flooding, gone = threading.Event(), threading.Event(), threading.Event()
+
         def flood():  # the fault: nothing is read, pings come until the client goes
+            flooding.set()
             try:
                 while True:
                     ws.send_frame(9, b'p' * 125)
@@ -1777,13 +1784,14 @@ class Handler(BaseHTTPRequestHandler):
                 pass
             with ws.wlock:
                 ws.closed = True
+            gone.set()
             if proc.stdin and not proc.stdin.closed:
                 try:
                     proc.stdin.close()
                 except OSError:
                     pass
 
-        def reader():
+        def reader(flood_at_close=False):
             try:
                 while True:
                     msg = ws.recv()
@@ -1799,9 +1807,13 @@ class Handler(BaseHTTPRequestHandler):
                         except OSError:
                             pass
                     elif ch == 255 and proto == 'v5.channel.k8s.io' and data[:1] == b'\0' and proc.stdin:
+                        if flood_at_close:
+                            at_close.set()
+                            return flood()
                         proc.stdin.close()
             except (EOFError, OSError, ValueError):
                 pass
+            at_close.set()
             # The connection is gone: the command's stdin ends (the command itself runs on, as
             # under a kubelet).
             with ws.wlock:
@@ -1811,10 +1823,16 @@ class Handler(BaseHTTPRequestHandler):
                     proc.stdin.close()
                 except OSError:
                     pass
-        threading.Thread(target=flood if CONTROL['exec_flood'] else reader, daemon=True).start()
+        how = CONTROL['exec_flood']
+        threading.Thread(target=reader if not how else (lambda: reader(True)) if how == 'after_stdin' else flood,
+                         daemon=True).start()
         code = proc.wait()
         for t in pumps:
             t.join()
+        if how == 'after_stdin':  # the status waits for the flood, which lasts as long as the client
+            at_close.wait(120)
+            if flooding.is_set():
+                gone.wait()
         proc.stdout.close()  # drained: the pumps are done with them
         proc.stderr.close()
         code = code if code >= 0 else 128 - code
