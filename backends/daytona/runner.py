@@ -340,6 +340,10 @@ def put(src, dst, mode):
     if failed:
         raise failed[1]
 
+# Milliseconds each folder of a listing waits before it is read: 0 but in a test of a slow disk
+# (the test server's "walk_delay_ms" sets it in the toolbox's environment, as it sets NO_SWEEP).
+WALK_DELAY = int(os.environ.get('SANDBOX_MCP_WALK_DELAY_MS') or 0) / 1000.0
+
 def listing(root, mx, skip=''):
     """Every name under root but folders, which are walked (64 levels, no symlink followed)."""
     res = {'entries': [], 'truncated': False, 'skipped': False}
@@ -355,6 +359,8 @@ def listing(root, mx, skip=''):
     size, visited = [0], [0]
 
     def walk(fd, rel, depth):  # one open folder per level, as the agent
+        if WALK_DELAY:
+            time.sleep(WALK_DELAY)
         try:
             names = os.listdir(fd)
         except OSError:
