@@ -64,6 +64,34 @@ EOF
 @test "local: a call timed out with 100k folders in outputs/ keeps its sandbox" { timeout_tree_case local; }
 @test "docker: a call timed out with 100k folders in outputs/ keeps its sandbox" { timeout_tree_case docker; }
 @test "daytona: a call timed out with 100k folders in outputs/ keeps its sandbox" { timeout_tree_case daytona; }
+# The walk of outputs/ made slow (the test server's walk_delay_ms: 0.3 s a folder, 24 s for
+# this one), as a large folder on a loaded machine makes it: the call that timed out still
+# answers with its end and keeps its sandbox (its stop waits for no walk, and the listing that
+# comes with its end is cut short at its time bound, saying so), and the next call runs.
+@test "daytona: a call timed out while the walk of outputs/ is slow keeps its sandbox" {
+	with_backend daytona
+	local slow
+	slow=$(printf 'curl -sf -X POST -H %q --data %q %q >/dev/null' 'Content-Type: application/json' \
+		'{"walk_delay_ms": 300}' "$DT_URL/_control")
+	mcp_session <<EOF
+$INIT
+$(bash_call 1 'mkdir -p outputs && cd outputs && for i in $(seq 80); do mkdir d$i; done && echo made')
+{"wait": 1}
+$(jq -cn --arg c "$slow" '{sh: $c}')
+$(bash_call 2 'sleep 100' 2)
+{"wait": 2}
+$(bash_call 3 'echo alive')
+{"wait": 3}
+EOF
+	res 1
+	sc '.exit_code == 0 and .stdout == "made\n"'
+	res 2
+	sc '.exit_code == 124 and .error == null'
+	[[ "$(response 2)" == *"only part of it was looked at"* ]]
+	res 3
+	sc '.exit_code == 0 and .stdout == "alive\n"'
+}
+
 @test "local, not root: a call timed out with 100k folders in outputs/ keeps its sandbox" {
 	unprivileged_server
 	timeout_tree_case local 90

@@ -37,7 +37,7 @@
  *       rewritten every 0.2 s); past CAP the full text goes to SPILL_PREFIX.stdout/.stderr
  *       (up to SPILL_MAX) when a prefix is given. It ends by writing DIR/status:
  *       {"exit_code", "timed_out", "killed", "bytes": [n1, n2], "spilled": [b1, b2],
- *       "spill_errno", "spill_cut", "oom_killed", "memory_limit", "started_ns", "changed"}
+ *       "spill_errno", "spill_cut", "oom_killed", "memory_limit", "started_ns", "watch"}
  *       or {"error": "..."}. Then go waits and answers as poll, from offsets 0.
  *   poll DIR WAIT_MS CHUNK KEEP SYNC OFF1 OFF2 SWEPT
  *       Waits until DIR/status exists, the keeper is gone (its pid and start time are in
@@ -51,9 +51,13 @@
  *        "sweep": {"ok", "msg"} when it swept,
  *        "ws": with the sweep, unless SYNC is "-": what the call changed in the workspace,
  *        "out": with the sweep, when the call had a WATCH folder: its listing as list's answer
- *        (1000 names) and "files": [[NAME base64, get's answer with MAX 65536], ...] for the
- *        first 20 names (in byte order) changed since the call started, but regular files
- *        over 65536 bytes: what the server reads next comes with the call's end}.
+ *        (1000 names; walked for 5 s at most, then "truncated") and "files": [[NAME base64,
+ *        get's answer with MAX 65536], ...] for the first 20 names (in byte order) changed
+ *        since the call started, but regular files over 65536 bytes: what the server reads
+ *        next comes with the call's end; and with it the status's "changed", whether that
+ *        listing has anything changed since the call started (true when it was cut short).
+ *        The keeper walks nothing: the end of a call, killed or not, is written at once, so
+ *        that a large WATCH folder on a loaded sandbox never holds up a kill's wait}.
  *       SYNC is "-" or GEN:MAXN:MAXB:INLINE:MAXRM:ROOT:STATE: the changes under ROOT since
  *       the listing STATE/GEN.json, within the bounds (wssync.h has it all).
  *   kill DIR WAIT_MS CHUNK KEEP SYNC OFF1 OFF2

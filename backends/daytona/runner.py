@@ -340,8 +340,13 @@ def put(src, dst, mode):
     if failed:
         raise failed[1]
 
-def listing(root, mx, skip=''):
-    """Every name under root but folders, which are walked (64 levels, no symlink followed)."""
+# Milliseconds each folder of a listing waits before it is read: 0 but in a test of a slow disk
+# (the test server's "walk_delay_ms" sets it in the toolbox's environment, as it sets NO_SWEEP).
+WALK_DELAY = int(os.environ.get('SANDBOX_MCP_WALK_DELAY_MS') or 0) / 1000.0
+
+def listing(root, mx, skip='', until=None):
+    """Every name under root but folders, which are walked (64 levels, no symlink followed).
+    until: a time.monotonic() past which the walk stops, cut short as at 100000 names."""
     res = {'entries': [], 'truncated': False, 'skipped': False}
     try:
         pfd, base = open_parent(root, False)
@@ -355,6 +360,8 @@ def listing(root, mx, skip=''):
     size, visited = [0], [0]
 
     def walk(fd, rel, depth):  # one open folder per level, as the agent
+        if WALK_DELAY:
+            time.sleep(WALK_DELAY)
         try:
             names = os.listdir(fd)
         except OSError:
@@ -364,8 +371,8 @@ def listing(root, mx, skip=''):
             if depth == 0 and n == skip:
                 continue
             visited[0] += 1
-            if visited[0] > 100000:  # the walk's time bound, folders included, as the agent's
-                res['truncated'] = True
+            if visited[0] > 100000 or (until is not None and time.monotonic() > until):
+                res['truncated'] = True  # the walk's bounds, folders included (100000: the agent's)
                 return False
             n = os.fsencode(n)
             try:
@@ -439,19 +446,23 @@ def get(path, mx):
         os.close(dfd)
     return res
 
-def changed_since(root, since):
-    """Whether anything under root has a ctime at or after since (as the server's look would
-    find: the same bounds); True when the walk was cut short, so that the server looks itself."""
-    res = listing(root, 1000)
-    return res['truncated'] or res['skipped'] or any(e[3] >= since for e in res['entries'])
-
 OUT_LIST, OUT_FILES, OUT_FILE_MAX = 1000, 20, 65536  # daytona.c's OUT_* say the same
+# The longest the walk of outputs() may take: it comes after the call has ended, in the request
+# that brings the end, which must be answered within its execute's timeout (dtcall.c's
+# EXEC_SLACK_S) whatever the size of the folder or the load of the sandbox.
+OUT_WALK_S = 5.0
+
+def changed(res, since):
+    """Whether anything in the listing res has a ctime at or after since; True when the walk was
+    cut short (by a bound), so that the server looks itself."""
+    return res['truncated'] or res['skipped'] or any(e[3] >= since for e in res['entries'])
 
 def outputs(root, since):
     """What the server reads right after a call, as the agent's AG_OUTPUTS: root's listing
-    (OUT_LIST names), and in 'files' what get would answer for the first OUT_FILES (in byte
-    order) of the names there changed since since, but regular files over OUT_FILE_MAX bytes."""
-    res = listing(root, OUT_LIST)
+    (OUT_LIST names; walked for OUT_WALK_S at most, then cut short as at 100000 names), and in
+    'files' what get would answer for the first OUT_FILES (in byte order) of the names there
+    changed since since, but regular files over OUT_FILE_MAX bytes."""
+    res = listing(root, OUT_LIST, '', time.monotonic() + OUT_WALK_S)
     picks = sorted(unb64(e[0]) for e in res['entries']
                    if e[3] >= since and ((e[4] & 0o170000) != 0o100000 or e[1] <= OUT_FILE_MAX))[:OUT_FILES]
     res['files'] = [[b64(p), get(root + '/' + os.fsdecode(p), OUT_FILE_MAX)] for p in picks]
@@ -787,7 +798,7 @@ def run(d, a, data):
             'spill_errno': [s.serr for s in streams],
             'spill_cut': any(s.scut for s in streams),
             'oom_killed': oom, 'memory_limit': memory_limit(cg) if oom else 0, 'started_ns': started_ns,
-            'changed': changed_since(watch, started_ns) if watch else None, 'watch': watch or None}
+            'watch': watch or None}  # 'changed' comes with the sweep (wait_end): no walk here
 
 def confine():
     """Puts the calling process (a background process, before its exec) in a Landlock domain of
@@ -1007,6 +1018,7 @@ def wait_end(d, wait, size, keep, sync, offs, swept, child=None, stop=False):
         if isinstance(done, dict) and done.get('watch') and isinstance(done.get('started_ns'), int):
             try:  # nothing of the call runs any more: what the server reads next, read now
                 res['out'] = outputs(done['watch'], done['started_ns'])
+                done['changed'] = changed(res['out'], done['started_ns'])
             except Exception:
                 pass
         if sync != '-':  # nothing of the call runs any more: what it left is what it changed

@@ -40,6 +40,9 @@ Control: POST /_control {"fail": MODE, "count": N, "on": "api"|"toolbox"|"all", 
   the log of requests (method, path, status, the X-Daytona-* headers and the User-Agent).
   "latency_ms": MS sets the added latency of every API and toolbox request (not /_control);
   a POST without it restores DAYTONA_TEST_LATENCY_MS.
+  "walk_delay_ms": MS makes every folder the call runner walks in a listing (outputs/ after a
+  call, list) wait MS milliseconds before it is read, as a slow or loaded disk would: the
+  commands run from then on get SANDBOX_MCP_WALK_DELAY_MS (the runner's WALK_DELAY).
   "no_bash": true makes sandboxes created from then on look like an image without bash: the
   word '/bin/bash' in their commands names a file that does not exist.
   "disk": BYTES gives sandboxes created from then on a disk of that size (0: none, the
@@ -63,7 +66,7 @@ LOCK = threading.Lock()
 SANDBOXES = {}
 LATENCY_MS = float(os.environ.get('DAYTONA_TEST_LATENCY_MS', '0'))
 CONTROL = {'fail': '', 'count': -1, 'on': 'all', 'seconds': 1, 'memory': 0, 'latency_ms': LATENCY_MS,
-           'no_bash': False, 'disk': 0, 'start_s': None, 'busy_delete': False}
+           'no_bash': False, 'disk': 0, 'start_s': None, 'busy_delete': False, 'walk_delay_ms': 0}
 AFTER = ('500_after', 'truncated', 'malformed', 'reset_after')
 CGROUP_V1 = '/sys/fs/cgroup/memory'
 
@@ -244,6 +247,10 @@ class Sandbox:
                'HOME': self.root + '/home/daytona', 'USER': 'daytona', 'LANG': 'C.UTF-8'}
         if self.holder is None:
             env['SANDBOX_MCP_NO_SWEEP'] = '1'
+        with LOCK:
+            delay = int(CONTROL.get('walk_delay_ms') or 0)
+        if delay > 0:
+            env['SANDBOX_MCP_WALK_DELAY_MS'] = str(delay)
         return env
 
     def kill_all(self):
@@ -491,7 +498,7 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 CONTROL.update({'fail': '', 'count': -1, 'on': 'all', 'seconds': 1, 'method': '', 'path': '',
                                 'memory': 0, 'latency_ms': LATENCY_MS, 'no_bash': False, 'disk': 0,
-                                'start_s': None, 'busy_delete': False})
+                                'start_s': None, 'busy_delete': False, 'walk_delay_ms': 0})
                 CONTROL.update(b)
                 if CONTROL['disk'] and os.geteuid() != 0:
                     CONTROL['disk'] = 0  # cannot mount: the answer says so
