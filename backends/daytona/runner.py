@@ -342,7 +342,10 @@ def put(src, dst, mode):
 
 # Milliseconds each folder of a listing waits before it is read: 0 but in a test of a slow disk
 # (the test server's "walk_delay_ms" sets it in the toolbox's environment, as it sets NO_SWEEP).
-WALK_DELAY = int(os.environ.get('SANDBOX_MCP_WALK_DELAY_MS') or 0) / 1000.0
+try:
+    WALK_DELAY = max(0, int(os.environ.get('SANDBOX_MCP_WALK_DELAY_MS') or 0)) / 1000.0
+except ValueError:  # not a number: no delay, and the runner serves on
+    WALK_DELAY = 0.0
 
 def listing(root, mx, skip='', until=None):
     """Every name under root but folders, which are walked (64 levels, no symlink followed).
