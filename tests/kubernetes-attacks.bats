@@ -38,9 +38,10 @@ setup() {
 	[ "$(pods)" = "[]" ]
 }
 
-@test "an API server that floods the agent's upload with pings and reads none of it: the call fails in the upload's time, the server serves on" {
-	control '{"exec_flood": true}' >/dev/null
-	start=$(date +%s)
+# flood_session MODE: with the test server's exec_flood MODE, a call that fails (response 1),
+# then, the flood ended, one that runs (response 2).
+flood_session() {
+	control "{\"exec_flood\": $1}" >/dev/null
 	SESSION_TIMEOUT=80 mcp_session <<-EOF
 		$INIT
 		$INITIALIZED
@@ -49,6 +50,11 @@ setup() {
 		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d '{}' $URL/_control >/dev/null"}
 		$(call_json 2 execute_bash_commands '{"code": "echo two"}')
 	EOF
+}
+
+@test "an API server that floods the agent's upload with pings and reads none of it: the call fails in the upload's time, the server serves on" {
+	start=$(date +%s)
+	flood_session true
 	took=$(($(date +%s) - start))
 	jqe "$(response 1)" '.result.structuredContent | .exit_code != 0 and (.error | test("writing /.*(took over|in time)"))'
 	jqe "$(response 2)" '.result.structuredContent | .exit_code == 0 and .stdout == "two\n"'
@@ -59,15 +65,7 @@ setup() {
 # The same flood once the upload is taken whole: the pongs it asks for are what the server
 # stops taking, and the call's error names the step as well.
 @test "an API server that takes the agent's upload, then floods pings and reads nothing more: the call fails naming the upload, the server serves on" {
-	control '{"exec_flood": "after_stdin"}' >/dev/null
-	SESSION_TIMEOUT=80 mcp_session <<-EOF
-		$INIT
-		$INITIALIZED
-		$(call_json 1 execute_bash_commands '{"code": "echo one"}')
-		{"wait": 1}
-		{"sh": "curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST -d '{}' $URL/_control >/dev/null"}
-		$(call_json 2 execute_bash_commands '{"code": "echo two"}')
-	EOF
+	flood_session '"after_stdin"'
 	jqe "$(response 1)" '.result.structuredContent | .exit_code != 0 and (.error | test("writing /.* in the pod: the API server took no more of the stream.s bytes in time"))'
 	jqe "$(response 2)" '.result.structuredContent | .exit_code == 0 and .stdout == "two\n"'
 	[ "$(pods)" = "[]" ]
