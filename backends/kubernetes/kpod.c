@@ -324,6 +324,15 @@ int kpod_wait_running(struct kapi *a, const char *ns, const char *name, long tim
 	return rc;
 }
 
+/* e's message, led by "WHAT in the pod: ". Returns -1. */
+static int in_pod(struct err *e, const char *what)
+{
+	char said[sizeof e->msg];
+	snprintf(said, sizeof said, "%s", e->msg);
+	err_clear(e);
+	return err_set(e, "%s in the pod: %.300s", what, said);
+}
+
 /* Runs argv (n words) in the pod through one exec, stdin the n bytes of data when data is not
  * NULL, and waits for its status, all by timeout_ms. what names it in e. 0, or -1 with e set. */
 static int exec_run(struct kapi *a, const char *ns, const char *name, const char *const *argv, size_t argc,
@@ -343,12 +352,8 @@ static int exec_run(struct kapi *a, const char *ns, const char *name, const char
 		rc = kexec_send(&x, KEXEC_STDIN, (const char *)data + off, n - off < (1u << 20) ? n - off : 1u << 20, e);
 	if (data && rc == 0)
 		rc = kexec_close_stdin(&x, e) < 0 ? -1 : 0;
-	if (rc < 0 && x.fd >= 0) {
-		char m[sizeof e->msg];
-		snprintf(m, sizeof m, "%s", e->msg);
-		err_clear(e);
-		err_set(e, "%s in the pod: %.300s", what, m);
-	}
+	if (rc < 0 && x.fd >= 0)
+		in_pod(e, what);
 	int code = -1;
 	char why[300] = "the stream ended without a status", errs[300] = "";
 	size_t el = 0;
@@ -360,10 +365,7 @@ static int exec_run(struct kapi *a, const char *ns, const char *name, const char
 		int r = left > 0 ? kexec_recv(&x, (int)left, &ch, &m, &ml, e) : KEXEC_TIMEOUT;
 		if (r < 0 && r != KEXEC_TIMEOUT) {
 			/* Named as a failed send is: a pong that the server did not take fails here. */
-			char said[sizeof e->msg];
-			snprintf(said, sizeof said, "%s", e->msg);
-			err_clear(e);
-			rc = err_set(e, "%s in the pod: %.300s", what, said);
+			rc = in_pod(e, what);
 			break;
 		}
 		if (r <= 0) {
