@@ -25,7 +25,6 @@ struct run_spec {
 	struct { uint32_t res; uint64_t lim; } rl[MAX_RLIMITS];
 	char *argv[MAX_ARGS + 2], *envp[MAX_ARGS + 1];
 	char *block;             /* the strings of argv and envp, each with its terminator */
-	bool confine;            /* not on the wire: the call runs in a Landlock domain of its own */
 };
 
 /* The frame being built for the server (sandbox-agent.c), and sending it or a short one. */
@@ -86,13 +85,12 @@ int prestart_fd(void);
 /* Its control socket turned readable. */
 void prestart_readable(void);
 
-/* Before a call starts: waits (bounded) until a starting interpreter cannot be written into by
- * the call's code, and, for a call that may run in it (for_python), for a while until it is
- * ready; or ends it. For another call, takes a 'ready' already said, and waits for none; and
- * when can_confine (the call can run in a Landlock domain of its own, which keeps its code
- * from any ptrace-mode access to and any signal to a process outside it) it does not wait for
- * a starting one either: true then, when the call must be confined so. */
-bool prestart_settle(bool for_python, bool can_confine);
+/* Before a call starts. For a call that may run in it (for_python): waits (bounded) until a
+ * starting interpreter cannot be written into by the call's code, and for a while until it is
+ * ready; or ends it. For another call: takes a 'ready' already said (that one is kept), and ends
+ * one not ready at once, so that the call neither waits for it nor shares the CPU with its
+ * start, and no code runs beside an interpreter that is not ready. */
+void prestart_settle(bool for_python);
 
 /* The call in it, with out and err as its stdout and stderr: the pid of the call's process (a
  * child of the agent), or -1 when it cannot (the call is then started plainly). It is handed
@@ -101,8 +99,7 @@ bool prestart_settle(bool for_python, bool can_confine);
  * while its answer is awaited: a call runs in one interpreter at most. */
 pid_t prestart_run(const struct run_spec *sp, int outw, int errw);
 
-/* Kills every process of the sandbox but the agent and a ready interpreter (or one still
- * starting, after a call that prestart_settle confined), and reaps the agent's children; 0 when done so, -1 when there is none to spare or it failed (then nothing
+/* Kills every process of the sandbox but the agent and a ready interpreter, and reaps the agent's children; 0 when done so, -1 when there is none to spare or it failed (then nothing
  * was done). reaped(pid, status) is told of each child reaped. */
 int prestart_kill_others(void (*reaped)(pid_t, int));
 

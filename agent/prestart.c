@@ -60,7 +60,6 @@ static struct {
 	long ready_ms;         /* how long the last one took to be ready; 0 before one was */
 	int failed;            /* ended before it was ready, in a row */
 	int late;              /* not ready when a call waited for it, in a row */
-	bool apart;            /* the call now running began while it was starting, in a domain of its own */
 	char said[1024];       /* its 'R' text (modules that failed), or why none runs */
 } z = {.ctl = -1};
 
@@ -231,7 +230,6 @@ static void start(void)
 	z.pid = pid;
 	z.ctl = sv[0];
 	z.phase = STARTING;
-	z.apart = false;
 	z.started_ms = now_ms();
 	z.said[0] = '\0';
 }
@@ -287,34 +285,46 @@ void prestart_readable(void)
 		stop_eof("the prestarted interpreter ended while it started", t == -1);
 }
 
-bool prestart_settle(bool for_python, bool can_confine)
+/* Ends one that is not ready, for a call that did not ask for it: not a failure of its own, so
+ * what it was given (the functions' code) is kept for the next. */
+static void end_unready(void)
+{
+	kill(z.pid, SIGKILL);
+	while (waitpid(z.pid, NULL, __WALL) < 0 && errno == EINTR)
+		;
+	close(z.ctl);
+	z.pid = 0;
+	z.ctl = -1;
+	z.phase = NONE;
+	free(z.pend);
+	z.pend = NULL;
+	z.said[0] = '\0';
+}
+
+void prestart_settle(bool for_python)
 {
 	char buf[1024];
 	size_t len;
-	long until = now_ms() + WAIT_DUMP_MS;
-	if (!for_python && can_confine && z.phase == STARTING) {
-		/* A bash call does not wait for an interpreter it did not ask for: its code cannot
-		 * reach it from its own domain. What it says is heard after the call, and is not
-		 * trusted then: the call's end ends it (prestart_kill_others). */
-		struct pollfd p = {z.ctl, POLLIN, 0};
-		if (poll(&p, 1, 0) > 0)
+	if (!for_python) {
+		/* A call that is not the interpreter's neither waits for it nor shares the CPU with its
+		 * start: what it said before the call is heard now, and one ready is trusted through
+		 * the call (heard no more until the call's end); one not ready is ended, and the next
+		 * starts once the call is answered (AG_SETTLE). */
+		while (z.phase == STARTING || z.phase == NODUMP) {
+			struct pollfd p = {z.ctl, POLLIN, 0};
+			if (poll(&p, 1, 0) <= 0)
+				break;
 			prestart_readable();
-		if (z.phase == STARTING)
-			return z.apart = true;
+		}
+		if (z.phase == STARTING || z.phase == NODUMP)
+			end_unready();
+		return;
 	}
-	z.apart = false;
+	long until = now_ms() + WAIT_DUMP_MS;
 	while (z.phase == STARTING) {
 		int t = read_msg(until, buf, sizeof buf, &len);
 		if (!stalled(t) && (t < 0 || heard(t, buf) < 0))
 			stop("the prestarted interpreter did not start in time");
-	}
-	if (!for_python) {
-		/* Not waited for; but if it said it is ready before this call, that is heard now, and
-		 * it is trusted through the call (it is heard no more until the call's end). */
-		struct pollfd p = {z.ctl, POLLIN, 0};
-		if (z.phase == NODUMP && poll(&p, 1, 0) > 0)
-			prestart_readable();
-		return false;
 	}
 	/* Not ready yet (started just after the call before, or importing modules): worth waiting
 	 * for, as a plain start beside it would take longer than what it has left, unless it is
@@ -340,7 +350,6 @@ bool prestart_settle(bool for_python, bool can_confine)
 	}
 	if (z.phase == READY)
 		z.late = 0;
-	return false;
 }
 
 /* Copies the strs of a list into the block at *bp; the count first. */
@@ -647,12 +656,7 @@ int prestart_kill_others(void (*reaped)(pid_t, int))
 	static const unsigned char kill_frame[5] = {1, 0, 0, 0, 'K'};
 	char buf[64];
 	size_t len;
-	/* One still starting is spared only after a call that could not reach it (apart): it read
-	 * nothing the call's code could change (the system's folders, its own pipe), and its code
-	 * could neither trace, read, write nor signal it; what it could set (limits, priority)
-	 * spoiled() sees. What it says is heard after the call, before it is handed one. */
-	bool starting = (z.phase == STARTING || z.phase == NODUMP) && z.apart;
-	if (z.phase != READY && !starting)
+	if (z.phase != READY)
 		return -1;
 	/* Most calls leave nothing: then there is nothing to kill. A look suffices, as nothing can
 	 * appear behind it: a process left has an ancestor whose parent is this agent, which reaps
@@ -664,12 +668,8 @@ int prestart_kill_others(void (*reaped)(pid_t, int))
 		stop("code stopped, killed, signalled, limited or reniced the prestarted interpreter");
 		return -1;
 	}
-	if (kill_rest(false, z.pid) == 0) {
-		z.apart = false;
+	if (kill_rest(false, z.pid) == 0)
 		return 0;
-	}
-	if (z.phase != READY)
-		return -1; /* only a ready one is asked to kill */
 	if (write(z.ctl, kill_frame, sizeof kill_frame) != (ssize_t)sizeof kill_frame ||
 	    read_msg(now_ms() + WAIT_ANSWER_MS, buf, sizeof buf, &len) != 'k') {
 		stop("the prestarted interpreter did not kill the call's processes");

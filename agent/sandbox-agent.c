@@ -1489,7 +1489,7 @@ static void child_exec(const struct run_spec *sp, char *const *sh_argv, int devn
 	}
 	if (chdir(sp->cwd) < 0)
 		goto fail;
-	if (((sp->flags & AG_RUN_BACKGROUND) || sp->confine) && confine_background() < 0)
+	if ((sp->flags & AG_RUN_BACKGROUND) && confine_background() < 0)
 		goto fail;
 	exec_path(sp->argv[0], sp->argv, sp->envp);
 	if (errno == ENOENT && sh_argv)
@@ -1710,7 +1710,7 @@ static void do_run(struct ag_cur *c)
 	int po[2], pe[2], exec_err = 0;
 	const char *what;
 	/* No code runs beside an interpreter that could still be written into. */
-	sp.confine = prestart_settle(sp.flags & AG_RUN_PRESTART, confine_possible());
+	prestart_settle(sp.flags & AG_RUN_PRESTART);
 	pid_t pid = sp.flags & AG_RUN_PRESTART ? spawn_prestarted(&sp, po, pe) : -1;
 	call.prestarted = pid > 0;
 	call.kept_code = pid > 0 && prestart_from_code();
@@ -1848,8 +1848,7 @@ static void serve(void)
 	for (;;) {
 		/* The prestarted interpreter is heard only between calls: one that became ready while
 		 * code ran beside it may have read what that code was changing, and is not trusted
-		 * (kill_all ends it with the call), unless that code ran in a domain of its own
-		 * (prestart_settle). */
+		 * (prestart_settle ends one not ready before a call that is not its own). */
 		struct pollfd p[5 + 2 * (AG_BG_MAX + AG_BG_ENDED) + 1] = {
 			{ctl, POLLIN, 0}, {sigfd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0},
 			{call.pid ? -1 : prestart_fd(), POLLIN, 0}};

@@ -550,8 +550,8 @@ print(sorted(open("/proc/%s/comm" % p).read().strip() for p in os.listdir("/proc
 	# and must not be delivered to the call it would become. Before each bash call, a call with
 	# args (a plain start, which leaves the interpreter ahead for the next call), then a wait
 	# until that interpreter has made itself non-dumpable, make sure the bash call runs beside
-	# one that is ready, which the next call would be handed to. (A bash call beside one still
-	# starting runs in a Landlock domain of its own, and cannot signal it at all.)
+	# one that is ready, which the next call would be handed to. (One not ready is ended before
+	# a bash call's code runs.)
 	local sig id=1 script="$INIT"$'\n'"$(py_call 1 pass)"$'\n{"wait": 1}'
 	for sig in TERM INT USR1 HUP; do
 		id=$((id + 1))
@@ -628,47 +628,30 @@ print(os.nice(0), sorted(os.sched_getaffinity(0)))'
 	sc ".exit_code == 0 and .stdout == $(jq -n --arg s "$plain" '$s + "\n"')"
 }
 
-# confine_or_skip: skips unless this kernel has Landlock with scopes (ABI 6, Linux 6.12), which
-# a call needs to run beside an interpreter still starting.
-confine_or_skip() {
-	python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).syscall(444, None, 0, 1) < 6)' ||
-		skip_or_fail "this kernel has no Landlock scopes (ABI 6, Linux 6.12)"
-}
-
 # bash_beside_start_case: bash calls sent right after a Python call, each as soon as the Python
-# call's answer came, until one begins while the interpreter that the agent starts after it is
-# still starting: that call waits for nothing, in a Landlock domain of its own (it cannot signal
-# its parent, the agent), and its code can neither stop nor kill the interpreter, nor read or
-# write its memory or environment, nor trace it. That interpreter is kept (at least once: see below): the next Python call
-# runs in it (its pid). Later calls are answered, and run in an interpreter ahead.
+# call's answer came, so that most begin while the interpreter the agent starts after it is not
+# ready. Such a call neither waits for that interpreter nor shares the CPU with its start: the
+# agent ends it before the call's code runs, so the code finds none (no process of it, not even
+# a fork of the agent not yet exec'd: every process of the sandbox but the agent and the code's
+# own is listed). One the agent heard ready before the call is kept: then the code finds it, and
+# the next Python call runs in it (its pid). Either way the next Python call runs in an
+# interpreter started ahead.
 bash_beside_start_case() {
-	local probe lines='' i pid early=0 kept=0
+	local probe lines='' i pid early=0
 	probe=$(
 		cat <<-'EOF'
-			if kill -0 "$PPID" 2>/dev/null; then
-				echo late
-			else
-				# It may not have exec'd python3 yet.
-				pid=
-				for _ in $(seq 1 400); do
-					for d in /proc/[0-9]*; do
-						mapfile -d '' -t a < "$d/cmdline" 2>/dev/null || continue
-						case "${a[1]:-}" in */fd/./*) pid=${d#/proc/} ;; esac
-					done
-					[ -z "$pid" ] || break
-					sleep 0.005
-				done
-				echo "apart $pid"
-				kill -STOP "$pid" 2>/dev/null && echo stopped
-				kill -KILL "$pid" 2>/dev/null && echo killed
-				{ printf x >"/proc/$pid/mem"; } 2>/dev/null && echo mem
-				{ read -r -d '' e <"/proc/$pid/environ"; } 2>/dev/null && echo environ
-				python3 -c '
-			import ctypes, sys
-			libc = ctypes.CDLL(None, use_errno=True)
-			if libc.ptrace(16, int(sys.argv[1]), 0, 0) == 0: print("ptrace")' "$pid"
-			fi
-			echo done
+			others=
+			for d in /proc/[0-9]*; do
+				p=${d#/proc/}
+				[ "$p" != 1 ] && [ "$p" != "$PPID" ] && [ "$p" != "$$" ] && [ "$p" != "$BASHPID" ] || continue
+				mapfile -d '' -t a < "$d/cmdline" 2>/dev/null || continue
+				[ "${a[0]:-}" != "ls" ] || continue
+				case "${a[1]:-}" in
+				*/fd/./*) others+=" py$p" ;;
+				*) others+=" other$p:${a[0]:-}" ;;
+				esac
+			done
+			echo "seen${others}"
 		EOF
 	)
 	for i in $(seq 1 12); do
@@ -687,16 +670,17 @@ bash_beside_start_case() {
 	EOF
 	for i in $(seq 1 12); do
 		res $((2 * i + 1))
-		sc '.exit_code == 0 and (.stdout == "late\ndone\n" or (.stdout | test("^apart [0-9]+\ndone\n$")))'
-		pid=$(jq -r '.structuredContent.stdout | capture("^apart (?<p>[0-9]+)").p // empty' <<<"$result")
-		[ -n "$pid" ] || continue
-		early=$((early + 1))
-		# The interpreter it found starting is kept for the next Python call; on a loaded
-		# machine a process of the call may still be ending when the agent looks, and then it
-		# is ended with the call's processes (the next call runs in one started after: below).
+		# Nothing but the code's own processes and, at most, one interpreter ahead.
+		sc '.exit_code == 0 and (.stdout | test("^seen( py[0-9]+)?\n$"))'
+		pid=$(jq -r '.structuredContent.stdout | capture("^seen py(?<p>[0-9]+)").p // empty' <<<"$result")
+		if [ -z "$pid" ]; then
+			early=$((early + 1))
+			continue
+		fi
+		# One ready before the call: kept, the next Python call runs in it.
 		res $((2 * i + 2))
 		sc '.exit_code == 0'
-		[ "$(jq -r .structuredContent.stdout <<<"$result")" != "$pid" ] || kept=$((kept + 1))
+		[ "$(jq -r .structuredContent.stdout <<<"$result")" = "$pid" ]
 	done
 	res 27
 	sc '.exit_code == 0 and .stdout == "27\n"'
@@ -705,29 +689,24 @@ bash_beside_start_case() {
 		prestarted | grep -qx "$i"
 	done
 	[ "$early" -ge 1 ]
-	[ "$kept" -ge 1 ]
 }
 
-@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, and cannot reach it (local)" {
-	confine_or_skip
+@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, which is ended before its code runs (local)" {
 	bash_beside_start_case
 }
 
-@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, and cannot reach it (Docker)" {
-	confine_or_skip
+@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, which is ended before its code runs (Docker)" {
 	with_backend docker
 	bash_beside_start_case
 }
 
-@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, and cannot reach it (local, not root)" {
-	confine_or_skip
+@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, which is ended before its code runs (local, not root)" {
 	unprivileged_server
 	with_backend local
 	bash_beside_start_case
 }
 
-@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, and cannot reach it (Docker, not root)" {
-	confine_or_skip
+@test "prestart: a bash call right after a Python call waits for no interpreter starting ahead, which is ended before its code runs (Docker, not root)" {
 	unprivileged_server
 	unprivileged_docker
 	with_backend docker

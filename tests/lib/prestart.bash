@@ -78,8 +78,10 @@ fresh_case() {
 }
 
 # waited: a session step that waits until the interpreter started ahead, a descendant of the
-# server under test, has made itself non-dumpable (it closes its source's pipe, fd 4, right
-# after): a call that begins after that runs beside it unconfined, and can kill or stop it.
+# server under test, is ready: non-dumpable (it closes its source's pipe, fd 4, right after),
+# every signal blocked (just before it says it is ready) and asleep (waiting for a call, after
+# it said so). A call that begins after that runs beside it, and can kill or stop it; one that
+# begins before ends it first (the agent keeps only one it heard ready).
 waited() {
 	local py
 	py=$(
@@ -101,7 +103,12 @@ waited() {
 			    except OSError:
 			        continue
 			    if b"/fd/./" in c and ours(p) and not os.path.lexists("/proc/%s/fd/4" % p):
-			        sys.exit(0)
+			        try:
+			            st = dict(l.split(":\t", 1) for l in open("/proc/%s/status" % p).read().splitlines())
+			        except (OSError, ValueError):
+			            continue
+			        if int(st["SigBlk"], 16) and st["State"].startswith("S"):
+			            sys.exit(0)
 			sys.exit(1)
 		EOF
 	)
