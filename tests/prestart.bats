@@ -379,6 +379,7 @@ early() {
 		$INIT
 		$(py_call 1 pass)
 		{"wait": 1}
+		$(waited)
 		$(call_json 2 execute_bash_commands "$(jq -cn --arg c "$probe" '{code: $c}')")
 	EOF
 	res 2
