@@ -457,7 +457,8 @@ OUT_WALK_S = 5.0
 
 def changed(res, since):
     """Whether anything in the listing res has a ctime at or after since; True when the walk was
-    cut short (by a bound), so that the server looks itself."""
+    cut short (by a bound): the server then takes that listing (it comes as "out") as partial,
+    and says so."""
     return res['truncated'] or res['skipped'] or any(e[3] >= since for e in res['entries'])
 
 def outputs(root, since):

@@ -301,7 +301,9 @@ static int add_shown(struct artifacts *out, struct shown *s)
 	return 0;
 }
 
-/* The closing lines: what was not returned, and what of outputs/ was not looked at. */
+/* The closing lines: what was not returned, and what of outputs/ was not looked at. A listing
+ * is cut short by its size or, on a backend whose walk has a time bound (Daytona's runner, 5 s),
+ * by its time: a slow disk cuts a small folder short too. */
 static void closing_lines(char *closing, size_t cn, size_t n, size_t shown, size_t tried, const struct ws_list *ls)
 {
 	closing[0] = '\0';
@@ -313,7 +315,8 @@ static void closing_lines(char *closing, size_t cn, size_t n, size_t shown, size
 					: "the result has no room for more, and at most 20 per call");
 	if (ls->truncated)
 		snprintf(closing + strlen(closing), cn - strlen(closing),
-			 "%s holds more than %d files (or 100000 names): only part of it was looked at.\n",
+			 "%s holds more than %d files (or 100000 names), or took too long to walk: only part of it "
+			 "was looked at.\n",
 			 ARTIFACTS_DIR "/", ARTIFACTS_SCAN_MAX);
 	if (ls->skipped)
 		snprintf(closing + strlen(closing), cn - strlen(closing),
