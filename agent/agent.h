@@ -55,6 +55,17 @@ void exec_path(const char *file, char *const argv[], char *const envp[]);
 int get_str(struct ag_cur *c, char *buf, size_t n);
 
 /*
+ * The stdio link in chunks of more than one stream (mux.c, proto.h's AG_MUX). mux_prepare makes
+ * a socket pair per stream, whose ends the agent then uses (fds[0] the conversation, fds[1] the
+ * channel): 0, or -1 with errno set and nothing made. mux_go starts the thread that joins them
+ * to in and to (made non-blocking), from which nothing else may read or write after: 0, or -1
+ * with errno set. A child of the agent that does not exec calls mux_close_in_child first.
+ */
+int mux_prepare(int in, int to, int fds[AG_MUX_STREAMS]);
+int mux_go(void);
+void mux_close_in_child(void);
+
+/*
  * The workspace's change watch (watch.c, proto.h's AG_WATCH). watch_begin starts a new one in
  * place of the last (skip: the name at the top whose changes do not count); the walk calls
  * watch_folder with each folder it holds open, before reading it (top: the walked one). Its

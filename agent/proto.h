@@ -82,6 +82,19 @@
  *   server -> agent   AG_CHANNEL  empty, with one fd (SCM_RIGHTS): a second stream socket that
  *                                the agent serves beside this one, for the requests below,
  *                                answered there at once, even while a call runs; AG_OK / AG_ERR
+ * On a stdio link (sandbox-agent --stdio: a stream relayed from afar, where no descriptor can
+ * pass), the channel comes in band instead:
+ *   server -> agent   AG_MUX      empty: answered by AG_OK, the last bytes of the link as they
+ *                                were; from then on both ways carry chunks,
+ *                                    u32 stream | u32 length | length bytes   (little endian)
+ *                                of stream 0, this conversation, and stream 1, the channel
+ *                                (AG_CHANNEL then comes without a descriptor: it opens stream
+ *                                1); at most AG_MUX_CHUNK bytes a chunk. A chunk of 0 bytes ends
+ *                                its stream that way (no more of it follows); another stream,
+ *                                a longer chunk or more of an ended stream breaks the link. A
+ *                                peer sends a stream's next request only once the last is
+ *                                answered, so a side keeps little of a stream it cannot yet pass
+ *                                on, and neither way waits on the other.
  * On the channel, each request answered before the next is read:
  *   server -> agent   AG_BG_LIST  empty: AG_BG_INFO u32 n, n x entry (data empty)
  *   server -> agent   AG_BG_READ  u32 id: AG_BG_INFO with its one entry, holding what it wrote
@@ -117,9 +130,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#define AG_VERSION 10u
+#define AG_VERSION 11u
 #define AG_MAX_FRAME (64u << 20)
 #define AG_PUT_FILES 256u /* files in one AG_PUT */
+#define AG_MUX_STREAMS 2u
+#define AG_MUX_HDR 8u
+#define AG_MUX_CHUNK (64u << 10)
 
 enum ag_type {
 	AG_HELLO = 1,
@@ -140,6 +156,7 @@ enum ag_type {
 	AG_SETTLE = 16,
 	AG_WATCH = 17,
 	AG_CHANGES = 18,
+	AG_MUX = 19,
 	/* background processes: a range of their own */
 	AG_DETACHED = 32,
 	AG_CHANNEL = 33,
@@ -294,6 +311,14 @@ static inline int ag_frame_end(struct ag_buf *b)
 static inline uint32_t ag_le32(const unsigned char *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline void ag_put_le32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
 }
 
 static inline const void *ag_get(struct ag_cur *c, size_t n)

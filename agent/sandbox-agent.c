@@ -96,6 +96,9 @@ static struct call call = {.s = {{.fd = -1, .spill_fd = -1}, {.fd = -1, .spill_f
  * no prestarted interpreter is started until a call's end kills everything again. */
 static int spared;
 static int passed_fd = -1;    /* an fd that came with the frame being read (AG_CHANNEL) */
+static bool on_stdio;         /* the link is stdin and stdout (--stdio) */
+static bool muxed;            /* ... in chunks since AG_MUX (mux.c) */
+static int mux_chan = -1;     /* the channel's stream until AG_CHANNEL takes it */
 /* A call's interpreter answered for as it exited (AG_EXIT_EARLY), not reaped yet; 0 when none.
  * It runs nothing more, but it is waited for before anything else starts. */
 static pid_t exiting;
@@ -973,6 +976,7 @@ static void relay_start(int ls, const char *path)
 	if (ctl_out != ctl)
 		close(ctl_out);
 	close(sigfd);
+	mux_close_in_child();
 	signal(SIGCHLD, SIG_IGN); /* connection processes are reaped by the kernel */
 	signal(SIGPIPE, SIG_IGN); /* a side that closed is a failed write, not the end of the other */
 	sigset_t none;
@@ -1824,7 +1828,30 @@ static int handle_frame(void)
 		if (!call.pid && !bg_live() && !spared)
 			prestart_between_calls();
 		break;
+	case AG_MUX: {
+		int fds[AG_MUX_STREAMS];
+		if (!on_stdio || muxed) {
+			send_simple(AG_ERR, muxed ? "the link is in chunks already" : "not on a stdio link");
+			break;
+		}
+		if (mux_prepare(ctl, ctl_out, fds) < 0) {
+			send_errno("the link's streams", errno);
+			break;
+		}
+		/* The last frame as the link was; the server sends nothing more until it came. */
+		send_simple(AG_OK, NULL);
+		if (mux_go() < 0)
+			die("the link's streams");
+		muxed = true;
+		ctl = ctl_out = fds[0];
+		mux_chan = fds[1];
+		break;
+	}
 	case AG_CHANNEL:
+		if (passed_fd < 0 && mux_chan >= 0) {
+			passed_fd = mux_chan;
+			mux_chan = -1;
+		}
 		if (passed_fd < 0) {
 			send_simple(AG_ERR, "no channel came");
 			break;
@@ -1937,6 +1964,7 @@ int main(int argc, char **argv)
 		die("prctl");
 
 	if (stdio) {
+		on_stdio = true;
 		/* The link moves off fds 0 and 1, which become /dev/null: nothing the agent starts
 		 * inherits it (each call's fds 0-2 are set anew anyway). */
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);

@@ -140,9 +140,9 @@ setup() {
 	jqe "$(cat "$BATS_TEST_TMPDIR/pods")" "[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name] | index(\"$old\") == null and length == 1"
 }
 
-@test "mcp-check (official SDK client) passes every check on the kubernetes backend, background processes refused as not there yet" {
+@test "mcp-check (official SDK client) passes every check on the kubernetes backend, background processes and sessions included" {
 	command -v node >/dev/null && command -v npm >/dev/null || skip_or_fail "node and npm are needed"
-	run env MCP_CHECK_SECRET=leak-me MCP_CHECK_NO_BACKGROUND=1 "$MCP_CHECK" "$SANDBOX_MCP"
+	run env MCP_CHECK_SECRET=leak-me "$MCP_CHECK" "$SANDBOX_MCP"
 	printf '%s\n' "$output"
 	[ "$status" -ne 2 ] || skip_or_fail "npm could not install the MCP SDK"
 	[ "$status" -eq 0 ]

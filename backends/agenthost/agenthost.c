@@ -120,9 +120,13 @@ int agenthost_start(struct agenthost *h, struct err *e)
 		close(h->oom_fd);
 		h->oom_fd = -1;
 	}
-	/* The channel is a socket handed to the agent (SCM_RIGHTS): none reaches an agent on a
-	 * container's attached stdio or a relayed stream, which then runs no background
-	 * processes. */
+	/* The channel is a socket handed to the agent (SCM_RIGHTS), or a stream of its own within a
+	 * relayed one; none reaches an agent on a container's attached stdio, which then runs no
+	 * background processes. */
+	if (h->main->inband) {
+		h->main->inband = false;
+		return agentlink_channel_inband(&h->main->link, &h->chan, h->main->inband_fd, e) ? -1 : 0;
+	}
 	if (h->main->link.mux || h->main->relayed)
 		return 0;
 	return agentlink_channel(&h->main->link, &h->chan, e) ? -1 : 0;

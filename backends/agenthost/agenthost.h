@@ -34,7 +34,11 @@ struct agent_inst {
 	pid_t pid;                 /* its init, as this host sees it; 0 when not known */
 	bool rl_memory, rl_pids;   /* the home cannot bound these: rlimits for each call instead */
 	bool relayed;              /* the agent talks through a relay of bytes (a remote stream): no
-	                            * descriptor reaches it, so it has no channel */
+	                            * descriptor reaches it, so it has no channel unless in band */
+	bool inband;               /* relayed, with the channel's end of its stream in inband_fd
+	                            * (agentlink_channel_inband), which the main instance's start
+	                            * takes; a home closes one not taken */
+	int inband_fd;
 	uint64_t nofile_max;       /* the most open files a call may be given (the hard limit its
 	                            * agent inherits, which it may not raise); 0: no bound known */
 };

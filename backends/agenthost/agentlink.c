@@ -234,6 +234,15 @@ int agentlink_open_mux(struct agentlink *l, int fd, bool mux, int timeout_ms, st
 	return 0;
 }
 
+int agentlink_mux(struct agentlink *l, struct err *e)
+{
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_MUX);
+	int rc = send_frame(l, &b, e);
+	free(b.p);
+	return rc ? rc : expect_ok(l, "cutting the agent's stream into chunks", e);
+}
+
 int agentlink_filter(struct agentlink *l, const void *bpf, size_t len, struct err *e)
 {
 	struct ag_buf b = {0};
@@ -807,6 +816,22 @@ int agentlink_channel(struct agentlink *l, struct agentlink *ch, struct err *e)
 		return rc;
 	}
 	*ch = (struct agentlink){.fd = sv[0]};
+	return 0;
+}
+
+int agentlink_channel_inband(struct agentlink *l, struct agentlink *ch, int fd, struct err *e)
+{
+	struct ag_buf b = {0};
+	ag_frame_begin(&b, AG_CHANNEL);
+	int rc = send_frame(l, &b, e);
+	free(b.p);
+	if (!rc)
+		rc = expect_ok(l, "opening the background processes' channel", e);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	*ch = (struct agentlink){.fd = fd};
 	return 0;
 }
 

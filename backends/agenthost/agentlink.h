@@ -111,6 +111,15 @@ void agentlink_close(struct agentlink *l);
  * used by one thread at a time, which may be another than l's. 0, -1, BACKEND_LOST. */
 int agentlink_channel(struct agentlink *l, struct agentlink *ch, struct err *e);
 
+/* The same on a link whose stream carries the channel in band (agent/proto.h's AG_MUX): fd is
+ * the channel's end of that stream, which ch then owns (closed when this fails). */
+int agentlink_channel_inband(struct agentlink *l, struct agentlink *ch, int fd, struct err *e);
+
+/* Asks the agent on a stdio link to carry its streams in chunks (AG_MUX): once this returns 0,
+ * the relay of the link's bytes must cut and join them so before anything more is sent. 0, -1,
+ * BACKEND_LOST. */
+int agentlink_mux(struct agentlink *l, struct err *e);
+
 /* A request about background processes over the channel (run.h's proc_req): 0 with rs filled,
  * -1 (e says why: no such process), BACKEND_LOST. */
 int agentlink_process(struct agentlink *ch, const struct proc_req *rq, struct proc_res *rs, struct err *e);

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../../agent/proto.h"
 #include "../../src/base/log.h"
 
 #define CHUNK (1u << 20)
@@ -42,6 +43,60 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 	return 0;
 }
 
+static bool in_chunks(struct krelay *r)
+{
+	pthread_mutex_lock(&r->mu);
+	bool m = r->mux;
+	pthread_mutex_unlock(&r->mu);
+	return m;
+}
+
+/* The agent's chunks (agent/proto.h's AG_MUX), to their streams' pairs. 1 to go on, 0 when the
+ * link closed its end, the agent ended its conversation or broke the format. */
+static int demux(struct krelay *r, const unsigned char *p, size_t n)
+{
+	while (n) {
+		if (r->hdr_len < AG_MUX_HDR) {
+			size_t k = AG_MUX_HDR - r->hdr_len < n ? AG_MUX_HDR - r->hdr_len : n;
+			memcpy(r->hdr + r->hdr_len, p, k);
+			r->hdr_len += k;
+			p += k;
+			n -= k;
+			if (r->hdr_len < AG_MUX_HDR)
+				return 1;
+			r->sid = ag_le32(r->hdr);
+			r->left = ag_le32(r->hdr + 4);
+			if (r->sid >= AG_MUX_STREAMS || r->left > AG_MUX_CHUNK) {
+				set_why(r, "the agent's stream broke its format");
+				return 0;
+			}
+			if (r->left == 0) {
+				r->hdr_len = 0;
+				if (r->sid == 0) {
+					set_why(r, "the agent ended its side of the stream");
+					return 0;
+				}
+				if (r->cfd_open)
+					shutdown(r->cfd, SHUT_WR);
+				r->cfd_open = false;
+				continue;
+			}
+		}
+		size_t k = r->left < n ? r->left : n;
+		if (r->sid == 0 && write_all(r->fd, p, k) < 0)
+			return 0; /* the link closed its end */
+		/* A channel the server closed drops what comes for it. */
+		if (r->sid == 1 && r->cfd_open && write_all(r->cfd, p, k) < 0)
+			r->cfd_open = false;
+		p += k;
+		n -= k;
+		r->left -= (uint32_t)k;
+		if (r->left == 0)
+			r->hdr_len = 0;
+	}
+	return 1;
+}
+
 /* What came from the stream, until none is waiting. 1 to go on, 0 when it (or the link) ended. */
 static int from_stream(struct krelay *r, size_t *logged)
 {
@@ -63,7 +118,9 @@ static int from_stream(struct krelay *r, size_t *logged)
 			set_why(r, e.msg);
 			return 0;
 		}
-		if (ch == KEXEC_STDOUT && write_all(r->fd, p, n) < 0)
+		if (ch == KEXEC_STDOUT && in_chunks(r) && !demux(r, p, n))
+			return 0;
+		else if (ch == KEXEC_STDOUT && !in_chunks(r) && write_all(r->fd, p, n) < 0)
 			return 0; /* the link closed its end */
 		if (ch == KEXEC_STDERR && *logged < STDERR_LOG_MAX) {
 			/* Its first line, bounded: p is not NUL-terminated. */
@@ -85,37 +142,68 @@ static int from_stream(struct krelay *r, size_t *logged)
 	}
 }
 
+/* One read of the pair's end fd, sent on as is or, in chunks, as stream sid's. 1 to go on, 0 when
+ * the pair ended (got: 0) or the send failed. */
+static int to_stream(struct krelay *r, int fd, uint32_t sid, unsigned char *buf, ssize_t *got)
+{
+	bool mux = in_chunks(r);
+	size_t at = mux ? AG_MUX_HDR : 0;
+	*got = read(fd, buf + at, mux ? AG_MUX_CHUNK : CHUNK);
+	if (*got < 0 && (errno == EINTR || errno == EAGAIN))
+		return 1;
+	if (*got < 0)
+		*got = 0;
+	if (*got == 0 && !mux)
+		return 0;
+	struct err e = {""};
+	if (mux) {
+		ag_put_le32(buf, sid);
+		ag_put_le32(buf + 4, (uint32_t)*got);
+	}
+	if (kexec_send(r->x, KEXEC_STDIN, buf, at + (size_t)*got, &e) < 0) {
+		set_why(r, e.msg);
+		return 0;
+	}
+	return 1;
+}
+
 static void *relay(void *arg)
 {
 	struct krelay *r = arg;
-	unsigned char *buf = malloc(CHUNK);
+	unsigned char *buf = malloc(CHUNK + AG_MUX_HDR);
 	size_t logged = 0;
+	bool c_in = true; /* the channel's end is read (until the server closes it) */
 	while (buf && from_stream(r, &logged)) {
-		struct pollfd p[2] = {{r->x->fd, POLLIN, 0}, {r->fd, POLLIN, 0}};
-		int n = poll(p, 2, -1);
+		struct pollfd p[3] = {{r->x->fd, POLLIN, 0}, {r->fd, POLLIN, 0}, {c_in ? r->cfd : -1, POLLIN, 0}};
+		int n = poll(p, 3, -1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			break;
+		ssize_t got;
 		if (p[1].revents) {
-			ssize_t got = read(r->fd, buf, CHUNK);
-			if (got < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			struct err e = {""};
-			if (got <= 0) {
+			if (!to_stream(r, r->fd, 0, buf, &got))
+				break;
+			if (got == 0) {
+				struct err e = {""};
 				set_why(r, "the server closed the stream");
 				kexec_close_stdin(r->x, &e);
 				break;
 			}
-			if (kexec_send(r->x, KEXEC_STDIN, buf, (size_t)got, &e) < 0) {
-				set_why(r, e.msg);
+		}
+		/* Only ever readable once handed out (krelay_mux), so in chunks; its end is told to
+		 * the agent as a chunk of 0 bytes. */
+		if (p[2].revents) {
+			if (!to_stream(r, r->cfd, 1, buf, &got))
 				break;
-			}
+			if (got == 0)
+				c_in = false;
 		}
 	}
 	free(buf);
 	/* The link sees the agent's end. */
 	shutdown(r->fd, SHUT_RDWR);
+	shutdown(r->cfd, SHUT_RDWR);
 	return NULL;
 }
 
@@ -125,20 +213,41 @@ int krelay_start(struct krelay *r, struct kexec *x, int *link_fd, struct err *e)
 	r->fd = -1;
 	r->x = x;
 	pthread_mutex_init(&r->mu, NULL);
-	int sv[2];
+	r->cfd = r->cfd_peer = -1;
+	int sv[2], cv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return err_sys(e, "socketpair");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cv) < 0) {
+		err_sys(e, "socketpair");
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
 	r->fd = sv[1];
+	r->cfd = cv[1];
+	r->cfd_peer = cv[0];
+	r->cfd_open = true;
 	int rc = pthread_create(&r->thread, NULL, relay, r);
 	if (rc) {
 		close(sv[0]);
 		close(sv[1]);
-		r->fd = -1;
+		close(cv[0]);
+		close(cv[1]);
+		r->fd = r->cfd = r->cfd_peer = -1;
 		return err_set(e, "cannot start the stream's relay: %s", strerror(rc));
 	}
 	r->running = true;
 	*link_fd = sv[0];
 	return 0;
+}
+
+void krelay_mux(struct krelay *r, int *chan_fd)
+{
+	pthread_mutex_lock(&r->mu);
+	r->mux = true;
+	*chan_fd = r->cfd_peer;
+	r->cfd_peer = -1;
+	pthread_mutex_unlock(&r->mu);
 }
 
 void krelay_stop(struct krelay *r)
@@ -148,6 +257,7 @@ void krelay_stop(struct krelay *r)
 		 * the pair or on the stream (an API server that stopped reading, its buffers full:
 		 * nothing else would end that send). The stream is not used after this. */
 		shutdown(r->fd, SHUT_RD);
+		shutdown(r->cfd, SHUT_RDWR);
 		if (r->x->fd >= 0)
 			shutdown(r->x->fd, SHUT_RDWR);
 		pthread_join(r->thread, NULL);
@@ -155,5 +265,9 @@ void krelay_stop(struct krelay *r)
 	}
 	if (r->fd >= 0)
 		close(r->fd);
-	r->fd = -1;
+	if (r->cfd >= 0)
+		close(r->cfd);
+	if (r->cfd_peer >= 0)
+		close(r->cfd_peer);
+	r->fd = r->cfd = r->cfd_peer = -1;
 }

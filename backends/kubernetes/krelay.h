@@ -6,6 +6,11 @@
  * written to it; channel 2 (the agent's stderr) is logged, bounded; the status (channel 3) or
  * the stream's end closes the link's end, which the link sees as the agent's end.
  *
+ * Once the agent took AG_MUX (agent/proto.h), krelay_mux switches the relay to the agent's
+ * chunks: the link's pair carries stream 0, a second pair the channel (stream 1), and each way
+ * is cut into chunks and joined again here, so that background processes run on a stream
+ * where no descriptor can pass.
+ *
  * The relay owns the stream from krelay_start to krelay_stop: nothing else touches it.
  */
 #ifndef SANDBOX_KUBERNETES_KRELAY_H
@@ -20,8 +25,15 @@
 struct krelay {
 	struct kexec *x;         /* borrowed; the relay's alone while it runs */
 	int fd;                  /* the relay's end of the pair; -1 */
+	int cfd, cfd_peer;       /* the channel's pair: the relay's end and, until krelay_mux hands
+	                          * it out, the other; -1 */
 	pthread_t thread;
 	bool running;
+	bool mux;                /* under mu: the stream is in chunks (krelay_mux) */
+	bool cfd_open;           /* the relay's thread alone: the channel takes bytes yet */
+	unsigned char hdr[8];    /* the relay's thread alone: the agent's chunk being read */
+	size_t hdr_len;
+	uint32_t sid, left;
 	char why[256];           /* how the stream ended (the status's words, or the error), once it did */
 	pthread_mutex_t mu;      /* guards why */
 };
@@ -29,6 +41,11 @@ struct krelay {
 /* Starts relaying x; *link_fd: the other end (caller owns; close-on-exec, blocking). 0, or -1
  * with e set. */
 int krelay_start(struct krelay *r, struct kexec *x, int *link_fd, struct err *e);
+
+/* Switches to chunks, once the agent answered AG_MUX with AG_OK and before anything more goes
+ * on the link; *chan_fd: the channel's end (caller owns; close-on-exec, blocking), which
+ * AG_CHANNEL then opens without a descriptor. Once only. */
+void krelay_mux(struct krelay *r, int *chan_fd);
 
 /* How the stream ended, into out (n bytes); "" while it runs. */
 void krelay_why(struct krelay *r, char *out, size_t n);

@@ -28,9 +28,13 @@
  * there, never deleted here), mounted in place of the emptyDir; cleanup_sandbox empties it
  * through the pod before the pod goes (k8s_destroy).
  *
+ * Once the agent greeted, the stream is cut into chunks of two streams (agentlink_mux,
+ * krelay_mux): the calls', and the background processes' channel, which no descriptor passed
+ * could give the agent here.
+ *
  * Not yet: the install step (--network install's pip, which needs a way out that the
- * NetworkPolicy would have to allow), --allow-hosts, background processes (no descriptor
- * reaches the agent through the stream). Each is refused with a message where it is asked for.
+ * NetworkPolicy would have to allow), --allow-hosts. Each is refused with a message where it is
+ * asked for.
  * --check says the cluster's version, the permissions (a SelfSubjectAccessReview each), what
  * its API serves, and the test pod's start step by step.
  */
@@ -173,6 +177,8 @@ static void k8s_kill(void *ctx, struct agent_inst *ai)
 	if (!ai)
 		return;
 	struct k8s_inst *in = KI(ai);
+	if (in->in.inband)
+		close(in->in.inband_fd);
 	agentlink_close(&in->in.link);
 	krelay_stop(&in->relay);
 	kexec_close(&in->x);
@@ -426,6 +432,11 @@ static int spawn_pod(struct k8s *K, struct k8s_inst *in, struct err *e)
 			err_set(e, "the agent in pod %s did not start: %s", in->pod, why);
 		return -1;
 	}
+	/* The stream in chunks, so that the background processes' channel rides on it too. */
+	if (agentlink_mux(&in->in.link, e) != 0)
+		return -1;
+	krelay_mux(&in->relay, &in->in.inband_fd);
+	in->in.inband = true;
 	K->t_agent = clock_ms() - t;
 	return 0;
 }
@@ -699,8 +710,8 @@ static void k8s_report_limits(void *ctx, FILE *f)
 	fprintf(f, "    processes   %-10llu NOT enforced: the pod's pids limit is the node's (kubelet podPidsLimit)\n",
 		(unsigned long long)cfg->pids);
 	fprintf(f, "    cpus        %-10g the container's CPU limit\n", cfg->cpus);
-	fprintf(f, "    not yet     the install step (--network install), --allow-hosts and background processes are "
-		   "refused on this backend\n");
+	fprintf(f, "    not yet     the install step (--network install) and --allow-hosts are refused on this "
+		   "backend\n");
 }
 
 static const struct agenthost_home k8s_home = {
