@@ -207,10 +207,15 @@ static void *relay(void *arg)
 	return NULL;
 }
 
-int krelay_start(struct krelay *r, struct kexec *x, int *link_fd, struct err *e)
+void krelay_init(struct krelay *r)
 {
 	memset(r, 0, sizeof *r);
-	r->fd = -1;
+	r->fd = r->cfd = r->cfd_peer = -1;
+}
+
+int krelay_start(struct krelay *r, struct kexec *x, int *link_fd, struct err *e)
+{
+	krelay_init(r);
 	r->x = x;
 	pthread_mutex_init(&r->mu, NULL);
 	r->cfd = r->cfd_peer = -1;

@@ -38,6 +38,9 @@ struct krelay {
 	pthread_mutex_t mu;      /* guards why */
 };
 
+/* No relay yet, as krelay_stop takes it (no descriptor of its own). */
+void krelay_init(struct krelay *r);
+
 /* Starts relaying x; *link_fd: the other end (caller owns; close-on-exec, blocking). 0, or -1
  * with e set. */
 int krelay_start(struct krelay *r, struct kexec *x, int *link_fd, struct err *e);

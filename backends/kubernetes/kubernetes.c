@@ -456,7 +456,7 @@ static int k8s_spawn(void *ctx, bool net, const char *proxy_dir, bool install, s
 		return err_set(e, "out of memory");
 	in->in.link.fd = -1;
 	kexec_init(&in->x);
-	in->relay.fd = -1;
+	krelay_init(&in->relay);
 	/* The sandbox's id is "k8s-XXXXXXXX": what is made for it is named after it. */
 	snprintf(in->name, sizeof in->name, "sandbox-mcp-%s", K->host.id + strcspn(K->host.id, "-") + 1);
 	snprintf(in->pod, sizeof in->pod, "%s", in->name);
