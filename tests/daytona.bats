@@ -1,6 +1,7 @@
 # The Daytona backend, against the loopback Daytona test server (tests/daytona/server.py),
 # which is itself checked with Daytona's official TypeScript SDK.
 load lib/helpers
+load lib/daytona-log
 load lib/inputs
 load lib/changes
 bats_require_minimum_version 1.5.0
@@ -209,17 +210,13 @@ EOF
 }
 
 # executes_only LOG ID N RESPONSE: the requests of a call, in the test server's log LOG, were
-# N process/execute requests to sandbox ID and nothing else. The runner waits up to 2 s in the
-# sandbox per request: a call that ran longer (a loaded machine) may add one poll per 2 s it
-# took, by its duration_ms, and nothing else. (A request to a sandbox before this one, cut short
-# under load, may end in the log late: not this call's.)
+# N process/execute requests to sandbox ID and nothing else, but the runner's polls of a call
+# that ran long (a loaded machine: DT_UNPOLLED). (A request to a sandbox before this one, cut
+# short under load, may end in the log late: not this call's.)
 executes_only() {
-	local dur polls
 	jqe "$4" '.result.structuredContent.duration_ms | type == "number"'
-	dur=$(jq '.result.structuredContent.duration_ms' <<<"$4")
-	polls=$((dur < 2000 ? 0 : dur / 2000))
-	jqe "$(cat "$1")" "[.requests[] | select((.path | startswith(\"/toolbox/\") | not) or (.path | contains(\"$2\"))) | {method, path}]
-		| length >= $3 and length <= $3 + $polls and all(. == {method: \"POST\", path: \"/toolbox/$2/process/execute\"})"
+	jqe "$(cat "$1")" "[.requests[] | select((.path | startswith(\"/toolbox/\") | not) or (.path | contains(\"$2\")))]
+		| $DT_UNPOLLED | length == $3 and all({method, path} == {method: \"POST\", path: \"/toolbox/$2/process/execute\"})"
 }
 
 @test "a warm call is one request: one process/execute starts it, with its files, waits for its end, brings its output" {

@@ -37,7 +37,8 @@ Control: POST /_control {"fail": MODE, "count": N, "on": "api"|"toolbox"|"all", 
   sandbox's container has (when this server runs as root on cgroup v1; 0: none, the default).
   count: how many matching requests fail (default: all); a path "*/x" matches every path
   that ends with "/x". GET /_control returns the state and
-  the log of requests (method, path, status, the X-Daytona-* headers and the User-Agent).
+  the log of requests (method, path, status, the X-Daytona-* headers, the User-Agent, ms (the
+  time it took to answer) and, for a process/execute of the call runner, verb: go, poll, ...).
   "latency_ms": MS sets the added latency of every API and toolbox request (not /_control);
   a POST without it restores DAYTONA_TEST_LATENCY_MS.
   "walk_delay_ms": MS makes every folder the call runner walks in a listing (outputs/ after a
@@ -54,7 +55,7 @@ Control: POST /_control {"fail": MODE, "count": N, "on": "api"|"toolbox"|"all", 
   no room answers 400 with the daemon's "errors" list, naming the error). It needs root (to
   mount); without it the answer's "disk" stays 0.
 """
-import argparse, base64, email.parser, email.policy, json, os, re, shutil, signal, socket, subprocess
+import argparse, base64, email.parser, email.policy, json, os, re, shlex, shutil, signal, socket, subprocess
 import sys, tempfile, threading, time, uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -325,6 +326,23 @@ class Session:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def runner_verb(cmd):
+    """The call runner's verb (go, poll, kill, ...) in a process/execute command of sandbox-mcp's
+    (PYTHON -I -S -c BOOT VERB ...), for the request log; None for any other command. Words are
+    read only as far as the verb: what follows (a here-document) is not shell words."""
+    lex = shlex.shlex(cmd, posix=True)
+    lex.whitespace_split = True
+    words = []
+    try:
+        for w in lex:
+            words.append(w)
+            if len(words) >= 6:
+                break
+    except ValueError:
+        return None
+    return words[5] if words[1:4] == ['-I', '-S', '-c'] and len(words) == 6 else None
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'
     server_version = 'daytona-test/1'
@@ -445,7 +463,8 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
     def handle_any(self, method):
-        self.status, self.consumed, self.after = None, False, None
+        t0 = time.monotonic()
+        self.status, self.consumed, self.after, self.verb = None, False, None, None
         url = urlsplit(self.path)
         self.query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         parts = [unquote(p) for p in url.path.split('/') if p]
@@ -481,7 +500,8 @@ class Handler(BaseHTTPRequestHandler):
                 entry = {'method': method, 'path': url.path, 'status': self.status,
                          'source': self.headers.get('X-Daytona-Source'),
                          'sdk_version': self.headers.get('X-Daytona-SDK-Version'),
-                         'user_agent': self.headers.get('User-Agent')}
+                         'user_agent': self.headers.get('User-Agent'),
+                         'ms': round((time.monotonic() - t0) * 1000), 'verb': self.verb}
                 with LOCK:
                     REQUESTS.append(entry)
                 log('%s %s -> %s (source %s, sdk %s)' % (method, self.path, self.status, entry['source'],
@@ -721,6 +741,7 @@ class Handler(BaseHTTPRequestHandler):
     def execute(self, s):
         b = self.json_body() or {}
         cmd = b.get('command') or ''
+        self.verb = runner_verb(cmd)
         if not cmd.strip():
             return self.error(400, 'command is required', source='DAYTONA_DAEMON', code='BAD_REQUEST')
         env = s.env()
