@@ -82,8 +82,9 @@ static void describe(int st, char *buf, size_t n)
 }
 
 /* Ends it (a new one is started after the call); why: what PREINFO says, with how it ended
- * when it closed its socket (eof). */
-static void stop_eof(const char *why, int eof)
+ * when it closed its socket (eof). keep_code: the end is not a failure of its own (a call that did
+ * not ask for it), so what it was given (the functions' code) is kept for the next. */
+static void end_it(const char *why, int eof, bool keep_code)
 {
 	char how[256] = "";
 	int st, gone = 0;
@@ -102,7 +103,7 @@ static void stop_eof(const char *why, int eof)
 		close(z.ctl);
 	/* One given the code that ends before it is ready, however that is heard (its socket's end
 	 * here, or its reaping): the next compile the source again, and hand their own code. */
-	if ((z.phase == STARTING || z.phase == NODUMP) && z.from_code) {
+	if (!keep_code && (z.phase == STARTING || z.phase == NODUMP) && z.from_code) {
 		free(z.code);
 		z.code = NULL;
 	}
@@ -112,6 +113,11 @@ static void stop_eof(const char *why, int eof)
 	free(z.pend);
 	z.pend = NULL;
 	snprintf(z.said, sizeof z.said, "%s%s%s", why, *how ? ": " : "", how);
+}
+
+static void stop_eof(const char *why, int eof)
+{
+	end_it(why, eof, false);
 }
 
 static void stop(const char *why)
@@ -285,22 +291,6 @@ void prestart_readable(void)
 		stop_eof("the prestarted interpreter ended while it started", t == -1);
 }
 
-/* Ends one that is not ready, for a call that did not ask for it: not a failure of its own, so
- * what it was given (the functions' code) is kept for the next. */
-static void end_unready(void)
-{
-	kill(z.pid, SIGKILL);
-	while (waitpid(z.pid, NULL, __WALL) < 0 && errno == EINTR)
-		;
-	close(z.ctl);
-	z.pid = 0;
-	z.ctl = -1;
-	z.phase = NONE;
-	free(z.pend);
-	z.pend = NULL;
-	z.said[0] = '\0';
-}
-
 void prestart_settle(bool for_python)
 {
 	char buf[1024];
@@ -317,7 +307,7 @@ void prestart_settle(bool for_python)
 			prestart_readable();
 		}
 		if (z.phase == STARTING || z.phase == NODUMP)
-			end_unready();
+			end_it("", 0, true); /* not a failure of its own: its code is kept */
 		return;
 	}
 	long until = now_ms() + WAIT_DUMP_MS;
