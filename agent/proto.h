@@ -321,6 +321,53 @@ static inline void ag_put_le32(unsigned char *p, uint32_t v)
 	p[3] = (unsigned char)(v >> 24);
 }
 
+/* AG_MUX chunks read as their bytes come, however they are cut. */
+struct ag_chunks {
+	unsigned char hdr[AG_MUX_HDR]; /* the current chunk's header, as far as it came */
+	size_t hdr_len;
+	uint32_t sid, left;            /* its stream, and its bytes still to come */
+};
+
+/* Takes from *p (n bytes) the next piece of a chunk's payload: 1 with *sid and *data, *k bytes
+ * of it (*k 0: the stream ended there, its chunk of 0 bytes), *p and *n past what it took; 0
+ * when *p ran out first; -1 when a header names a stream of AG_MUX_STREAMS or more, or more than
+ * AG_MUX_CHUNK bytes. */
+static inline int ag_chunks_next(struct ag_chunks *c, const unsigned char **p, size_t *n, uint32_t *sid,
+				 const unsigned char **data, size_t *k)
+{
+	if (c->hdr_len < AG_MUX_HDR) {
+		size_t t = AG_MUX_HDR - c->hdr_len < *n ? AG_MUX_HDR - c->hdr_len : *n;
+		memcpy(c->hdr + c->hdr_len, *p, t);
+		c->hdr_len += t;
+		*p += t;
+		*n -= t;
+		if (c->hdr_len < AG_MUX_HDR)
+			return 0;
+		c->sid = ag_le32(c->hdr);
+		c->left = ag_le32(c->hdr + 4);
+		if (c->sid >= AG_MUX_STREAMS || c->left > AG_MUX_CHUNK)
+			return -1;
+		if (c->left == 0) {
+			c->hdr_len = 0;
+			*sid = c->sid;
+			*data = *p;
+			*k = 0;
+			return 1;
+		}
+	}
+	if (*n == 0)
+		return 0;
+	*k = c->left < *n ? c->left : *n;
+	*sid = c->sid;
+	*data = *p;
+	*p += *k;
+	*n -= *k;
+	c->left -= (uint32_t)*k;
+	if (c->left == 0)
+		c->hdr_len = 0;
+	return 1;
+}
+
 static inline const void *ag_get(struct ag_cur *c, size_t n)
 {
 	if (c->bad || c->left < n) {

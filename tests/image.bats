@@ -99,15 +99,16 @@ nothing_left() {
 	[ -z "$(left_on_engine)" ] && [ -z "$(servers_left)" ]
 }
 
-@test "image: mcp-check (official SDK client) passes every check against docker run -i; nothing is left on the engine" {
+@test "image: mcp-check (official SDK client) passes every check against docker run -i, background processes and sessions included; nothing is left on the engine" {
 	command -v node >/dev/null && command -v npm >/dev/null || skip_or_fail "node and npm are needed"
-	# A server in a container runs no background processes or sessions: the check expects them refused.
-	run env MCP_CHECK_SECRET=leak-me MCP_CHECK_NO_BACKGROUND=1 "$MCP_CHECK" "$SERVER"
+	run env MCP_CHECK_SECRET=leak-me "$MCP_CHECK" "$SERVER"
 	printf '%s\n' "$output"
 	[ "$status" -ne 2 ] || skip_or_fail "npm could not install the MCP SDK"
 	[ "$status" -eq 0 ]
 	[[ "$output" =~ (^|$'\n')([0-9]+)\ passed,\ 0\ failed$ ]]
-	[ "${BASH_REMATCH[2]}" -ge 13 ]
+	[ "${BASH_REMATCH[2]}" -ge 15 ]
+	[[ "$output" == *"ok   background_process"* ]]
+	[[ "$output" == *"ok   python_session"* ]]
 	[ -n "$(ls "$CIDS")" ]
 	eventually 20 nothing_left
 }

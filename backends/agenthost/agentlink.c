@@ -243,6 +243,26 @@ int agentlink_mux(struct agentlink *l, struct err *e)
 	return rc ? rc : expect_ok(l, "cutting the agent's stream into chunks", e);
 }
 
+int agentlink_mux_relay(struct agentlink *l, struct stdiorelay *r, int *chan_fd, struct err *e)
+{
+	int rc = agentlink_mux(l, e);
+	if (rc)
+		return rc;
+	if (l->mux && l->mux_left) {
+		err_set(e, "the container engine's frame held more than the agent's answer");
+		return BACKEND_LOST;
+	}
+	int fds[AG_MUX_STREAMS];
+	if (stdiorelay_start(r, l->fd, fds, e) < 0) {
+		l->fd = -1;
+		return BACKEND_LOST;
+	}
+	l->fd = fds[0];
+	l->mux = false;
+	*chan_fd = fds[1];
+	return 0;
+}
+
 int agentlink_filter(struct agentlink *l, const void *bpf, size_t len, struct err *e)
 {
 	struct ag_buf b = {0};

@@ -14,6 +14,7 @@
 #include "../run/run.h"
 #include "../../src/base/config.h"
 #include "../../src/base/err.h"
+#include "stdiorelay.h"
 
 struct agentlink {
 	int fd;              /* owned; -1 when closed */
@@ -119,6 +120,12 @@ int agentlink_channel_inband(struct agentlink *l, struct agentlink *ch, int fd, 
  * the relay of the link's bytes must cut and join them so before anything more is sent. 0, -1,
  * BACKEND_LOST. */
 int agentlink_mux(struct agentlink *l, struct err *e);
+
+/* The same on a link whose bytes are the engine's frames of a container's attached stdio
+ * (agentlink_open_mux): then the relay r (stdiorelay.h) takes the stream over, and l talks on
+ * its pair as on a plain socket; *chan_fd: the channel's end, for agentlink_channel_inband. 0,
+ * -1, BACKEND_LOST. */
+int agentlink_mux_relay(struct agentlink *l, struct stdiorelay *r, int *chan_fd, struct err *e);
 
 /* A request about background processes over the channel (run.h's proc_req): 0 with rs filled,
  * -1 (e says why: no such process), BACKEND_LOST. */

@@ -95,6 +95,7 @@ struct docker_inst {
 	char id[80];           /* the container's id; "" when none */
 	char run[PATH_MAX];    /* host folder bound at RUN_IN; "" when none */
 	int listen_fd;         /* the socket the agent connects to, until it did; -1 */
+	struct stdiorelay relay; /* with stream: the attached stdio, in chunks (agentlink_mux_relay) */
 };
 
 struct docker {
@@ -282,7 +283,10 @@ static void docker_kill(void *ctx, struct agent_inst *ai)
 	struct docker_inst *in = DI(ai);
 	if (!in)
 		return;
+	if (in->in.inband)
+		close(in->in.inband_fd);
 	agentlink_close(&in->in.link);
+	stdiorelay_stop(&in->relay);
 	if (in->listen_fd >= 0)
 		close(in->listen_fd);
 	if (in->id[0])
@@ -593,6 +597,12 @@ static int start_container(struct docker *D, struct docker_inst *in, struct err 
 		container_state(D, in->id, why, sizeof why, &(bool){true});
 		return err_set(e, "(%s)", why);
 	}
+	/* The attached stdio in chunks, so that the background processes' channel rides on it. */
+	if (D->stream) {
+		if (agentlink_mux_relay(&in->in.link, &in->relay, &in->in.inband_fd, e) != 0)
+			return -1;
+		in->in.inband = true;
+	}
 	return 0;
 }
 
@@ -648,6 +658,7 @@ static int spawn_once(struct docker *D, bool net, const char *proxy_dir, bool in
 		return err_set(e, "out of memory");
 	in->in.link.fd = -1;
 	in->listen_fd = -1;
+	stdiorelay_init(&in->relay);
 	unsigned n = D->seq++;
 	int rc = 0;
 	if (D->stream) {
