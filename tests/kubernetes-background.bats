@@ -106,3 +106,39 @@ lying_chunk() {
 	sc '.processes | map(select(.process_id == "bg-1")) | length == 0'
 	[ "$(pods)" = "[]" ]
 }
+
+@test "kubernetes: the process tool is answered while a call prints without pause" {
+	# The agent's stdout never runs dry for 15 s: what the server sends (the channel's request)
+	# still goes out between what comes in.
+	SESSION_TIMEOUT=120 session_of "$(bg 1 'sleep 60')" '{"wait": 1}' \
+		"$(call_json 2 execute_bash_commands '{"code": "end=$((SECONDS+15)); while [ $SECONDS -lt $end ]; do yes flood-4711 | head -c 50000000; done; echo done-2", "timeout_s": 60}')" \
+		"$(until_running 'flood-4711')" \
+		"$(proc 3 '{"process_id": "bg-1"}')" '{"wait": 3}' \
+		"$(proc 4 '{}')" '{"wait": 4}' '{"wait": 2}'
+	res 3
+	sc '.running == true'
+	res 4
+	sc '.processes | map(select(.process_id == "bg-1" and .running)) | length == 1'
+	res 2
+	sc '.exit_code == 0'
+	local order
+	order=$(printf '%s\n' "$output" | jq -c 'select(type == "object" and (.id == 2 or .id == 3 or .id == 4)) | .id' | tr '\n' ' ')
+	[ "$order" = "3 4 2 " ]
+}
+
+@test "kubernetes: a process call whose answer came too late leaves no answer for the next to take as its own" {
+	# The node holds the channel's request past the server's wait for its answer (10 s).
+	control '{"attach_hold": {"on": "HOLD-4711", "ms": 12000}}' >/dev/null
+	session_of "$(bg 1 'echo one-one; cat >/dev/null')" '{"wait": 1}' \
+		"$(bg 2 'echo two; sleep 60')" '{"wait": 2}' \
+		"$(proc 3 '{"process_id": "bg-1", "input": "HOLD-4711\n"}')" '{"wait": 3}' \
+		"$(proc 4 '{"process_id": "bg-2"}')" '{"wait": 4}' \
+		"$(proc 5 '{"process_id": "bg-1"}')" '{"wait": 5}'
+	res 3
+	jqe "$result" '.isError == true'
+	# Each answer that is not an error is about the process it names (bg-1 wrote 8 bytes, bg-2 4).
+	res 4
+	jqe "$result" '.isError == true or .structuredContent.stdout_bytes == 4'
+	res 5
+	jqe "$result" '.isError == true or .structuredContent.stdout_bytes == 8'
+}

@@ -313,7 +313,7 @@ static int run_main(struct agenthost *h, const struct run_req *rq, struct run_re
 
 bool agenthost_has_process(const struct agenthost *h)
 {
-	return h->chan.fd >= 0;
+	return h->chan.fd >= 0 || h->chan_lost;
 }
 
 int agenthost_process(struct agenthost *h, const struct proc_req *rq, struct proc_res *rs, struct err *e)
@@ -321,9 +321,20 @@ int agenthost_process(struct agenthost *h, const struct proc_req *rq, struct pro
 	*rs = (struct proc_res){0};
 	if (!h->main)
 		return err_set(e, "the sandbox is gone"), BACKEND_LOST;
+	if (h->chan_lost)
+		return err_set(e, "the sandbox's channel for background processes was lost: an answer on it "
+				  "failed");
 	if (h->chan.fd < 0)
 		return err_set(e, "this sandbox runs no background processes");
-	return agentlink_process(&h->chan, rq, rs, e);
+	int rc = agentlink_process(&h->chan, rq, rs, e);
+	if (rc == BACKEND_LOST) {
+		/* Out of step: an answer still to come would be read as the next request's. Closed,
+		 * so that nothing of it is kept waiting either (on a relayed stream, it would hold up
+		 * the calls' stream behind it). */
+		agentlink_close(&h->chan);
+		h->chan_lost = true;
+	}
+	return rc;
 }
 
 int agenthost_put(struct agenthost *h, const struct run_file *f, struct err *e)
@@ -409,6 +420,7 @@ int agenthost_destroy(struct agenthost *h, enum backend_end how, struct err *e)
 		close(h->oom_fd);
 	h->oom_fd = -1;
 	agentlink_close(&h->chan);
+	h->chan_lost = false;
 	if (h->home->kill)
 		h->home->kill(h->ctx, h->main);
 	h->main = NULL;

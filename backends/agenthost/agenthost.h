@@ -120,6 +120,8 @@ struct agenthost {
 	struct installnet codenet;
 	struct agentlink chan;     /* the main agent's channel for background processes (agentlink.h);
 	                            * used by agenthost_process alone, from any one thread */
+	bool chan_lost;            /* an answer on it failed (late, malformed): closed, since the next
+	                            * answer read there could be the one that failed */
 };
 
 /* Sets h up, with nothing made yet (destroy is safe from here on). */

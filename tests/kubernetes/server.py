@@ -101,6 +101,9 @@ then applies what it names. GET /_control: the state, the request log and the po
                         TEXT, read nothing more and send it pings without end (a stalled server)
   "attach_cut": TEXT    attach streams that start from now on, once the client's stdin holds
                         TEXT, lose their connection (no close frame), as when a node goes away
+  "attach_hold": {"on": TEXT, "ms": MS}
+                        attach streams that start from now on hold the client's stdin MS ms
+                        before passing on the message that holds TEXT (a slow node)
   "attach_raw": {"on": TEXT, "hex": HEX}
                         attach streams that start from now on, once the client's stdin holds
                         TEXT, get those bytes as they are (a frame too large, masked, ...)
@@ -139,7 +142,7 @@ ROOT = tempfile.mkdtemp(prefix='k8s-test-')
 LOCK = threading.RLock()
 COND = threading.Condition(LOCK)
 TOKEN = os.environ.get('K8S_TEST_TOKEN', 'test-token')
-DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0, 'attach_flood': '', 'attach_cut': '', 'attach_raw': None,
+DEFAULTS = {'latency_ms': 0, 'fail': None, 'exec_drop_ms': 0, 'watch_end_ms': 0, 'attach_flood': '', 'attach_cut': '', 'attach_raw': None, 'attach_hold': None,
             'exec_flood': False,
             'busy_delete': False,
             'start_ms': 200, 'access': {}, 'access_default': True, 'runtime_classes': ['gvisor', 'kata'],
@@ -1880,6 +1883,7 @@ class Handler(BaseHTTPRequestHandler):
             pod.attached = ws if flag('stdout') else None
         once = pod.container.get('stdinOnce') is True
         flood, cut, raw = CONTROL['attach_flood'], CONTROL['attach_cut'], CONTROL['attach_raw']
+        hold = CONTROL['attach_hold']
 
         def stall():  # the fault: nothing more is read, and pings come until the client goes
             try:
@@ -1906,6 +1910,8 @@ class Handler(BaseHTTPRequestHandler):
                     if not msg:
                         continue
                     ch, data = msg[0], msg[1:]
+                    if hold and ch == 0 and hold['on'].encode() in data:
+                        time.sleep(hold['ms'] / 1000)
                     if ch == 0 and flag('stdin') and pod.stdin_w is not None:
                         try:
                             os.write(pod.stdin_w, data)
