@@ -142,3 +142,20 @@ lying_chunk() {
 	res 5
 	jqe "$result" '.isError == true or .structuredContent.stdout_bytes == 8'
 }
+
+@test "kubernetes: a process input of 1 MiB goes in while a call prints 40 MB" {
+	local feed
+	feed=$(head -c 1048576 /dev/zero | tr '\0' i | jq -cRs '{jsonrpc: "2.0", id: 3, method: "tools/call",
+		params: {name: "process", arguments: {process_id: "bg-1", input: .}}}')
+	SESSION_TIMEOUT=200 session_of "$(bg 1 'cat > /dev/null')" '{"wait": 1}' \
+		"$(call_json 2 execute_bash_commands '{"code": "for i in $(seq 40); do head -c 1000000 /dev/zero | tr \"\\0\" z; done; echo; echo in-4712", "timeout_s": 120}')" \
+		"$(until_running 'in-4712')" \
+		"$feed" '{"wait": 3}' \
+		"$(proc 4 '{"process_id": "bg-1"}')" '{"wait": 4}' '{"wait": 2}'
+	res 3
+	sc '.input_written > 0 and .input_written <= 1048576'
+	res 4
+	sc '.running == true'
+	res 2
+	sc '.exit_code == 0 and (.stdout | endswith("zzz\nin-4712\n"))'
+}
