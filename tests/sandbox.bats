@@ -48,7 +48,7 @@ fifo_script_case() {
 $INIT
 $(bash_call 1 'echo marker > m; mkdir -p .sandbox; rm -f .sandbox/task.py; mkfifo .sandbox/task.py; ls -l .sandbox/task.py')
 {"wait": 1}
-$(py_call 2 'print("ok")' 3)
+$(py_call 2 'print("ok")' 20)
 {"wait": 2}
 $(bash_call 3 'cat m; [ -f .sandbox/task.py ] && [ ! -p .sandbox/task.py ] && echo regular')
 EOF
@@ -56,7 +56,8 @@ EOF
 	sc '.exit_code == 0 and (.stdout | startswith("p"))'
 	id=$(printf '%s' "$result" | jq -r .structuredContent.sandbox_id)
 	res 2
-	sc ".exit_code == 0 and .stdout == \"ok\n\" and .duration_ms < 3000 and .sandbox_id == \"$id\""
+	# A call held on the FIFO would run to its timeout (20 s) and end with 124.
+	sc ".exit_code == 0 and .timed_out == false and .stdout == \"ok\n\" and .duration_ms < 15000 and .sandbox_id == \"$id\""
 	res 3
 	sc ".stdout == \"marker\nregular\n\" and .sandbox_id == \"$id\""
 }
