@@ -37,10 +37,7 @@ struct mux {
 	int fd[AG_MUX_STREAMS];        /* the thread's ends of the pairs; -1 once closed */
 	bool closed[AG_MUX_STREAMS];   /* the server said the stream ended (a chunk of 0 bytes) */
 	struct queue q[AG_MUX_STREAMS];
-	unsigned char hdr[AG_MUX_HDR]; /* a chunk's header, as far as it came */
-	size_t hdr_len;
-	uint32_t sid;                  /* the current chunk's stream, and its bytes still to come */
-	uint32_t left;
+	struct ag_chunks ch;           /* stdin's chunks, as far as they came */
 	unsigned char *ob;             /* one chunk toward stdout: header and payload */
 	size_t ob_off, ob_len;
 	uint32_t next;                 /* the stream read first next time (each in turn) */
@@ -74,9 +71,9 @@ static bool q_room(struct queue *q, size_t n)
 	return true;
 }
 
-/* Moves what stream s has pending into its socket, as far as it takes without waiting. 0, or
- * -1 when that socket is gone (what is pending for it is dropped). */
-static int q_flush(struct mux *m, uint32_t s)
+/* Moves what stream s has pending into its socket, as far as it takes without waiting; when
+ * that socket is gone, what is pending for it is dropped. */
+static void q_flush(struct mux *m, uint32_t s)
 {
 	struct queue *q = &m->q[s];
 	while (q->off < q->len && m->fd[s] >= 0) {
@@ -84,57 +81,42 @@ static int q_flush(struct mux *m, uint32_t s)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 0;
+			return;
 		if (w < 0) {
 			q->off = q->len = 0;
-			return -1;
+			return;
 		}
 		q->off += (size_t)w;
 	}
 	if (q->off == q->len && m->closed[s] && m->fd[s] >= 0)
 		shutdown(m->fd[s], SHUT_WR);
-	return 0;
 }
 
 /* Takes n bytes of stdin: chunk headers and payloads. 0, or -1 when the format broke. */
 static int take(struct mux *m, const unsigned char *b, size_t n)
 {
-	while (n) {
-		if (m->hdr_len < AG_MUX_HDR) {
-			size_t k = AG_MUX_HDR - m->hdr_len < n ? AG_MUX_HDR - m->hdr_len : n;
-			memcpy(m->hdr + m->hdr_len, b, k);
-			m->hdr_len += k;
-			b += k;
-			n -= k;
-			if (m->hdr_len < AG_MUX_HDR)
-				return 0;
-			m->sid = ag_le32(m->hdr);
-			m->left = ag_le32(m->hdr + 4);
-			if (m->sid >= AG_MUX_STREAMS || m->left > AG_MUX_CHUNK || m->closed[m->sid])
-				return -1;
-			if (m->left == 0) {
-				/* The server ended the stream: its socket is shut once what is pending is in. */
-				m->closed[m->sid] = true;
-				m->hdr_len = 0;
-				q_flush(m, m->sid);
-				continue;
-			}
+	uint32_t sid;
+	const unsigned char *d;
+	size_t k;
+	int rc;
+	while ((rc = ag_chunks_next(&m->ch, &b, &n, &sid, &d, &k)) == 1) {
+		if (m->closed[sid])
+			return -1;
+		if (k == 0) {
+			/* The server ended the stream: its socket is shut once what is pending is in. */
+			m->closed[sid] = true;
+			q_flush(m, sid);
+			continue;
 		}
-		size_t k = m->left < n ? m->left : n;
-		struct queue *q = &m->q[m->sid];
-		if (m->fd[m->sid] >= 0) {
-			if (!q_room(q, k))
-				return -1;
-			memcpy(q->p + q->len, b, k);
-			q->len += k;
-		}
-		b += k;
-		n -= k;
-		m->left -= (uint32_t)k;
-		if (m->left == 0)
-			m->hdr_len = 0;
+		struct queue *q = &m->q[sid];
+		if (m->fd[sid] < 0)
+			continue;
+		if (!q_room(q, k))
+			return -1;
+		memcpy(q->p + q->len, d, k);
+		q->len += k;
 	}
-	return 0;
+	return rc < 0 ? -1 : 0;
 }
 
 /* Reads what stream s has for the server into one chunk. 1 with a chunk, 0 with none (it ended:
@@ -173,8 +155,8 @@ static void *mux_main(void *arg)
 			at_out = n;
 			p[n++] = (struct pollfd){m->out, POLLOUT, 0};
 		}
-		/* stdin is read while every stream's pending bytes are within its bound: a full
-		 * socket holds up only its own stream (take keeps the rest). */
+		/* stdin is always read: what a full socket cannot take yet is kept (take, within
+		 * its bound), so a full socket holds up only its own stream. */
 		at_in = n;
 		p[n++] = (struct pollfd){m->in, POLLIN, 0};
 		for (uint32_t s = 0; s < AG_MUX_STREAMS; s++) {

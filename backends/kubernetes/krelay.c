@@ -13,6 +13,7 @@
 
 #define CHUNK (1u << 20)
 #define STDERR_LOG_MAX 4096 /* bytes of the agent's stderr logged, at most */
+#define ROUND_MAX 16        /* messages taken from the stream before the pairs' turn */
 
 static void set_why(struct krelay *r, const char *why)
 {
@@ -55,52 +56,41 @@ static bool in_chunks(struct krelay *r)
  * link closed its end, the agent ended its conversation or broke the format. */
 static int demux(struct krelay *r, const unsigned char *p, size_t n)
 {
-	while (n) {
-		if (r->hdr_len < AG_MUX_HDR) {
-			size_t k = AG_MUX_HDR - r->hdr_len < n ? AG_MUX_HDR - r->hdr_len : n;
-			memcpy(r->hdr + r->hdr_len, p, k);
-			r->hdr_len += k;
-			p += k;
-			n -= k;
-			if (r->hdr_len < AG_MUX_HDR)
-				return 1;
-			r->sid = ag_le32(r->hdr);
-			r->left = ag_le32(r->hdr + 4);
-			if (r->sid >= AG_MUX_STREAMS || r->left > AG_MUX_CHUNK) {
-				set_why(r, "the agent's stream broke its format");
-				return 0;
-			}
-			if (r->left == 0) {
-				r->hdr_len = 0;
-				if (r->sid == 0) {
-					set_why(r, "the agent ended its side of the stream");
-					return 0;
-				}
-				if (r->cfd_open)
-					shutdown(r->cfd, SHUT_WR);
-				r->cfd_open = false;
-				continue;
-			}
+	uint32_t sid;
+	const unsigned char *d;
+	size_t k;
+	int rc;
+	while ((rc = ag_chunks_next(&r->chunks, &p, &n, &sid, &d, &k)) == 1) {
+		if (sid == 0 && k == 0) {
+			set_why(r, "the agent ended its side of the stream");
+			return 0;
 		}
-		size_t k = r->left < n ? r->left : n;
-		if (r->sid == 0 && write_all(r->fd, p, k) < 0)
+		if (sid == 0 && write_all(r->fd, d, k) < 0)
 			return 0; /* the link closed its end */
+		if (sid == 1 && k == 0 && r->cfd_open)
+			shutdown(r->cfd, SHUT_WR);
 		/* A channel the server closed drops what comes for it. */
-		if (r->sid == 1 && r->cfd_open && write_all(r->cfd, p, k) < 0)
+		if (sid == 1 && (k == 0 || (r->cfd_open && write_all(r->cfd, d, k) < 0)))
 			r->cfd_open = false;
-		p += k;
-		n -= k;
-		r->left -= (uint32_t)k;
-		if (r->left == 0)
-			r->hdr_len = 0;
+	}
+	if (rc < 0) {
+		set_why(r, "the agent's stream broke its format");
+		return 0;
 	}
 	return 1;
 }
 
-/* What came from the stream, until none is waiting. 1 to go on, 0 when it (or the link) ended. */
-static int from_stream(struct krelay *r, size_t *logged)
+/* What came from the stream, until none is waiting or ROUND_MAX messages were taken (*more:
+ * then more may be waiting, and the pairs get their turn before it: a stream that never stops
+ * coming holds up no process request, no AG_KILL). 1 to go on, 0 when it (or the link) ended. */
+static int from_stream(struct krelay *r, size_t *logged, bool *more)
 {
-	for (;;) {
+	*more = false;
+	for (int taken = 0;; taken++) {
+		if (taken == ROUND_MAX) {
+			*more = true;
+			return 1;
+		}
 		unsigned ch;
 		const unsigned char *p;
 		size_t n;
@@ -173,9 +163,10 @@ static void *relay(void *arg)
 	unsigned char *buf = malloc(CHUNK + AG_MUX_HDR);
 	size_t logged = 0;
 	bool c_in = true; /* the channel's end is read (until the server closes it) */
-	while (buf && from_stream(r, &logged)) {
+	bool more;
+	while (buf && from_stream(r, &logged, &more)) {
 		struct pollfd p[3] = {{r->x->fd, POLLIN, 0}, {r->fd, POLLIN, 0}, {c_in ? r->cfd : -1, POLLIN, 0}};
-		int n = poll(p, 3, -1);
+		int n = poll(p, 3, more ? 0 : -1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)

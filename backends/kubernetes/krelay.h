@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "../../agent/proto.h"
 #include "../../src/base/err.h"
 #include "kexec.h"
 
@@ -31,9 +32,7 @@ struct krelay {
 	bool running;
 	bool mux;                /* under mu: the stream is in chunks (krelay_mux) */
 	bool cfd_open;           /* the relay's thread alone: the channel takes bytes yet */
-	unsigned char hdr[8];    /* the relay's thread alone: the agent's chunk being read */
-	size_t hdr_len;
-	uint32_t sid, left;
+	struct ag_chunks chunks; /* the relay's thread alone: the agent's chunks being read */
 	char why[256];           /* how the stream ended (the status's words, or the error), once it did */
 	pthread_mutex_t mu;      /* guards why */
 };
