@@ -1128,11 +1128,17 @@ class WebSocket:
     control frames between fragments), frames out (unmasked). send() is thread-safe.
 
     Every read and write of the socket holds one lock: an OpenSSL connection must not be read
-    and written by two threads at once. The reader waits for data with select() outside it."""
+    and written by two threads at once. Both wait outside it (select()), and the socket is
+    non-blocking: a send the client does not take yet holds up no read, as a kube-apiserver's
+    reading and writing of a stream go on apart (a client that reads only once its own send
+    went through would otherwise wait on this one for ever)."""
+
+    SEND_IDLE_S = 30  # a send the client takes nothing of for this long ends the stream
 
     def __init__(self, sock, rfile):
         self.sock = sock
         self.wlock = threading.Lock()
+        self.slock = threading.Lock()  # one frame out at a time
         self.closed = False
         # What the HTTP reader already holds past the handshake (a client may send at once).
         sock.setblocking(False)
@@ -1141,7 +1147,22 @@ class WebSocket:
             rfile.read(len(self.buf))
         except (OSError, ValueError):
             self.buf = b''
-        sock.settimeout(30)
+
+    def send_raw(self, data, even_closed=False):
+        """data, whole, on the socket, written in pieces under wlock."""
+        view = memoryview(data)
+        with self.slock:
+            while view:
+                with self.wlock:
+                    if self.closed and not even_closed:
+                        raise BrokenPipeError
+                    try:
+                        view = view[self.sock.send(view):]
+                        continue
+                    except (ssl.SSLWantWriteError, ssl.SSLWantReadError, BlockingIOError):
+                        pass
+                if not select.select([], [self.sock], [], self.SEND_IDLE_S)[1]:
+                    raise socket.timeout('the client took nothing for %d s' % self.SEND_IDLE_S)
 
     def fill(self):
         while True:
@@ -1175,10 +1196,7 @@ class WebSocket:
             head += bytes([126]) + struct.pack('!H', n)
         else:
             head += bytes([127]) + struct.pack('!Q', n)
-        with self.wlock:
-            if self.closed and opcode != 8:
-                raise BrokenPipeError
-            self.sock.sendall(head + payload)
+        self.send_raw(head + payload, even_closed=opcode == 8)
 
     def send(self, data):
         self.send_frame(2, data)
@@ -1923,8 +1941,7 @@ class Handler(BaseHTTPRequestHandler):
                         stall()
                         break
                     if raw and ch == 0 and raw['on'].encode() in data:
-                        with ws.wlock:
-                            self.connection.sendall(bytes.fromhex(raw['hex']))
+                        ws.send_raw(bytes.fromhex(raw['hex']))
                     if cut and ch == 0 and cut.encode() in data:
                         with ws.wlock:
                             ws.closed = True
