@@ -622,6 +622,101 @@ apart_server() {
 	[ -z "$(our_volumes)" ]
 }
 
+# The server's descriptors and threads, for a session step: after one sandbox with a background
+# process, and after five more made and removed in a row, the same.
+apart_count='echo $(ls /proc/$SERVER_PID/fd | wc -l) $(ls /proc/$SERVER_PID/task | wc -l)'
+
+@test "apart: sandboxes with background processes made and removed in a row leave the server no more descriptors or threads than one did" {
+	apart_or_skip
+	apart_server
+	local steps="" i
+	for i in 2 3 4 5 6; do
+		steps+="$(call_json $((i + 10)) cleanup_sandbox '{}')"$'\n'"{\"wait\": $((i + 10))}"$'\n'
+		steps+="$(bg "$i" 'echo up; sleep 60')"$'\n'"{\"wait\": $i}"$'\n'
+		steps+="$(proc $((i + 20)) '{"process_id": "bg-1"}')"$'\n'"{\"wait\": $((i + 20))}"$'\n'
+	done
+	session_of "$(bg 1 'echo up; sleep 60')" '{"wait": 1}' \
+		"$(proc 21 '{"process_id": "bg-1"}')" '{"wait": 21}' \
+		"{\"sh\": \"$apart_count > $BATS_TEST_TMPDIR/before\"}" \
+		"$steps" \
+		"{\"sh\": \"$apart_count > $BATS_TEST_TMPDIR/after\"}"
+	for i in 1 2 3 4 5 6; do res "$i"; sc '.running == true and .stdout == "up\n"'; done
+	for i in 21 22 23 24 25 26; do res "$i"; sc '.running == true'; done
+	local fd0 th0 fd1 th1
+	read -r fd0 th0 <"$BATS_TEST_TMPDIR/before"
+	read -r fd1 th1 <"$BATS_TEST_TMPDIR/after"
+	echo "fds $fd0 -> $fd1, threads $th0 -> $th1"
+	[ "$fd0" -gt 3 ]
+	[ "$fd1" -le "$fd0" ]
+	[ "$th1" -le "$th0" ]
+	[ -z "$(our_containers)" ]
+	[ -z "$(our_volumes)" ]
+}
+
+# The container killed under a process call that waits on its background process: the call
+# says the sandbox was lost, within its wait, and the next call gets a fresh sandbox.
+@test "apart: a container killed while a process call waits is told to that call and the next, then replaced" {
+	apart_or_skip
+	apart_server
+	session_of "$(bg 1 'echo up; sleep 60')" '{"wait": 1}' \
+		"$(proc 2 '{"process_id": "bg-1", "wait_s": 30}')" \
+		'{"sh": "docker kill $(docker ps -q --filter label=sandbox-mcp.pid=$SERVER_PID) >/dev/null"}' \
+		'{"wait": 2}' \
+		"$(proc 3 '{"process_id": "bg-1"}')" '{"wait": 3}' \
+		"$(call_json 4 execute_bash_commands '{"code": "echo fresh"}')" '{"wait": 4}'
+	res 1
+	sc '.running == true'
+	res 2
+	jqe "$result" '.isError == true or .structuredContent.running == false'
+	res 4
+	sc '.stdout == "fresh\n"'
+	[ -z "$(our_containers)" ]
+}
+
+@test "apart: a server killed with SIGKILL while background processes run leaves nothing on the engine after the next server" {
+	apart_or_skip
+	SANDBOX_MCP="$TESTS_DIR/lib/apart.sh" mcp_session "$SANDBOX_MCP" --no-sandbox-ahead <<EOF
+$INIT
+$(bg 1 'echo up; trap "" HUP TERM; sleep 600')
+{"wait": 1}
+$(call_json 2 process '{"process_id": "bg-1"}')
+{"wait": 2}
+{"signal": "KILL"}
+{"expect_exit": 5}
+EOF
+	res 1
+	sc '.running == true'
+	none_running() { [ -z "$(our_containers --filter status=running)" ]; }
+	eventually 30 none_running
+	tool execute_bash_commands '{"code":"echo fresh"}' --backend local
+	[ -z "$(our_containers)" ]
+	[ -z "$(our_volumes)" ]
+}
+
+# The calls' stream and the channel share the attached stdio: a call that prints without pause
+# does not hold up a process call, nor a 1 MiB input, behind its output.
+@test "apart: process calls and a 1 MiB input are answered while a call prints without pause" {
+	apart_or_skip
+	apart_server
+	local feed
+	feed=$(head -c 1048576 /dev/zero | tr '\0' i | jq -cRs '{jsonrpc: "2.0", id: 3, method: "tools/call",
+		params: {name: "process", arguments: {process_id: "bg-1", input: .}}}')
+	SESSION_TIMEOUT=200 session_of "$(bg 1 'cat > /dev/null')" '{"wait": 1}' \
+		"$(call_json 2 execute_bash_commands '{"code": "end=$((SECONDS + 15)); while [ $SECONDS -lt $end ]; do head -c 1000000 /dev/zero | tr \"\\0\" z; done; echo; echo in-4712", "timeout_s": 120}')" \
+		"$(until_running 'in-4712')" \
+		"$feed" '{"wait": 3}' \
+		"$(proc 4 '{"process_id": "bg-1"}')" '{"wait": 4}' '{"wait": 2}'
+	res 3
+	sc '.input_written > 0 and .input_written <= 1048576'
+	res 4
+	sc '.running == true'
+	res 2
+	sc '.exit_code == 0 and (.stdout | endswith("zzz\nin-4712\n"))'
+	local order
+	order=$(printf '%s\n' "$output" | jq -c 'select(type == "object" and (.id == 2 or .id == 3 or .id == 4)) | .id' | tr '\n' ' ')
+	[ "$order" = "3 4 2 " ]
+}
+
 @test "apart: what the agent sends on its stdout (output, files) stays out of the engine's log" {
 	apart_or_skip
 	SANDBOX_MCP="$TESTS_DIR/lib/apart.sh" mcp_session "$SANDBOX_MCP" <<EOF
