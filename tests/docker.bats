@@ -653,6 +653,29 @@ apart_count='echo $(ls /proc/$SERVER_PID/fd | wc -l) $(ls /proc/$SERVER_PID/task
 	[ -z "$(our_volumes)" ]
 }
 
+@test "apart: idle removal with a background process running removes its container and leaves no descriptor or thread behind" {
+	apart_or_skip
+	apart_server
+	SERVER_ARGS="--idle-timeout 2" session_of "$(bg 1 'echo up; sleep 60')" '{"wait": 1}' \
+		"{\"sh\": \"$apart_count > $BATS_TEST_TMPDIR/before\"}" \
+		"$(jq -cn --arg c "grep -q 'removed after 2 s unused' '$SERVER_LOG'" '{until: $c}')" \
+		'{"until": "[ -z \"$(docker ps -q --filter label=sandbox-mcp.pid=$SERVER_PID)\" ]"}' \
+		"$(call_json 2 execute_bash_commands '{"code": "echo new"}')" '{"wait": 2}' \
+		"$(bg 3 'echo up; sleep 60')" '{"wait": 3}' \
+		"{\"sh\": \"$apart_count > $BATS_TEST_TMPDIR/after\"}"
+	res 2
+	sc '.stdout == "new\n" and (.notice | test("1 background process of sandbox"))'
+	res 3
+	sc '.running == true and .stdout == "up\n"'
+	local fd0 th0 fd1 th1
+	read -r fd0 th0 <"$BATS_TEST_TMPDIR/before"
+	read -r fd1 th1 <"$BATS_TEST_TMPDIR/after"
+	echo "fds $fd0 -> $fd1, threads $th0 -> $th1"
+	[ "$fd1" -le "$fd0" ]
+	[ "$th1" -le "$th0" ]
+	[ -z "$(our_containers)" ]
+}
+
 # The container killed under a process call that waits on its background process: the call
 # says the sandbox was lost, within its wait, and the next call gets a fresh sandbox.
 @test "apart: a container killed while a process call waits is told to that call and the next, then replaced" {
