@@ -698,6 +698,28 @@ apart_count='echo $(ls /proc/$SERVER_PID/fd | wc -l) $(ls /proc/$SERVER_PID/task
 	[ -z "$(our_containers)" ]
 }
 
+@test "apart: a container killed while a call and a process call are in flight is told to both; the next call gets a fresh sandbox" {
+	apart_or_skip
+	apart_server
+	session_of "$(bg 1 'echo up; sleep 60')" '{"wait": 1}' \
+		"$(call_json 2 execute_bash_commands '{"code": "sleep 40.0123; echo late"}')" \
+		"$(until_running 'sleep 40.0123')" \
+		"$(proc 3 '{"process_id": "bg-1", "wait_s": 30}')" \
+		'{"sh": "docker kill $(docker ps -q --filter label=sandbox-mcp.pid=$SERVER_PID) >/dev/null"}' \
+		'{"wait": 2}' '{"wait": 3}' \
+		"$(call_json 4 execute_bash_commands '{"code": "echo fresh"}')" '{"wait": 4}' \
+		"$(proc 5 '{}')" '{"wait": 5}'
+	res 2
+	sc '.stdout != "late\n" and .exit_code != 0'
+	res 3
+	jqe "$result" '.isError == true'
+	res 4
+	sc '.stdout == "fresh\n"'
+	res 5
+	sc '.processes | length == 0'
+	[ -z "$(our_containers)" ]
+}
+
 @test "apart: a server killed with SIGKILL while background processes run leaves nothing on the engine after the next server" {
 	apart_or_skip
 	SANDBOX_MCP="$TESTS_DIR/lib/apart.sh" mcp_session "$SANDBOX_MCP" --no-sandbox-ahead <<EOF
