@@ -713,6 +713,7 @@ apart_count='echo $(ls /proc/$SERVER_PID/fd | wc -l) $(ls /proc/$SERVER_PID/task
 	sc '.stdout != "late\n" and .exit_code != 0'
 	res 3
 	jqe "$result" '.isError == true'
+	grep -q 'docker: lost the agent of .* (its stream: the stream ended)' "$SERVER_LOG"
 	res 4
 	sc '.stdout == "fresh\n"'
 	res 5

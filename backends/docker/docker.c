@@ -1491,7 +1491,13 @@ static void docker_lost(void *ctx, struct agent_inst *in)
 	char why[512];
 	bool running;
 	container_state(D, DI(in)->id, why, sizeof why, &running);
-	log_msg(LOG_WARNING, "docker: lost the agent of %s: %s", D->host.id, why);
+	/* On the attached stdio, the relay knows how the stream ended: a frame that broke the
+	 * format says more than the container's state. */
+	char how[256] = "";
+	if (D->stream)
+		stdiorelay_why(&DI(in)->relay, how, sizeof how);
+	log_msg(LOG_WARNING, "docker: lost the agent of %s: %s%s%s%s", D->host.id, why, how[0] ? " (its stream: " : "",
+		how, how[0] ? ")" : "");
 }
 
 static int docker_oom_open(void *ctx, const struct agent_inst *in)
