@@ -1,6 +1,7 @@
 #include "curlhttp.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -248,42 +249,13 @@ int curlhttp_tunnel(struct curlhttp *h, const char *url, long timeout_ms, struct
 	return 0;
 }
 
-/* Writes n bytes of p to fd whole. 0, or -1. */
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno == EAGAIN) {
-			poll(&(struct pollfd){fd, POLLOUT, 0}, 1, 1000);
-			continue;
-		}
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
+#define PUMP_BUF (1 << 16)
 
-/* Sends n bytes of p on the tunnel whole. 0, or -1. */
-static int send_all(CURL *c, curl_socket_t s, const char *p, size_t n)
-{
-	while (n) {
-		size_t sent = 0;
-		CURLcode rc = curl_easy_send(c, p, n, &sent);
-		if (rc == CURLE_AGAIN) {
-			poll(&(struct pollfd){s, POLLOUT, 0}, 1, 1000);
-			continue;
-		}
-		if (rc != CURLE_OK)
-			return -1;
-		p += sent;
-		n -= sent;
-	}
-	return 0;
-}
+/* One way of the pump: bytes taken, not yet passed on. */
+struct way {
+	char *p;
+	size_t off, len;
+};
 
 void curlhttp_pump(struct curlhttp *h, int fd)
 {
@@ -291,41 +263,61 @@ void curlhttp_pump(struct curlhttp *h, int fd)
 	curl_socket_t s = CURL_SOCKET_BAD;
 	if (!c || curl_easy_getinfo(c, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK || s == CURL_SOCKET_BAD)
 		return;
-	char *buf = malloc(1 << 16);
-	if (!buf)
-		return;
+	/* Neither way waits on the other: a peer that reads only once its own send went through
+	 * (the server's relay, sending while the pod prints) would otherwise wait on this one as
+	 * this one waits on it. Each way holds at most one buffer; fd is written without waiting. */
+	struct way down = {malloc(PUMP_BUF), 0, 0}, up = {malloc(PUMP_BUF), 0, 0};
+	int fl = fcntl(fd, F_GETFL);
+	if (!down.p || !up.p || fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		goto out;
 	for (;;) {
-		/* What TLS has decrypted already is read before waiting: the socket may say nothing
-		 * more while the library holds a whole record. */
-		bool ended = false;
-		for (;;) {
+		/* The tunnel to fd. What TLS has decrypted already is read before waiting: the socket
+		 * may say nothing more while the library holds a whole record. */
+		if (down.off == down.len) {
 			size_t got = 0;
-			CURLcode rc = curl_easy_recv(c, buf, 1 << 16, &got);
-			if (rc == CURLE_AGAIN)
+			CURLcode rc = curl_easy_recv(c, down.p, PUMP_BUF, &got);
+			if (rc != CURLE_AGAIN && (rc != CURLE_OK || got == 0))
 				break;
-			if (rc != CURLE_OK || got == 0 || write_all(fd, buf, got) < 0) {
-				ended = true;
-				break;
-			}
+			down.off = 0;
+			down.len = rc == CURLE_OK ? got : 0;
 		}
-		if (ended)
-			break;
-		struct pollfd p[2] = {{fd, POLLIN, 0}, {s, POLLIN, 0}};
-		int r = poll(p, 2, -1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			break;
-		if (p[0].revents) {
-			ssize_t n = read(fd, buf, 1 << 16);
-			if (n < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			if (n <= 0 || send_all(c, s, buf, (size_t)n) < 0)
+		if (down.off < down.len) {
+			ssize_t w = write(fd, down.p + down.off, down.len - down.off);
+			if (w < 0 && errno != EINTR && errno != EAGAIN)
 				break;
+			if (w > 0)
+				down.off += (size_t)w;
 		}
+		/* fd to the tunnel. */
+		if (up.off == up.len) {
+			ssize_t n = read(fd, up.p, PUMP_BUF);
+			if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+				break;
+			up.off = 0;
+			up.len = n > 0 ? (size_t)n : 0;
+		}
+		if (up.off < up.len) {
+			size_t sent = 0;
+			CURLcode rc = curl_easy_send(c, up.p + up.off, up.len - up.off, &sent);
+			if (rc != CURLE_OK && rc != CURLE_AGAIN)
+				break;
+			if (rc == CURLE_OK)
+				up.off += sent;
+		}
+		/* Wait only when neither way can move now. */
+		bool down_room = down.off == down.len, up_room = up.off == up.len;
+		struct pollfd p[2] = {{fd, (short)((up_room ? POLLIN : 0) | (down_room ? 0 : POLLOUT)), 0},
+				      {s, (short)((down_room ? POLLIN : 0) | (up_room ? 0 : POLLOUT)), 0}};
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
 	}
-	explicit_bzero(buf, 1 << 16);
-	free(buf);
+out:
+	if (down.p)
+		explicit_bzero(down.p, PUMP_BUF);
+	if (up.p)
+		explicit_bzero(up.p, PUMP_BUF);
+	free(down.p);
+	free(up.p);
 }
 
 /* The options of one attempt. */
