@@ -120,9 +120,9 @@ int agenthost_start(struct agenthost *h, struct err *e)
 		close(h->oom_fd);
 		h->oom_fd = -1;
 	}
-	/* The channel is a socket handed to the agent (SCM_RIGHTS), or a stream of its own within a
-	 * relayed one; none reaches an agent on a container's attached stdio, which then runs no
-	 * background processes. */
+	/* The channel is a socket handed to the agent (SCM_RIGHTS), or, for an agent on a relayed
+	 * stream or a container's attached stdio, a stream of its own within that one (inband). An
+	 * agent with neither runs no background processes. */
 	if (h->main->inband) {
 		h->main->inband = false;
 		return agentlink_channel_inband(&h->main->link, &h->chan, h->main->inband_fd, e) ? -1 : 0;
