@@ -39,41 +39,47 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 	return 0;
 }
 
+void chunk_sink_init(struct chunk_sink *k, const int fd[AG_MUX_STREAMS])
+{
+	memset(k, 0, sizeof *k);
+	for (uint32_t sid = 0; sid < AG_MUX_STREAMS; sid++)
+		k->fd[sid] = fd[sid];
+	k->chan_open = true;
+}
+
+int chunk_sink_take(struct chunk_sink *k, const unsigned char *p, size_t n, const char **why)
+{
+	uint32_t sid;
+	const unsigned char *d;
+	size_t len;
+	int rc;
+	*why = "";
+	while ((rc = ag_chunks_next(&k->ch, &p, &n, &sid, &d, &len)) == 1) {
+		if (sid == 0 && len == 0) {
+			*why = "the agent ended its side of the stream";
+			return 0;
+		}
+		if (sid == 0 && write_all(k->fd[0], d, len) < 0)
+			return 0; /* the link closed its end */
+		if (sid == 1 && len == 0 && k->chan_open)
+			shutdown(k->fd[1], SHUT_WR);
+		if (sid == 1 && (len == 0 || (k->chan_open && write_all(k->fd[1], d, len) < 0)))
+			k->chan_open = false;
+	}
+	if (rc < 0) {
+		*why = "the agent's stream broke its format";
+		return 0;
+	}
+	return 1;
+}
+
 /* What came from the agent: the engine's frames, and the chunks in their payload. */
 struct in_state {
 	unsigned char eh[8];       /* an engine frame's header, as far as it came */
 	size_t eh_len;
 	uint32_t e_left;           /* that frame's payload still to come */
-	struct ag_chunks ch;
-	bool chan_open;            /* the channel's pair takes bytes yet */
+	struct chunk_sink sink;
 };
-
-/* The chunks in n bytes of the agent's stdout, to their pairs. 1 to go on, 0 when it ended. */
-static int demux(struct stdiorelay *r, struct in_state *s, const unsigned char *p, size_t n)
-{
-	uint32_t sid;
-	const unsigned char *d;
-	size_t k;
-	int rc;
-	while ((rc = ag_chunks_next(&s->ch, &p, &n, &sid, &d, &k)) == 1) {
-		if (sid == 0 && k == 0) {
-			set_why(r, "the agent ended its side of the stream");
-			return 0;
-		}
-		if (sid == 0 && write_all(r->pfd[0], d, k) < 0)
-			return 0; /* the link closed its end */
-		if (sid == 1 && k == 0 && s->chan_open)
-			shutdown(r->pfd[1], SHUT_WR);
-		/* A channel the server closed drops what comes for it. */
-		if (sid == 1 && (k == 0 || (s->chan_open && write_all(r->pfd[1], d, k) < 0)))
-			s->chan_open = false;
-	}
-	if (rc < 0) {
-		set_why(r, "the agent's stream broke its format");
-		return 0;
-	}
-	return 1;
-}
 
 /* n bytes read from the stream: the engine's frames taken apart. 1 to go on, 0 when it ended. */
 static int from_stream(struct stdiorelay *r, struct in_state *s, const unsigned char *p, size_t n)
@@ -96,8 +102,12 @@ static int from_stream(struct stdiorelay *r, struct in_state *s, const unsigned 
 			continue;
 		}
 		size_t k = s->e_left < n ? s->e_left : n;
-		if (!demux(r, s, p, k))
+		const char *why;
+		if (!chunk_sink_take(&s->sink, p, k, &why)) {
+			if (*why)
+				set_why(r, why);
 			return 0;
+		}
 		p += k;
 		n -= k;
 		s->e_left -= (uint32_t)k;
@@ -109,7 +119,8 @@ static void *relay(void *arg)
 {
 	struct stdiorelay *r = arg;
 	unsigned char *buf = malloc(AG_MUX_HDR + (READ_MAX > AG_MUX_CHUNK ? READ_MAX : AG_MUX_CHUNK));
-	struct in_state s = {.chan_open = true};
+	struct in_state s = {0};
+	chunk_sink_init(&s.sink, r->pfd);
 	if (!buf) {
 		set_why(r, "out of memory");
 		goto out;

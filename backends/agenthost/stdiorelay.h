@@ -20,6 +20,22 @@
 #include "../../agent/proto.h"
 #include "../../src/base/err.h"
 
+/* Where an agent's chunks go: each stream's socket pair end (borrowed). A relay of the agent's
+ * stream, here or a backend's own, passes what the agent wrote through chunk_sink_take. */
+struct chunk_sink {
+	int fd[AG_MUX_STREAMS];
+	bool chan_open;              /* the channel's pair takes bytes yet (the server may close it) */
+	struct ag_chunks ch;
+};
+
+/* Starts a sink on fd (AG_MUX_STREAMS ends). */
+void chunk_sink_init(struct chunk_sink *k, const int fd[AG_MUX_STREAMS]);
+
+/* n bytes of the agent's chunks, to their pairs (blocking writes); a channel the server closed
+ * drops what comes for it. 1 to go on, 0 when it ended, *why saying how ("" when the calls'
+ * pair closed its end). */
+int chunk_sink_take(struct chunk_sink *k, const unsigned char *p, size_t n, const char **why);
+
 struct stdiorelay {
 	int fd;                      /* the stream, the relay's from stdiorelay_start; -1 */
 	int pfd[AG_MUX_STREAMS];     /* the relay's ends of the pairs; -1 */

@@ -52,34 +52,6 @@ static bool in_chunks(struct krelay *r)
 	return m;
 }
 
-/* The agent's chunks (agent/proto.h's AG_MUX), to their streams' pairs. 1 to go on, 0 when the
- * link closed its end, the agent ended its conversation or broke the format. */
-static int demux(struct krelay *r, const unsigned char *p, size_t n)
-{
-	uint32_t sid;
-	const unsigned char *d;
-	size_t k;
-	int rc;
-	while ((rc = ag_chunks_next(&r->chunks, &p, &n, &sid, &d, &k)) == 1) {
-		if (sid == 0 && k == 0) {
-			set_why(r, "the agent ended its side of the stream");
-			return 0;
-		}
-		if (sid == 0 && write_all(r->fd, d, k) < 0)
-			return 0; /* the link closed its end */
-		if (sid == 1 && k == 0 && r->cfd_open)
-			shutdown(r->cfd, SHUT_WR);
-		/* A channel the server closed drops what comes for it. */
-		if (sid == 1 && (k == 0 || (r->cfd_open && write_all(r->cfd, d, k) < 0)))
-			r->cfd_open = false;
-	}
-	if (rc < 0) {
-		set_why(r, "the agent's stream broke its format");
-		return 0;
-	}
-	return 1;
-}
-
 /* What came from the stream, until none is waiting or ROUND_MAX messages were taken (*more:
  * then more may be waiting, and the pairs get their turn before it: a stream that never stops
  * coming holds up no process request, no AG_KILL). 1 to go on, 0 when it (or the link) ended. */
@@ -108,8 +80,12 @@ static int from_stream(struct krelay *r, size_t *logged, bool *more)
 			set_why(r, e.msg);
 			return 0;
 		}
-		if (ch == KEXEC_STDOUT && in_chunks(r) && !demux(r, p, n))
+		const char *how;
+		if (ch == KEXEC_STDOUT && in_chunks(r) && !chunk_sink_take(&r->sink, p, n, &how)) {
+			if (*how)
+				set_why(r, how);
 			return 0;
+		}
 		else if (ch == KEXEC_STDOUT && !in_chunks(r) && write_all(r->fd, p, n) < 0)
 			return 0; /* the link closed its end */
 		if (ch == KEXEC_STDERR && *logged < STDERR_LOG_MAX) {
@@ -222,7 +198,7 @@ int krelay_start(struct krelay *r, struct kexec *x, int *link_fd, struct err *e)
 	r->fd = sv[1];
 	r->cfd = cv[1];
 	r->cfd_peer = cv[0];
-	r->cfd_open = true;
+	chunk_sink_init(&r->sink, (int[]){r->fd, r->cfd});
 	int rc = pthread_create(&r->thread, NULL, relay, r);
 	if (rc) {
 		close(sv[0]);

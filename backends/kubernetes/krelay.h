@@ -19,8 +19,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "../../agent/proto.h"
 #include "../../src/base/err.h"
+#include "../agenthost/stdiorelay.h"
 #include "kexec.h"
 
 struct krelay {
@@ -31,8 +31,7 @@ struct krelay {
 	pthread_t thread;
 	bool running;
 	bool mux;                /* under mu: the stream is in chunks (krelay_mux) */
-	bool cfd_open;           /* the relay's thread alone: the channel takes bytes yet */
-	struct ag_chunks chunks; /* the relay's thread alone: the agent's chunks being read */
+	struct chunk_sink sink;  /* the relay's thread alone: the agent's chunks to the pairs */
 	char why[256];           /* how the stream ended (the status's words, or the error), once it did */
 	pthread_mutex_t mu;      /* guards why */
 };
