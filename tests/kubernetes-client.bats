@@ -304,6 +304,10 @@ kubeconfig() {
 	# A path the pod's user cannot write: the failure says so.
 	out=$(echo x | KUBECONFIG="$KC" "$HELPER" kube-pod "$NS" sb put /usr/x)
 	[[ "$out" == "failed: writing /usr/x in the pod failed (exit status)"* ]]
+	# Input the command never reads: the stream ends under the send, and its status still says why.
+	head -c 30000000 /dev/zero >"$D/big"
+	out=$(KUBECONFIG="$KC" "$HELPER" kube-pod "$NS" sb put /usr/x <"$D/big")
+	[[ "$out" == "failed: writing /usr/x in the pod failed (exit status)"* ]]
 	log=$(control '{}')
 	jqe "$log" '[.requests[] | select(.method == "GET" and (.query | test("watch=1")))] | length == 1'
 	out=$(KUBECONFIG="$KC" "$HELPER" kube-pod "$NS" other create)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../../src/base/clock.h"
@@ -270,6 +271,10 @@ void curlhttp_pump(struct curlhttp *h, int fd)
 	int fl = fcntl(fd, F_GETFL);
 	if (!down.p || !up.p || fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		goto out;
+	/* A far end that stops taking bytes (it closed after its last answer) ends the way up
+	 * only: fd's peer then fails its sends, and what the far end said before it closed is
+	 * still carried down, to the tunnel's end. */
+	bool up_open = true;
 	for (;;) {
 		/* The tunnel to fd. What TLS has decrypted already is read before waiting: the socket
 		 * may say nothing more while the library holds a whole record. */
@@ -289,24 +294,27 @@ void curlhttp_pump(struct curlhttp *h, int fd)
 				down.off += (size_t)w;
 		}
 		/* fd to the tunnel. */
-		if (up.off == up.len) {
+		if (up_open && up.off == up.len) {
 			ssize_t n = read(fd, up.p, PUMP_BUF);
 			if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
 				break;
 			up.off = 0;
 			up.len = n > 0 ? (size_t)n : 0;
 		}
-		if (up.off < up.len) {
+		if (up_open && up.off < up.len) {
 			size_t sent = 0;
 			CURLcode rc = curl_easy_send(c, up.p + up.off, up.len - up.off, &sent);
-			if (rc != CURLE_OK && rc != CURLE_AGAIN)
-				break;
 			if (rc == CURLE_OK)
 				up.off += sent;
+			else if (rc != CURLE_AGAIN) {
+				up_open = false;
+				up.off = up.len = 0;
+				shutdown(fd, SHUT_RD);
+			}
 		}
 		/* Wait only when neither way can move now. */
 		bool down_room = down.off == down.len, up_room = up.off == up.len;
-		struct pollfd p[2] = {{fd, (short)((up_room ? POLLIN : 0) | (down_room ? 0 : POLLOUT)), 0},
+		struct pollfd p[2] = {{fd, (short)((up_open && up_room ? POLLIN : 0) | (down_room ? 0 : POLLOUT)), 0},
 				      {s, (short)((down_room ? POLLIN : 0) | (up_room ? 0 : POLLOUT)), 0}};
 		if (poll(p, 2, -1) < 0 && errno != EINTR)
 			break;

@@ -39,7 +39,8 @@ int curlhttp_tls(struct curlhttp *h, const char *const v[3], const size_t n[3], 
 /* Connects to url's host (http_tunnel) within timeout_ms. 0, or -1 with e set. */
 int curlhttp_tunnel(struct curlhttp *h, const char *url, long timeout_ms, struct err *e);
 
-/* Carries bytes between fd and the tunnel, both ways, until either ends (or fails). */
+/* Carries bytes between fd and the tunnel, both ways, until either ends (or fails); a far end
+ * that stops taking bytes ends the way up alone (fd's reads are shut), the way down goes on. */
 void curlhttp_pump(struct curlhttp *h, int fd);
 
 /* One request with its retries, as http_call. */

@@ -324,11 +324,11 @@ int kpod_wait_running(struct kapi *a, const char *ns, const char *name, long tim
 	return rc;
 }
 
-/* e's message, led by "WHAT in the pod: ". Returns -1. */
-static int in_pod(struct err *e, const char *what)
+/* cause's message (cause may be e) into e, led by "WHAT in the pod: ". Returns -1. */
+static int in_pod(const struct err *cause, const char *what, struct err *e)
 {
-	char said[sizeof e->msg];
-	snprintf(said, sizeof said, "%s", e->msg);
+	char said[sizeof cause->msg];
+	snprintf(said, sizeof said, "%s", cause->msg);
 	err_clear(e);
 	return err_set(e, "%s in the pod: %.300s", what, said);
 }
@@ -347,13 +347,16 @@ static int exec_run(struct kapi *a, const char *ns, const char *name, const char
 	 * not hold it longer. */
 	int64_t deadline = clock_ms() + timeout_ms;
 	x.send_deadline = deadline;
-	/* In pieces: each a message of its own, well within any server's bound. */
-	for (size_t off = 0; data && rc == 0 && off < n; off += 1 << 20)
-		rc = kexec_send(&x, KEXEC_STDIN, (const char *)data + off, n - off < (1u << 20) ? n - off : 1u << 20, e);
-	if (data && rc == 0)
-		rc = kexec_close_stdin(&x, e) < 0 ? -1 : 0;
-	if (rc < 0 && x.fd >= 0)
-		in_pod(e, what);
+	/* In pieces: each a message of its own, well within any server's bound. A command that
+	 * ends before it reads its input (a path it cannot write) closes the stream under the
+	 * send: what the stream said, its status first, is still read and told. */
+	struct err sent = {""};
+	bool send_failed = false;
+	for (size_t off = 0; data && rc == 0 && !send_failed && off < n; off += 1 << 20)
+		send_failed = kexec_send(&x, KEXEC_STDIN, (const char *)data + off,
+					 n - off < (1u << 20) ? n - off : 1u << 20, &sent) < 0;
+	if (data && rc == 0 && !send_failed)
+		send_failed = kexec_close_stdin(&x, &sent) < 0;
 	int code = -1;
 	char why[300] = "the stream ended without a status", errs[300] = "";
 	size_t el = 0;
@@ -365,7 +368,12 @@ static int exec_run(struct kapi *a, const char *ns, const char *name, const char
 		int r = left > 0 ? kexec_recv(&x, (int)left, &ch, &m, &ml, e) : KEXEC_TIMEOUT;
 		if (r < 0 && r != KEXEC_TIMEOUT) {
 			/* Named as a failed send is: a pong that the server did not take fails here. */
-			rc = in_pod(e, what);
+			rc = in_pod(send_failed ? &sent : e, what, e);
+			break;
+		}
+		if (r <= 0 && send_failed) {
+			/* No status after a failed send: the send's failure is the cause. */
+			rc = in_pod(&sent, what, e);
 			break;
 		}
 		if (r <= 0) {
@@ -383,6 +391,9 @@ static int exec_run(struct kapi *a, const char *ns, const char *name, const char
 			if (code != 0)
 				rc = err_set(e, "%s in the pod failed (%s)%s%.200s", what, code > 0 ? "exit status" : why,
 					     el ? ": " : "", errs);
+			else if (send_failed)
+				/* It ended well without all its input: not what was asked. */
+				rc = in_pod(&sent, what, e);
 		}
 	}
 	kexec_close(&x);
