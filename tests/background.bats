@@ -113,15 +113,23 @@ teardown() {
 
 @test "background: an ended one's output stays readable until 16 newer ones ended; idle removal ends the rest" {
 	local i lines=()
+	# They end in their order, each once the one before it is gone, and none before the 17th
+	# started: none can end within its call's wait however slow the machine, and the order
+	# they end in is theirs, not the scheduler's. gone: whether the one numbered $1 is gone
+	# (reaped by the agent: its /proc entry is no more). They wait on a FIFO of their own, so
+	# that 16 waiting shells start no process.
+	local gone='{ read -r p </tmp/bg-pid$1 && [ ! -d /proc/$p ]; }'
 	for i in $(seq 1 16); do
-		lines+=("$(bg "$i" "sleep 0.3; echo n$i" '{"wait_s": 0.05}')" "{\"wait\": $i}")
+		lines+=("$(bg "$i" "echo \$\$ >/tmp/bg-pid$i; mkfifo /tmp/bg-tick$i; exec 3<>/tmp/bg-tick$i; set -- $((i - 1))
+until [ -e /tmp/bg-go ] && { [ $i = 1 ] || $gone; }; do read -r -t 0.05 -u 3 || :; done; echo n$i" '{"wait_s": 0.05}')" "{\"wait\": $i}")
 	done
-	# The last, quiet and slower, ends after them all: a read of it waits for its end.
-	lines+=("$(bg 17 'sleep 1' '{"wait_s": 0.05}')" '{"wait": 17}' "$(proc 18 '{"process_id": "bg-17", "wait_s": 20}')" '{"wait": 18}')
+	# The last, quiet, ends once they all have: a read of it waits for its end.
+	lines+=("$(bg 17 "touch /tmp/bg-go; set -- 16; until $gone; do sleep 0.05; done" '{"wait_s": 0.05}')" \
+		'{"wait": 17}' "$(proc 18 '{"process_id": "bg-17", "wait_s": 60}')" '{"wait": 18}')
 	lines+=("$(proc 19 '{}')" '{"wait": 19}' "$(proc 20 '{"process_id": "bg-1"}')" "$(proc 21 '{"process_id": "bg-2"}')")
 	lines+=("$(bg 22 'sleep 60')" '{"wait": 22}' \
-		"$(jq -cn --arg c "grep -q 'removed after 2 s unused' '$SERVER_LOG'" '{until: $c}')" "$(call_json 23 execute_bash_commands '{"code": "echo new"}')")
-	SERVER_ARGS="--idle-timeout 2" session_of "${lines[@]}"
+		"$(jq -cn --arg c "grep -q 'removed after 5 s unused' '$SERVER_LOG'" '{until: $c}')" "$(call_json 23 execute_bash_commands '{"code": "echo new"}')")
+	SERVER_ARGS="--idle-timeout 5 --max-background 17" session_of "${lines[@]}"
 	res 1
 	sc '.running == true'
 	res 18
@@ -134,7 +142,7 @@ teardown() {
 	res 21
 	sc '.stdout == "n2\n" and .exit_code == 0'
 	res 23
-	sc '.stdout == "new\n" and (.notice | test("removed after 2 s without use")) and (.notice | test("1 background process of sandbox"))'
+	sc '.stdout == "new\n" and (.notice | test("removed after 5 s without use")) and (.notice | test("1 background process of sandbox"))'
 }
 
 @test "background: no interpreter is started ahead while one runs (it is handed calls only when alone); after it, one is again" {
