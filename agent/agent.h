@@ -59,11 +59,11 @@ int get_str(struct ag_cur *c, char *buf, size_t n);
  * a socket pair per stream, whose ends the agent then uses (fds[0] the conversation, fds[1] the
  * channel): 0, or -1 with errno set and nothing made. mux_go starts the thread that joins them
  * to in and to (made non-blocking), from which nothing else may read or write after: 0, or -1
- * with errno set. A child of the agent that does not exec calls mux_close_in_child first.
+ * with errno set. A child of the agent that does not exec closes every descriptor it does not
+ * need first.
  */
 int mux_prepare(int in, int to, int fds[AG_MUX_STREAMS]);
 int mux_go(void);
-void mux_close_in_child(void);
 
 /*
  * The workspace's change watch (watch.c, proto.h's AG_WATCH). watch_begin starts a new one in

@@ -270,14 +270,3 @@ int mux_go(void)
 	}
 	return 0;
 }
-
-void mux_close_in_child(void)
-{
-	if (!m.ob)
-		return;
-	close(m.in);
-	close(m.out);
-	for (unsigned s = 0; s < AG_MUX_STREAMS; s++)
-		if (m.fd[s] >= 0)
-			close(m.fd[s]);
-}

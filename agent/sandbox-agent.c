@@ -102,6 +102,12 @@ static int mux_chan = -1;     /* the channel's stream until AG_CHANNEL takes it 
 /* A call's interpreter answered for as it exited (AG_EXIT_EARLY), not reaped yet; 0 when none.
  * It runs nothing more, but it is waited for before anything else starts. */
 static pid_t exiting;
+/* The relay's process (relay_start), 0 when none: it serves every call that asks for it on
+ * relay_port and relay_path, and lives on past a call's end only beside background processes,
+ * whose code may still reach the proxy through it. */
+static pid_t relay_pid;
+static uint16_t relay_port;
+static char relay_path[sizeof ((struct sockaddr_un *)0)->sun_path];
 struct ag_buf out;
 static unsigned tmp_seq;
 
@@ -940,13 +946,16 @@ static int hand_over(int u, int c)
 }
 
 /*
- * For the call: a process that takes TCP connections on 127.0.0.1:port and hands each over to
+ * For the calls: a process that takes TCP connections on 127.0.0.1:port and hands each over to
  * the server's proxy on the unix socket path (hand_over), which then serves the code's socket
  * itself; where it cannot, a process per connection carries the bytes. The listening socket is made before the
  * call starts (relay_listen), so no connection of the call can come too early: it waits in
  * the backlog; the process is started once the call is (relay_start), so that a prestarted
  * interpreter finds itself alone when it takes the call. It is one more process of the
- * sandbox: it ends with the call, as they all do.
+ * sandbox: it ends with the call, as they all do, but for one thing: a call's end that spares
+ * background processes spares it too (kill_sparing), as their code may still connect, and the
+ * calls after it use it rather than a listener of their own. It holds no descriptor but its
+ * listener (close_all_but): no pipe of a call or a background process stays open through it.
  */
 static int relay_listen(uint16_t port)
 {
@@ -964,19 +973,72 @@ static int relay_listen(uint16_t port)
 	return ls;
 }
 
-/* Starts the relay's process on ls, which it closes. */
-static void relay_start(int ls, const char *path)
+/* Closes every descriptor from 3 up but keep (>= 3). */
+static void close_all_but(int keep)
+{
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u) == 0 &&
+	    syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) == 0)
+		return;
+#endif
+	/* Without close_range (before Linux 5.9, or filtered): those /proc lists, read whole
+	 * first, as closing while reading would change the list. */
+	int fds[1024], n = 0, more = 1;
+	while (more) {
+		DIR *d = opendir("/proc/self/fd");
+		if (!d) {
+			for (int fd = 3; fd < 65536; fd++)
+				if (fd != keep)
+					close(fd);
+			return;
+		}
+		int dfd = dirfd(d);
+		struct dirent *e;
+		n = 0;
+		more = 0;
+		while ((e = readdir(d))) {
+			int fd = atoi(e->d_name);
+			if (fd < 3 || fd == keep || fd == dfd || e->d_name[0] < '0' || e->d_name[0] > '9')
+				continue;
+			if (n == (int)(sizeof fds / sizeof fds[0])) {
+				more = 1;
+				break;
+			}
+			fds[n++] = fd;
+		}
+		closedir(d);
+		for (int i = 0; i < n; i++)
+			close(fds[i]);
+	}
+}
+
+/* Starts the relay's process on ls (listening on port), which it closes: relay_pid. */
+static void relay_start(int ls, uint16_t port, const char *path)
 {
 	pid_t pid = fork();
 	if (pid != 0) {
 		close(ls);
+		if (pid > 0) {
+			relay_pid = pid;
+			relay_port = port;
+			snprintf(relay_path, sizeof relay_path, "%s", path);
+		}
 		return;
 	}
-	close(ctl);
-	if (ctl_out != ctl)
+	if (ls < 3) {
+		int moved = fcntl(ls, F_DUPFD_CLOEXEC, 3);
+		if (moved < 0)
+			_exit(1);
+		close(ls);
+		ls = moved;
+	}
+	/* The link, wherever it is (a descriptor the agent was given may be below 3), and every
+	 * other descriptor of the agent's. */
+	if (ctl >= 0 && ctl < 3)
+		close(ctl);
+	if (ctl_out >= 0 && ctl_out < 3)
 		close(ctl_out);
-	close(sigfd);
-	mux_close_in_child();
+	close_all_but(ls);
 	signal(SIGCHLD, SIG_IGN); /* connection processes are reaped by the kernel */
 	signal(SIGPIPE, SIG_IGN); /* a side that closed is a failed write, not the end of the other */
 	sigset_t none;
@@ -1128,6 +1190,8 @@ static void note_reaped(pid_t p, int st)
 {
 	if (p == exiting)
 		exiting = 0;
+	if (p == relay_pid)
+		relay_pid = 0;
 	if (p == call.pid && !call.reaped) {
 		call.status = st;
 		call.reaped = 1;
@@ -1155,7 +1219,7 @@ static int kill_sparing(void)
 			if (*end || q <= 1)
 				continue;
 			pid_t sid = proc_session((pid_t)q, &state, &ppid);
-			if (sid < 0 || bg_spared(sid))
+			if (sid < 0 || bg_spared(sid) || (q == relay_pid && state != 'Z'))
 				continue;
 			/* A zombie waits for its parent: ours are reaped above, another's goes with it. */
 			if (state == 'Z' && ppid != 1)
@@ -1702,8 +1766,21 @@ static void do_run(struct ag_cur *c)
 		 * background processes run. */
 		sp.flags &= ~AG_RUN_PRESTART;
 	}
-	int relay = sp.relay_port ? relay_listen((uint16_t)sp.relay_port) : -1;
-	if (sp.relay_port && relay < 0) {
+	/* The relay a call before started, spared with background processes, serves this call,
+	 * if it still runs; one for another socket goes (a call that asks for none leaves it to
+	 * them). */
+	int rst;
+	if (relay_pid > 0 && waitpid(relay_pid, &rst, WNOHANG | __WALL) == relay_pid)
+		note_reaped(relay_pid, rst);
+	bool relay_kept = sp.relay_port && relay_pid > 0 && relay_port == sp.relay_port && !strcmp(relay_path, sp.relay_sock);
+	if (relay_pid > 0 && sp.relay_port && !relay_kept) {
+		kill(relay_pid, SIGKILL);
+		while (waitpid(relay_pid, NULL, __WALL) < 0 && errno == EINTR)
+			;
+		relay_pid = 0;
+	}
+	int relay = sp.relay_port && !relay_kept ? relay_listen((uint16_t)sp.relay_port) : -1;
+	if (sp.relay_port && !relay_kept && relay < 0) {
 		send_errno("the relay to the server's proxy", errno);
 		if (in[0] >= 0)
 			close(in[0]);
@@ -1732,7 +1809,7 @@ static void do_run(struct ag_cur *c)
 		return;
 	}
 	if (relay >= 0)
-		relay_start(relay, sp.relay_sock);
+		relay_start(relay, (uint16_t)sp.relay_port, sp.relay_sock);
 	call.in_w = in[1];
 	call.pid = pid;
 	call.status = 0;

@@ -10,6 +10,7 @@ load lib/helpers
 load lib/docker-setup
 load lib/daytona-setup
 load lib/test-index
+load lib/background
 bats_require_minimum_version 1.5.0
 
 setup_file() {
@@ -226,6 +227,60 @@ EOS
 
 @test "allow-hosts, docker: a call narrows the list for itself (network: a subset, or none), never widens it" {
 	narrow_case docker 198.51.100.2
+}
+
+# bg_case BACKEND HOST: a background process keeps its way out after its call; the calls after
+# it run and reach the host too (through the relay its call started, spared with it); and its
+# input, closed while a later call runs, reaches it at once: the relay holds none of its pipes.
+bg_case() {
+	with_backend "$1"
+	local H=$2 fetch
+	[ "$H" = 198.51.100.2 ] || SANDBOX_MCP="$BATS_TEST_TMPDIR/server"
+	fetch="python3 -c 'import urllib.request as u; print(u.urlopen(\"http://$H:8080/ok.txt\", timeout=20).read().decode(), end=\"\")'"
+	mcp_session --no-sandbox-ahead --allow-hosts "$H:8080" <<EOS
+$INIT
+$INITIALIZED
+$(bg 1 "cat >/dev/null; $fetch; echo bg-done" '{"wait_s": 1}')
+{"wait": 1}
+$(call_json 2 execute_bash_commands "$(jq -cn --arg c "$fetch" '{code: $c}')")
+{"wait": 2}
+$(call_json 3 execute_bash_commands '{"code": "sleep 8.0123; echo slow"}')
+$(until_running 'sleep 8.0123')
+$(proc 4 '{"process_id": "bg-1", "close_input": true, "wait_s": 6}')
+{"wait": 4}
+{"wait": 3}
+$(call_json 5 execute_bash_commands "$(jq -cn --arg c "$fetch" '{code: $c}')")
+{"wait": 5}
+$(proc 6 '{"process_id": "bg-1", "wait_s": 20}')
+EOS
+	res 1
+	sc '.process_id == "bg-1" and .running == true'
+	res 2
+	sc '.exit_code == 0 and .stdout == "the allowed file\n"'
+	# Answered before the long call's end with what the program fetched once its input ended:
+	# nothing else held that input open.
+	local order
+	order=$(printf '%s\n' "$output" | jq -c 'select(type == "object" and (.id == 3 or .id == 4)) | .id' | tr '\n' ' ')
+	[ "$order" = "4 3 " ]
+	res 4
+	sc '.stdout | startswith("the allowed file\n")'
+	local four=$result
+	res 6
+	jqe "$(jq -cn --argjson a "$four" --argjson b "$result" '[$a, $b] | map(.structuredContent)')" \
+		'(map(.stdout) | join("")) == "the allowed file\nbg-done\n" and .[1].running == false and .[1].exit_code == 0'
+	res 3
+	sc '.exit_code == 0 and .stdout == "slow\n"'
+	res 5
+	sc '.exit_code == 0 and .stdout == "the allowed file\n"'
+	[ "$(grep -c '"GET /ok.txt HTTP/1.1" 200' "$BATS_TEST_TMPDIR/index.log")" = 3 ]
+}
+
+@test "allow-hosts, local: a background process keeps its way out; later calls run and reach the host; its input closes at once" {
+	bg_case local allowed.test
+}
+
+@test "allow-hosts, docker: a background process keeps its way out; later calls run and reach the host; its input closes at once" {
+	bg_case docker 198.51.100.2
 }
 
 # routed_case [SYSCTL]: an address that no interface holds but that a local route delivers to
