@@ -102,9 +102,9 @@ static int mux_chan = -1;     /* the channel's stream until AG_CHANNEL takes it 
 /* A call's interpreter answered for as it exited (AG_EXIT_EARLY), not reaped yet; 0 when none.
  * It runs nothing more, but it is waited for before anything else starts. */
 static pid_t exiting;
-/* The relay's process (relay_start), 0 when none: it serves every call that asks for it on
- * relay_port and relay_path, and lives on past a call's end only beside background processes,
- * whose code may still reach the proxy through it. */
+/* The relay (relay_start): its listening socket on relay_port, -1 when none, and its process,
+ * 0 when none; it hands connections over to the proxy's socket relay_path. */
+static int relay_ls = -1;
 static pid_t relay_pid;
 static uint16_t relay_port;
 static char relay_path[sizeof ((struct sockaddr_un *)0)->sun_path];
@@ -952,14 +952,16 @@ static int hand_over(int u, int c)
  * call starts (relay_listen), so no connection of the call can come too early: it waits in
  * the backlog; the process is started once the call is (relay_start), so that a prestarted
  * interpreter finds itself alone when it takes the call. It is one more process of the
- * sandbox: it ends with the call, as they all do, but for one thing: a call's end that spares
- * background processes spares it too (kill_sparing), as their code may still connect, and the
- * calls after it use it rather than a listener of their own. It holds no descriptor but its
- * listener (close_all_but): no pipe of a call or a background process stays open through it.
+ * sandbox: it ends with the call, as they all do. Where a call's end spares background
+ * processes, whose code may still connect, the agent, which keeps the listening socket, then
+ * closes unread what waits in its backlog and starts a new relay on it (relay_renew): nothing
+ * the call's code left, stopped or queued outlives the call's narrowing of the list, and the
+ * calls after it use that relay. It holds no descriptor but its listener (close_all_but): no
+ * pipe of a call or a background process stays open through it.
  */
 static int relay_listen(uint16_t port)
 {
-	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = {htonl(INADDR_LOOPBACK)}};
 	int one = 1;
 	if (ls < 0 || setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
@@ -1012,19 +1014,15 @@ static void close_all_but(int keep)
 	}
 }
 
-/* Starts the relay's process on ls (listening on port), which it closes: relay_pid. */
-static void relay_start(int ls, uint16_t port, const char *path)
+/* Starts the relay's process on relay_ls: relay_pid (0 when fork failed). */
+static void relay_start(void)
 {
 	pid_t pid = fork();
 	if (pid != 0) {
-		close(ls);
-		if (pid > 0) {
-			relay_pid = pid;
-			relay_port = port;
-			snprintf(relay_path, sizeof relay_path, "%s", path);
-		}
+		relay_pid = pid > 0 ? pid : 0;
 		return;
 	}
+	int ls = relay_ls;
 	if (ls < 3) {
 		int moved = fcntl(ls, F_DUPFD_CLOEXEC, 3);
 		if (moved < 0)
@@ -1045,15 +1043,22 @@ static void relay_start(int ls, uint16_t port, const char *path)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	for (;;) {
+		/* The listener is non-blocking (the agent drains it): wait for a connection. */
+		poll(&(struct pollfd){ls, POLLIN, 0}, 1, -1);
 		int c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
+			if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN || errno == EWOULDBLOCK)
 				continue;
+			/* Out of descriptors or memory for now: the connection waits in the backlog. */
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				poll(NULL, 0, 100);
+				continue;
+			}
 			_exit(1);
 		}
 		struct sockaddr_un su = {.sun_family = AF_UNIX};
 		int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		snprintf(su.sun_path, sizeof su.sun_path, "%s", path);
+		snprintf(su.sun_path, sizeof su.sun_path, "%s", relay_path);
 		bool up = u >= 0 && connect(u, (struct sockaddr *)&su, sizeof su) == 0;
 		if (up && hand_over(u, c) < 0 && fork() == 0) {
 			/* Not handed over (sendmsg refused): the bytes go through a process of ours. */
@@ -1065,6 +1070,40 @@ static void relay_start(int ls, uint16_t port, const char *path)
 		if (u >= 0)
 			close(u);
 	}
+}
+
+/* Ends the relay's process, if it runs, and reaps it. */
+static void relay_kill(void)
+{
+	if (relay_pid <= 0)
+		return;
+	kill(relay_pid, SIGKILL);
+	while (waitpid(relay_pid, NULL, __WALL) < 0 && errno == EINTR)
+		;
+	relay_pid = 0;
+}
+
+/* No relay: its process ends and its listener closes. */
+static void relay_close(void)
+{
+	relay_kill();
+	if (relay_ls >= 0)
+		close(relay_ls);
+	relay_ls = -1;
+}
+
+/* After a call's end that spared background processes (its relay was killed with the rest):
+ * what waits in the listener's backlog is closed unread, and a new relay serves what comes
+ * next. */
+static void relay_renew(void)
+{
+	if (relay_ls < 0)
+		return;
+	relay_kill();
+	for (int c; (c = accept4(relay_ls, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR || errno == ECONNABORTED;)
+		if (c >= 0)
+			close(c);
+	relay_start();
 }
 
 void exec_path(const char *file, char *const argv[], char *const envp[])
@@ -1219,7 +1258,7 @@ static int kill_sparing(void)
 			if (*end || q <= 1)
 				continue;
 			pid_t sid = proc_session((pid_t)q, &state, &ppid);
-			if (sid < 0 || bg_spared(sid) || (q == relay_pid && state != 'Z'))
+			if (sid < 0 || bg_spared(sid))
 				continue;
 			/* A zombie waits for its parent: ours are reaped above, another's goes with it. */
 			if (state == 'Z' && ppid != 1)
@@ -1244,12 +1283,16 @@ static void kill_all_but(int spare)
 {
 	if (spare && bg_live()) {
 		spared = 1;
-		if (kill_sparing() == 0)
+		if (kill_sparing() == 0) {
+			relay_renew();
 			return;
+		}
 		bg_end_all();
 	}
-	if (!bg_live() && prestart_kill_others(note_reaped) == 0)
+	if (!bg_live() && prestart_kill_others(note_reaped) == 0) {
+		relay_close();
 		return;
+	}
 	spared = 0;
 	for (;;) {
 		kill(-1, SIGKILL);
@@ -1262,6 +1305,7 @@ static void kill_all_but(int spare)
 		}
 		note_reaped(p, st);
 	}
+	relay_close();
 }
 
 static void kill_all(void)
@@ -1766,27 +1810,28 @@ static void do_run(struct ag_cur *c)
 		 * background processes run. */
 		sp.flags &= ~AG_RUN_PRESTART;
 	}
-	/* The relay a call before started, spared with background processes, serves this call,
-	 * if it still runs; one for another socket goes (a call that asks for none leaves it to
-	 * them). */
+	/* The relay a call's end renewed beside background processes serves this call, if it
+	 * still runs (else a new one starts with the call); one for another socket goes. */
+	if (sp.relay_port && relay_ls >= 0 && (relay_port != sp.relay_port || strcmp(relay_path, sp.relay_sock)))
+		relay_close();
 	int rst;
-	if (relay_pid > 0 && waitpid(relay_pid, &rst, WNOHANG | __WALL) == relay_pid)
-		note_reaped(relay_pid, rst);
-	bool relay_kept = sp.relay_port && relay_pid > 0 && relay_port == sp.relay_port && !strcmp(relay_path, sp.relay_sock);
-	if (relay_pid > 0 && sp.relay_port && !relay_kept) {
-		kill(relay_pid, SIGKILL);
-		while (waitpid(relay_pid, NULL, __WALL) < 0 && errno == EINTR)
-			;
+	pid_t rp = relay_pid > 0 ? waitpid(relay_pid, &rst, WNOHANG | __WALL) : 0;
+	if (rp == relay_pid)
+		note_reaped(rp, rst);
+	else if (rp < 0 && errno == ECHILD)
 		relay_pid = 0;
-	}
-	int relay = sp.relay_port && !relay_kept ? relay_listen((uint16_t)sp.relay_port) : -1;
-	if (sp.relay_port && !relay_kept && relay < 0) {
-		send_errno("the relay to the server's proxy", errno);
-		if (in[0] >= 0)
-			close(in[0]);
-		if (in[1] >= 0)
-			close(in[1]);
-		return;
+	if (sp.relay_port && relay_ls < 0) {
+		relay_ls = relay_listen((uint16_t)sp.relay_port);
+		if (relay_ls < 0) {
+			send_errno("the relay to the server's proxy", errno);
+			if (in[0] >= 0)
+				close(in[0]);
+			if (in[1] >= 0)
+				close(in[1]);
+			return;
+		}
+		relay_port = (uint16_t)sp.relay_port;
+		snprintf(relay_path, sizeof relay_path, "%s", sp.relay_sock);
 	}
 	int po[2], pe[2], exec_err = 0;
 	const char *what;
@@ -1801,15 +1846,16 @@ static void do_run(struct ag_cur *c)
 		close(in[0]);
 	if (pid < 0) {
 		int err = errno;
-		if (relay >= 0)
-			close(relay);
+		/* Outside a call, a relay serves background processes only. */
+		if (!bg_live())
+			relay_close();
 		if (in[1] >= 0)
 			close(in[1]);
 		send_errno(what, err);
 		return;
 	}
-	if (relay >= 0)
-		relay_start(relay, (uint16_t)sp.relay_port, sp.relay_sock);
+	if (sp.relay_port && !relay_pid)
+		relay_start();
 	call.in_w = in[1];
 	call.pid = pid;
 	call.status = 0;

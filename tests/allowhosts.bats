@@ -275,6 +275,43 @@ EOS
 	[ "$(grep -c '"GET /ok.txt HTTP/1.1" 200' "$BATS_TEST_TMPDIR/index.log")" = 3 ]
 }
 
+# A narrowed call's code stops the relay (a background process keeps it past the call) and
+# leaves a request for a host the whole list allows in its backlog; once the call ended, the
+# relay is let go on from outside. What the call queued must be closed unread, not served by
+# the list restored after it: the relay is a new one after every call, its backlog emptied.
+@test "allow-hosts, local: what a narrowed call left queued for the relay, with the relay stopped, is not served after the call" {
+	with_backend local
+	SANDBOX_MCP="$BATS_TEST_TMPDIR/server"
+	local queue fetch
+	queue='import os, signal, socket
+relay = [int(p) for p in os.listdir("/proc") if p.isdigit() and p != "1"
+         and open("/proc/%s/cmdline" % p, "rb").read().startswith(b"sandbox-agent")]
+print(len(relay))
+os.kill(relay[0], signal.SIGSTOP)
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(b"GET http://allowed.test:8080/ok.txt?queued HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n")
+print("queued")'
+	fetch="import urllib.request as u; print(u.urlopen('http://allowed.test:8080/ok.txt?after', timeout=20).read().decode(), end='')"
+	# The relay's processes, let go on: those of sandbox-agent whose ancestors hold the server.
+	local cont='for p in $(pgrep -f "^sandbox-agent"); do a=$p; while [ "${a:-1}" -gt 1 ]; do a=$(ps -o ppid= -p "$a" | tr -d " "); [ "$a" = "$SERVER_PID" ] && kill -CONT "$p"; done; done; true'
+	mcp_session --no-sandbox-ahead --allow-hosts allowed.test:8080 <<EOS
+$INIT
+$INITIALIZED
+$(bg 1 'sleep 120' '{"wait_s": 0.05}')
+{"wait": 1}
+$(call_json 2 execute_python "$(jq -cn --arg s "$queue" '{script: $s, network: "none"}')")
+{"wait": 2}
+$(jq -cn --arg c "$cont" '{sh: $c}')
+$(call_json 3 execute_python "$(jq -cn --arg s "$fetch" '{script: $s}')")
+EOS
+	res 2
+	sc '.exit_code == 0 and .stdout == "1\nqueued\n"'
+	res 3
+	sc '.exit_code == 0 and .stdout == "the allowed file\n"'
+	grep -q "GET /ok.txt?after" "$BATS_TEST_TMPDIR/index.log"
+	run ! grep -q "queued" "$BATS_TEST_TMPDIR/index.log"
+}
+
 @test "allow-hosts, local: a background process keeps its way out; later calls run and reach the host; its input closes at once" {
 	bg_case local allowed.test
 }
