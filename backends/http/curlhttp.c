@@ -318,6 +318,10 @@ void curlhttp_pump(struct curlhttp *h, int fd)
 				      {s, (short)((down_room ? POLLIN : 0) | (up_room ? 0 : POLLOUT)), 0}};
 		if (poll(p, 2, -1) < 0 && errno != EINTR)
 			break;
+		/* With the way up ended, fd's peer gone (hung up) would read nothing more: done, and
+		 * no poll that returns at once for good. */
+		if (!up_open && (p[0].revents & (POLLHUP | POLLERR)))
+			break;
 	}
 out:
 	if (down.p)

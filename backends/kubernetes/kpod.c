@@ -333,6 +333,9 @@ static int in_pod(const struct err *cause, const char *what, struct err *e)
 	return err_set(e, "%s in the pod: %.300s", what, said);
 }
 
+/* How long a stream whose send failed is read for its status. */
+#define SENT_FAILED_WAIT_MS 10000
+
 /* Runs argv (n words) in the pod through one exec, stdin the n bytes of data when data is not
  * NULL, and waits for its status, all by timeout_ms. what names it in e. 0, or -1 with e set. */
 static int exec_run(struct kapi *a, const char *ns, const char *name, const char *const *argv, size_t argc,
@@ -357,6 +360,10 @@ static int exec_run(struct kapi *a, const char *ns, const char *name, const char
 					 n - off < (1u << 20) ? n - off : 1u << 20, &sent) < 0;
 	if (data && rc == 0 && !send_failed)
 		send_failed = kexec_close_stdin(&x, &sent) < 0;
+	/* A stream that failed under the send has its status there already, or soon: a failure
+	 * that left the stream open (the command still waits for its input) is told at once. */
+	if (send_failed && deadline > clock_ms() + SENT_FAILED_WAIT_MS)
+		deadline = clock_ms() + SENT_FAILED_WAIT_MS;
 	int code = -1;
 	char why[300] = "the stream ended without a status", errs[300] = "";
 	size_t el = 0;
