@@ -1814,12 +1814,14 @@ static void do_run(struct ag_cur *c)
 	 * still runs (else a new one starts with the call); one for another socket goes. */
 	if (sp.relay_port && relay_ls >= 0 && (relay_port != sp.relay_port || strcmp(relay_path, sp.relay_sock)))
 		relay_close();
-	int rst;
-	pid_t rp = relay_pid > 0 ? waitpid(relay_pid, &rst, WNOHANG | __WALL) : 0;
-	if (rp == relay_pid)
-		note_reaped(rp, rst);
-	else if (rp < 0 && errno == ECHILD)
-		relay_pid = 0;
+	if (relay_pid > 0) {
+		int rst;
+		pid_t rp = waitpid(relay_pid, &rst, WNOHANG | __WALL);
+		if (rp == relay_pid)
+			note_reaped(rp, rst);
+		else if (rp < 0 && errno == ECHILD)
+			relay_pid = 0;
+	}
 	if (sp.relay_port && relay_ls < 0) {
 		relay_ls = relay_listen((uint16_t)sp.relay_port);
 		if (relay_ls < 0) {
