@@ -361,7 +361,8 @@ static int exec_run(struct kapi *a, const char *ns, const char *name, const char
 	if (data && rc == 0 && !send_failed)
 		send_failed = kexec_close_stdin(&x, &sent) < 0;
 	/* A stream that failed under the send has its status there already, or soon: a failure
-	 * that left the stream open (the command still waits for its input) is told at once. */
+	 * that left the stream open (the command still waits for its input) is told within
+	 * SENT_FAILED_WAIT_MS, not at the exec's whole timeout. */
 	if (send_failed && deadline > clock_ms() + SENT_FAILED_WAIT_MS)
 		deadline = clock_ms() + SENT_FAILED_WAIT_MS;
 	int code = -1;
