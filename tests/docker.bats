@@ -760,9 +760,7 @@ EOF
 	sc '.running == true'
 	res 2
 	sc '.exit_code == 0 and (.stdout | endswith("zzz\nin-4712\n"))'
-	local order
-	order=$(printf '%s\n' "$output" | jq -c 'select(type == "object" and (.id == 2 or .id == 3 or .id == 4)) | .id' | tr '\n' ' ')
-	[ "$order" = "3 4 2 " ]
+	[ "$(answer_order 2 3 4)" = "3 4 2" ]
 }
 
 # A background process that prints without pause fills only its own buffer: calls and reads of

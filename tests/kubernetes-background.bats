@@ -54,9 +54,7 @@ setup() {
 	res 5
 	sc '.exit_code == 0 and .stdout == "60000\n60000\n"'
 	# The process calls were answered while the call ran.
-	local order
-	order=$(printf '%s\n' "$output" | jq -c 'select(type == "object" and (.id == 2 or .id == 3)) | .id' | tr '\n' ' ')
-	[ "$order" = "3 2 " ]
+	[ "$(answer_order 2 3)" = "3 2" ]
 }
 
 # lying_chunk HEX: call 2 runs while the test server sends the WebSocket frame HEX on the attached
@@ -121,9 +119,7 @@ lying_chunk() {
 	sc '.processes | map(select(.process_id == "bg-1" and .running)) | length == 1'
 	res 2
 	sc '.exit_code == 0'
-	local order
-	order=$(printf '%s\n' "$output" | jq -c 'select(type == "object" and (.id == 2 or .id == 3 or .id == 4)) | .id' | tr '\n' ' ')
-	[ "$order" = "3 4 2 " ]
+	[ "$(answer_order 2 3 4)" = "3 4 2" ]
 }
 
 @test "kubernetes: a process call whose answer came too late leaves no answer for the next to take as its own" {

@@ -46,9 +46,7 @@ answered_while_a_call_runs() {
 		"$(proc 3 '{"process_id": "bg-1"}')" '{"wait": 3}' \
 		"$(proc 4 '{}')" '{"wait": 4}' '{"wait": 2}'
 	# 3 and 4 came back before the long call's answer.
-	local order
-	order=$(printf '%s\n' "$output" | jq -c 'select(type == "object" and (.id == 2 or .id == 3 or .id == 4)) | .id' | tr '\n' ' ')
-	[ "$order" = "3 4 2 " ]
+	[ "$(answer_order 2 3 4)" = "3 4 2" ]
 	res 4
 	sc '.processes | map(select(.process_id == "bg-1" and .running and (.command | startswith("bash: echo tick")))) | length == 1'
 	res 2

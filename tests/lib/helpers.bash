@@ -249,6 +249,13 @@ no_process_matching() {
 	! ps -e -o pid=,args= | awk -v me="$$" '$1 != me' | grep -v -e ' grep ' -e 'no_process_matching' | grep -qE "$1"
 }
 
+# answer_order ID...: the ids among ID... whose responses are in $output, in the order they
+# came, one space between (how a test says which call was answered first).
+answer_order() {
+	printf '%s\n' "$output" | jq -c --argjson ids "$(printf '%s\n' "$@" | jq -sc .)" \
+		'select(type == "object" and (.id as $i | any($ids[]; . == $i))) | .id' | paste -sd' '
+}
+
 # until_running MARKER: a session step (see lib/session.py) that waits until a process whose
 # command line holds MARKER, as literal text, runs on this host. The pattern brackets the
 # marker's first character, so the waiting shell's own command line never matches it, and
