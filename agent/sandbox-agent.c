@@ -979,7 +979,7 @@ static int relay_listen(uint16_t port)
 static void close_all_but(int keep)
 {
 #ifdef SYS_close_range
-	if (syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u) == 0 &&
+	if ((keep == 3 || syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u) == 0) &&
 	    syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) == 0)
 		return;
 #endif
