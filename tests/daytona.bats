@@ -245,9 +245,10 @@ EOF
 # The runner's code object kept in the sandbox (backends/daytona/runner.h) is the call's to
 # rewrite (the same user): whatever the code leaves there, a later call runs the genuine runner
 # (its SHA-256 is the server's), sees nothing of a later call and never hangs; it costs that call
-# one request more, while the copy cannot be put back, and no more. (A call that outlives the
-# runner's 2 s wait costs a poll, which puts the copy back or costs two requests: the counts are
-# checked where the calls before took under 2 s.) Such a poll, during the code, may put the copy
+# one request more, while the copy cannot be put back, and no more. (A call whose go answers
+# before its end, past the runner's 2 s wait or 0.25 s after output came on a loaded machine,
+# costs a poll, which puts the copy back or costs two requests: a count is checked where the
+# call before it made no poll, as its log says.) Such a poll, during the code, may put the copy
 # back between the code's rm and mkdir: the code makes its folder again until it takes.
 @test "the runner's kept code object, rewritten by the code, is never run: a spy, a FIFO, a symlink, a folder" {
 	log="$BATS_TEST_TMPDIR/log"
@@ -258,9 +259,10 @@ $INIT
 $INITIALIZED
 $(call_json 1 execute_bash_commands '{"code":"true"}')
 {"wait": 1}
+$(sh_step "curl -sf -d '{\"clear_log\": true}' '$DT_URL/_control' >/dev/null")
 $(call_json 2 execute_bash_commands "$(bash_args "n=0; for p in /tmp/.sandbox-mcp-runner-*; do echo $spy | base64 -d >\$p.new && mv \$p.new \$p && n=\$((n + 1)); done; echo planted \$n")")
 {"wait": 2}
-$(sh_step "curl -sf -d '{\"clear_log\": true}' '$DT_URL/_control' >/dev/null")
+$(sh_step "curl -sf '$DT_URL/_control' >'$log.2' && curl -sf -d '{\"clear_log\": true}' '$DT_URL/_control' >/dev/null")
 $(call_json 3 execute_bash_commands '{"code":"echo secret-3; for p in /tmp/.sandbox-mcp-runner-*; do rm -f $p; mkfifo $p; done"}')
 {"wait": 3}
 $(sh_step "curl -sf '$DT_URL/_control' >'$log.3'")
@@ -289,10 +291,11 @@ EOF
 	jqe "$(response 6)" '.result.structuredContent.stdout == "six\n"'
 	jqe "$(response 8)" '.result.structuredContent.stdout == "eight\n"'
 	quick() { [ "$(response "$1" | jq '.result.structuredContent.duration_ms')" -lt 2000 ]; }
-	if quick 2 && quick 3; then executes_only "$log.3" "$id" 2 "$(response 3)"; fi
+	unpolled() { [ "$(jq '[.requests[] | select(.verb == "poll")] | length' "$1")" -eq 0 ]; }
+	if unpolled "$log.2" && quick 3; then executes_only "$log.3" "$id" 2 "$(response 3)"; fi
 	if quick 5 && quick 6; then executes_only "$log.6" "$id" 2 "$(response 6)"; fi
 	# The folder gone, the request that carries the copy puts it back: one request again.
-	if quick 6 && quick 7; then executes_only "$log.7" "$id" 2 "$(response 7)"; fi
+	if unpolled "$log.6" && quick 7; then executes_only "$log.7" "$id" 2 "$(response 7)"; fi
 	executes_only "$log.8" "$id" 1 "$(response 8)"
 }
 
