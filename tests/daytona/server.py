@@ -23,7 +23,8 @@ Usage: server.py [--port N] [--port-file FILE]   (port 0, the default: a free on
                         this host's processes.
 Control: POST /_control {"fail": MODE, "count": N, "on": "api"|"toolbox"|"all", "seconds": S,
                          "method": M, "path": P}   (method and path: only requests that match)
-  MODE: "500", "401", "429" (with Retry-After: S), "slow" (S seconds), "drop" (close the
+  MODE: "500", "401", "429" (with Retry-After: S), "slow" (S seconds, or until a POST with
+  "release": true, which lets every held request go on at once), "drop" (close the
   connection without an answer), "never_start" (sandboxes stay "creating"), "" (none).
   Failures after the work (the request is handled, a sandbox made, then the answer fails):
   "500_after" (HTTP 500 instead of the answer), "truncated" (the answer's headers, then half
@@ -64,6 +65,7 @@ KEY = os.environ.get('DAYTONA_TEST_KEY', 'test-key')
 START_S = float(os.environ.get('DAYTONA_TEST_START_S', '0.2'))
 ROOT = tempfile.mkdtemp(prefix='daytona-test-')
 LOCK = threading.Lock()
+HOLD, HOLD_GEN = threading.Condition(), [0]  # "slow" holds; a "release" ends them all
 SANDBOXES = {}
 LATENCY_MS = float(os.environ.get('DAYTONA_TEST_LATENCY_MS', '0'))
 CONTROL = {'fail': '', 'count': -1, 'on': 'all', 'seconds': 1, 'memory': 0, 'latency_ms': LATENCY_MS,
@@ -443,7 +445,9 @@ class Handler(BaseHTTPRequestHandler):
             return False
         if mode == 'slow':
             log('slow: holding %s %s for %s s' % (self.command, urlsplit(self.path).path, secs))
-            time.sleep(secs)
+            with HOLD:
+                gen = HOLD_GEN[0]
+                HOLD.wait_for(lambda: HOLD_GEN[0] != gen, timeout=secs)
             return False
         if mode == 'drop':
             self.status = 'dropped'
@@ -524,6 +528,10 @@ class Handler(BaseHTTPRequestHandler):
                     CONTROL['disk'] = 0  # cannot mount: the answer says so
                 if b.get('clear_log'):
                     REQUESTS.clear()
+            if b.get('release'):
+                with HOLD:
+                    HOLD_GEN[0] += 1
+                    HOLD.notify_all()
         with LOCK:
             state = dict(CONTROL, requests=list(REQUESTS),
                          sandboxes={k: v.dto for k, v in SANDBOXES.items()})
