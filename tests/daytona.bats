@@ -291,7 +291,7 @@ EOF
 	jqe "$(response 6)" '.result.structuredContent.stdout == "six\n"'
 	jqe "$(response 8)" '.result.structuredContent.stdout == "eight\n"'
 	quick() { [ "$(response "$1" | jq '.result.structuredContent.duration_ms')" -lt 2000 ]; }
-	unpolled() { [ "$(jq '[.requests[] | select(.verb == "poll")] | length' "$1")" -eq 0 ]; }
+	unpolled() { jq -e "(.requests | $DT_UNPOLLED) == .requests" "$1" >/dev/null; }
 	if unpolled "$log.2" && quick 3; then executes_only "$log.3" "$id" 2 "$(response 3)"; fi
 	if quick 5 && quick 6; then executes_only "$log.6" "$id" 2 "$(response 6)"; fi
 	# The folder gone, the request that carries the copy puts it back: one request again.

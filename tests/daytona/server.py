@@ -519,6 +519,7 @@ class Handler(BaseHTTPRequestHandler):
     def control(self, method):
         if method == 'POST':
             b = self.json_body() or {}
+            release = b.pop('release', False)  # an act, not a setting: not kept in CONTROL
             with LOCK:
                 CONTROL.update({'fail': '', 'count': -1, 'on': 'all', 'seconds': 1, 'method': '', 'path': '',
                                 'memory': 0, 'latency_ms': LATENCY_MS, 'no_bash': False, 'disk': 0,
@@ -528,7 +529,7 @@ class Handler(BaseHTTPRequestHandler):
                     CONTROL['disk'] = 0  # cannot mount: the answer says so
                 if b.get('clear_log'):
                     REQUESTS.clear()
-            if b.get('release'):
+            if release:
                 with HOLD:
                     HOLD_GEN[0] += 1
                     HOLD.notify_all()
