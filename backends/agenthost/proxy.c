@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -48,6 +50,7 @@ struct proxy {
 	unsigned refs;              /* proxy_stop's, and one per running connection */
 	bool stopped;               /* proxy_stop was called: the call it served is over */
 	struct conn conns[PROXY_MAX_CONN];
+	int max_conn;               /* the slots used of conns: what the descriptors allow (slots) */
 	unsigned allowed, refused;
 	int unreachable_fd;         /* eventfd: readable once an index host could not be reached */
 	char unreachable[PROXY_WHY_MAX]; /* the first such failure, "host:port: why"; "" for none */
@@ -1105,35 +1108,71 @@ static void *conn_main(void *arg)
 /* A free connection slot, or NULL. Called with mu held. */
 static struct conn *free_slot(struct proxy *px)
 {
-	for (int i = 0; i < PROXY_MAX_CONN; i++)
+	for (int i = 0; i < px->max_conn; i++)
 		if (!px->conns[i].used)
 			return &px->conns[i];
 	return NULL;
 }
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-#define PROXY_MAX_STR STR(PROXY_MAX_CONN)
-
 /* How long the listener is left alone when no descriptor (or memory) is left to accept with:
  * the connection stays in the backlog, and polling the listener meanwhile would only spin. */
 #define ACCEPT_BACKOFF_MS 100
-/* How long a connection refused for want of a slot is waited on for the socket it hands over. */
-#define HANDOVER_WAIT_MS 50
+/* How long a connection refused for want of a slot is waited on for the socket it hands over
+ * (the relay sends it at once after connecting, but a loaded machine may keep it from running
+ * a while), and how many such connections are waited on at once: each holds a descriptor. */
+#define HANDOVER_WAIT_MS 2000
+#define REFUSED_WAITING 8
 /* The listening socket's backlog. */
 #define PROXY_BACKLOG 64
+
+/* Tells a connection refused for want of a slot so: a 503 on the socket it handed over, or on
+ * its own when it handed none over (nothing came, or it speaks on this socket itself). Never
+ * waits: recv_first and reply do not. */
+static void tell_busy(int fd)
+{
+	char first;
+	int to = recv_first(fd, &first);
+	reply(to >= 0 ? to : fd, "503 Service Unavailable", "too many connections at once");
+	if (to >= 0)
+		close_client(to);
+	close_client(fd);
+}
 
 static void *accept_main(void *arg)
 {
 	struct proxy *px = arg;
-	bool starved = false;
+	/* Connections refused for want of a slot, each waited on (in this loop: never blocking
+	 * the listener or the stop) for what it hands over, until its time is up. */
+	struct refused_conn {
+		int fd;
+		int64_t until;
+	} waiting[REFUSED_WAITING];
+	size_t nw = 0;
+	int64_t starved_until = 0;
 	for (;;) {
-		struct pollfd p[2] = {{px->stop_fd, POLLIN, 0}, {px->listen_fd, POLLIN, 0}};
-		if (poll(p, starved ? 1 : 2, starved ? ACCEPT_BACKOFF_MS : -1) < 0 && errno != EINTR)
+		struct pollfd p[2 + REFUSED_WAITING] = {{px->stop_fd, POLLIN, 0}, {px->listen_fd, POLLIN, 0}};
+		int64_t now = clock_ms(), next = -1;
+		if (now < starved_until) {
+			p[1].fd = -1;
+			next = starved_until;
+		}
+		for (size_t i = 0; i < nw; i++) {
+			p[2 + i] = (struct pollfd){waiting[i].fd, POLLIN, 0};
+			if (next < 0 || waiting[i].until < next)
+				next = waiting[i].until;
+		}
+		int to = next < 0 ? -1 : next > now ? (int)(next - now) : 0;
+		if (poll(p, 2 + nw, to) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents)
 			break;
-		starved = false;
+		/* From the last: one taken out is replaced by the last, already looked at. */
+		now = clock_ms();
+		for (size_t i = nw; i-- > 0;)
+			if (p[2 + i].revents || waiting[i].until <= now) {
+				tell_busy(waiting[i].fd);
+				waiting[i] = waiting[--nw];
+			}
 		if (!p[1].revents)
 			continue;
 		/* Accepted and given the policy at once, under mu: a connection is served by the
@@ -1141,7 +1180,7 @@ static void *accept_main(void *arg)
 		 * read the policy later would serve a narrowed call's request with the whole list). */
 		struct netpolicy *pol = malloc(sizeof *pol);
 		if (!pol) {
-			starved = true;
+			starved_until = now + ACCEPT_BACKOFF_MS;
 			continue;
 		}
 		pthread_mutex_lock(&px->mu);
@@ -1150,7 +1189,8 @@ static void *accept_main(void *arg)
 			int err = errno;
 			pthread_mutex_unlock(&px->mu);
 			free(pol);
-			starved = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
+				starved_until = now + ACCEPT_BACKOFF_MS;
 			continue;
 		}
 		*pol = px->pol;
@@ -1173,18 +1213,50 @@ static void *accept_main(void *arg)
 		pthread_mutex_unlock(&px->mu);
 		if (!c) {
 			free(pol);
-			refused(px, "a connection", "too many connections at once (" PROXY_MAX_STR ")");
-			/* A handed-over connection is told on its own socket; the relay sends it at once
-			 * after connecting, so a short wait finds it. */
-			char first;
-			int to = poll(&(struct pollfd){fd, POLLIN, 0}, 1, HANDOVER_WAIT_MS) > 0 ? recv_first(fd, &first) : FIRST_BAD;
-			reply(to >= 0 ? to : fd, "503 Service Unavailable", "too many connections at once");
-			if (to >= 0)
-				close_client(to);
-			close_client(fd);
+			char why[64];
+			snprintf(why, sizeof why, "too many connections at once (%d)", px->max_conn);
+			refused(px, "a connection", why);
+			/* Told at once when REFUSED_WAITING are waited on already: what it handed over
+			 * by now, or on its own socket. */
+			if (nw < REFUSED_WAITING)
+				waiting[nw++] = (struct refused_conn){fd, now + HANDOVER_WAIT_MS};
+			else
+				tell_busy(fd);
 		}
 	}
+	/* Stopped: the connections still waited on are told now. */
+	for (size_t i = 0; i < nw; i++)
+		tell_busy(waiting[i].fd);
 	return NULL;
+}
+
+/* Descriptors left aside for the rest of the server while the proxy runs (a call's pipes and
+ * files), and for the acceptor (a connection refused and what it hands over, and those waited
+ * on). */
+#define PROXY_FD_SPARE (16 + 2 + REFUSED_WAITING)
+
+/*
+ * How many connections the proxy serves at once: PROXY_MAX_CONN, or fewer when the server's
+ * open-file limit would not hold them. A connection holds two descriptors at most (the
+ * socket it was accepted on and the one it hands over, until the first is closed; then the
+ * client's and the upstream one), so a slot the descriptors could not back would turn a
+ * handover into a connection lost (the kernel closes a descriptor that no room is left to
+ * receive) rather than the 503 a connection past the slots gets.
+ */
+static int slots(void)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) < 0 || r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= 4096)
+		return PROXY_MAX_CONN;
+	long open_now = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return PROXY_MAX_CONN;
+	for (struct dirent *de; (de = readdir(d));)
+		open_now += de->d_name[0] != '.';
+	closedir(d);
+	long n = ((long)r.rlim_cur - open_now - PROXY_FD_SPARE) / 2;
+	return n < 1 ? 1 : n > PROXY_MAX_CONN ? PROXY_MAX_CONN : (int)n;
 }
 
 int proxy_start(struct proxy **out, const char *path, const struct netpolicy *pol, enum proxy_for who,
@@ -1198,6 +1270,7 @@ int proxy_start(struct proxy **out, const char *path, const struct netpolicy *po
 		return err_set(e, "out of memory");
 	px->pol = *pol;
 	px->who = who;
+	px->max_conn = slots();
 	pthread_once(&nonlocal_once, read_nonlocal);
 	px->listen_fd = px->stop_fd = px->unreachable_fd = -1;
 	px->refs = 1;

@@ -32,7 +32,9 @@
  * waits on the code: every descriptor sent on the socket, in any message (or queued in a unix
  * socket sent, a few deep), is taken and closed without lingering before what held it is.
  *
- * Each connection has a thread of its own (at most PROXY_MAX_CONN at once); every wait is
+ * Each connection has a thread of its own (at most PROXY_MAX_CONN at once, fewer where the
+ * server's open-file limit would not back them); one past them is told 503 on the socket it
+ * hands over (waited on for it a while, without holding up the others); every wait is
  * bounded (the request head by PROXY_HEAD_MS, connecting by PROXY_CONNECT_MS, a tunnel by
  * PROXY_IDLE_MS of silence).
  */

@@ -86,8 +86,9 @@ u = hand([b.fileno()])
 b.close()
 a.sendall(b"CONNECT 127.0.0.1:22 HTTP/1.1\r\n\r\n")
 out["tcp_loopback"] = told(a)
-# 36 handed over at once, each waiting: 32 held, the rest told 503 on their own sockets (36, as
-# the code has the server's few descriptors too).
+# 36 handed over at once, each waiting: as many held as the proxy has slots (32, or fewer as
+# here, where the server's 64 descriptors would not back 32), the rest told 503 on their own
+# sockets.
 for f in (mem, fifo_fd, r, w, ev, reg):
     os.close(f)
 for s in (udp, sp1, sp2, nl):
