@@ -48,20 +48,31 @@ static void output_drained(void *eng)
 	engine_output_drained(eng);
 }
 
-/* stdin ended: the requests read before are answered as they finish, for budget_s at most,
- * unless a signal comes or the client goes first. Why the server then shuts down. */
+/* How long a client may take no byte of the answers queued for it once stdin closed before
+ * it is taken for one that stopped reading: they are then left to the last flush. */
+#define DRAIN_STALL_MS 400
+
+/* stdin ended: the requests read before are answered as they finish, and their answers
+ * handed to a client that goes on reading, for budget_s at most, unless a signal comes or the
+ * client goes first. Why the server then shuts down. */
 static const char *answer_what_was_read(struct engine *eng, double budget_s, int sfd)
 {
-	int64_t until = clock_ms() + (int64_t)(budget_s * 1000);
+	int64_t t0 = clock_ms(), until = t0 + (int64_t)(budget_s * 1000);
 	log_msg(LOG_INFO, "stdin closed: answering the requests read, for %g s at most", budget_s);
 	for (;;) {
-		if (!engine_pending(eng))
+		bool calls = engine_pending(eng);
+		if (!calls && writer_drained())
 			return "stdin closed, every request read answered";
+		if (!calls && writer_stalled(t0, DRAIN_STALL_MS))
+			return "stdin closed, every request read answered; the client takes no more of the answers";
 		int64_t left = until - clock_ms();
 		if (left <= 0)
 			return "stdin closed, and the shutdown budget is spent";
+		/* Only answers left to hand over: looked at more often, so that a client that stopped
+		 * reading is let go soon after DRAIN_STALL_MS. */
+		int step = calls ? 250 : 50;
 		struct pollfd p[2] = {{sfd, POLLIN, 0}, {STDOUT_FILENO, 0, 0}};
-		int r = poll(p, 2, left < 250 ? (int)left : 250);
+		int r = poll(p, 2, left < step ? (int)left : step);
 		if (r > 0 && p[0].revents) {
 			struct signalfd_siginfo si;
 			if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
@@ -144,7 +155,7 @@ static int serve(const struct config *cfg)
 		}
 		engine_tick(eng);
 	}
-	if (eof && engine_pending(eng) && cfg->shutdown_budget_s > 0)
+	if (eof && (engine_pending(eng) || !writer_drained()) && cfg->shutdown_budget_s > 0)
 		why = answer_what_was_read(eng, cfg->shutdown_budget_s, sfd);
 	log_msg(LOG_INFO, "shutting down: %s", why);
 	writer_on_drained(NULL, NULL); /* the engine goes */

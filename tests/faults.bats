@@ -94,6 +94,14 @@ EOF2
 	jqe "${lines[${#lines[@]}-1]}" '.pings_answered == 5000 and .call_answered'
 }
 
+@test "EOF: a client that reads slowly, but goes on reading, gets every answer queued for it" {
+	run python3 "$TESTS_DIR/lib/stalled-client.py" slow -- "$SANDBOX_MCP" --output-cap 1M --result-max 2M
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# Its reads take seconds, far past the last flush's 250 ms.
+	jqe "${lines[${#lines[@]}-1]}" '.pings_answered == 3 and .call_answered and .read_s > 1'
+}
+
 # The sandbox's init (sandbox-agent) as a child of the server whose pid is in file $1.
 agent_of() {
 	pgrep -P "$(cat "$1")" | head -1

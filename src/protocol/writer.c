@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,13 @@ static struct {
 	void (*on_drained)(void *);
 	void *on_drained_ctx;
 } out = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1}; /* cv: made by writer_start */
+
+/* The most one write hands the kernel. */
+#define WRITE_PIECE (16u << 10)
+
+/* When the last write that moved bytes to the client returned (clock_ms); kept apart from
+ * out.lock, which the writer does not hold while it writes. */
+static _Atomic int64_t wrote_at;
 
 bool writer_closed(void)
 {
@@ -127,7 +135,9 @@ static void *writer_main(void *arg)
 		size_t left = m->len;
 		bool failed = false;
 		while (left) {
-			ssize_t w = write(out.fd, p, left);
+			/* A piece at a time: a blocking write returns once all it was given is taken,
+			 * and each return tells writer_stalled that the client is reading. */
+			ssize_t w = write(out.fd, p, left < WRITE_PIECE ? left : WRITE_PIECE);
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait_writable(out.fd) == 0)
@@ -136,6 +146,7 @@ static void *writer_main(void *arg)
 				failed = true;
 				break;
 			}
+			atomic_store_explicit(&wrote_at, clock_ms(), memory_order_relaxed);
 			p += w;
 			left -= (size_t)w;
 		}
@@ -184,6 +195,15 @@ int writer_start(int fd)
 	int rc = pthread_create(&t, &a, writer_main, NULL);
 	pthread_attr_destroy(&a);
 	return rc == 0 ? 0 : -1;
+}
+
+bool writer_stalled(int64_t since_ms, int stall_ms)
+{
+	int64_t last = atomic_load_explicit(&wrote_at, memory_order_relaxed);
+	pthread_mutex_lock(&out.lock);
+	bool stalled = pending() && clock_ms() - (last > since_ms ? last : since_ms) >= stall_ms;
+	pthread_mutex_unlock(&out.lock);
+	return stalled;
 }
 
 int writer_flush(int64_t deadline_ms)

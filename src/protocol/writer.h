@@ -40,6 +40,10 @@ bool writer_closed(void);
 /* True when nothing waits to be written (or the client is gone). */
 bool writer_drained(void);
 
+/* True when something waits to be written and no byte of it reached the client for stall_ms,
+ * counted from since_ms at the earliest: a client that stopped reading. */
+bool writer_stalled(int64_t since_ms, int stall_ms);
+
 /* fn(ctx) is called on the writer's thread each time it has written all that was queued. It
  * runs under the writer's lock: quick, and calling nothing of the writer. Once
  * writer_on_drained(NULL, NULL) has returned, fn is not running and is not called again. */

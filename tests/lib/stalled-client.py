@@ -9,6 +9,10 @@ says so), it sends SIGNAL to the server (or closes its stdin, for "eof") and wai
 Prints one JSON line: {"exit": CODE, "exit_after_ms": MS, "stuck_bytes": N}. Exits 4 when the pipe
 never filled or the server did not exit within 10 s.
 
+With "slow" it sends 3 pings, closes its stdin, and only then reads, 64 KiB every 0.1 s (a
+client that reads slowly but goes on reading), and prints {"pings_answered": N, "call_answered":
+BOOL, "read_s": S}.
+
 With "pings" it sends 5000 pings instead (far more than a pipe holds, so a server that stopped
 reading its stdin would block this client), each write bounded by 10 s, then reads everything and
 prints {"pings_sent": N, "pings_answered": N, "call_answered": BOOL}.
@@ -58,6 +62,28 @@ def pings(proc):
     proc.wait(timeout=10)
     print(json.dumps({"pings_sent": 5000, "pings_answered": len(answered), "call_answered": call}))
 
+def slow(proc):
+    for i in range(3):
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": "p%d" % i, "method": "ping"}) + "\n").encode())
+    proc.stdin.close()
+    t0, got, fd = time.monotonic(), b"", proc.stdout.fileno()
+    while True:
+        b = os.read(fd, 65536)
+        if not b:
+            break
+        got += b
+        time.sleep(0.1)
+    answered, call = 0, False
+    for raw in got.split(b"\n"):
+        try:
+            m = json.loads(raw)
+        except ValueError:
+            continue  # a line cut short: not an answer
+        answered += isinstance(m.get("id"), str) and m.get("result") == {}
+        call = call or (m.get("id") == 1 and "result" in m)
+    proc.wait(timeout=10)
+    print(json.dumps({"pings_answered": answered, "call_answered": call, "read_s": round(time.monotonic() - t0, 2)}))
+
 def main():
     how, cmd = sys.argv[1], sys.argv[3:]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -81,6 +107,9 @@ def main():
         sys.exit(4)
     if how == "pings":
         pings(proc)
+        return
+    if how == "slow":
+        slow(proc)
         return
     for i in range(3):
         send({"jsonrpc": "2.0", "id": "p%d" % i, "method": "ping"})
