@@ -229,12 +229,16 @@ echo left'
 }
 
 @test "background attack: a flood of process requests beside a call, and reads waiting across cleanup_sandbox" {
-	local lines=("$(bg 1 'while :; do echo tick; sleep 0.05; done')" '{"wait": 1}'
+	# The ticks stop once the file stop is there (then the process sleeps on): the read sent
+	# behind the cleanup has nothing to take, so it can only end by the cleanup.
+	local lines=("$(bg 1 'while [ ! -e stop ]; do echo tick; sleep 0.05; done; exec sleep 1000')" '{"wait": 1}'
 		"$(call_json 2 execute_bash_commands '{"code": "sleep 2; echo slow"}')") i
 	for i in $(seq 10 209); do
 		lines+=("$(proc "$i" '{"process_id": "bg-1"}')")
 	done
-	lines+=('{"wait": 2}' "$(proc 300 '{"process_id": "bg-1", "wait_s": 30}')"
+	lines+=('{"wait": 2}'
+		"$(call_json 298 execute_bash_commands '{"code": "touch stop; until ps -eo args | grep -q \"^sleep 1000\"; do sleep 0.05; done"}')"
+		'{"wait": 298}' "$(proc 300 '{"process_id": "bg-1"}')" '{"wait": 300}'
 		"$(call_json 301 cleanup_sandbox '{}')" "$(proc 302 '{"process_id": "bg-1", "wait_s": 30}')" "$(proc 303 '{}')"
 		'{"wait": 301}' '{"wait": 302}' '{"wait": 303}'
 		"$(call_json 304 execute_bash_commands '{"code": "echo after"}')")
@@ -246,8 +250,11 @@ echo left'
 	all=$(printf '%s\n' "$output" | jq -sc '[.[] | select((.id | type) == "number" and .id >= 10 and .id <= 209)]')
 	jqe "$all" 'length == 200'
 	jqe "$all" '[.[] | .result.structuredContent | select(.error == null) | .stdout] | join("") | test("^(tick\n)*$")'
+	res 298
+	sc '.exit_code == 0'
 	res 302
 	jqe "$result" '.isError == true or .structuredContent.running == false'
+	jqe "$result" '(.structuredContent.stdout // "") | test("tick") | not'
 	res 304
 	sc '.stdout == "after\n" and (.notice | test("1 background process"))'
 }
