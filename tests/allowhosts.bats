@@ -467,6 +467,68 @@ CASES
 	done
 }
 
+# Tunnels held open through a server left 64 descriptors, one after another: each is answered,
+# 200 while the proxy has a slot its descriptors back, 503 after; none is lost for want of a
+# descriptor to take its handover with (with 32 slots and two pipes a tunnel, it was).
+@test "allow-hosts, local: a server left 64 descriptors: tunnels held one after another are each answered, 200 or 503, none lost" {
+	with_backend local
+	command -v prlimit >/dev/null || skip_or_fail "needs prlimit (util-linux)"
+	cat >"$BATS_TEST_TMPDIR/few-fds" <<WRAP
+#!/bin/sh
+exec prlimit --nofile=64 -- "$SANDBOX_MCP" "\$@"
+WRAP
+	chmod +x "$BATS_TEST_TMPDIR/few-fds"
+	SANDBOX_MCP="$BATS_TEST_TMPDIR/few-fds"
+	local script="import json, socket, time, urllib.request as u
+def tunnel():
+    s = socket.create_connection(('127.0.0.1', 3128), 10)
+    s.settimeout(10)
+    s.sendall(b'CONNECT 198.51.100.2:8443 HTTP/1.1\\r\\nHost: 198.51.100.2:8443\\r\\n\\r\\n')
+    got = b''
+    try:
+        while b'\\r\\n\\r\\n' not in got:
+            b = s.recv(4096)
+            if not b:
+                break
+            got += b
+    except OSError as e:
+        return s, type(e).__name__
+    st = got.split(b' ')[1].decode() if got.startswith(b'HTTP/') else 'lost'
+    if st == '200':
+        s.sendall(b'x')  # the tunnel's first bytes: it is relayed from now on
+    return s, st
+held, seen = [], {}
+for i in range(40):
+    s, st = tunnel()
+    seen[st] = seen.get(st, 0) + 1
+    held.append(s)
+for s in held:
+    s.close()
+after = None
+for _ in range(100):
+    try:
+        after = u.urlopen('http://198.51.100.2:8080/ok.txt', timeout=10).status
+    except Exception as e:
+        after = getattr(e, 'code', type(e).__name__)
+    if after == 200:
+        break
+    time.sleep(0.1)
+print(json.dumps({'seen': seen, 'after': after}))"
+	mcp_session --allow-hosts 198.51.100.2:8080,198.51.100.2:8443 <<EOS
+$INIT
+$(call_json 1 execute_python "$(jq -cn --arg s "$script" '{script: $s, timeout_s: 120}')")
+$(call_json 2 execute_bash_commands '{"code":"echo still here"}')
+EOS
+	res 1
+	local P
+	P=$(printf '%s' "$result" | jq -r '.structuredContent.stdout' | sed '/^$/d' | tail -1)
+	echo "$P" >&2
+	jqe "$P" '(.seen | keys - ["200", "503"]) == [] and .seen["200"] >= 1 and .seen["503"] >= 1 and .after == 200'
+	grep -q "refused a connection: too many connections at once" "$SERVER_LOG"
+	res 2
+	sc '.stdout == "still here\n"'
+}
+
 @test "allow-hosts, local: a server left 64 descriptors (its least), flooded through its proxy, keeps serving, and the way out works after" {
 	with_backend local
 	command -v prlimit >/dev/null || skip_or_fail "needs prlimit (util-linux)"

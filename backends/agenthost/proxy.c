@@ -50,7 +50,9 @@ struct proxy {
 	unsigned refs;              /* proxy_stop's, and one per running connection */
 	bool stopped;               /* proxy_stop was called: the call it served is over */
 	struct conn conns[PROXY_MAX_CONN];
-	int max_conn;               /* the slots used of conns: what the descriptors allow (slots) */
+	int max_conn;               /* the slots used of conns: what the descriptors back (budget_take) */
+	bool pipes;                 /* a tunnel may take two pipes to splice through */
+	long fds;                   /* the descriptors its slots may hold, counted in budget_held */
 	unsigned allowed, refused;
 	int unreachable_fd;         /* eventfd: readable once an index host could not be reached */
 	char unreachable[PROXY_WHY_MAX]; /* the first such failure, "host:port: why"; "" for none */
@@ -65,6 +67,8 @@ static const char *who_name(const struct proxy *px)
 	return px->who == PROXY_CODE ? "code (--allow-hosts)" : "install step";
 }
 
+static void budget_give(struct proxy *px);
+
 static void release(struct proxy *px)
 {
 	pthread_mutex_lock(&px->mu);
@@ -72,6 +76,7 @@ static void release(struct proxy *px)
 	pthread_mutex_unlock(&px->mu);
 	if (!last)
 		return;
+	budget_give(px);
 	close(px->stop_fd);
 	close(px->unreachable_fd);
 	pthread_mutex_destroy(&px->mu);
@@ -540,9 +545,10 @@ static void splice_both(struct proxy *px, int a, int b, uint64_t a_left)
 	int pipes[2][2] = {{-1, -1}, {-1, -1}}, dom = -1;
 	socklen_t dl = sizeof dom;
 	/* A client on the proxy's socket itself is read through the buffer (client_read): a splice
-	 * would close here what descriptors it sent along. */
+	 * would close here what descriptors it sent along. No pipes either where the open-file
+	 * limit does not back them for every slot (budget_take). */
 	bool unix_a = getsockopt(a, SOL_SOCKET, SO_DOMAIN, &dom, &dl) < 0 || dom == AF_UNIX;
-	for (int i = unix_a ? 1 : 0; i < 2; i++)
+	for (int i = unix_a ? 1 : 0; i < 2 && px->pipes; i++)
 		if (pipe2(pipes[i], O_CLOEXEC | O_NONBLOCK) == 0)
 			(void)fcntl(pipes[i][0], F_SETPIPE_SZ, 1 << 18); /* fewer, larger moves where allowed */
 	bool open_a = a_left > 0, open_b = true;
@@ -1142,7 +1148,8 @@ static void *accept_main(void *arg)
 {
 	struct proxy *px = arg;
 	/* Connections refused for want of a slot, each waited on (in this loop: never blocking
-	 * the listener or the stop) for what it hands over, until its time is up. */
+	 * the listener or the stop) for what it hands over, until its time is up; refused, they
+	 * are told 503 even when a slot frees meanwhile. */
 	struct refused_conn {
 		int fd;
 		int64_t until;
@@ -1234,29 +1241,59 @@ static void *accept_main(void *arg)
  * files), and for the acceptor (a connection refused and what it hands over, and those waited
  * on). */
 #define PROXY_FD_SPARE (16 + 2 + REFUSED_WAITING)
+/* Descriptors a slot holds at most: its socket and the one handed over (until the first is
+ * closed), or the client's and the upstream one; and a tunnel's two pipes where it has them. */
+#define SLOT_FDS 2
+#define SLOT_PIPE_FDS 4
+/* A limit that backs every slot of two proxies with pipes beside any server's own: not counted. */
+#define FD_LIMIT_AMPLE 4096
+
+/* The descriptors the slots of the proxies running in this process may hold (the code's, and an
+ * install step's beside it): each sizes itself to what the others left. */
+static pthread_mutex_t budget_mu = PTHREAD_MUTEX_INITIALIZER;
+static long budget_held;
 
 /*
- * How many connections the proxy serves at once: PROXY_MAX_CONN, or fewer when the server's
- * open-file limit would not hold them. A connection holds two descriptors at most (the
- * socket it was accepted on and the one it hands over, until the first is closed; then the
- * client's and the upstream one), so a slot the descriptors could not back would turn a
+ * Sizes px to the server's open-file limit: PROXY_MAX_CONN slots, or as many as the
+ * descriptors left (by what is open, PROXY_FD_SPARE and the other proxies' slots) back, with
+ * pipes only where they are backed too. A slot the descriptors could not back would turn a
  * handover into a connection lost (the kernel closes a descriptor that no room is left to
- * receive) rather than the 503 a connection past the slots gets.
+ * receive) rather than the 503 a connection past the slots gets; a tunnel without pipes
+ * moves its bytes through a buffer.
  */
-static int slots(void)
+static void budget_take(struct proxy *px)
 {
 	struct rlimit r;
-	if (getrlimit(RLIMIT_NOFILE, &r) < 0 || r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= 4096)
-		return PROXY_MAX_CONN;
-	long open_now = 0;
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		return PROXY_MAX_CONN;
-	for (struct dirent *de; (de = readdir(d));)
-		open_now += de->d_name[0] != '.';
-	closedir(d);
-	long n = ((long)r.rlim_cur - open_now - PROXY_FD_SPARE) / 2;
-	return n < 1 ? 1 : n > PROXY_MAX_CONN ? PROXY_MAX_CONN : (int)n;
+	px->max_conn = PROXY_MAX_CONN;
+	px->pipes = true;
+	px->fds = 0;
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY && r.rlim_cur < FD_LIMIT_AMPLE) {
+		/* What is open; where that cannot be read, half the limit, taken as used. */
+		long open_now = (long)r.rlim_cur / 2;
+		DIR *d = opendir("/proc/self/fd");
+		if (d) {
+			open_now = -1; /* its own */
+			for (struct dirent *de; (de = readdir(d));)
+				open_now += de->d_name[0] != '.';
+			closedir(d);
+		}
+		pthread_mutex_lock(&budget_mu);
+		long left = (long)r.rlim_cur - open_now - PROXY_FD_SPARE - budget_held;
+		long n = left / SLOT_FDS;
+		px->max_conn = n < 1 ? 1 : n > PROXY_MAX_CONN ? PROXY_MAX_CONN : (int)n;
+		px->pipes = left >= (long)px->max_conn * (SLOT_FDS + SLOT_PIPE_FDS);
+		px->fds = (long)px->max_conn * (SLOT_FDS + (px->pipes ? SLOT_PIPE_FDS : 0));
+		budget_held += px->fds;
+		pthread_mutex_unlock(&budget_mu);
+	}
+}
+
+static void budget_give(struct proxy *px)
+{
+	pthread_mutex_lock(&budget_mu);
+	budget_held -= px->fds;
+	px->fds = 0;
+	pthread_mutex_unlock(&budget_mu);
 }
 
 int proxy_start(struct proxy **out, const char *path, const struct netpolicy *pol, enum proxy_for who,
@@ -1270,7 +1307,6 @@ int proxy_start(struct proxy **out, const char *path, const struct netpolicy *po
 		return err_set(e, "out of memory");
 	px->pol = *pol;
 	px->who = who;
-	px->max_conn = slots();
 	pthread_once(&nonlocal_once, read_nonlocal);
 	px->listen_fd = px->stop_fd = px->unreachable_fd = -1;
 	px->refs = 1;
@@ -1290,6 +1326,7 @@ int proxy_start(struct proxy **out, const char *path, const struct netpolicy *po
 		err_sys(e, "the %s's proxy at %s", who_name(px), path);
 		goto fail;
 	}
+	budget_take(px);
 	if (pthread_create(&px->acceptor, NULL, accept_main, px) != 0) {
 		err_set(e, "the %s's proxy: cannot start its thread", who_name(px));
 		goto fail;
@@ -1305,6 +1342,7 @@ fail:
 		close(px->stop_fd);
 	if (px->unreachable_fd >= 0)
 		close(px->unreachable_fd);
+	budget_give(px);
 	pthread_mutex_destroy(&px->mu);
 	free(px);
 	return -1;

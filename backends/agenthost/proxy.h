@@ -34,7 +34,8 @@
  *
  * Each connection has a thread of its own (at most PROXY_MAX_CONN at once, fewer where the
  * server's open-file limit would not back them); one past them is told 503 on the socket it
- * hands over (waited on for it a while, without holding up the others); every wait is
+ * hands over (up to 8 at a time waited on for it, 2 s each, without holding up the others;
+ * the rest told at once); every wait is
  * bounded (the request head by PROXY_HEAD_MS, connecting by PROXY_CONNECT_MS, a tunnel by
  * PROXY_IDLE_MS of silence).
  */

@@ -101,8 +101,8 @@ for i in range(36):
     u.close()
     a.sendall(b"GET http://198.51.100.2:8080/ HTTP/1.1\r\nX-Slow: ")
     held.append(a)
-# The 503s are waited for as they come (a loaded server may take seconds), until the 4 past the
-# slots are told, or 10 s pass; a held one answers nothing, or ends when its head's time is up.
+# The 503s are waited for as they come (a loaded server may take seconds), until 4 of those past
+# the slots are told, or 10 s pass; a held one answers nothing, or ends when its head's time is up.
 busy, waiting, until = 0, list(held), time.monotonic() + 10
 while waiting and busy < 4 and time.monotonic() < until:
     for a in select.select(waiting, [], [], max(0, until - time.monotonic()))[0]:
