@@ -472,13 +472,7 @@ CASES
 # descriptor to take its handover with (with 32 slots and two pipes a tunnel, it was).
 @test "allow-hosts, local: a server left 64 descriptors: tunnels held one after another are each answered, 200 or 503, none lost" {
 	with_backend local
-	command -v prlimit >/dev/null || skip_or_fail "needs prlimit (util-linux)"
-	cat >"$BATS_TEST_TMPDIR/few-fds" <<WRAP
-#!/bin/sh
-exec prlimit --nofile=64 -- "$SANDBOX_MCP" "\$@"
-WRAP
-	chmod +x "$BATS_TEST_TMPDIR/few-fds"
-	SANDBOX_MCP="$BATS_TEST_TMPDIR/few-fds"
+	few_fds_server 64
 	local script="import json, socket, time, urllib.request as u
 def tunnel():
     s = socket.create_connection(('127.0.0.1', 3128), 10)
@@ -531,13 +525,7 @@ EOS
 
 @test "allow-hosts, local: a server left 64 descriptors (its least), flooded through its proxy, keeps serving, and the way out works after" {
 	with_backend local
-	command -v prlimit >/dev/null || skip_or_fail "needs prlimit (util-linux)"
-	cat >"$BATS_TEST_TMPDIR/few-fds" <<WRAP
-#!/bin/sh
-exec prlimit --nofile=64 -- "$SANDBOX_MCP" "\$@"
-WRAP
-	chmod +x "$BATS_TEST_TMPDIR/few-fds"
-	SANDBOX_MCP="$BATS_TEST_TMPDIR/few-fds"
+	few_fds_server 64
 	local script="import socket, time, json, urllib.request as u
 held = []
 for i in range(40):

@@ -44,13 +44,7 @@ handover_case() {
 # many_case BACKEND: lib/handover-many.py in the sandbox of a server left 64 descriptors.
 many_case() {
 	with_backend "$1"
-	command -v prlimit >/dev/null || skip_or_fail "needs prlimit (util-linux)"
-	cat >"$BATS_TEST_TMPDIR/few-fds" <<WRAP
-#!/bin/sh
-exec prlimit --nofile=64 -- "$SANDBOX_MCP" "\$@"
-WRAP
-	chmod +x "$BATS_TEST_TMPDIR/few-fds"
-	SANDBOX_MCP="$BATS_TEST_TMPDIR/few-fds"
+	few_fds_server 64
 	local script
 	script=$(cat "$TESTS_DIR/lib/handover-client.py" "$TESTS_DIR/lib/handover-many.py")
 	mcp_session --allow-hosts 198.51.100.2:8080 <<EOS

@@ -157,6 +157,18 @@ unprivileged_user() {
 	return 1
 }
 
+# few_fds_server N: SANDBOX_MCP becomes a wrapper that runs the server (as SANDBOX_MCP was)
+# under an open-files limit of N, soft and hard.
+few_fds_server() {
+	command -v prlimit >/dev/null || skip_or_fail "needs prlimit (util-linux)"
+	cat >"$BATS_TEST_TMPDIR/few-fds" <<WRAP
+#!/bin/sh
+exec prlimit --nofile=$1 -- "$SANDBOX_MCP" "\$@"
+WRAP
+	chmod +x "$BATS_TEST_TMPDIR/few-fds"
+	SANDBOX_MCP="$BATS_TEST_TMPDIR/few-fds"
+}
+
 # unprivileged_server: this test's server runs as an unprivileged user of its own (UNPRIV_USER,
 # see unprivileged_user): SANDBOX_MCP becomes a wrapper that starts it so, on a state folder of that user's.
 # The binary is copied where the user may read it (the checkout may be in a folder others cannot
