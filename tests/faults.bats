@@ -225,6 +225,19 @@ print("ok", len(done))
 	done
 }
 
+@test "answers written at once and answers queued behind a slow reader keep their order and are whole: pipes and sockets, blocking or not" {
+	# Pings (short answers, written by the thread that reads when nothing waits) between
+	# tools/list answers (some 15 KB, queued for the writer while the client is behind).
+	for how in pipe socket; do
+		for mode in blocking nonblocking; do
+			run python3 "$TESTS_DIR/lib/nonblock-client.py" "$how" 400 "$mode" mixed -- "$SANDBOX_MCP"
+			echo "$how $mode: $output"
+			[ "$status" -eq 0 ]
+			jqe "${lines[${#lines[@]}-1]}" '.answered == 400 and .in_order == true and .exit == 0'
+		done
+	done
+}
+
 @test "a client that closes its end of stdout while the server is idle is noticed: shutdown within 2 s" {
 	# stdout a pipe (its reader closes it) or a socket (its peer closes it); stdin, a pipe, stays open.
 	for how in pipe socket; do

@@ -1,7 +1,7 @@
 # Unit tests below the binary: the server's pure parts, one at a time, through build/test-helper
-# (tests/helper/test-helper.c): UTF-8 repair, the JSON writer, one stream's capture, fitting a
-# result into its budget, the schema validator, the requirement policy, the agent's frames,
-# writing below a host folder and reading a multipart answer.
+# (tests/helper/test-helper.c): UTF-8 repair, the JSON writer, the output writer's order, one
+# stream's capture, fitting a result into its budget, the schema validator, the requirement
+# policy, the agent's frames, writing below a host folder and reading a multipart answer.
 load lib/helpers
 bats_require_minimum_version 1.5.0
 
@@ -13,6 +13,30 @@ setup() {
 }
 
 hex() { od -An -tx1 -v | tr -d ' \n'; }
+
+@test "writer: lines written by the thread that hands them over, whole or in part, and lines queued keep their order and are whole" {
+	# A slow reader behind a small socket buffer or a one-page pipe: some lines go at once,
+	# some in part with their rest queued (a socket), the rest through the queue. Every run
+	# must read all 3000 lines whole and in order; runs go on until the socket has written a
+	# line in part and the pipe one at once (timing decides it), at most five times each.
+	local i out partial=0 pipe_direct=0
+	for i in 1 2 3 4 5; do
+		for how in socket pipe; do
+			out=$("$HELPER" writer "$how" 3000)
+			echo "$how: $out"
+			[[ "$out" =~ ^read\ 3000\ direct\ ([0-9]+)\ partial\ ([0-9]+)$ ]]
+			if [ "$how" = pipe ]; then
+				[ "${BASH_REMATCH[2]}" -eq 0 ] # a pipe takes up to a page whole or not at all
+				[ "${BASH_REMATCH[1]}" -eq 0 ] || pipe_direct=1
+			elif [ "${BASH_REMATCH[2]}" -gt 0 ]; then
+				partial=1
+			fi
+		done
+		[ "$partial" -eq 0 ] || [ "$pipe_direct" -eq 0 ] || break
+	done
+	[ "$partial" -eq 1 ]
+	[ "$pipe_direct" -eq 1 ]
+}
 
 @test "jsonw: writes every value byte for byte as jansson does, and knows the length without writing" {
 	local values out

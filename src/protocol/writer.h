@@ -21,7 +21,10 @@ int writer_start(int fd);
 int writer_flush(int64_t deadline_ms);
 
 /* Queues one message as one line on stdout. Stolen. Thread-safe, never blocks on the client.
- * -1 once stdout is gone. */
+ * -1 once stdout is gone. A line of up to 4 KiB with nothing waiting ahead of it is written by
+ * the calling thread itself, as far as the client takes it at once (a socket's MSG_DONTWAIT, or
+ * a pipe with a free slot, which stderr does not share), and the rest queued: an answer then
+ * waits for no wake-up of the writer. */
 int writer_send(json_t *msg);
 
 /* Like writer_send, for messages a client can do without (progress, logs): dropped rather than
@@ -44,9 +47,14 @@ bool writer_drained(void);
  * counted from since_ms at the earliest: a client that stopped reading. */
 bool writer_stalled(int64_t since_ms, int stall_ms);
 
-/* fn(ctx) is called on the writer's thread each time it has written all that was queued. It
- * runs under the writer's lock: quick, and calling nothing of the writer. Once
- * writer_on_drained(NULL, NULL) has returned, fn is not running and is not called again. */
+/* fn(ctx) is called each time all that was queued has been written: on the writer's thread, or
+ * on the thread that handed over a line it wrote itself (below). It runs under the writer's
+ * lock: quick, and calling nothing of the writer. Once writer_on_drained(NULL, NULL) has
+ * returned, fn is not running and is not called again. */
 void writer_on_drained(void (*fn)(void *ctx), void *ctx);
+
+/* How many lines the handing thread wrote itself, and how many of those only in part (their
+ * rest queued): for the tests. */
+void writer_counts(uint64_t *direct, uint64_t *partial);
 
 #endif

@@ -86,12 +86,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../agent/proto.h"
@@ -667,6 +669,90 @@ static int cmd_jsonw(int argc, char **argv)
 	return argc == 0 ? 0 : 1;
 }
 
+/* writer socket|pipe N: hands the writer N lines ({"n":k,"pad":"x..."}, 1 byte to 9 KiB of pad,
+ * the sizes in turn, pausing now and then so that the queue empties) on a socket of a small send
+ * buffer or a pipe of one page, read by a slow reader that checks each line is whole and
+ * follows the one before. Prints "read N direct D partial P": the lines read in order, how many
+ * the handing thread wrote itself, and how many of those in part. */
+struct writer_reader {
+	int fd;
+	long want, got;
+	char bad[160];
+};
+
+static void *writer_read(void *arg)
+{
+	struct writer_reader *r = arg;
+	static char acc[1 << 16];
+	size_t have = 0;
+	unsigned reads = 0;
+	while (r->got < r->want && !r->bad[0]) {
+		ssize_t k = read(r->fd, acc + have, sizeof acc - have < 1500 ? sizeof acc - have : 1500);
+		if (k <= 0) {
+			snprintf(r->bad, sizeof r->bad, "read ended after %ld lines", r->got);
+			break;
+		}
+		have += (size_t)k;
+		char *nl;
+		while ((nl = memchr(acc, '\n', have))) {
+			*nl = '\0';
+			json_t *j = json_loads(acc, 0, NULL);
+			json_int_t n = j ? json_integer_value(json_object_get(j, "n")) : -1;
+			json_decref(j);
+			if (n != r->got) {
+				snprintf(r->bad, sizeof r->bad, "line %ld: %s", r->got, j ? "out of order" : "not whole JSON");
+				break;
+			}
+			r->got++;
+			size_t used = (size_t)(nl - acc) + 1;
+			memmove(acc, nl + 1, have - used);
+			have -= used;
+		}
+		if (++reads % 7 == 0)
+			nanosleep(&(struct timespec){0, 300000}, NULL);
+	}
+	return NULL;
+}
+
+static int cmd_writer(int argc, char **argv)
+{
+	if (argc != 2)
+		return 2;
+	int fds[2];
+	bool sock = !strcmp(argv[0], "socket");
+	if (sock ? socketpair(AF_UNIX, SOCK_STREAM, 0, fds) < 0 : pipe(fds) < 0)
+		return 1;
+	if (writer_start(fds[1]) < 0)
+		return 1;
+	/* Small, so that a line written at once often meets a buffer with less room than it. */
+	int small = 4096;
+	if (sock)
+		(void)setsockopt(fds[1], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+	else
+		(void)fcntl(fds[1], F_SETPIPE_SZ, small);
+	struct writer_reader r = {.fd = sock ? fds[0] : fds[0], .want = atol(argv[1])};
+	pthread_t t;
+	if (pthread_create(&t, NULL, writer_read, &r) != 0)
+		return 1;
+	static const size_t sizes[] = {1, 3000, 4000, 200, 9000, 40, 2500, 4060, 700};
+	static char pad[9001];
+	memset(pad, 'x', sizeof pad - 1);
+	for (long k = 0; k < r.want; k++) {
+		size_t n = sizes[k % (sizeof sizes / sizeof sizes[0])];
+		json_t *j = json_pack("{s:I, s:s%}", "n", (json_int_t)k, "pad", pad, n);
+		if (writer_send(j) < 0)
+			return 1;
+		if (k % 4)
+			nanosleep(&(struct timespec){0, (k % 4) * 150000}, NULL);
+	}
+	pthread_join(t, NULL);
+	uint64_t d, p;
+	writer_counts(&d, &p);
+	printf("read %ld direct %llu partial %llu%s%s\n", r.got, (unsigned long long)d, (unsigned long long)p,
+	       r.bad[0] ? " bad " : "", r.bad);
+	return r.bad[0] ? 1 : 0;
+}
+
 static int cmd_capture(int argc, char **argv)
 {
 	size_t n, tl;
@@ -972,6 +1058,7 @@ static const struct {
 	{"ws-accept", cmd_ws_accept},
 	{"loadb", cmd_loadb},
 	{"jsonw", cmd_jsonw},
+	{"writer", cmd_writer},
 	{"log", cmd_log},
 	{"capture", cmd_capture},
 	{"result", cmd_result},
