@@ -27,6 +27,8 @@ struct agentlink {
 	                      * request or agentlink_forget; NULL when none. Owned */
 	bool mux;            /* what the agent sends comes in the engine's stdout frames */
 	uint32_t mux_left;   /* bytes of the current one still to come */
+	bool not_sock;       /* fd is no socket: each read waits in poll first (otherwise what is
+	                      * there is taken at once, MSG_DONTWAIT) */
 };
 
 /* rlimits applied to each call's processes. */
