@@ -131,6 +131,7 @@ static int drop(struct sandbox *s, enum backend_end how, struct err *e)
 		snprintf(s->pending + l, sizeof s->pending - l, "%s%zu background process%s of sandbox %s ended with it.",
 			 l ? " " : "", live, live == 1 ? "" : "es", s->b->sandbox_id);
 	}
+	s->checked = false;
 	pthread_mutex_lock(&s->side_mu);
 	s->side = NULL;
 	memset(s->sessions, 0, sizeof s->sessions);
@@ -223,7 +224,8 @@ int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e
 	if (s->b) {
 		/* A sandbox that died, or whose workspace went, since the last call is replaced. */
 		struct err ce = {""};
-		if (backend_check(s->b, &ce) == 0) {
+		if (s->checked || backend_check(s->b, &ce) == 0) {
+			s->checked = s->in_call;
 			take(s, notice);
 			return 0;
 		}
@@ -400,7 +402,8 @@ int sandbox_put(struct sandbox *s, const struct run_file *f, struct err *e)
  * none to make, -1 with e set. */
 static int for_reading(struct sandbox *s, struct err *e)
 {
-	sandbox_check(s);
+	if (!s->checked)
+		sandbox_check(s);
 	if (s->b)
 		return 0;
 	if (!s->cfg->workspace_dir[0])
@@ -498,6 +501,18 @@ void sandbox_settle(struct sandbox *s)
 int sandbox_watch_fd(const struct sandbox *s)
 {
 	return s->b ? backend_watch_fd(s->b) : -1;
+}
+
+void sandbox_call_begin(struct sandbox *s)
+{
+	s->in_call = true;
+	s->checked = false;
+}
+
+void sandbox_call_end(struct sandbox *s)
+{
+	s->in_call = false;
+	s->checked = false;
 }
 
 void sandbox_check(struct sandbox *s)

@@ -40,6 +40,10 @@ struct sandbox {
 	bool ahead_made;              /* one was made ahead since the last call or cleanup */
 	json_t *installed;            /* requirements installed in this sandbox: object used as a set */
 	json_t *outputs_seen;         /* outputs/ as the last call left it: path -> "ctime:size" (artifacts.c) */
+	bool in_call;                 /* between sandbox_call_begin and sandbox_call_end */
+	bool checked;                 /* in_call, and the sandbox was found alive in this call: its
+	                               * later steps do not check again (each check is a few
+	                               * system calls on the call's way) */
 	/* What sandbox_process, on another thread, may use: the backend while it is there, under
 	 * side_mu, which its removal takes first. */
 	pthread_mutex_t side_mu;
@@ -67,6 +71,12 @@ void sandbox_reap_leftovers(const struct config *cfg);
  * cancel_fd turned readable while a sandbox was being made; -1 with e reading
  * "Failed to initialize sandbox engine: <backend>: <reason>; ...". */
 int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e);
+
+/* A tool call begins and ends: within one, the sandbox is checked (a sandbox that died, a
+ * workspace removed on the host) once, by the first sandbox_ensure; what the call does next
+ * meets a sandbox lost since then as BACKEND_LOST, as it meets one lost during a step. */
+void sandbox_call_begin(struct sandbox *s);
+void sandbox_call_end(struct sandbox *s);
 
 /* Between calls: whether a sandbox may be made ahead now (none is there, and none was made
  * ahead since the last call or cleanup); then sandbox_prepare makes it where the backend that

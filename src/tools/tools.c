@@ -267,5 +267,8 @@ json_t *tools_run(struct sandbox *sb, struct tool_call *tc)
 		return call_cleanup(sb);
 	if (tc->tool == TOOL_PROCESS) /* one that came the worker's way all the same */
 		return tools_process(sb, tc->args);
-	return call_execute(sb, tc, T.cfg);
+	sandbox_call_begin(sb);
+	json_t *r = call_execute(sb, tc, T.cfg);
+	sandbox_call_end(sb);
+	return r;
 }
