@@ -1531,8 +1531,9 @@ static int parse_run(struct ag_cur *c, struct run_spec *sp)
 }
 
 /* The call's program, in the forked child: signals reset, a session of its own, /dev/null,
- * the two pipes, no other fd, the call's rlimits and folder. Reports a failure to start
- * through px (close-on-exec) and exits 127. Async-signal-safe. */
+ * the two pipes, no other fd, the call's rlimits and folder. Reports a failure to start in
+ * *shared (the agent's memory, a child of clone(CLONE_VM)) or, forked, through px
+ * (close-on-exec), and exits 127. Async-signal-safe. */
 /*
  * A background process runs beside later calls, as the same user in the same PID namespace:
  * unconfined, it could read a later call's environment and memory maps through /proc, write
@@ -1580,7 +1581,8 @@ static int confine_background(void)
 	return r;
 }
 
-static void child_exec(const struct run_spec *sp, char *const *sh_argv, int devnull, int outw, int errw, int px)
+static void child_exec(const struct run_spec *sp, char *const *sh_argv, int devnull, int outw, int errw, int px,
+		       volatile int *shared)
 /* devnull: what becomes stdin (/dev/null, or a background call's pipe); sh_argv: what runs
  * /bin/sh when argv[0] is missing (AG_RUN_SH_FALLBACK), NULL when not asked for */
 {
@@ -1608,7 +1610,10 @@ static void child_exec(const struct run_spec *sp, char *const *sh_argv, int devn
 		execve("/bin/sh", sh_argv, sp->envp);
 fail:;
 	int err = errno;
-	(void)!write(px, &err, sizeof err);
+	if (shared)
+		*shared = err;
+	else
+		(void)!write(px, &err, sizeof err);
 	_exit(127);
 }
 
@@ -1636,8 +1641,9 @@ static void close_pair(int p[2])
  * stack of its own, so no copy of the agent's page tables is made and torn down again at the
  * exec (a fork's cost grows with the agent's memory). The child shares the agent's memory
  * until its exec, and the agent is suspended until then, so child_exec and all it calls must
- * be async-signal-safe and write nothing but their own stack (and errno, which the agent does
- * not read past the clone): no malloc, no stdio, no lock. No handler can run in it: the agent
+ * be async-signal-safe and write nothing but their own stack, errno (which the agent does not
+ * read past the clone) and the exec report (spawn_args.err, read once the clone returns): no
+ * malloc, no stdio, no lock. No handler can run in it: the agent
  * installs none, and reset_signals sets back every disposition the agent started with before
  * it unblocks a signal. Its fds, folder, rlimits, session, credentials and seccomp filter are
  * its own (no CLONE_FILES, CLONE_FS, CLONE_THREAD), changed by it alone.
@@ -1648,13 +1654,24 @@ struct spawn_args {
 	const struct run_spec *sp;
 	char *const *sh_argv;
 	int devnull, outw, errw, px;
+	volatile int err; /* why the exec failed, written by a child of clone; 0: it did not */
 };
 
 static int spawn_child(void *arg)
 {
-	const struct spawn_args *a = arg;
-	child_exec(a->sp, a->sh_argv, a->devnull, a->outw, a->errw, a->px);
+	struct spawn_args *a = arg;
+	child_exec(a->sp, a->sh_argv, a->devnull, a->outw, a->errw, a->px, a->px < 0 ? &a->err : NULL);
 	return 127;
+}
+
+/* /dev/null, opened once (close-on-exec): each call's stdin unless it has a pipe. -1 when it
+ * cannot be opened (the call then fails to start, and says why). */
+static int null_fd(void)
+{
+	static int fd = -1;
+	if (fd < 0)
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return fd;
 }
 
 /* The child's stack, made once (a guard page under it): its top, or NULL when it cannot be
@@ -1686,7 +1703,10 @@ static pid_t spawn_call(struct run_spec *sp, int po[2], int pe[2], int in_r, int
 	int px[2] = {-1, -1};
 	po[0] = po[1] = pe[0] = pe[1] = -1;
 	*what = "pipe";
-	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 || pipe2(px, O_CLOEXEC) < 0) {
+	/* A child of clone(CLONE_VM) reports a failed exec in the agent's memory; a forked one
+	 * (no stack for clone) through a pipe. */
+	void *stack = spawn_stack();
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 || (!stack && pipe2(px, O_CLOEXEC) < 0)) {
 		int err = errno;
 		close_pair(po);
 		close_pair(pe);
@@ -1701,30 +1721,36 @@ static pid_t spawn_call(struct run_spec *sp, int po[2], int pe[2], int in_r, int
 		memcpy(sh_argv, sp->argv, (n + 1) * sizeof *sh_argv);
 		sh_argv[0] = "/bin/sh";
 	}
-	int devnull = in_r >= 0 ? dup(in_r) : open("/dev/null", O_RDONLY | O_CLOEXEC);
-	struct spawn_args a = {sp, sp->flags & AG_RUN_SH_FALLBACK ? sh_argv : NULL, devnull, po[1], pe[1], px[1]};
+	int devnull = in_r >= 0 ? dup(in_r) : null_fd();
+	struct spawn_args a = {sp, sp->flags & AG_RUN_SH_FALLBACK ? sh_argv : NULL, devnull, po[1], pe[1], px[1], 0};
 	/* Coarse, as file times are: whatever the program changes has a ctime at or after it. */
 	struct timespec t0;
 	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
 	call.started_ns = (uint64_t)ts_ns(t0);
 	*what = "fork";
-	void *stack = spawn_stack();
 	pid_t pid = stack ? clone(spawn_child, stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a) : fork();
 	if (pid == 0) /* forked */
 		spawn_child(&a);
 	int err = errno;
-	if (devnull >= 0)
+	if (devnull >= 0 && in_r >= 0)
 		close(devnull);
 	close(po[1]);
 	close(pe[1]);
-	close(px[1]);
+	if (px[1] >= 0)
+		close(px[1]);
 	po[1] = pe[1] = -1;
 	if (pid < 0) {
 		close(po[0]);
 		close(pe[0]);
-		close(px[0]);
+		if (px[0] >= 0)
+			close(px[0]);
 		errno = err;
 		return -1;
+	}
+	if (px[0] < 0) {
+		/* The agent ran again only once the child had exec'd or exited. */
+		*exec_err = a.err;
+		return pid;
 	}
 	ssize_t r;
 	do
