@@ -126,6 +126,29 @@ EOF
 	sc ".notice | test(\"previous sandbox \\\\($id1\\\\) stopped unexpectedly\")"
 }
 
+@test "--workspace: a sandbox lost between calls and replaced to answer resources/list leaves its notice to the next call" {
+	pidf="$BATS_TEST_TMPDIR/server.pid"
+	mkdir "$BATS_TEST_TMPDIR/ws"
+	run python3 "$SESSION" --stderr "$SERVER_LOG" --pidfile "$pidf" --timeout 60 -- "$SANDBOX_MCP" \
+		--workspace "$BATS_TEST_TMPDIR/ws" <<EOF
+$INIT
+$(call_json 1 execute_bash_commands '{"code":"echo keep > f; echo one"}')
+{"wait": 1}
+{"sh": "kill -KILL \$(pgrep -P \$(cat $pidf))"}
+{"sh": "for i in \$(seq 200); do ps --ppid \$(cat $pidf) -o stat= | grep -q Z || exit 0; sleep 0.05; done; echo 'the dead agent stays a zombie' >&2; exit 1"}
+{"jsonrpc":"2.0","id":2,"method":"resources/list"}
+{"wait": 2}
+$(call_json 3 execute_bash_commands '{"code":"cat f; echo three"}')
+EOF
+	echo "$output"
+	[ "$status" -eq 0 ]
+	id1=$(response 1 | jq -r .result.structuredContent.sandbox_id)
+	jqe "$(response 2)" '[.result.resources[].name] | index("f") != null'
+	res 3
+	sc ".exit_code == 0 and .stdout == \"keep\nthree\n\" and .sandbox_id != \"$id1\""
+	sc ".notice | test(\"previous sandbox \\\\($id1\\\\) stopped unexpectedly\")"
+}
+
 @test "a sandbox that dies during a call: that call gets the error, the next one the notice" {
 	pidf="$BATS_TEST_TMPDIR/server.pid"
 	run python3 "$SESSION" --stderr "$SERVER_LOG" --pidfile "$pidf" --timeout 60 -- "$SANDBOX_MCP" <<EOF

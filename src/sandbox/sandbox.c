@@ -412,6 +412,9 @@ static int for_reading(struct sandbox *s, struct err *e)
 	snprintf(pending, sizeof pending, "%s", s->pending);
 	int rc = sandbox_ensure(s, -1, notice, e);
 	snprintf(s->pending, sizeof s->pending, "%s", pending);
+	/* Made to be read, it has run no call: the next call is its first, and takes the notice. */
+	if (rc == 0)
+		s->used = false;
 	return rc < 0 ? -1 : 0;
 }
 
