@@ -131,7 +131,7 @@ static int drop(struct sandbox *s, enum backend_end how, struct err *e)
 		snprintf(s->pending + l, sizeof s->pending - l, "%s%zu background process%s of sandbox %s ended with it.",
 			 l ? " " : "", live, live == 1 ? "" : "es", s->b->sandbox_id);
 	}
-	s->checked = false;
+	s->checked_at = 0;
 	pthread_mutex_lock(&s->side_mu);
 	s->side = NULL;
 	memset(s->sessions, 0, sizeof s->sessions);
@@ -219,13 +219,23 @@ static void take(struct sandbox *s, char *notice)
 	s->pending[0] = '\0';
 }
 
+/* Whether the sandbox there was found alive in this call, moments ago (sandbox_call_begin). */
+static bool checked_now(const struct sandbox *s)
+{
+	return s->in_call && s->checked_at && clock_ms() - s->checked_at < SANDBOX_CHECK_FRESH_MS;
+}
+
 int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e)
 {
 	if (s->b) {
 		/* A sandbox that died, or whose workspace went, since the last call is replaced. */
 		struct err ce = {""};
-		if (s->checked || backend_check(s->b, &ce) == 0) {
-			s->checked = s->in_call;
+		if (checked_now(s)) {
+			take(s, notice);
+			return 0;
+		}
+		if (backend_check(s->b, &ce) == 0) {
+			s->checked_at = s->in_call ? clock_ms() : 0;
 			take(s, notice);
 			return 0;
 		}
@@ -402,7 +412,7 @@ int sandbox_put(struct sandbox *s, const struct run_file *f, struct err *e)
  * none to make, -1 with e set. */
 static int for_reading(struct sandbox *s, struct err *e)
 {
-	if (!s->checked)
+	if (!checked_now(s))
 		sandbox_check(s);
 	if (s->b)
 		return 0;
@@ -509,13 +519,13 @@ int sandbox_watch_fd(const struct sandbox *s)
 void sandbox_call_begin(struct sandbox *s)
 {
 	s->in_call = true;
-	s->checked = false;
+	s->checked_at = 0;
 }
 
 void sandbox_call_end(struct sandbox *s)
 {
 	s->in_call = false;
-	s->checked = false;
+	s->checked_at = 0;
 }
 
 void sandbox_check(struct sandbox *s)

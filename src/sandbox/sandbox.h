@@ -41,9 +41,8 @@ struct sandbox {
 	json_t *installed;            /* requirements installed in this sandbox: object used as a set */
 	json_t *outputs_seen;         /* outputs/ as the last call left it: path -> "ctime:size" (artifacts.c) */
 	bool in_call;                 /* between sandbox_call_begin and sandbox_call_end */
-	bool checked;                 /* in_call, and the sandbox was found alive in this call: its
-	                               * later steps do not check again (each check is a few
-	                               * system calls on the call's way) */
+	int64_t checked_at;           /* in_call: when the sandbox was last found alive in this call
+	                               * (monotonic ms; 0: not yet) */
 	/* What sandbox_process, on another thread, may use: the backend while it is there, under
 	 * side_mu, which its removal takes first. */
 	pthread_mutex_t side_mu;
@@ -72,9 +71,12 @@ void sandbox_reap_leftovers(const struct config *cfg);
  * "Failed to initialize sandbox engine: <backend>: <reason>; ...". */
 int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e);
 
-/* A tool call begins and ends: within one, the sandbox is checked (a sandbox that died, a
- * workspace removed on the host) once, by the first sandbox_ensure; what the call does next
- * meets a sandbox lost since then as BACKEND_LOST, as it meets one lost during a step. */
+/* A tool call begins and ends. Within one, a sandbox found alive (its agent there, its
+ * workspace not removed on the host) is not checked again by the steps that follow within
+ * SANDBOX_CHECK_FRESH_MS: a warm call checks once instead of three times (each check is a few
+ * system calls). A step meets a sandbox lost since as BACKEND_LOST, as it meets one lost during
+ * a step; a step after a long one (an install, a long run) checks again. */
+#define SANDBOX_CHECK_FRESH_MS 100
 void sandbox_call_begin(struct sandbox *s);
 void sandbox_call_end(struct sandbox *s);
 
