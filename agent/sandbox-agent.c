@@ -1664,15 +1664,6 @@ static int spawn_child(void *arg)
 	return 127;
 }
 
-/* /dev/null, opened once (close-on-exec): each call's stdin unless it has a pipe. -1 when it
- * cannot be opened (the call then fails to start, and says why). */
-static int null_fd(void)
-{
-	static int fd = -1;
-	if (fd < 0)
-		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	return fd;
-}
 
 /* The child's stack, made once (a guard page under it): its top, or NULL when it cannot be
  * (the call is then forked). */
@@ -1721,7 +1712,8 @@ static pid_t spawn_call(struct run_spec *sp, int po[2], int pe[2], int in_r, int
 		memcpy(sh_argv, sp->argv, (n + 1) * sizeof *sh_argv);
 		sh_argv[0] = "/bin/sh";
 	}
-	int devnull = in_r >= 0 ? dup(in_r) : null_fd();
+	/* Opened for each call: flags or a lock a call sets on its stdin go with it. */
+	int devnull = in_r >= 0 ? dup(in_r) : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	struct spawn_args a = {sp, sp->flags & AG_RUN_SH_FALLBACK ? sh_argv : NULL, devnull, po[1], pe[1], px[1], 0};
 	/* Coarse, as file times are: whatever the program changes has a ctime at or after it. */
 	struct timespec t0;
@@ -1732,7 +1724,7 @@ static pid_t spawn_call(struct run_spec *sp, int po[2], int pe[2], int in_r, int
 	if (pid == 0) /* forked */
 		spawn_child(&a);
 	int err = errno;
-	if (devnull >= 0 && in_r >= 0)
+	if (devnull >= 0)
 		close(devnull);
 	close(po[1]);
 	close(pe[1]);

@@ -62,3 +62,11 @@ direct() { # RUN.json...: the agent's answers, one JSON line per call, then its 
 		jqe "${lines[i - 1]}" ".status == 0 and .out == \"call $i\n\""
 	done
 }
+
+@test "agent-spawn: what a call sets on its stdin (/dev/null) ends with it: the next call's is opened anew" {
+	# O_NONBLOCK belongs to the open file: a /dev/null kept for every call would carry it over.
+	direct '{"argv":["/usr/bin/python3","-c","import os; os.set_blocking(0, False); print(os.get_blocking(0), os.readlink(\"/proc/self/fd/0\"))"]}' \
+		'{"argv":["/usr/bin/python3","-c","import os; print(os.get_blocking(0), os.readlink(\"/proc/self/fd/0\"))"]}'
+	jqe "${lines[0]}" '.status == 0 and .out == "False /dev/null\n"'
+	jqe "${lines[1]}" '.status == 0 and .out == "True /dev/null\n"'
+}
