@@ -1643,10 +1643,10 @@ static void close_pair(int p[2])
  * until its exec, and the agent is suspended until then, so child_exec and all it calls must
  * be async-signal-safe and write nothing but their own stack, errno (which the agent does not
  * read past the clone) and the exec report (spawn_args.err, read once the clone returns): no
- * malloc, no stdio, no lock. No handler can run in it: the agent
- * installs none, and reset_signals sets back every disposition the agent started with before
- * it unblocks a signal. Its fds, folder, rlimits, session, credentials and seccomp filter are
- * its own (no CLONE_FILES, CLONE_FS, CLONE_THREAD), changed by it alone.
+ * malloc, no stdio, no lock. No handler can run in it: the agent installs none, and
+ * reset_signals sets back every disposition the agent started with before it unblocks a
+ * signal. Its fds, folder, rlimits, session, credentials and seccomp filter are its own (no
+ * CLONE_FILES, CLONE_FS, CLONE_THREAD), changed by it alone.
  */
 #define SPAWN_STACK (256 * 1024)
 
@@ -1663,7 +1663,6 @@ static int spawn_child(void *arg)
 	child_exec(a->sp, a->sh_argv, a->devnull, a->outw, a->errw, a->px, a->px < 0 ? &a->err : NULL);
 	return 127;
 }
-
 
 /* The child's stack, made once (a guard page under it): its top, or NULL when it cannot be
  * (the call is then forked). */

@@ -249,8 +249,10 @@ print("ok", len(done))
 }
 
 @test "answers written at once and answers queued behind a slow reader keep their order and are whole: pipes and sockets, blocking or not" {
-	# Pings (short answers, written by the thread that reads when nothing waits) between
-	# tools/list answers (some 15 KB, queued for the writer while the client is behind).
+	# Pings (answers of some 40 bytes) between tools/list answers (some 15 KB), on descriptors
+	# left blocking, as most clients leave them, and non-blocking: every answer whole and in the
+	# order of the requests. How many short ones go at once, by the thread that reads, depends on
+	# when the queue empties; unit.bats's writer case drives that path for certain.
 	for how in pipe socket; do
 		for mode in blocking nonblocking; do
 			run python3 "$TESTS_DIR/lib/nonblock-client.py" "$how" 400 "$mode" mixed -- "$SANDBOX_MCP"

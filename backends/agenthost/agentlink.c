@@ -119,7 +119,8 @@ static int read_raw(struct agentlink *l, void *buf, size_t n, int64_t deadline, 
 			r = recv(fd, p, n, MSG_DONTWAIT);
 			if (r < 0 && errno == ENOTSOCK)
 				l->not_sock = true;
-			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ENOTSOCK)) {
+			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
+				      errno == ENOTSOCK)) {
 				polled = true;
 				continue;
 			}

@@ -190,7 +190,8 @@ static bool direct_ok(int fd)
 	out.sock = S_ISSOCK(st.st_mode);
 	if (out.sock)
 		return true;
-	return S_ISFIFO(st.st_mode) && !(fstat(STDERR_FILENO, &er) == 0 && er.st_dev == st.st_dev && er.st_ino == st.st_ino);
+	bool shared = fstat(STDERR_FILENO, &er) == 0 && er.st_dev == st.st_dev && er.st_ino == st.st_ino;
+	return S_ISFIFO(st.st_mode) && !shared;
 }
 
 /* With out.lock held and nothing queued or being written: writes what of line the client

@@ -697,10 +697,11 @@ static void *writer_read(void *arg)
 		while ((nl = memchr(acc, '\n', have))) {
 			*nl = '\0';
 			json_t *j = json_loads(acc, 0, NULL);
-			json_int_t n = j ? json_integer_value(json_object_get(j, "n")) : -1;
+			bool whole = j != NULL;
+			json_int_t n = whole ? json_integer_value(json_object_get(j, "n")) : -1;
 			json_decref(j);
 			if (n != r->got) {
-				snprintf(r->bad, sizeof r->bad, "line %ld: %s", r->got, j ? "out of order" : "not whole JSON");
+				snprintf(r->bad, sizeof r->bad, "line %ld: %s", r->got, whole ? "out of order" : "not whole JSON");
 				break;
 			}
 			r->got++;
@@ -730,7 +731,7 @@ static int cmd_writer(int argc, char **argv)
 		(void)setsockopt(fds[1], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
 	else
 		(void)fcntl(fds[1], F_SETPIPE_SZ, small);
-	struct writer_reader r = {.fd = sock ? fds[0] : fds[0], .want = atol(argv[1])};
+	struct writer_reader r = {.fd = fds[0], .want = atol(argv[1])};
 	pthread_t t;
 	if (pthread_create(&t, NULL, writer_read, &r) != 0)
 		return 1;
