@@ -110,29 +110,21 @@ static int read_raw(struct agentlink *l, void *buf, size_t n, int64_t deadline, 
 	int fd = l->fd;
 	l->reset = 0;
 	/* What is there already is taken without a poll first: the frames of a run's end come in
-	 * one write, and each poll is one more system call on a call's way. A link that is not a
-	 * socket (ENOTSOCK) is polled before each read. */
-	bool polled = false;
+	 * one write, and each poll is one more system call on a call's way. Only an empty socket is
+	 * polled; a link that is not a socket (ENOTSOCK) is polled before each read. */
+	bool empty = false;
 	while (n) {
-		ssize_t r;
-		if (!polled && !l->not_sock) {
-			r = recv(fd, p, n, MSG_DONTWAIT);
-			if (r < 0 && errno == ENOTSOCK)
-				l->not_sock = true;
-			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
-				      errno == ENOTSOCK)) {
-				polled = true;
-				continue;
-			}
-		} else {
-			if (wait_readable(fd, deadline)) {
-				err_set(e, "the sandbox agent stopped answering");
-				return BACKEND_LOST;
-			}
-			r = read(fd, p, n);
-			polled = false;
+		if ((empty || l->not_sock) && wait_readable(fd, deadline)) {
+			err_set(e, "the sandbox agent stopped answering");
+			return BACKEND_LOST;
 		}
-		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		ssize_t r = l->not_sock ? read(fd, p, n) : recv(fd, p, n, MSG_DONTWAIT);
+		if (r < 0 && errno == ENOTSOCK && !l->not_sock) {
+			l->not_sock = true;
+			continue;
+		}
+		empty = r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+		if (empty || (r < 0 && errno == EINTR))
 			continue;
 		if (r <= 0) {
 			l->reset = r < 0 && errno == ECONNRESET;

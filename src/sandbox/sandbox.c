@@ -222,7 +222,7 @@ static void take(struct sandbox *s, char *notice)
 /* Whether the sandbox there was found alive in this call, moments ago (sandbox_call_begin). */
 static bool checked_now(const struct sandbox *s)
 {
-	return s->in_call && s->checked_at && clock_ms() - s->checked_at < SANDBOX_CHECK_FRESH_MS;
+	return s->checked_at && clock_ms() - s->checked_at < SANDBOX_CHECK_FRESH_MS; /* 0 outside a call */
 }
 
 int sandbox_ensure(struct sandbox *s, int cancel_fd, char *notice, struct err *e)
