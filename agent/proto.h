@@ -118,7 +118,8 @@
  *           (out_files at most AG_OUTPUTS_FILES, file_max at most AG_OUTPUTS_FILE_MAX).
  * relay_port not 0: for the length of the call, the agent relays every TCP connection to
  * 127.0.0.1:relay_port (the sandbox's own loopback) to the unix socket relay_socket -- how the
- * install step, which has no network, reaches the server's proxy.
+ * install step, which has no network, reaches the server's proxy. With AG_RUN_RELAY_TAKE the
+ * relay listens on relay_socket instead and hands each connection to a taker there (see the flag).
  * A str is u32 length + bytes (no terminator on the wire).
  */
 #ifndef SANDBOX_AGENT_PROTO_H
@@ -205,6 +206,11 @@ enum ag_type {
 				 * environment (but for variables that do not change how Python
 				 * starts): it may run in that interpreter */
 #define AG_RUN_BACKGROUND 0x4u  /* a background process: see above */
+#define AG_RUN_RELAY_TAKE 0x8u  /* the relay listens on relay_socket (made anew) instead of
+				 * connecting to it, and hands each connection to the next
+				 * `sandbox-agent --take relay_socket` there: how a pod's install
+				 * step reaches a proxy that no socket of the pod leads to (each
+				 * taker an exec of the server's, carrying one connection) */
 #define AG_RUN_OUTPUTS 0x100u   /* answer AG_OUTPUTS before AG_EXIT (the spec says what of) */
 
 /* AG_EXIT flags */

@@ -108,6 +108,7 @@ static int relay_ls = -1;
 static pid_t relay_pid;
 static uint16_t relay_port;
 static char relay_path[sizeof ((struct sockaddr_un *)0)->sun_path];
+static bool relay_take; /* AG_RUN_RELAY_TAKE: relay_path is the takers' socket, made by the relay */
 struct ag_buf out;
 static unsigned tmp_seq;
 
@@ -1014,6 +1015,123 @@ static void close_all_but(int keep)
 	}
 }
 
+/* AG_RUN_RELAY_TAKE: the takers' listening socket at path, made anew (what was there, the code's
+ * or an earlier relay's, is removed first); -1 when it cannot be made. Only the sandbox's user
+ * connects (0600), as the code could anyway: what a taker gets, the code could reach itself. */
+static int take_listen(const char *path)
+{
+	struct sockaddr_un su = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof su.sun_path)
+		return -1;
+	strcpy(su.sun_path, path);
+	int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	mode_t old = umask(077);
+	(void)unlink(path);
+	bool ok = t >= 0 && bind(t, (struct sockaddr *)&su, sizeof su) == 0 && listen(t, 16) == 0;
+	umask(old);
+	if (!ok && t >= 0) {
+		close(t);
+		t = -1;
+	}
+	return t;
+}
+
+/* Hands connection c to the next taker on the listener t that takes it (one whose connection
+ * ended first is skipped); waits for one as long as it takes: meanwhile, later connections
+ * wait in the backlog. */
+static void give_to_taker(int t, int c)
+{
+	for (;;) {
+		int k = accept4(t, NULL, NULL, SOCK_CLOEXEC);
+		if (k < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				poll(NULL, 0, 100);
+			else if (errno != EINTR && errno != ECONNABORTED)
+				_exit(1);
+			continue;
+		}
+		int sent = hand_over(k, c);
+		close(k);
+		if (sent == 0)
+			return;
+	}
+}
+
+/* sandbox-agent --take PATH: a taker (AG_RUN_RELAY_TAKE), run by the server through an exec of
+ * its own whose stdin and stdout carry one connection. Connects to the relay's socket at PATH
+ * (waiting up to 10 s for the relay to make it), takes one connection, says so with one byte
+ * (1) on stdout, then carries the connection's bytes: stdin to it, it to stdout, until it ends
+ * (its reading side's end, or stdout's). 0 once carried; 1 when no connection came. */
+static int take_one(const char *path)
+{
+	struct sockaddr_un su = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof su.sun_path)
+		return 1;
+	strcpy(su.sun_path, path);
+	signal(SIGPIPE, SIG_IGN);
+	int u = -1;
+	for (int tries = 0;; tries++) {
+		u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (u < 0)
+			return 1;
+		if (connect(u, (struct sockaddr *)&su, sizeof su) == 0)
+			break;
+		close(u);
+		if (tries == 500 || (errno != ENOENT && errno != ECONNREFUSED && errno != EINTR))
+			return 1;
+		poll(NULL, 0, 20);
+	}
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm;
+	char one;
+	struct iovec iov = {&one, 1};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b};
+	ssize_t r;
+	do
+		r = recvmsg(u, &m, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	struct cmsghdr *h = r == 1 ? CMSG_FIRSTHDR(&m) : NULL;
+	if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len != CMSG_LEN(sizeof(int)))
+		return 1;
+	int c;
+	memcpy(&c, CMSG_DATA(h), sizeof c);
+	close(u);
+	if (ag_write_full(1, "\1", 1) < 0)
+		return 0;
+	static unsigned char buf[CHUNK];
+	bool in_open = true;
+	for (;;) {
+		struct pollfd p[2] = {{in_open ? 0 : -1, POLLIN, 0}, {c, POLLIN, 0}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return 0;
+		}
+		if (p[0].revents) {
+			do
+				r = read(0, buf, sizeof buf);
+			while (r < 0 && errno == EINTR);
+			if (r <= 0) {
+				/* The server's side ended: the connection's writing side ends, and what
+				 * it still says goes on. */
+				in_open = false;
+				shutdown(c, SHUT_WR);
+			} else if (ag_write_full(c, buf, (size_t)r) < 0) {
+				return 0;
+			}
+		}
+		if (p[1].revents) {
+			do
+				r = read(c, buf, sizeof buf);
+			while (r < 0 && errno == EINTR);
+			if (r <= 0 || ag_write_full(1, buf, (size_t)r) < 0)
+				return 0;
+		}
+	}
+}
+
 /* Starts the relay's process on relay_ls: relay_pid (0 when fork failed). */
 static void relay_start(void)
 {
@@ -1042,6 +1160,9 @@ static void relay_start(void)
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	int takers = relay_take ? take_listen(relay_path) : -1;
+	if (relay_take && takers < 0)
+		_exit(1); /* the connections wait in the backlog, and the takers find no one */
 	for (;;) {
 		/* The listener is non-blocking (the agent drains it): wait for a connection. */
 		poll(&(struct pollfd){ls, POLLIN, 0}, 1, -1);
@@ -1055,6 +1176,11 @@ static void relay_start(void)
 				continue;
 			}
 			_exit(1);
+		}
+		if (takers >= 0) {
+			give_to_taker(takers, c);
+			close(c);
+			continue;
 		}
 		struct sockaddr_un su = {.sun_family = AF_UNIX};
 		int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -1083,10 +1209,12 @@ static void relay_kill(void)
 	relay_pid = 0;
 }
 
-/* No relay: its process ends and its listener closes. */
+/* No relay: its process ends and its listener closes (and the takers' socket goes). */
 static void relay_close(void)
 {
 	relay_kill();
+	if (relay_ls >= 0 && relay_take)
+		(void)unlink(relay_path);
 	if (relay_ls >= 0)
 		close(relay_ls);
 	relay_ls = -1;
@@ -1829,7 +1957,9 @@ static void do_run(struct ag_cur *c)
 	}
 	/* The relay a call's end renewed beside background processes serves this call, if it
 	 * still runs (else a new one starts with the call); one for another socket goes. */
-	if (sp.relay_port && relay_ls >= 0 && (relay_port != sp.relay_port || strcmp(relay_path, sp.relay_sock)))
+	bool take = (sp.flags & AG_RUN_RELAY_TAKE) != 0;
+	if (sp.relay_port && relay_ls >= 0 &&
+	    (relay_port != sp.relay_port || strcmp(relay_path, sp.relay_sock) || relay_take != take))
 		relay_close();
 	if (relay_pid > 0) {
 		int rst;
@@ -1851,6 +1981,7 @@ static void do_run(struct ag_cur *c)
 		}
 		relay_port = (uint16_t)sp.relay_port;
 		snprintf(relay_path, sizeof relay_path, "%s", sp.relay_sock);
+		relay_take = take;
 	}
 	int po[2], pe[2], exec_err = 0;
 	const char *what;
@@ -2075,6 +2206,8 @@ int main(int argc, char **argv)
 {
 	const char *connect_path = NULL;
 	bool stdio = false;
+	if (argc == 3 && strcmp(argv[1], "--take") == 0)
+		return take_one(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "--fd") == 0) {
 		ctl = atoi(argv[2]);
 	} else if (argc == 3 && strcmp(argv[1], "--connect") == 0) {
@@ -2082,7 +2215,7 @@ int main(int argc, char **argv)
 	} else if (argc == 2 && strcmp(argv[1], "--stdio") == 0) {
 		stdio = true;
 	} else {
-		fprintf(stderr, "usage: sandbox-agent --fd N | --connect PATH | --stdio\n");
+		fprintf(stderr, "usage: sandbox-agent --fd N | --connect PATH | --stdio | --take PATH\n");
 		return 2;
 	}
 	/* kill(-1) from anything but PID 1 of its own namespace would reach far too much. */

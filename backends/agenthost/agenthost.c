@@ -158,10 +158,44 @@ static void call_limits(const struct agenthost *h, const struct agent_inst *in, 
 /* The install step alone reaches the package index: in an instance of its own on the same
  * workspace, with a network of its own (no host loopback, no abstract sockets) whose only way
  * out is the server's proxy. A failure there is the step's, not the sandbox's. */
+static int run_main(struct agenthost *h, const struct run_req *rq, const struct installnet *step,
+		    struct run_res *rs, struct err *e);
+
+/* The install step in the main instance, where no socket of this host reaches it (net_start):
+ * its connections are carried to the proxy by the home. Its failure to reach the index is said
+ * as anywhere else; a lost instance is the sandbox's. */
+static int run_install_here(struct agenthost *h, const struct run_req *rq, struct run_res *rs, struct err *e)
+{
+	struct installnet inet;
+	if (installnet_open(&inet, h->cfg, h->h.host, h->uid, rq->env, e) < 0)
+		return -1;
+	char sock[64];
+	installnet_socket(&inet, sock, sizeof sock);
+	void *net = h->home->net_start(h->ctx, h->main, sock, e);
+	int rc = -1;
+	if (net) {
+		struct run_req step = *rq;
+		step.env = installnet_env(&inet);
+		step.prestart = false;
+		rc = run_main(h, &step, &inet, rs, e);
+		char note[300] = "";
+		if (h->home->net_note)
+			h->home->net_note(h->ctx, net, note, sizeof note);
+		h->home->net_stop(h->ctx, net);
+		if (rc == 0 && !proxy_unreachable(inet.px, rs->unreachable, sizeof rs->unreachable) && rs->exit_code &&
+		    note[0])
+			snprintf(rs->unreachable, sizeof rs->unreachable, "%s", note);
+	}
+	installnet_close(&inet);
+	return rc;
+}
+
 static int run_install(struct agenthost *h, const struct run_req *rq, struct run_res *rs, struct err *e)
 {
 	struct installnet inet;
 	struct agent_inst *in = NULL;
+	if (h->home->net_start)
+		return run_install_here(h, rq, rs, e);
 	if (h->home->direct_install && h->home->direct_install(h->ctx)) {
 		/* The proxy cannot reach this instance: the step gets no network at all (a way out
 		 * of its own would be the whole network, the engine's address included) and
@@ -239,8 +273,6 @@ static void note_refusals(struct agenthost *h, struct run_res *rs)
 		 "through the proxy at $HTTPS_PROXY): %s.", l ? " " : "", got);
 }
 
-static int run_main(struct agenthost *h, const struct run_req *rq, struct run_res *rs, struct err *e);
-
 int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res *rs, struct err *e)
 {
 	if (!h->main || h->main->link.fd < 0)
@@ -248,7 +280,7 @@ int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res 
 	if (rq->network && h->cfg->network == NET_INSTALL)
 		return run_install(h, rq, rs, e);
 	if (!h->allow)
-		return run_main(h, rq, rs, e);
+		return run_main(h, rq, NULL, rs, e);
 	/* The code reaches the allowed hosts through the proxy, whose variables it is given. */
 	struct run_req r = *rq;
 	const char **env = installnet_env_of(rq->env), **penv = NULL;
@@ -267,7 +299,7 @@ int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res 
 		if (narrow)
 			proxy_set_policy(h->codenet.px, narrow);
 		proxy_take_refusals(h->codenet.px, drop, sizeof drop);
-		rc = run_main(h, &r, rs, e);
+		rc = run_main(h, &r, NULL, rs, e);
 		if (rc == 0)
 			note_refusals(h, rs);
 		if (narrow)
@@ -279,15 +311,25 @@ int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res 
 	return rc;
 }
 
-static int run_main(struct agenthost *h, const struct run_req *rq, struct run_res *rs, struct err *e)
+/* A call in the main instance; step: the install step's proxy, when the call is that step
+ * (run_install_here), which the home's takers reach. */
+static int run_main(struct agenthost *h, const struct run_req *rq, const struct installnet *step,
+		    struct run_res *rs, struct err *e)
 {
 	struct agentlink_limits lim;
 	call_limits(h, h->main, rq, &lim);
-	if (h->allow)
+	if (step) {
+		installnet_limits(step, &lim);
+		lim.relay_socket = h->home->take_socket;
+		lim.relay_take = true;
+	} else if (h->allow) {
 		installnet_limits(&h->codenet, &lim);
+	}
 	if (rq->prestart && h->cfg->python_prestart && !h->prestart && prestart(h, rq) == BACKEND_LOST)
 		return err_set(e, "the sandbox agent went away"), BACKEND_LOST;
-	int rc = agentlink_run(&h->main->link, rq, &lim, rs, e);
+	/* An index host that cannot be reached ends the step at once, as in run_install. */
+	int rc = step ? agentlink_run_until(&h->main->link, rq, &lim, proxy_unreachable_fd(step->px), rs, e)
+		      : agentlink_run(&h->main->link, rq, &lim, rs, e);
 	uint64_t oom_now;
 	if (rc == 0 && h->oom_fd >= 0 && cgroup_oom_read(h->oom_fd, &oom_now) == 0) {
 		if (oom_now > h->oom_seen) {

@@ -88,6 +88,17 @@ struct agenthost_home {
 	/* The sandbox ends: what prepare made goes (keep: the workspace is kept with --keep). May
 	 * be NULL. */
 	void (*end)(void *ctx, bool keep);
+	/* Where no socket of this host leads into the home's instances (a pod): the install step
+	 * runs in the main instance, whose agent hands each connection of the step to a taker at
+	 * take_socket (a path inside it; AG_RUN_RELAY_TAKE), and the home carries them to the
+	 * proxy's unix socket at proxy_path here, from net_start until net_stop (its handle), or
+	 * NULL with e set. net_note: what the step's failure should say of that way (e.g. takers
+	 * that could not start), into buf; "" for nothing. NULL: a second instance, with the
+	 * proxy's folder bound. */
+	void *(*net_start)(void *ctx, struct agent_inst *in, const char *proxy_path, struct err *e);
+	void (*net_note)(void *ctx, void *net, char *buf, size_t n);
+	void (*net_stop)(void *ctx, void *net);
+	const char *take_socket;
 	/* Whether the install step must go out on the shared network itself: the server's proxy
 	 * (a unix socket in a host folder) cannot reach this home's instances now. May be NULL. */
 	bool (*direct_install)(void *ctx);

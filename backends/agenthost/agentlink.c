@@ -570,7 +570,8 @@ static int send_run(struct agentlink *l, const struct run_req *rq, const struct 
 	ag_frame_begin(&b, AG_RUN);
 	bool outputs = outputs_wanted(rq);
 	ag_put_u32(&b, (rq->sh_fallback ? AG_RUN_SH_FALLBACK : 0) | (rq->prestart ? AG_RUN_PRESTART : 0) |
-			       (outputs ? AG_RUN_OUTPUTS : 0) | (rq->background ? AG_RUN_BACKGROUND : 0));
+			       (outputs ? AG_RUN_OUTPUTS : 0) | (rq->background ? AG_RUN_BACKGROUND : 0) |
+			       (lim->relay_port && lim->relay_take ? AG_RUN_RELAY_TAKE : 0));
 	ag_put_u64(&b, rq->cap);
 	ag_put_u64(&b, lim->spill_max);
 	ag_put_str(&b, rq->cwd, strlen(rq->cwd));

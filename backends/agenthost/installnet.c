@@ -39,7 +39,7 @@ static int open_dir(struct installnet *n, const struct netpolicy *pol, enum prox
 		err_sys(e, "%s", n->dir);
 		goto fail;
 	}
-	snprintf(sock, sizeof sock, "/proc/self/fd/%d/proxy.sock", n->dir_fd);
+	installnet_socket(n, sock, sizeof sock);
 	if (proxy_start(&n->px, sock, pol, who, e) < 0)
 		goto fail;
 	return 0;
@@ -90,6 +90,11 @@ int installnet_open_code(struct installnet *n, const struct netpolicy *pol, cons
 const char *const *installnet_env(const struct installnet *n)
 {
 	return n->env;
+}
+
+void installnet_socket(const struct installnet *n, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/self/fd/%d/proxy.sock", n->dir_fd);
 }
 
 void installnet_limits(const struct installnet *n, struct agentlink_limits *lim)

@@ -44,6 +44,9 @@ const char **installnet_env_of(const char *const *env);
 /* The step's environment (borrowed from n). */
 const char *const *installnet_env(const struct installnet *n);
 
+/* The proxy's socket as this process reaches it (through the folder's fd), into buf. */
+void installnet_socket(const struct installnet *n, char *buf, size_t len);
+
 /* Tells the agent to relay (see proto.h). */
 void installnet_limits(const struct installnet *n, struct agentlink_limits *lim);
 

@@ -180,6 +180,23 @@ void krelay_init(struct krelay *r)
 	r->fd = r->cfd = r->cfd_peer = -1;
 }
 
+int krelay_start_on(struct krelay *r, struct kexec *x, int fd, struct err *e)
+{
+	krelay_init(r);
+	r->x = x;
+	pthread_mutex_init(&r->mu, NULL);
+	r->fd = fd;
+	chunk_sink_init(&r->sink, (int[]){r->fd, r->cfd});
+	int rc = pthread_create(&r->thread, NULL, relay, r);
+	if (rc) {
+		r->fd = -1;
+		close(fd);
+		return err_set(e, "cannot start the stream's relay: %s", strerror(rc));
+	}
+	r->running = true;
+	return 0;
+}
+
 int krelay_start(struct krelay *r, struct kexec *x, int *link_fd, struct err *e)
 {
 	krelay_init(r);

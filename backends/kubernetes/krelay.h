@@ -43,6 +43,10 @@ void krelay_init(struct krelay *r);
  * with e set. */
 int krelay_start(struct krelay *r, struct kexec *x, int *link_fd, struct err *e);
 
+/* Relays x to fd instead (a socket the caller connected: the relay owns it from here, and
+ * closes it even on failure), in its bytes alone: no link, no chunks. 0, or -1 with e set. */
+int krelay_start_on(struct krelay *r, struct kexec *x, int fd, struct err *e);
+
 /* Switches to chunks, once the agent answered AG_MUX with AG_OK and before anything more goes
  * on the link; *chan_fd: the channel's end (caller owns; close-on-exec, blocking), which
  * AG_CHANNEL then opens without a descriptor. Once only. */

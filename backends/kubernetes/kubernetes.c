@@ -32,9 +32,9 @@
  * krelay_mux): the calls', and the background processes' channel, which no descriptor passed
  * could give the agent here.
  *
- * Not yet: the install step (--network install's pip, which needs a way out that the
- * NetworkPolicy would have to allow), --allow-hosts. Each is refused with a message where it is
- * asked for.
+ * The install step (--network install's pip) runs in the sandbox's pod: its connections leave
+ * the pod through takers the server runs there, an exec each (knet.h), to the server's filtering
+ * proxy, so the NetworkPolicy stays closed. Not yet: --allow-hosts, refused where it is asked for.
  * --check says the cluster's version, the permissions (a SelfSubjectAccessReview each), what
  * its API serves, and the test pod's start step by step.
  */
@@ -57,6 +57,7 @@
 #include "kapi.h"
 #include "kcreds.h"
 #include "kexec.h"
+#include "knet.h"
 #include "kpod.h"
 #include "krelay.h"
 
@@ -446,9 +447,8 @@ static int k8s_spawn(void *ctx, bool net, const char *proxy_dir, bool install, s
 {
 	struct k8s *K = ctx;
 	(void)net;
-	if (install)
-		return err_set(e, "the install step (--network install) is not available on the kubernetes backend yet: "
-				  "use an image with the packages, or --network none");
+	if (install) /* run_install_here's, in the main pod */
+		return err_set(e, "the install step runs in the sandbox's pod on the kubernetes backend");
 	if (proxy_dir)
 		return err_set(e, "--allow-hosts is not available on the kubernetes backend yet");
 	struct k8s_inst *in = calloc(1, sizeof *in);
@@ -535,10 +535,25 @@ static int k8s_oom_open(void *ctx, const struct agent_inst *in)
 	return -1;
 }
 
-static bool k8s_direct_install(void *ctx)
+/* The install step runs in the sandbox's pod: its connections come out through takers (knet.h). */
+static void *k8s_net_start(void *ctx, struct agent_inst *in, const char *proxy_path, struct err *e)
+{
+	struct k8s *K = ctx;
+	return knet_start(&K->api.creds, K->ns, KI(in)->pod, proxy_path, e);
+}
+
+static void k8s_net_note(void *ctx, void *net, char *buf, size_t n)
 {
 	(void)ctx;
-	return true;
+	char why[256];
+	if (knet_carried(net, why, sizeof why) == 0 && why[0])
+		snprintf(buf, n, "its connections could not be carried out of the pod: %s", why);
+}
+
+static void k8s_net_stop(void *ctx, void *net)
+{
+	(void)ctx;
+	knet_stop(net);
 }
 
 /* cleanup_sandbox empties the workspace's claim, as a --workspace folder is emptied elsewhere,
@@ -690,8 +705,15 @@ static void k8s_report_isolation(void *ctx, FILE *f)
 		   "token; what the cluster enforces of it depends on its admission and runtime\n",
 		K->o->runtime_class[0] ? ", runtimeClassName " : "", K->o->runtime_class, K->host.filter.rules);
 	fprintf(f, "    egress      denied by a NetworkPolicy made with each pod%s; enforced only where the cluster's "
-		   "network plugin enforces NetworkPolicies (without a NetworkPolicy controller it does nothing)\n",
+		   "network plugin enforces NetworkPolicies (without a NetworkPolicy controller it does nothing, and "
+		   "every process of the pod, the code's and the install step's, reaches what the pod network "
+		   "reaches)\n",
 		K->o->warm_pool[0] ? " (claimed pods: one per server, selecting the pool template's pods)" : "");
+	if (K->host.cfg->network == NET_INSTALL)
+		fprintf(f, "    installs    in the sandbox's pod, through the server's filtering proxy, which lets through "
+			   "only the package index; the step's connections leave the pod through an exec each (the "
+			   "agent's --take), not through the pod network, which the egress policy keeps closed (where "
+			   "it is enforced: else a process that ignores the proxy variables reaches the pod network)\n");
 	if (K->host.cfg->workspace_claim)
 		report_claim(K, f);
 	if (K->o->warm_pool[0])
@@ -710,8 +732,7 @@ static void k8s_report_limits(void *ctx, FILE *f)
 	fprintf(f, "    processes   %-10llu NOT enforced: the pod's pids limit is the node's (kubelet podPidsLimit)\n",
 		(unsigned long long)cfg->pids);
 	fprintf(f, "    cpus        %-10g the container's CPU limit\n", cfg->cpus);
-	fprintf(f, "    not yet     the install step (--network install) and --allow-hosts are refused on this "
-		   "backend\n");
+	fprintf(f, "    not yet     --allow-hosts is refused on this backend\n");
 }
 
 static const struct agenthost_home k8s_home = {
@@ -727,7 +748,10 @@ static const struct agenthost_home k8s_home = {
 	.report_isolation = k8s_report_isolation,
 	.report_limits = k8s_report_limits,
 	.end = k8s_end,
-	.direct_install = k8s_direct_install,
+	.net_start = k8s_net_start,
+	.net_note = k8s_net_note,
+	.net_stop = k8s_net_stop,
+	.take_socket = KNET_TAKE_SOCKET,
 	.ws_remote = true,
 	.shared_net = "the cluster's pod network",
 	.ws_how = "the pod's emptyDir at /workspace",
@@ -812,6 +836,11 @@ static int k8s_opts_check(const void *opts, const struct config *cfg, struct err
 			return err_set(e, "--workspace cannot be used with --kube-warm-pool: a claimed pod's volumes are its "
 					  "template's");
 	}
+	/* The wheelhouse is a folder of this host, which no pod sees. */
+	if (cfg->wheelhouse[0] && (!strcmp(cfg->backend, "kubernetes") || (!strcmp(cfg->backend, "auto") && o->ns[0])))
+		return err_set(e, "--wheelhouse: a folder of this host, which no pod sees: on kubernetes packages install "
+				  "from --index-url through the server's proxy, or come with the image (--kube-image)%s",
+			       strcmp(cfg->backend, "auto") ? "" : " (auto tries kubernetes, as --kube-namespace is set)");
 	if (strpbrk(o->image, " \t\r\n"))
 		return err_set(e, "--kube-image must name one image");
 	for (const char *p = o->ns; *p; p++)

@@ -1,0 +1,248 @@
+#include "knet.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "../../src/base/log.h"
+#include "kexec.h"
+#include "krelay.h"
+
+#define OPEN_MS 5000L     /* for a taker's exec to open */
+#define WAIT_MS 100       /* how long the thread waits on a taker before it looks at the rest */
+#define BACKOFF_MAX_MS 1000
+
+struct conn {
+	struct kexec x;
+	struct krelay r;
+	bool relayed;            /* r runs */
+	struct conn *next;
+};
+
+struct knet {
+	const struct kcreds *creds;
+	char *path;              /* the takers' exec */
+	char sock[108];
+	pthread_t thread;
+	pthread_mutex_t mu;
+	bool stop;               /* under mu */
+	unsigned carried;        /* under mu */
+	char why[256];           /* under mu: the first failure to open a taker */
+	struct conn *live;       /* the thread's alone */
+	unsigned n_live;
+};
+
+static bool stopping(struct knet *k)
+{
+	pthread_mutex_lock(&k->mu);
+	bool s = k->stop;
+	pthread_mutex_unlock(&k->mu);
+	return s;
+}
+
+static void conn_free(struct conn *c)
+{
+	if (c->relayed)
+		krelay_stop(&c->r);
+	kexec_close(&c->x);
+	free(c);
+}
+
+/* Frees the connections whose stream or proxy side ended. */
+static void reap(struct knet *k)
+{
+	for (struct conn **pp = &k->live; *pp;) {
+		struct conn *c = *pp;
+		char why[8];
+		krelay_why(&c->r, why, sizeof why);
+		if (!why[0]) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		k->n_live--;
+		conn_free(c);
+	}
+}
+
+static int proxy_connect(const char *path)
+{
+	struct sockaddr_un su = {.sun_family = AF_UNIX};
+	snprintf(su.sun_path, sizeof su.sun_path, "%s", path);
+	int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (u >= 0 && connect(u, (struct sockaddr *)&su, sizeof su) < 0) {
+		close(u);
+		u = -1;
+	}
+	return u;
+}
+
+static int send_all(int fd, const unsigned char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* A taker that said it holds a connection: joined to a new connection to the proxy. The first
+ * message's bytes after the taker's one byte are the connection's first. */
+static void carry(struct knet *k, struct conn *c, const unsigned char *rest, size_t n)
+{
+	struct err e = {""};
+	int u = proxy_connect(k->sock);
+	if (u < 0 || (n && send_all(u, rest, n) < 0)) {
+		log_msg(LOG_WARNING, "kubernetes: the install step's connection could not reach the proxy: %s",
+			strerror(errno));
+		if (u >= 0)
+			close(u);
+		conn_free(c);
+		return;
+	}
+	if (krelay_start_on(&c->r, &c->x, u, &e) < 0) {
+		log_msg(LOG_WARNING, "kubernetes: the install step's connection: %s", e.msg);
+		conn_free(c);
+		return;
+	}
+	c->relayed = true;
+	c->next = k->live;
+	k->live = c;
+	k->n_live++;
+	pthread_mutex_lock(&k->mu);
+	k->carried++;
+	pthread_mutex_unlock(&k->mu);
+}
+
+/* Waits ms, or less once stopping. */
+static void pause_ms(struct knet *k, int ms)
+{
+	for (int t = 0; t < ms && !stopping(k); t += 20)
+		poll(NULL, 0, 20);
+}
+
+static void *run(void *arg)
+{
+	struct knet *k = arg;
+	struct conn *spare = NULL;
+	int backoff = 0;
+	while (!stopping(k)) {
+		reap(k);
+		if (!spare) {
+			if (k->n_live >= KNET_MAX) {
+				pause_ms(k, WAIT_MS);
+				continue;
+			}
+			struct err e = {""};
+			if (!(spare = calloc(1, sizeof *spare)))
+				break;
+			kexec_init(&spare->x);
+			if (kexec_open(&spare->x, k->creds, k->path, OPEN_MS, &e) < 0) {
+				pthread_mutex_lock(&k->mu);
+				if (!k->why[0])
+					snprintf(k->why, sizeof k->why, "%s", e.msg);
+				pthread_mutex_unlock(&k->mu);
+				log_msg(LOG_WARNING, "kubernetes: the install step's taker did not open: %s", e.msg);
+				conn_free(spare);
+				spare = NULL;
+				backoff = backoff ? (backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2) : 50;
+				pause_ms(k, backoff);
+				continue;
+			}
+		}
+		unsigned ch;
+		const unsigned char *p;
+		size_t n;
+		struct err e = {""};
+		int rc = kexec_recv(&spare->x, WAIT_MS, &ch, &p, &n, &e);
+		if (rc == KEXEC_TIMEOUT)
+			continue;
+		if (rc == 1 && ch == KEXEC_STDERR) {
+			log_msg(LOG_WARNING, "kubernetes: the install step's taker says: %.*s", (int)(n > 300 ? 300 : n),
+				(const char *)p);
+			continue;
+		}
+		if (rc == 1 && ch == KEXEC_STDOUT && n && p[0] == 1) {
+			backoff = 0;
+			carry(k, spare, p + 1, n - 1);
+			spare = NULL;
+			continue;
+		}
+		/* It ended without a connection (no relay to take from, within its wait), or said
+		 * what a taker does not say: another one, a little later. */
+		conn_free(spare);
+		spare = NULL;
+		backoff = backoff ? (backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2) : 50;
+		pause_ms(k, backoff);
+	}
+	if (spare)
+		conn_free(spare);
+	while (k->live) {
+		struct conn *c = k->live;
+		k->live = c->next;
+		conn_free(c);
+	}
+	k->n_live = 0;
+	return NULL;
+}
+
+struct knet *knet_start(const struct kcreds *c, const char *ns, const char *pod, const char *proxy_path,
+			struct err *e)
+{
+	struct knet *k = calloc(1, sizeof *k);
+	const char *argv[] = {KPOD_AGENT_PATH, "--take", KNET_TAKE_SOCKET};
+	if (!k)
+		return err_set(e, "out of memory"), NULL;
+	if (strlen(proxy_path) >= sizeof k->sock) {
+		free(k);
+		return err_set(e, "the proxy's socket path is too long"), NULL;
+	}
+	snprintf(k->sock, sizeof k->sock, "%s", proxy_path);
+	k->creds = c;
+	pthread_mutex_init(&k->mu, NULL);
+	if (!(k->path = kexec_exec_path(ns, pod, NULL, argv, 3, true))) {
+		free(k);
+		return err_set(e, "out of memory"), NULL;
+	}
+	int rc = pthread_create(&k->thread, NULL, run, k);
+	if (rc) {
+		free(k->path);
+		free(k);
+		return err_set(e, "cannot start the install step's relay: %s", strerror(rc)), NULL;
+	}
+	return k;
+}
+
+unsigned knet_carried(struct knet *k, char *why, size_t n)
+{
+	pthread_mutex_lock(&k->mu);
+	unsigned c = k->carried;
+	snprintf(why, n, "%s", k->why);
+	pthread_mutex_unlock(&k->mu);
+	return c;
+}
+
+void knet_stop(struct knet *k)
+{
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->mu);
+	k->stop = true;
+	pthread_mutex_unlock(&k->mu);
+	pthread_join(k->thread, NULL);
+	pthread_mutex_destroy(&k->mu);
+	free(k->path);
+	free(k);
+}

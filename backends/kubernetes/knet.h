@@ -1,0 +1,40 @@
+/*
+ * The install step's way out of a pod: no socket of this host leads into a pod, so the server's
+ * filtering proxy (agenthost/proxy.h) is reached the other way round. The step runs in the
+ * sandbox's pod, whose NetworkPolicy lets nothing out; the agent's relay takes pip's
+ * connections on the pod's 127.0.0.1:INSTALLNET_PORT and, with AG_RUN_RELAY_TAKE, hands each to
+ * a taker (`sandbox-agent --take KNET_TAKE_SOCKET`), a process the server runs in the pod through
+ * an exec of its own (pods/exec, kexec.h); the exec's stdin and stdout then carry that one
+ * connection's bytes, which a relay (krelay_start_on) joins to a connection of its own to the
+ * proxy's unix socket. Each connection is one exec: its own stream, its own flow control.
+ *
+ * A thread keeps one taker waiting (its exec open before pip connects, so a connection waits
+ * for no request), opens the next as soon as one takes a connection, and carries at most
+ * KNET_MAX connections at once (more wait in the relay's backlog). Nothing of it outlives
+ * knet_stop; the takers in the pod end with the step (the agent ends every process of a call).
+ */
+#ifndef SANDBOX_KUBERNETES_KNET_H
+#define SANDBOX_KUBERNETES_KNET_H
+
+#include "../../src/base/err.h"
+#include "kcreds.h"
+#include "kpod.h"
+
+#define KNET_TAKE_SOCKET KPOD_AGENT_DIR "/take.sock"
+#define KNET_MAX 16
+
+struct knet;
+
+/* Starts carrying connections of pod (in ns) to the proxy's socket at proxy_path, as c's user.
+ * NULL with e set when it cannot start. */
+struct knet *knet_start(const struct kcreds *c, const char *ns, const char *pod, const char *proxy_path,
+			struct err *e);
+
+/* How many connections were carried, and the first failure to open a taker ("" when none), into
+ * why (n bytes). */
+unsigned knet_carried(struct knet *k, char *why, size_t n);
+
+/* Ends every connection and the thread, and frees k. NULL is fine. */
+void knet_stop(struct knet *k);
+
+#endif
