@@ -106,3 +106,42 @@ py_req() { # ID REQUIREMENT
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--wheelhouse: a folder of this host, which no pod sees"* ]]
 }
+
+# The faults of the takers' way: their exec refused, their streams cut, a slow API server. Each
+# step ends in time with what went wrong said, and the sandbox serves the next call.
+@test "kubernetes: the install step's takers refused, cut or slow: each step ends, says why, and the sandbox serves on" {
+	local c="curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST $URL/_control -o /dev/null -d @$BATS_TEST_TMPDIR"
+	jq -cn '{fail: {status: 403, method: "GET", path: "/api/v1/namespaces/*/pods/*/exec"}}' >"$BATS_TEST_TMPDIR/refuse"
+	jq -cn '{exec_drop_ms: 1}' >"$BATS_TEST_TMPDIR/cut"
+	jq -cn '{latency_ms: 150}' >"$BATS_TEST_TMPDIR/slow"
+	echo '{}' >"$BATS_TEST_TMPDIR/none"
+	SESSION_TIMEOUT=240 mcp_session --index-url "$INDEX_URL" <<-EOF
+		$INIT
+		$(py_call 1 'print("up")')
+		{"wait": 1}
+		{"sh": "$c/refuse; date +%s%N > $BATS_TEST_TMPDIR/t0"}
+		$(py_req 2 okpkg==1.0)
+		{"wait": 2}
+		{"sh": "date +%s%N > $BATS_TEST_TMPDIR/t1; $c/cut"}
+		$(py_req 3 okpkg==1.0)
+		{"wait": 3}
+		{"sh": "$c/slow"}
+		$(py_req 4 okpkg==1.0)
+		{"wait": 4}
+		{"sh": "$c/none"}
+		$(py_call 5 'print("still")')
+	EOF
+	# Refused: said at once, with the API server's answer, not after pip's retries.
+	res 2
+	sc '.exit_code == 1 and (.stderr | startswith("Failed to install requirements: the package index could not be reached (the install step'"'"'s connections could not be carried out of the pod (0 were): the API server refused the stream (HTTP 403)"))'
+	[ $(( ($(cat "$BATS_TEST_TMPDIR/t1") - $(cat "$BATS_TEST_TMPDIR/t0")) / 1000000 )) -lt 10000 ]
+	# Cut: pip's own failure, in time.
+	res 3
+	sc '.exit_code == 1 and (.stderr | startswith("Failed to install requirements: ")) and (.timed_out | not)'
+	# Slow: it works, only later.
+	res 4
+	sc '.exit_code == 0 and .stdout == "okpkg 1.0\n"'
+	res 5
+	sc '.exit_code == 0 and .stdout == "still\n"'
+	grep -qF "the install step's taker did not open" "$SERVER_LOG"
+}

@@ -158,7 +158,7 @@ static void call_limits(const struct agenthost *h, const struct agent_inst *in, 
 /* The install step alone reaches the package index: in an instance of its own on the same
  * workspace, with a network of its own (no host loopback, no abstract sockets) whose only way
  * out is the server's proxy. A failure there is the step's, not the sandbox's. */
-static int run_main(struct agenthost *h, const struct run_req *rq, const struct installnet *step,
+static int run_main(struct agenthost *h, const struct run_req *rq, const struct installnet *step, int stop_fd,
 		    struct run_res *rs, struct err *e);
 
 /* The install step in the main instance, where no socket of this host reaches it (net_start):
@@ -177,10 +177,9 @@ static int run_install_here(struct agenthost *h, const struct run_req *rq, struc
 		struct run_req step = *rq;
 		step.env = installnet_env(&inet);
 		step.prestart = false;
-		rc = run_main(h, &step, &inet, rs, e);
+		rc = run_main(h, &step, &inet, h->home->net_fd(h->ctx, net), rs, e);
 		char note[300] = "";
-		if (h->home->net_note)
-			h->home->net_note(h->ctx, net, note, sizeof note);
+		h->home->net_note(h->ctx, net, note, sizeof note);
 		h->home->net_stop(h->ctx, net);
 		if (rc == 0 && !proxy_unreachable(inet.px, rs->unreachable, sizeof rs->unreachable) && rs->exit_code &&
 		    note[0])
@@ -236,7 +235,7 @@ static int run_install(struct agenthost *h, const struct run_req *rq, struct run
 		installnet_limits(&inet, &lim);
 		/* An index host that cannot be reached ends the step at once: pip would spend its
 		 * retries, seconds of backing off, on what the proxy already knows. */
-		rc = agentlink_run_until(&in->link, &step, &lim, proxy_unreachable_fd(inet.px), rs, e);
+		rc = agentlink_run_until(&in->link, &step, &lim, proxy_unreachable_fd(inet.px), -1, rs, e);
 		h->home->kill(h->ctx, in);
 		if (rc == 0)
 			proxy_unreachable(inet.px, rs->unreachable, sizeof rs->unreachable);
@@ -280,7 +279,7 @@ int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res 
 	if (rq->network && h->cfg->network == NET_INSTALL)
 		return run_install(h, rq, rs, e);
 	if (!h->allow)
-		return run_main(h, rq, NULL, rs, e);
+		return run_main(h, rq, NULL, -1, rs, e);
 	/* The code reaches the allowed hosts through the proxy, whose variables it is given. */
 	struct run_req r = *rq;
 	const char **env = installnet_env_of(rq->env), **penv = NULL;
@@ -299,7 +298,7 @@ int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res 
 		if (narrow)
 			proxy_set_policy(h->codenet.px, narrow);
 		proxy_take_refusals(h->codenet.px, drop, sizeof drop);
-		rc = run_main(h, &r, NULL, rs, e);
+		rc = run_main(h, &r, NULL, -1, rs, e);
 		if (rc == 0)
 			note_refusals(h, rs);
 		if (narrow)
@@ -312,8 +311,8 @@ int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res 
 }
 
 /* A call in the main instance; step: the install step's proxy, when the call is that step
- * (run_install_here), which the home's takers reach. */
-static int run_main(struct agenthost *h, const struct run_req *rq, const struct installnet *step,
+ * (run_install_here), which the home's takers reach, and stop_fd the home's way's net_fd. */
+static int run_main(struct agenthost *h, const struct run_req *rq, const struct installnet *step, int stop_fd,
 		    struct run_res *rs, struct err *e)
 {
 	struct agentlink_limits lim;
@@ -328,7 +327,7 @@ static int run_main(struct agenthost *h, const struct run_req *rq, const struct 
 	if (rq->prestart && h->cfg->python_prestart && !h->prestart && prestart(h, rq) == BACKEND_LOST)
 		return err_set(e, "the sandbox agent went away"), BACKEND_LOST;
 	/* An index host that cannot be reached ends the step at once, as in run_install. */
-	int rc = step ? agentlink_run_until(&h->main->link, rq, &lim, proxy_unreachable_fd(step->px), rs, e)
+	int rc = step ? agentlink_run_until(&h->main->link, rq, &lim, proxy_unreachable_fd(step->px), stop_fd, rs, e)
 		      : agentlink_run(&h->main->link, rq, &lim, rs, e);
 	uint64_t oom_now;
 	if (rc == 0 && h->oom_fd >= 0 && cgroup_oom_read(h->oom_fd, &oom_now) == 0) {

@@ -92,10 +92,12 @@ struct agenthost_home {
 	 * runs in the main instance, whose agent hands each connection of the step to a taker at
 	 * take_socket (a path inside it; AG_RUN_RELAY_TAKE), and the home carries them to the
 	 * proxy's unix socket at proxy_path here, from net_start until net_stop (its handle), or
-	 * NULL with e set. net_note: what the step's failure should say of that way (e.g. takers
-	 * that could not start), into buf; "" for nothing. NULL: a second instance, with the
-	 * proxy's folder bound. */
+	 * NULL with e set. net_fd: an fd that turns readable once that way is hopeless (the step
+	 * is then stopped, as for an index that cannot be reached); net_note: what the step's
+	 * failure should say of that way, into buf ("" for nothing). All four, or net_start NULL:
+	 * a second instance, with the proxy's folder bound. */
 	void *(*net_start)(void *ctx, struct agent_inst *in, const char *proxy_path, struct err *e);
+	int (*net_fd)(void *ctx, void *net);
 	void (*net_note)(void *ctx, void *net, char *buf, size_t n);
 	void (*net_stop)(void *ctx, void *net);
 	const char *take_socket;

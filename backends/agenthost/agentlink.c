@@ -627,11 +627,11 @@ static int send_kill(struct agentlink *l, struct err *e)
 int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim,
 		  struct run_res *rs, struct err *e)
 {
-	return agentlink_run_until(l, rq, lim, -1, rs, e);
+	return agentlink_run_until(l, rq, lim, -1, -1, rs, e);
 }
 
 int agentlink_run_until(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim,
-			int stop_fd, struct run_res *rs, struct err *e)
+			int stop_fd, int stop_fd2, struct run_res *rs, struct err *e)
 {
 	int rc;
 	/* One batch: a call whose files cannot all be written changes none of them. */
@@ -644,11 +644,11 @@ int agentlink_run_until(struct agentlink *l, const struct run_req *rq, const str
 	int64_t kill_by = -1; /* once killed: when the agent must have answered */
 	for (;;) {
 		/* Once killed, only the agent's answer is waited for. */
-		struct pollfd p[3] = {{l->fd, POLLIN, 0}, {kill_by < 0 ? rq->cancel_fd : -1, POLLIN, 0},
-				      {kill_by < 0 ? stop_fd : -1, POLLIN, 0}};
+		struct pollfd p[4] = {{l->fd, POLLIN, 0}, {kill_by < 0 ? rq->cancel_fd : -1, POLLIN, 0},
+				      {kill_by < 0 ? stop_fd : -1, POLLIN, 0}, {kill_by < 0 ? stop_fd2 : -1, POLLIN, 0}};
 		int64_t now = clock_ms(), until = kill_by >= 0 ? kill_by : rq->deadline_ms;
 		int t = until - now <= 0 ? 0 : (until - now > 1000000 ? 1000000 : (int)(until - now));
-		int r = poll(p, 3, t);
+		int r = poll(p, 4, t);
 		if (r < 0 && errno != EINTR)
 			return err_sys(e, "poll");
 		if (r > 0 && p[0].revents) {
@@ -719,7 +719,7 @@ int agentlink_run_until(struct agentlink *l, const struct run_req *rq, const str
 			continue;
 		}
 		bool cancelled = r > 0 && p[1].fd >= 0 && p[1].revents;
-		bool stopped = !cancelled && r > 0 && p[2].fd >= 0 && p[2].revents;
+		bool stopped = !cancelled && r > 0 && ((p[2].fd >= 0 && p[2].revents) || (p[3].fd >= 0 && p[3].revents));
 		if (cancelled || stopped || clock_ms() >= rq->deadline_ms) {
 			if (cancelled)
 				rs->cancelled = true;

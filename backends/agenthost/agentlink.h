@@ -75,10 +75,10 @@ int agentlink_changes(struct agentlink *l, struct err *e);
 int agentlink_run(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim,
 		  struct run_res *rs, struct err *e);
 
-/* The same, and the run is killed as soon as stop_fd (-1: none) turns readable: the caller
- * knows it cannot succeed. Then rs->stopped is set (and exit_code says the kill). */
+/* The same, and the run is killed as soon as stop_fd or stop_fd2 (-1: none) turns readable:
+ * the caller knows it cannot succeed. Then rs->stopped is set (and exit_code says the kill). */
 int agentlink_run_until(struct agentlink *l, const struct run_req *rq, const struct agentlink_limits *lim,
-			int stop_fd, struct run_res *rs, struct err *e);
+			int stop_fd, int stop_fd2, struct run_res *rs, struct err *e);
 
 /* The agent's prestarted Python interpreter (proto.h's AG_PRESTART): started with python, env
  * and the source of agent/prestart.py, preloading modules (comma-separated), for calls that run

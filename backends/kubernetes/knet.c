@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #define OPEN_MS 5000L     /* for a taker's exec to open */
 #define WAIT_MS 100       /* how long the thread waits on a taker before it looks at the rest */
 #define BACKOFF_MAX_MS 1000
+#define TRIES 5           /* takers in a row that fail to open before the step is hopeless */
 
 struct conn {
 	struct kexec x;
@@ -34,7 +36,9 @@ struct knet {
 	pthread_mutex_t mu;
 	bool stop;               /* under mu */
 	unsigned carried;        /* under mu */
-	char why[256];           /* under mu: the first failure to open a taker */
+	char why[256];           /* under mu: the last failure to open a taker */
+	bool hopeless;           /* under mu */
+	int hopeless_fd;         /* eventfd: readable once no taker can be opened */
 	struct conn *live;       /* the thread's alone */
 	unsigned n_live;
 };
@@ -137,9 +141,13 @@ static void *run(void *arg)
 {
 	struct knet *k = arg;
 	struct conn *spare = NULL;
-	int backoff = 0;
+	int backoff = 0, failed = 0;
 	while (!stopping(k)) {
 		reap(k);
+		if (failed == TRIES) {
+			pause_ms(k, WAIT_MS);
+			continue;
+		}
 		if (!spare) {
 			if (k->n_live >= KNET_MAX) {
 				pause_ms(k, WAIT_MS);
@@ -150,11 +158,19 @@ static void *run(void *arg)
 				break;
 			kexec_init(&spare->x);
 			if (kexec_open(&spare->x, k->creds, k->path, OPEN_MS, &e) < 0) {
-				pthread_mutex_lock(&k->mu);
-				if (!k->why[0])
-					snprintf(k->why, sizeof k->why, "%s", e.msg);
-				pthread_mutex_unlock(&k->mu);
 				log_msg(LOG_WARNING, "kubernetes: the install step's taker did not open: %s", e.msg);
+				/* Refused (no exec allowed, the pod gone): so will the next be. */
+				long st = spare->x.http_status;
+				bool refused = st >= 400 && st < 500;
+				pthread_mutex_lock(&k->mu);
+				snprintf(k->why, sizeof k->why, "%s", e.msg);
+				k->hopeless = ++failed == TRIES || refused;
+				pthread_mutex_unlock(&k->mu);
+				if (failed == TRIES || refused) {
+					failed = TRIES;
+					uint64_t one = 1;
+					(void)!write(k->hopeless_fd, &one, sizeof one);
+				}
 				conn_free(spare);
 				spare = NULL;
 				backoff = backoff ? (backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2) : 50;
@@ -175,7 +191,7 @@ static void *run(void *arg)
 			continue;
 		}
 		if (rc == 1 && ch == KEXEC_STDOUT && n && p[0] == 1) {
-			backoff = 0;
+			backoff = failed = 0;
 			carry(k, spare, p + 1, n - 1);
 			spare = NULL;
 			continue;
@@ -212,12 +228,18 @@ struct knet *knet_start(const struct kcreds *c, const char *ns, const char *pod,
 	snprintf(k->sock, sizeof k->sock, "%s", proxy_path);
 	k->creds = c;
 	pthread_mutex_init(&k->mu, NULL);
+	if ((k->hopeless_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		free(k);
+		return err_sys(e, "eventfd"), NULL;
+	}
 	if (!(k->path = kexec_exec_path(ns, pod, NULL, argv, 3, true))) {
+		close(k->hopeless_fd);
 		free(k);
 		return err_set(e, "out of memory"), NULL;
 	}
 	int rc = pthread_create(&k->thread, NULL, run, k);
 	if (rc) {
+		close(k->hopeless_fd);
 		free(k->path);
 		free(k);
 		return err_set(e, "cannot start the install step's relay: %s", strerror(rc)), NULL;
@@ -229,9 +251,14 @@ unsigned knet_carried(struct knet *k, char *why, size_t n)
 {
 	pthread_mutex_lock(&k->mu);
 	unsigned c = k->carried;
-	snprintf(why, n, "%s", k->why);
+	snprintf(why, n, "%s", k->hopeless ? k->why : "");
 	pthread_mutex_unlock(&k->mu);
 	return c;
+}
+
+int knet_hopeless_fd(const struct knet *k)
+{
+	return k->hopeless_fd;
 }
 
 void knet_stop(struct knet *k)
@@ -243,6 +270,7 @@ void knet_stop(struct knet *k)
 	pthread_mutex_unlock(&k->mu);
 	pthread_join(k->thread, NULL);
 	pthread_mutex_destroy(&k->mu);
+	close(k->hopeless_fd);
 	free(k->path);
 	free(k);
 }

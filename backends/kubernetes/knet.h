@@ -12,6 +12,7 @@
  * for no request), opens the next as soon as one takes a connection, and carries at most
  * KNET_MAX connections at once (more wait in the relay's backlog). Nothing of it outlives
  * knet_stop; the takers in the pod end with the step (the agent ends every process of a call).
+ * A taker's exec that fails to open is tried again, 50 ms later, doubling to 1 s, TRIES times.
  */
 #ifndef SANDBOX_KUBERNETES_KNET_H
 #define SANDBOX_KUBERNETES_KNET_H
@@ -30,9 +31,14 @@ struct knet;
 struct knet *knet_start(const struct kcreds *c, const char *ns, const char *pod, const char *proxy_path,
 			struct err *e);
 
-/* How many connections were carried, and the first failure to open a taker ("" when none), into
- * why (n bytes). */
+/* How many connections were carried; into why (n bytes), once the step is hopeless (see
+ * knet_hopeless_fd), the last failure to open a taker, else "". */
 unsigned knet_carried(struct knet *k, char *why, size_t n);
+
+/* An fd that turns readable once the step is hopeless: TRIES takers in a row could not be
+ * opened, or the API server refused one (4xx: the exec is not allowed, the pod is gone), so
+ * that pip does not spend its retries on connections no one will take. Borrowed. */
+int knet_hopeless_fd(const struct knet *k);
 
 /* Ends every connection and the thread, and frees k. NULL is fine. */
 void knet_stop(struct knet *k);

@@ -542,12 +542,20 @@ static void *k8s_net_start(void *ctx, struct agent_inst *in, const char *proxy_p
 	return knet_start(&K->api.creds, K->ns, KI(in)->pod, proxy_path, e);
 }
 
+static int k8s_net_fd(void *ctx, void *net)
+{
+	(void)ctx;
+	return knet_hopeless_fd(net);
+}
+
 static void k8s_net_note(void *ctx, void *net, char *buf, size_t n)
 {
 	(void)ctx;
 	char why[256];
-	if (knet_carried(net, why, sizeof why) == 0 && why[0])
-		snprintf(buf, n, "its connections could not be carried out of the pod: %s", why);
+	unsigned carried = knet_carried(net, why, sizeof why);
+	if (why[0])
+		snprintf(buf, n, "the install step's connections could not be carried out of the pod (%u were): %s",
+			 carried, why);
 }
 
 static void k8s_net_stop(void *ctx, void *net)
@@ -749,6 +757,7 @@ static const struct agenthost_home k8s_home = {
 	.report_limits = k8s_report_limits,
 	.end = k8s_end,
 	.net_start = k8s_net_start,
+	.net_fd = k8s_net_fd,
 	.net_note = k8s_net_note,
 	.net_stop = k8s_net_stop,
 	.take_socket = KNET_TAKE_SOCKET,
