@@ -206,11 +206,12 @@ enum ag_type {
 				 * environment (but for variables that do not change how Python
 				 * starts): it may run in that interpreter */
 #define AG_RUN_BACKGROUND 0x4u  /* a background process: see above */
-#define AG_RUN_RELAY_TAKE 0x8u  /* the relay listens on relay_socket (made anew) instead of
-				 * connecting to it, and hands each connection to the next
-				 * `sandbox-agent --take relay_socket` there: how a pod's install
-				 * step reaches a proxy that no socket of the pod leads to (each
-				 * taker an exec of the server's, carrying one connection) */
+#define AG_RUN_RELAY_TAKE 0x8u  /* relay_socket is "@NAME", an abstract socket the relay listens
+				 * on (made with the call) instead of connecting to a path, and it
+				 * hands each connection to the next `sandbox-agent --take @NAME`
+				 * there: how a pod's install step reaches a proxy that no socket
+				 * of the pod leads to (each taker an exec of the server's,
+				 * carrying one connection). Not kept past the call. */
 #define AG_RUN_OUTPUTS 0x100u   /* answer AG_OUTPUTS before AG_EXIT (the spec says what of) */
 
 /* AG_EXIT flags */

@@ -22,6 +22,7 @@
  *                                       another file system than the engine), until stdin ends
  */
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -108,7 +109,8 @@ static int relay_ls = -1;
 static pid_t relay_pid;
 static uint16_t relay_port;
 static char relay_path[sizeof ((struct sockaddr_un *)0)->sun_path];
-static bool relay_take; /* AG_RUN_RELAY_TAKE: relay_path is the takers' socket, made by the relay */
+static bool relay_take; /* AG_RUN_RELAY_TAKE: relay_path names the takers' socket, relay_tl */
+static int relay_tl = -1;
 struct ag_buf out;
 static unsigned tmp_seq;
 
@@ -976,12 +978,14 @@ static int relay_listen(uint16_t port)
 	return ls;
 }
 
-/* Closes every descriptor from 3 up but keep (>= 3). */
-static void close_all_but(int keep)
+/* Closes every descriptor from 3 up but keep (>= 3) and keep2 (>= 3, or -1). */
+static void close_all_but(int keep, int keep2)
 {
+	int lo = keep2 >= 0 && keep2 < keep ? keep2 : keep, hi = keep2 >= 0 && keep2 > keep ? keep2 : keep;
 #ifdef SYS_close_range
-	if ((keep == 3 || syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u) == 0) &&
-	    syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) == 0)
+	if ((lo == 3 || syscall(SYS_close_range, 3u, (unsigned)lo - 1, 0u) == 0) &&
+	    (hi <= lo + 1 || syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0u) == 0) &&
+	    syscall(SYS_close_range, (unsigned)hi + 1, ~0u, 0u) == 0)
 		return;
 #endif
 	/* Without close_range (before Linux 5.9, or filtered): those /proc lists, read whole
@@ -991,7 +995,7 @@ static void close_all_but(int keep)
 		DIR *d = opendir("/proc/self/fd");
 		if (!d) {
 			for (int fd = 3; fd < 65536; fd++)
-				if (fd != keep)
+				if (fd != lo && fd != hi)
 					close(fd);
 			return;
 		}
@@ -1001,7 +1005,7 @@ static void close_all_but(int keep)
 		more = 0;
 		while ((e = readdir(d))) {
 			int fd = atoi(e->d_name);
-			if (fd < 3 || fd == keep || fd == dfd || e->d_name[0] < '0' || e->d_name[0] > '9')
+			if (fd < 3 || fd == lo || fd == hi || fd == dfd || e->d_name[0] < '0' || e->d_name[0] > '9')
 				continue;
 			if (n == (int)(sizeof fds / sizeof fds[0])) {
 				more = 1;
@@ -1015,22 +1019,34 @@ static void close_all_but(int keep)
 	}
 }
 
-/* AG_RUN_RELAY_TAKE: the takers' listening socket at path, made anew (what was there, the code's
- * or an earlier relay's, is removed first); -1 when it cannot be made. Only the sandbox's user
- * connects (0600), as the code could anyway: what a taker gets, the code could reach itself. */
-static int take_listen(const char *path)
+/* An abstract unix socket's address for name ("@" and its name, which the server draws anew
+ * for each step): its length, or 0 when name is no such name. */
+static socklen_t take_addr(const char *name, struct sockaddr_un *su)
 {
-	struct sockaddr_un su = {.sun_family = AF_UNIX};
-	if (strlen(path) >= sizeof su.sun_path)
-		return -1;
-	strcpy(su.sun_path, path);
+	size_t n = strlen(name);
+	memset(su, 0, sizeof *su);
+	su->sun_family = AF_UNIX;
+	if (n < 2 || name[0] != '@' || n > sizeof su->sun_path)
+		return 0;
+	memcpy(su->sun_path + 1, name + 1, n - 1);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+}
+
+/* AG_RUN_RELAY_TAKE: the takers' listening socket, an abstract one of the sandbox's network
+ * namespace: no file to leave behind or to have replaced, and out of reach of the code's
+ * background processes, whose Landlock domain scopes abstract sockets. What a taker gets, the
+ * code could reach itself (the relay's port). -1 with errno when it cannot be made. */
+static int take_listen(const char *name)
+{
+	struct sockaddr_un su;
+	socklen_t len = take_addr(name, &su);
+	if (!len)
+		return errno = EINVAL, -1;
 	int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	mode_t old = umask(077);
-	(void)unlink(path);
-	bool ok = t >= 0 && bind(t, (struct sockaddr *)&su, sizeof su) == 0 && listen(t, 16) == 0;
-	umask(old);
-	if (!ok && t >= 0) {
+	if (t >= 0 && (bind(t, (struct sockaddr *)&su, len) < 0 || listen(t, 16) < 0)) {
+		int err = errno;
 		close(t);
+		errno = err;
 		t = -1;
 	}
 	return t;
@@ -1057,29 +1073,42 @@ static void give_to_taker(int t, int c)
 	}
 }
 
-/* sandbox-agent --take PATH: a taker (AG_RUN_RELAY_TAKE), run by the server through an exec of
- * its own whose stdin and stdout carry one connection. Connects to the relay's socket at PATH
+/* sandbox-agent --take @NAME: a taker (AG_RUN_RELAY_TAKE), run by the server through an exec of
+ * its own whose stdin and stdout carry one connection. Connects to the relay's socket NAME
  * (waiting up to 10 s for the relay to make it), takes one connection, says so with one byte
  * (1) on stdout, then carries the connection's bytes: stdin to it, it to stdout, until it ends
- * (its reading side's end, or stdout's). 0 once carried; 1 when no connection came. */
-static int take_one(const char *path)
+ * (its reading side's end, or stdout's). While it waits, the end of its stdin (the server
+ * closed the exec: the step is over) ends it. 0 once carried; 1 when no connection came. */
+static int take_one(const char *name)
 {
-	struct sockaddr_un su = {.sun_family = AF_UNIX};
-	if (strlen(path) >= sizeof su.sun_path)
+	struct sockaddr_un su;
+	socklen_t len = take_addr(name, &su);
+	if (!len)
 		return 1;
-	strcpy(su.sun_path, path);
 	signal(SIGPIPE, SIG_IGN);
 	int u = -1;
 	for (int tries = 0;; tries++) {
 		u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (u < 0)
 			return 1;
-		if (connect(u, (struct sockaddr *)&su, sizeof su) == 0)
+		if (connect(u, (struct sockaddr *)&su, len) == 0)
 			break;
 		close(u);
-		if (tries == 500 || (errno != ENOENT && errno != ECONNREFUSED && errno != EINTR))
+		if (tries == 500 || (errno != ECONNREFUSED && errno != EINTR))
 			return 1;
-		poll(NULL, 0, 20);
+		if (poll(&(struct pollfd){0, POLLIN, 0}, 1, 20) > 0)
+			return 1; /* the server gave up on it */
+	}
+	/* The connection, or the end of stdin, whichever comes first (nothing is read from stdin
+	 * before the connection: the server sends nothing until it has the byte below). */
+	for (;;) {
+		struct pollfd w[2] = {{u, POLLIN, 0}, {0, POLLIN, 0}};
+		if (poll(w, 2, -1) < 0 && errno != EINTR)
+			return 1;
+		if (w[0].revents)
+			break;
+		if (w[1].revents)
+			return 1;
 	}
 	union {
 		struct cmsghdr h;
@@ -1140,7 +1169,7 @@ static void relay_start(void)
 		relay_pid = pid > 0 ? pid : 0;
 		return;
 	}
-	int ls = relay_ls;
+	int ls = relay_ls, tl = relay_tl;
 	if (ls < 3) {
 		int moved = fcntl(ls, F_DUPFD_CLOEXEC, 3);
 		if (moved < 0)
@@ -1148,21 +1177,26 @@ static void relay_start(void)
 		close(ls);
 		ls = moved;
 	}
+	if (tl >= 0 && tl < 3) {
+		int moved = fcntl(tl, F_DUPFD_CLOEXEC, 3);
+		if (moved < 0)
+			_exit(1);
+		close(tl);
+		tl = moved;
+	}
 	/* The link, wherever it is (a descriptor the agent was given may be below 3), and every
 	 * other descriptor of the agent's. */
 	if (ctl >= 0 && ctl < 3)
 		close(ctl);
 	if (ctl_out >= 0 && ctl_out < 3)
 		close(ctl_out);
-	close_all_but(ls);
+	close_all_but(ls, tl);
 	signal(SIGCHLD, SIG_IGN); /* connection processes are reaped by the kernel */
 	signal(SIGPIPE, SIG_IGN); /* a side that closed is a failed write, not the end of the other */
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	int takers = relay_take ? take_listen(relay_path) : -1;
-	if (relay_take && takers < 0)
-		_exit(1); /* the connections wait in the backlog, and the takers find no one */
+	int takers = tl;
 	for (;;) {
 		/* The listener is non-blocking (the agent drains it): wait for a connection. */
 		poll(&(struct pollfd){ls, POLLIN, 0}, 1, -1);
@@ -1209,12 +1243,13 @@ static void relay_kill(void)
 	relay_pid = 0;
 }
 
-/* No relay: its process ends and its listener closes (and the takers' socket goes). */
+/* No relay: its process ends and its listeners close. */
 static void relay_close(void)
 {
 	relay_kill();
-	if (relay_ls >= 0 && relay_take)
-		(void)unlink(relay_path);
+	if (relay_tl >= 0)
+		close(relay_tl);
+	relay_tl = -1;
 	if (relay_ls >= 0)
 		close(relay_ls);
 	relay_ls = -1;
@@ -1227,6 +1262,11 @@ static void relay_renew(void)
 {
 	if (relay_ls < 0)
 		return;
+	/* The install step's relay serves the step alone. */
+	if (relay_take) {
+		relay_close();
+		return;
+	}
 	relay_kill();
 	for (int c; (c = accept4(relay_ls, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR || errno == ECONNABORTED;)
 		if (c >= 0)
@@ -1970,9 +2010,17 @@ static void do_run(struct ag_cur *c)
 			relay_pid = 0;
 	}
 	if (sp.relay_port && relay_ls < 0) {
+		const char *rwhat = "the relay to the server's proxy";
 		relay_ls = relay_listen((uint16_t)sp.relay_port);
+		if (relay_ls >= 0 && take && (relay_tl = take_listen(sp.relay_sock)) < 0) {
+			int err = errno;
+			close(relay_ls);
+			relay_ls = -1;
+			errno = err;
+			rwhat = "the relay's socket for the server's takers";
+		}
 		if (relay_ls < 0) {
-			send_errno("the relay to the server's proxy", errno);
+			send_errno(rwhat, errno);
 			if (in[0] >= 0)
 				close(in[0]);
 			if (in[1] >= 0)

@@ -8,6 +8,7 @@ load lib/helpers
 load lib/kubernetes
 load lib/test-index
 load lib/prestart
+load lib/background
 bats_require_minimum_version 1.5.0
 
 K8S_TOKEN="k8s-token-81c4d2e7"
@@ -105,6 +106,87 @@ py_req() { # ID REQUIREMENT
 	run "$SANDBOX_MCP" --wheelhouse "$BATS_TEST_TMPDIR/wh" </dev/null
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--wheelhouse: a folder of this host, which no pod sees"* ]]
+}
+
+# Each plain-HTTP request through the proxy is a connection of its own, which the proxy closes
+# first: 10 packages are 20 connections, more than the 16 carried at once, so each must be
+# freed as it ends (and pip must see its end) for the step to finish.
+@test "kubernetes: an install step of 20 connections, each closed by the proxy first, finishes" {
+	local reqs='[]'
+	for i in 0 1 2 3 4 5 6 7 8 9; do
+		python3 "$TESTS_DIR/lib/make_wheel.py" "$IDX/files" "many$i" 1.0
+		index_project "$IDX" "many$i" "../../files/many$i-1.0-py3-none-any.whl"
+		reqs=$(jq -c --arg r "many$i==1.0" '. + [$r]' <<<"$reqs")
+	done
+	chmod -R o+rX "$IDX"
+	control '{"clear_log": true}' >/dev/null
+	mcp_session --index-url "$INDEX_URL" <<-EOF
+		$INIT
+		$(call_json 1 execute_python "$(jq -cn --argjson r "$reqs" '{script: "import many0, many9; print(many0.VALUE, many9.VALUE)", requirements: $r, timeout_s: 60}')")
+	EOF
+	res 1
+	sc '.exit_code == 0 and .stdout == "many0 1.0 many9 1.0\n"'
+	jqe "$(control '{}')" '[.requests[] | select((.path | endswith("/exec")) and (.query | contains("command=--take")))] | length >= 20'
+}
+
+# A background process outlives the install step's call (its end spares it), so the agent keeps
+# its relays for it -- but not the step's: once the step is over, the port leads nowhere, and
+# the next step gets takers of its own (a socket name of its own), which a background process
+# that tried to take connections meanwhile does not have.
+@test "kubernetes: with a background process running, the install step's relay ends with the step, and the next step works" {
+	python3 "$TESTS_DIR/lib/make_wheel.py" "$IDX/files" second 1.0
+	index_project "$IDX" second ../../files/second-1.0-py3-none-any.whl
+	chmod -R o+rX "$IDX"
+	local probe='import socket
+try:
+    socket.create_connection(("127.0.0.1", 3128), 2).close(); print("port open")
+except OSError as e:
+    print("port closed", e.errno)'
+	mcp_session --index-url "$INDEX_URL" <<-EOF
+		$INIT
+		$(bg 1 'sleep 120')
+		{"wait": 1}
+		$(py_req 2 okpkg==1.0)
+		{"wait": 2}
+		$(py_call 3 "$probe")
+		{"wait": 3}
+		$(call_json 4 execute_python "$(jq -cn '{script: "import second; print(second.VALUE)", requirements: ["second==1.0"], timeout_s: 60}')")
+		{"wait": 4}
+		$(py_call 5 "$probe")
+	EOF
+	res 2
+	sc '.exit_code == 0 and .stdout == "okpkg 1.0\n"'
+	res 3
+	sc '.stdout | startswith("port closed")'
+	res 4
+	sc '.exit_code == 0 and .stdout == "second 1.0\n"'
+	res 5
+	sc '.stdout | startswith("port closed")'
+}
+
+# The takers' binary is the pod's copy of the agent, which the code may replace: then what the
+# takers say is the code's, and the server's log gets at most 5 lines of it, one line each,
+# with no control byte; the step ends with its timeout, and the sandbox serves on.
+@test "kubernetes: takers replaced by the code's program: the log takes 5 clean lines of them, the step ends, the sandbox serves on" {
+	local fake='printf "#!/bin/sh\\nwhile :; do printf \"flood\\\\033[31m\\\\nforged: error\\\\n\"; done >&2\\n" > /.sandbox-mcp/x && chmod 755 /.sandbox-mcp/x && mv -f /.sandbox-mcp/x /.sandbox-mcp/sandbox-agent && echo replaced'
+	SESSION_TIMEOUT=120 mcp_session --index-url "$INDEX_URL" <<-EOF
+		$INIT
+		$(call_json 1 execute_bash_commands "$(jq -cn --arg c "$fake" '{code: $c}')")
+		{"wait": 1}
+		$(call_json 2 execute_python "$(jq -cn '{script: "import okpkg", requirements: ["okpkg==1.0"], timeout_s: 8}')")
+		{"wait": 2}
+		$(py_call 3 'print("still")')
+	EOF
+	res 1
+	sc '.stdout == "replaced\n"'
+	res 2
+	sc '.exit_code != 0'
+	res 3
+	sc '.exit_code == 0 and .stdout == "still\n"'
+	[ "$(grep -c "install step's taker says" "$SERVER_LOG")" -eq 5 ]
+	grep -q "taker says: flood?\[31m (no more of takers' words logged)" "$SERVER_LOG"
+	[ -z "$(grep -F 'forged: error' "$SERVER_LOG" | grep -v "taker says")" ]
+	! grep -q $'\033' "$SERVER_LOG"
 }
 
 # The faults of the takers' way: their exec refused, their streams cut, a slow API server. Each

@@ -158,8 +158,8 @@ static void call_limits(const struct agenthost *h, const struct agent_inst *in, 
 /* The install step alone reaches the package index: in an instance of its own on the same
  * workspace, with a network of its own (no host loopback, no abstract sockets) whose only way
  * out is the server's proxy. A failure there is the step's, not the sandbox's. */
-static int run_main(struct agenthost *h, const struct run_req *rq, const struct installnet *step, int stop_fd,
-		    struct run_res *rs, struct err *e);
+static int run_main(struct agenthost *h, const struct run_req *rq, const struct installnet *step, const char *take,
+		    int stop_fd, struct run_res *rs, struct err *e);
 
 /* The install step in the main instance, where no socket of this host reaches it (net_start):
  * its connections are carried to the proxy by the home. Its failure to reach the index is said
@@ -169,15 +169,15 @@ static int run_install_here(struct agenthost *h, const struct run_req *rq, struc
 	struct installnet inet;
 	if (installnet_open(&inet, h->cfg, h->h.host, h->uid, rq->env, e) < 0)
 		return -1;
-	char sock[64];
+	char sock[64], take[64];
 	installnet_socket(&inet, sock, sizeof sock);
-	void *net = h->home->net_start(h->ctx, h->main, sock, e);
+	void *net = h->home->net_start(h->ctx, h->main, sock, take, sizeof take, e);
 	int rc = -1;
 	if (net) {
 		struct run_req step = *rq;
 		step.env = installnet_env(&inet);
 		step.prestart = false;
-		rc = run_main(h, &step, &inet, h->home->net_fd(h->ctx, net), rs, e);
+		rc = run_main(h, &step, &inet, take, h->home->net_fd(h->ctx, net), rs, e);
 		char note[300] = "";
 		h->home->net_note(h->ctx, net, note, sizeof note);
 		h->home->net_stop(h->ctx, net);
@@ -279,7 +279,7 @@ int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res 
 	if (rq->network && h->cfg->network == NET_INSTALL)
 		return run_install(h, rq, rs, e);
 	if (!h->allow)
-		return run_main(h, rq, NULL, -1, rs, e);
+		return run_main(h, rq, NULL, NULL, -1, rs, e);
 	/* The code reaches the allowed hosts through the proxy, whose variables it is given. */
 	struct run_req r = *rq;
 	const char **env = installnet_env_of(rq->env), **penv = NULL;
@@ -298,7 +298,7 @@ int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res 
 		if (narrow)
 			proxy_set_policy(h->codenet.px, narrow);
 		proxy_take_refusals(h->codenet.px, drop, sizeof drop);
-		rc = run_main(h, &r, NULL, -1, rs, e);
+		rc = run_main(h, &r, NULL, NULL, -1, rs, e);
 		if (rc == 0)
 			note_refusals(h, rs);
 		if (narrow)
@@ -311,15 +311,15 @@ int agenthost_run(struct agenthost *h, const struct run_req *rq, struct run_res 
 }
 
 /* A call in the main instance; step: the install step's proxy, when the call is that step
- * (run_install_here), which the home's takers reach, and stop_fd the home's way's net_fd. */
-static int run_main(struct agenthost *h, const struct run_req *rq, const struct installnet *step, int stop_fd,
-		    struct run_res *rs, struct err *e)
+ * (run_install_here), which the home's takers reach on take, and stop_fd the home's net_fd. */
+static int run_main(struct agenthost *h, const struct run_req *rq, const struct installnet *step, const char *take,
+		    int stop_fd, struct run_res *rs, struct err *e)
 {
 	struct agentlink_limits lim;
 	call_limits(h, h->main, rq, &lim);
 	if (step) {
 		installnet_limits(step, &lim);
-		lim.relay_socket = h->home->take_socket;
+		lim.relay_socket = take;
 		lim.relay_take = true;
 	} else if (h->allow) {
 		installnet_limits(&h->codenet, &lim);

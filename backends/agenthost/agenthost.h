@@ -89,18 +89,18 @@ struct agenthost_home {
 	 * be NULL. */
 	void (*end)(void *ctx, bool keep);
 	/* Where no socket of this host leads into the home's instances (a pod): the install step
-	 * runs in the main instance, whose agent hands each connection of the step to a taker at
-	 * take_socket (a path inside it; AG_RUN_RELAY_TAKE), and the home carries them to the
-	 * proxy's unix socket at proxy_path here, from net_start until net_stop (its handle), or
-	 * NULL with e set. net_fd: an fd that turns readable once that way is hopeless (the step
+	 * runs in the main instance, whose agent hands each connection of the step to a taker on
+	 * the socket net_start names in take (an abstract one, "@NAME", new for each step;
+	 * AG_RUN_RELAY_TAKE), and the home carries them to the proxy's unix socket at proxy_path
+	 * here, from net_start until net_stop (its handle), or NULL with e set. net_fd: an fd that turns readable once that way is hopeless (the step
 	 * is then stopped, as for an index that cannot be reached); net_note: what the step's
 	 * failure should say of that way, into buf ("" for nothing). All four, or net_start NULL:
 	 * a second instance, with the proxy's folder bound. */
-	void *(*net_start)(void *ctx, struct agent_inst *in, const char *proxy_path, struct err *e);
+	void *(*net_start)(void *ctx, struct agent_inst *in, const char *proxy_path, char *take, size_t take_n,
+			   struct err *e);
 	int (*net_fd)(void *ctx, void *net);
 	void (*net_note)(void *ctx, void *net, char *buf, size_t n);
 	void (*net_stop)(void *ctx, void *net);
-	const char *take_socket;
 	/* Whether the install step must go out on the shared network itself: the server's proxy
 	 * (a unix socket in a host folder) cannot reach this home's instances now. May be NULL. */
 	bool (*direct_install)(void *ctx);

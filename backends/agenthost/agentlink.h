@@ -38,7 +38,7 @@ struct agentlink_limits {
 	uint64_t as;      /* 0: not set (a memory cgroup bounds memory) */
 	uint64_t spill_max;
 	uint32_t relay_port;        /* 0, or: relay 127.0.0.1:port in the sandbox to relay_socket */
-	const char *relay_socket;   /* a unix socket path inside the sandbox */
+	const char *relay_socket;   /* a unix socket path inside the sandbox; with relay_take, "@NAME" */
 	bool relay_take;            /* the relay listens there for takers (AG_RUN_RELAY_TAKE) */
 };
 

@@ -291,8 +291,14 @@ static void send_close(struct kexec *x, int code)
 	int64_t by = clock_ms() + 1000;
 	if (x->send_deadline >= 0 && x->send_deadline < by)
 		by = x->send_deadline;
-	if (x->fd >= 0 && !x->close_code)
+	if (x->fd >= 0 && !x->close_code && !x->close_sent)
 		send_frame(x, WS_CLOSE, c, 2, NULL, 0, by, &ignored);
+	x->close_sent = true;
+}
+
+void kexec_close_send(struct kexec *x)
+{
+	send_close(x, 1000);
 }
 
 int kexec_recv(struct kexec *x, int timeout_ms, unsigned *ch, const unsigned char **p, size_t *n, struct err *e)

@@ -43,6 +43,7 @@ struct kexec {
 	bool in_msg;             /* a fragmented message is under way */
 	size_t max_msg;
 	int close_code;          /* the server's close code; 0 before, 1005 when it gave none */
+	bool close_sent;         /* ours went (once only) */
 	long http_status;        /* the handshake's answer: 101, or the status that refused it */
 	char *http_body;         /* when it was not 101: its body (a metav1.Status), bounded; owned */
 	int64_t send_deadline;   /* clock_ms() by which a send must be taken whole; -1 (the default):
@@ -80,6 +81,10 @@ int kexec_recv(struct kexec *x, int timeout_ms, unsigned *ch, const unsigned cha
 /* The exit code a channel-3 status says: 0 for Success, the ExitCode cause's for
  * NonZeroExitCode; -1 with why (n bytes) saying what the status says otherwise. */
 int kexec_exit_code(const unsigned char *p, size_t n, char *why, size_t why_n);
+
+/* Begins the close: ours (1000) goes, once, and the stream is read on until the server's,
+ * which comes after all that was sent before it (kexec_recv then answers nothing more). */
+void kexec_close_send(struct kexec *x);
 
 /* Sends a close (1000) when the stream is open, and ends the connection. Idempotent. */
 void kexec_close(struct kexec *x);

@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "../../src/base/clock.h"
 #include "../../src/base/log.h"
 #include "kexec.h"
 #include "krelay.h"
@@ -20,6 +22,10 @@
 #define WAIT_MS 100       /* how long the thread waits on a taker before it looks at the rest */
 #define BACKOFF_MAX_MS 1000
 #define TRIES 5           /* takers in a row that fail to open before the step is hopeless */
+#define LOGGED_MAX 5      /* lines of takers' stderr logged in a step */
+#define BURST 32          /* takers opened at once at most, then RATE a second */
+#define RATE 20
+#define FIRST_SEND_MS 2000
 
 struct conn {
 	struct kexec x;
@@ -32,6 +38,7 @@ struct knet {
 	const struct kcreds *creds;
 	char *path;              /* the takers' exec */
 	char sock[108];
+	char take[40];           /* the takers' socket: "@sandbox-mcp-take-" and 16 hex digits */
 	pthread_t thread;
 	pthread_mutex_t mu;
 	bool stop;               /* under mu */
@@ -41,6 +48,9 @@ struct knet {
 	int hopeless_fd;         /* eventfd: readable once no taker can be opened */
 	struct conn *live;       /* the thread's alone */
 	unsigned n_live;
+	unsigned logged;
+	double tokens;           /* takers that may be opened now (BURST, refilled at RATE a second) */
+	int64_t refilled;
 };
 
 static bool stopping(struct knet *k)
@@ -88,18 +98,56 @@ static int proxy_connect(const char *path)
 	return u;
 }
 
+/* The first bytes, within FIRST_SEND_MS (a proxy that takes nothing holds up no other). */
 static int send_all(int fd, const unsigned char *p, size_t n)
 {
+	int64_t by = clock_ms() + FIRST_SEND_MS;
 	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0 && (errno == EINTR || errno == EAGAIN)) {
+			int64_t left = by - clock_ms();
+			if (left <= 0 || (errno == EAGAIN && poll(&(struct pollfd){fd, POLLOUT, 0}, 1, (int)left) == 0))
+				return errno = ETIMEDOUT, -1;
 			continue;
+		}
 		if (w <= 0)
 			return -1;
 		p += w;
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+/* A line of a taker's stderr: its first, at most 200 bytes, each byte not printable ASCII shown
+ * as '?'. The taker's binary is in the code's reach, so what it says is the code's (LOGGED_MAX
+ * lines a step). */
+static void log_taker(struct knet *k, const unsigned char *p, size_t n)
+{
+	if (k->logged == LOGGED_MAX)
+		return;
+	char line[201];
+	size_t i = 0;
+	for (; i < n && i < sizeof line - 1 && p[i] != '\n'; i++)
+		line[i] = p[i] < 0x20 || p[i] >= 0x7f ? '?' : (char)p[i];
+	line[i] = '\0';
+	if (++k->logged == LOGGED_MAX)
+		log_msg(LOG_WARNING, "kubernetes: an install step's taker says: %s (no more of takers' words logged)", line);
+	else
+		log_msg(LOG_WARNING, "kubernetes: an install step's taker says: %s", line);
+}
+
+/* Whether a taker may be opened now (BURST at once, RATE a second after). */
+static bool may_open(struct knet *k)
+{
+	int64_t now = clock_ms();
+	k->tokens += (double)(now - k->refilled) * RATE / 1000.0;
+	if (k->tokens > BURST)
+		k->tokens = BURST;
+	k->refilled = now;
+	if (k->tokens < 1)
+		return false;
+	k->tokens -= 1;
+	return true;
 }
 
 /* A taker that said it holds a connection: joined to a new connection to the proxy. The first
@@ -149,8 +197,8 @@ static void *run(void *arg)
 			continue;
 		}
 		if (!spare) {
-			if (k->n_live >= KNET_MAX) {
-				pause_ms(k, WAIT_MS);
+			if (k->n_live >= KNET_MAX || !may_open(k)) {
+				pause_ms(k, k->n_live >= KNET_MAX ? WAIT_MS : 1000 / RATE);
 				continue;
 			}
 			struct err e = {""};
@@ -161,7 +209,7 @@ static void *run(void *arg)
 				log_msg(LOG_WARNING, "kubernetes: the install step's taker did not open: %s", e.msg);
 				/* Refused (no exec allowed, the pod gone): so will the next be. */
 				long st = spare->x.http_status;
-				bool refused = st >= 400 && st < 500;
+				bool refused = st >= 400 && st < 500 && st != 408 && st != 429;
 				pthread_mutex_lock(&k->mu);
 				snprintf(k->why, sizeof k->why, "%s", e.msg);
 				k->hopeless = ++failed == TRIES || refused;
@@ -186,8 +234,7 @@ static void *run(void *arg)
 		if (rc == KEXEC_TIMEOUT)
 			continue;
 		if (rc == 1 && ch == KEXEC_STDERR) {
-			log_msg(LOG_WARNING, "kubernetes: the install step's taker says: %.*s", (int)(n > 300 ? 300 : n),
-				(const char *)p);
+			log_taker(k, p, n);
 			continue;
 		}
 		if (rc == 1 && ch == KEXEC_STDOUT && n && p[0] == 1) {
@@ -218,15 +265,24 @@ struct knet *knet_start(const struct kcreds *c, const char *ns, const char *pod,
 			struct err *e)
 {
 	struct knet *k = calloc(1, sizeof *k);
-	const char *argv[] = {KPOD_AGENT_PATH, "--take", KNET_TAKE_SOCKET};
+	unsigned char rnd[8];
 	if (!k)
 		return err_set(e, "out of memory"), NULL;
+	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
+		free(k);
+		return err_sys(e, "getrandom"), NULL;
+	}
+	snprintf(k->take, sizeof k->take, "@sandbox-mcp-take-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+		 rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	const char *argv[] = {KPOD_AGENT_PATH, "--take", k->take};
 	if (strlen(proxy_path) >= sizeof k->sock) {
 		free(k);
 		return err_set(e, "the proxy's socket path is too long"), NULL;
 	}
 	snprintf(k->sock, sizeof k->sock, "%s", proxy_path);
 	k->creds = c;
+	k->tokens = BURST;
+	k->refilled = clock_ms();
 	pthread_mutex_init(&k->mu, NULL);
 	if ((k->hopeless_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		free(k);
@@ -254,6 +310,11 @@ unsigned knet_carried(struct knet *k, char *why, size_t n)
 	snprintf(why, n, "%s", k->hopeless ? k->why : "");
 	pthread_mutex_unlock(&k->mu);
 	return c;
+}
+
+const char *knet_socket(const struct knet *k)
+{
+	return k->take;
 }
 
 int knet_hopeless_fd(const struct knet *k)

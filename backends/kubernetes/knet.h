@@ -3,7 +3,7 @@
  * filtering proxy (agenthost/proxy.h) is reached the other way round. The step runs in the
  * sandbox's pod, whose NetworkPolicy lets nothing out; the agent's relay takes pip's
  * connections on the pod's 127.0.0.1:INSTALLNET_PORT and, with AG_RUN_RELAY_TAKE, hands each to
- * a taker (`sandbox-agent --take KNET_TAKE_SOCKET`), a process the server runs in the pod through
+ * a taker (`sandbox-agent --take @NAME`), a process the server runs in the pod through
  * an exec of its own (pods/exec, kexec.h); the exec's stdin and stdout then carry that one
  * connection's bytes, which a relay (krelay_start_on) joins to a connection of its own to the
  * proxy's unix socket. Each connection is one exec: its own stream, its own flow control.
@@ -21,7 +21,6 @@
 #include "kcreds.h"
 #include "kpod.h"
 
-#define KNET_TAKE_SOCKET KPOD_AGENT_DIR "/take.sock"
 #define KNET_MAX 16
 
 struct knet;
@@ -30,6 +29,10 @@ struct knet;
  * NULL with e set when it cannot start. */
 struct knet *knet_start(const struct kcreds *c, const char *ns, const char *pod, const char *proxy_path,
 			struct err *e);
+
+/* The takers' socket of this step, "@sandbox-mcp-take-" and 16 random hex digits (an abstract
+ * socket of the pod's network namespace), for the agent's AG_RUN_RELAY_TAKE. Borrowed. */
+const char *knet_socket(const struct knet *k);
 
 /* How many connections were carried; into why (n bytes), once the step is hopeless (see
  * knet_hopeless_fd), the last failure to open a taker, else "". */

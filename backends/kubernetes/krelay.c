@@ -86,9 +86,13 @@ static int from_stream(struct krelay *r, size_t *logged, bool *more)
 				set_why(r, how);
 			return 0;
 		}
-		else if (ch == KEXEC_STDOUT && !in_chunks(r) && write_all(r->fd, p, n) < 0)
+		else if (ch == KEXEC_STDOUT && !in_chunks(r) && write_all(r->fd, p, n) < 0) {
+			if (r->own)
+				set_why(r, "the connection's other side ended");
 			return 0; /* the link closed its end */
-		if (ch == KEXEC_STDERR && *logged < STDERR_LOG_MAX) {
+		}
+		/* A taker's (own) is not logged: its binary is in the code's reach. */
+		if (ch == KEXEC_STDERR && !r->own && *logged < STDERR_LOG_MAX) {
 			/* Its first line, bounded: p is not NUL-terminated. */
 			size_t k = n < STDERR_LOG_MAX - *logged ? n : STDERR_LOG_MAX - *logged;
 			const unsigned char *nl = memchr(p, '\n', k);
@@ -139,9 +143,10 @@ static void *relay(void *arg)
 	unsigned char *buf = malloc(CHUNK + AG_MUX_HDR);
 	size_t logged = 0;
 	bool c_in = true; /* the channel's end is read (until the server closes it) */
+	bool fd_in = true; /* fd is read (until its side ends: then, given, the stream is read on) */
 	bool more;
 	while (buf && from_stream(r, &logged, &more)) {
-		struct pollfd p[3] = {{r->x->fd, POLLIN, 0}, {r->fd, POLLIN, 0}, {c_in ? r->cfd : -1, POLLIN, 0}};
+		struct pollfd p[3] = {{r->x->fd, POLLIN, 0}, {fd_in ? r->fd : -1, POLLIN, 0}, {c_in ? r->cfd : -1, POLLIN, 0}};
 		int n = poll(p, 3, more ? 0 : -1);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -149,8 +154,23 @@ static void *relay(void *arg)
 			break;
 		ssize_t got;
 		if (p[1].revents) {
-			if (!to_stream(r, r->fd, 0, buf, &got))
+			if (!to_stream(r, r->fd, 0, buf, &got)) {
+				if (r->own && got == 0) {
+					/* Its side ended: so does the command's stdin, and what the command
+					 * still says is read to the stream's end. */
+					struct err e = {""};
+					int rc = kexec_close_stdin(r->x, &e);
+					if (rc == 1)
+						kexec_close_send(r->x);
+					else if (rc < 0) {
+						set_why(r, e.msg);
+						break;
+					}
+					fd_in = false;
+					continue;
+				}
 				break;
+			}
 			if (got == 0) {
 				struct err e = {""};
 				set_why(r, "the server closed the stream");
@@ -186,6 +206,7 @@ int krelay_start_on(struct krelay *r, struct kexec *x, int fd, struct err *e)
 	r->x = x;
 	pthread_mutex_init(&r->mu, NULL);
 	r->fd = fd;
+	r->own = true;
 	chunk_sink_init(&r->sink, (int[]){r->fd, r->cfd});
 	int rc = pthread_create(&r->thread, NULL, relay, r);
 	if (rc) {
@@ -245,7 +266,7 @@ void krelay_stop(struct krelay *r)
 		/* Its end of the pair reads the link's close; a relay blocked writing sees EPIPE, on
 		 * the pair or on the stream (an API server that stopped reading, its buffers full:
 		 * nothing else would end that send). The stream is not used after this. */
-		shutdown(r->fd, SHUT_RD);
+		shutdown(r->fd, r->own ? SHUT_RDWR : SHUT_RD); /* a send to a given fd ends too */
 		shutdown(r->cfd, SHUT_RDWR);
 		if (r->x->fd >= 0)
 			shutdown(r->x->fd, SHUT_RDWR);

@@ -31,6 +31,7 @@ struct krelay {
 	pthread_t thread;
 	bool running;
 	bool mux;                /* under mu: the stream is in chunks (krelay_mux) */
+	bool own;                /* fd is the relay's, a connection given to krelay_start_on */
 	struct chunk_sink sink;  /* the relay's thread alone: the agent's chunks to the pairs */
 	char why[256];           /* how the stream ended (the status's words, or the error), once it did */
 	pthread_mutex_t mu;      /* guards why */
@@ -44,7 +45,11 @@ void krelay_init(struct krelay *r);
 int krelay_start(struct krelay *r, struct kexec *x, int *link_fd, struct err *e);
 
 /* Relays x to fd instead (a socket the caller connected: the relay owns it from here, and
- * closes it even on failure), in its bytes alone: no link, no chunks. 0, or -1 with e set. */
+ * closes it even on failure), in its bytes alone: no link, no chunks. The end of fd's side is
+ * passed on as the end of the command's stdin (v5's CLOSE; v4 has none: the stream's close,
+ * which ends its stdin), and the stream is read on until it ends, so that nothing fd's side
+ * said before its end is lost; the relay's end is said (krelay_why) only then, or when fd
+ * takes no more. 0, or -1 with e set. */
 int krelay_start_on(struct krelay *r, struct kexec *x, int fd, struct err *e);
 
 /* Switches to chunks, once the agent answered AG_MUX with AG_OK and before anything more goes

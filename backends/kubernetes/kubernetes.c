@@ -536,10 +536,14 @@ static int k8s_oom_open(void *ctx, const struct agent_inst *in)
 }
 
 /* The install step runs in the sandbox's pod: its connections come out through takers (knet.h). */
-static void *k8s_net_start(void *ctx, struct agent_inst *in, const char *proxy_path, struct err *e)
+static void *k8s_net_start(void *ctx, struct agent_inst *in, const char *proxy_path, char *take, size_t take_n,
+			   struct err *e)
 {
 	struct k8s *K = ctx;
-	return knet_start(&K->api.creds, K->ns, KI(in)->pod, proxy_path, e);
+	struct knet *k = knet_start(&K->api.creds, K->ns, KI(in)->pod, proxy_path, e);
+	if (k)
+		snprintf(take, take_n, "%s", knet_socket(k));
+	return k;
 }
 
 static int k8s_net_fd(void *ctx, void *net)
@@ -760,7 +764,6 @@ static const struct agenthost_home k8s_home = {
 	.net_fd = k8s_net_fd,
 	.net_note = k8s_net_note,
 	.net_stop = k8s_net_stop,
-	.take_socket = KNET_TAKE_SOCKET,
 	.ws_remote = true,
 	.shared_net = "the cluster's pod network",
 	.ws_how = "the pod's emptyDir at /workspace",
