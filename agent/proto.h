@@ -208,10 +208,11 @@ enum ag_type {
 #define AG_RUN_BACKGROUND 0x4u  /* a background process: see above */
 #define AG_RUN_RELAY_TAKE 0x8u  /* relay_socket is "@NAME", an abstract socket the relay listens
 				 * on (made with the call) instead of connecting to a path, and it
-				 * hands each connection to the next `sandbox-agent --take @NAME`
-				 * there: how a pod's install step reaches a proxy that no socket
-				 * of the pod leads to (each taker an exec of the server's,
-				 * carrying one connection). Not kept past the call. */
+				 * hands each connection (one byte 0, the socket as SCM_RIGHTS) to
+				 * the next process that connects there, a taker: how a pod's
+				 * install step reaches a proxy that no socket of the pod leads
+				 * to (each taker an exec of the server's, carrying one
+				 * connection). Not kept past the call. */
 #define AG_RUN_OUTPUTS 0x100u   /* answer AG_OUTPUTS before AG_EXIT (the spec says what of) */
 
 /* AG_EXIT flags */

@@ -1020,7 +1020,8 @@ static void close_all_but(int keep, int keep2)
 }
 
 /* An abstract unix socket's address for name ("@" and its name, which the server draws anew
- * for each step): its length, or 0 when name is no such name. */
+ * for each step): its length, or 0 when name is no such name. (The takers, the server's, are
+ * Python from the sandbox's read-only root: backends/kubernetes/knet.c.) */
 static socklen_t take_addr(const char *name, struct sockaddr_un *su)
 {
 	size_t n = strlen(name);
@@ -1070,94 +1071,6 @@ static void give_to_taker(int t, int c)
 		close(k);
 		if (sent == 0)
 			return;
-	}
-}
-
-/* sandbox-agent --take @NAME: a taker (AG_RUN_RELAY_TAKE), run by the server through an exec of
- * its own whose stdin and stdout carry one connection. Connects to the relay's socket NAME
- * (waiting up to 10 s for the relay to make it), takes one connection, says so with one byte
- * (1) on stdout, then carries the connection's bytes: stdin to it, it to stdout, until it ends
- * (its reading side's end, or stdout's). While it waits, the end of its stdin (the server
- * closed the exec: the step is over) ends it. 0 once carried; 1 when no connection came. */
-static int take_one(const char *name)
-{
-	struct sockaddr_un su;
-	socklen_t len = take_addr(name, &su);
-	if (!len)
-		return 1;
-	signal(SIGPIPE, SIG_IGN);
-	int u = -1;
-	for (int tries = 0;; tries++) {
-		u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (u < 0)
-			return 1;
-		if (connect(u, (struct sockaddr *)&su, len) == 0)
-			break;
-		close(u);
-		if (tries == 500 || (errno != ECONNREFUSED && errno != EINTR))
-			return 1;
-		if (poll(&(struct pollfd){0, POLLIN, 0}, 1, 20) > 0)
-			return 1; /* the server gave up on it */
-	}
-	/* The connection, or the end of stdin, whichever comes first (nothing is read from stdin
-	 * before the connection: the server sends nothing until it has the byte below). */
-	for (;;) {
-		struct pollfd w[2] = {{u, POLLIN, 0}, {0, POLLIN, 0}};
-		if (poll(w, 2, -1) < 0 && errno != EINTR)
-			return 1;
-		if (w[0].revents)
-			break;
-		if (w[1].revents)
-			return 1;
-	}
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} cm;
-	char one;
-	struct iovec iov = {&one, 1};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b};
-	ssize_t r;
-	do
-		r = recvmsg(u, &m, MSG_CMSG_CLOEXEC);
-	while (r < 0 && errno == EINTR);
-	struct cmsghdr *h = r == 1 ? CMSG_FIRSTHDR(&m) : NULL;
-	if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len != CMSG_LEN(sizeof(int)))
-		return 1;
-	int c;
-	memcpy(&c, CMSG_DATA(h), sizeof c);
-	close(u);
-	if (ag_write_full(1, "\1", 1) < 0)
-		return 0;
-	static unsigned char buf[CHUNK];
-	bool in_open = true;
-	for (;;) {
-		struct pollfd p[2] = {{in_open ? 0 : -1, POLLIN, 0}, {c, POLLIN, 0}};
-		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			return 0;
-		}
-		if (p[0].revents) {
-			do
-				r = read(0, buf, sizeof buf);
-			while (r < 0 && errno == EINTR);
-			if (r <= 0) {
-				/* The server's side ended: the connection's writing side ends, and what
-				 * it still says goes on. */
-				in_open = false;
-				shutdown(c, SHUT_WR);
-			} else if (ag_write_full(c, buf, (size_t)r) < 0) {
-				return 0;
-			}
-		}
-		if (p[1].revents) {
-			do
-				r = read(c, buf, sizeof buf);
-			while (r < 0 && errno == EINTR);
-			if (r <= 0 || ag_write_full(1, buf, (size_t)r) < 0)
-				return 0;
-		}
 	}
 }
 
@@ -2254,8 +2167,6 @@ int main(int argc, char **argv)
 {
 	const char *connect_path = NULL;
 	bool stdio = false;
-	if (argc == 3 && strcmp(argv[1], "--take") == 0)
-		return take_one(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "--fd") == 0) {
 		ctl = atoi(argv[2]);
 	} else if (argc == 3 && strcmp(argv[1], "--connect") == 0) {
@@ -2263,7 +2174,7 @@ int main(int argc, char **argv)
 	} else if (argc == 2 && strcmp(argv[1], "--stdio") == 0) {
 		stdio = true;
 	} else {
-		fprintf(stderr, "usage: sandbox-agent --fd N | --connect PATH | --stdio | --take PATH\n");
+		fprintf(stderr, "usage: sandbox-agent --fd N | --connect PATH | --stdio\n");
 		return 2;
 	}
 	/* kill(-1) from anything but PID 1 of its own namespace would reach far too much. */

@@ -96,15 +96,18 @@ EOF
 	[ "$(changes_walks)" -eq 2 ]
 }
 
+# The background process's change is one system call (an empty file made by `: >`): a file
+# written with `echo >` is two changes (made empty, then written), which a call's end can see
+# apart, each told.
 @test "a background process's change between calls is told once, after the call that follows it; the next call, with nothing changed, tells none" {
 	mcp_session <<EOF
 $INIT
 $INITIALIZED
-$(call_json 1 execute_bash_commands '{"code": "until [ -e /tmp/go ]; do sleep 0.05; done; echo bg > bg.txt", "background": true, "wait_s": 0.1}')
+$(call_json 1 execute_bash_commands '{"code": "until [ -e /tmp/go ]; do sleep 0.05; done; : > bg.txt", "background": true, "wait_s": 0.1}')
 {"wait": 1}
 {"jsonrpc":"2.0","id":2,"method":"resources/list"}
 $(changes_call 3 'touch /tmp/go')
-$(changes_call 4 'for i in $(seq 200); do [ -s bg.txt ] && exit 0; sleep 0.05; done; exit 1')
+$(changes_call 4 'for i in $(seq 200); do [ -e bg.txt ] && exit 0; sleep 0.05; done; exit 1')
 $(changes_call 5 'true')
 $(changes_fence 100)
 EOF

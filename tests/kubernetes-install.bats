@@ -1,6 +1,6 @@
 # The install step on the kubernetes backend (--network install): it runs in the sandbox's pod,
-# whose only way out is the server's filtering proxy, reached through takers (agent --take) that
-# the server runs in the pod with an exec each (backends/kubernetes/knet.h). The test pods have a
+# whose only way out is the server's filtering proxy, reached through takers that the server
+# runs in the pod with an exec each (backends/kubernetes/knet.h). The test pods have a
 # loopback of their own and nothing else (tests/kubernetes/server.py), so what pip reaches, it
 # reached through the proxy. The index is lib/test-index.bash's, on a network of its own.
 # suite: owns test-index
@@ -60,7 +60,7 @@ py_req() { # ID REQUIREMENT
 		{"wait": 4}
 		$(py_req 5 evil-metadata)
 		{"wait": 5}
-		$(call_json 6 execute_bash_commands '{"code": "python3 -c \"import socket; socket.create_connection((\\\"198.51.100.2\\\", 8080), 2)\" 2>&1 | tail -1; ls /.sandbox-mcp"}')
+		$(call_json 6 execute_bash_commands '{"code": "python3 -c \"import socket; socket.create_connection((\\\"198.51.100.2\\\", 8080), 2)\" 2>&1 | tail -1; grep -c sandbox-mcp-take /proc/net/unix"}')
 	EOF
 	res 1
 	sc '.exit_code == 0 and .stdout == "before\n"'
@@ -77,9 +77,9 @@ py_req() { # ID REQUIREMENT
 	# The code itself reaches nothing: the pod's network is its loopback alone, and the takers'
 	# socket went with the step.
 	res 6
-	sc '(.stdout | test("OSError|unreachable|refused"; "i")) and (.stdout | contains("take.sock") | not)'
-	# The install steps' connections came through takers: an exec each, of the agent's --take.
-	jqe "$(control '{}')" '[.requests[] | select((.path | endswith("/exec")) and (.query | contains("command=--take")))] | length >= 2'
+	sc '(.stdout | test("OSError|unreachable|refused"; "i")) and (.stdout | endswith("\n0\n"))'
+	# The install steps' connections came through takers: an exec each, naming the step's socket.
+	jqe "$(control '{}')" '[.requests[] | select((.path | endswith("/exec")) and (.query | contains("sandbox-mcp-take-")))] | length >= 2'
 	# One pod served every call.
 	jqe "$(control '{}')" '[.requests[] | select(.method == "POST" and (.path | endswith("/pods")))] | length == 1'
 }
@@ -97,7 +97,7 @@ py_req() { # ID REQUIREMENT
 	run "$SANDBOX_MCP" --check --index-url "$INDEX_URL" </dev/null
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"the install step reaches only the package index $INDEX_URL, through the server's filtering proxy"* ]]
-	[[ "$output" == *"installs    in the sandbox's pod, through the server's filtering proxy"*"an exec each (the agent's --take)"* ]]
+	[[ "$output" == *"installs    in the sandbox's pod, through the server's filtering proxy"*"an exec each (a taker of the server's, run by the image's Python)"* ]]
 	[[ "$output" == *"not yet     --allow-hosts is refused"* ]]
 	[ "$(pods)" = "[]" ]
 	mkdir -p "$BATS_TEST_TMPDIR/wh"
@@ -126,14 +126,14 @@ py_req() { # ID REQUIREMENT
 	EOF
 	res 1
 	sc '.exit_code == 0 and .stdout == "many0 1.0 many9 1.0\n"'
-	jqe "$(control '{}')" '[.requests[] | select((.path | endswith("/exec")) and (.query | contains("command=--take")))] | length >= 20'
+	jqe "$(control '{}')" '[.requests[] | select((.path | endswith("/exec")) and (.query | contains("sandbox-mcp-take-")))] | length >= 20'
 }
 
 # A background process outlives the install step's call (its end spares it), so the agent keeps
 # its relays for it -- but not the step's: once the step is over, the port leads nowhere, and
-# the next step gets takers of its own (a socket name of its own), which a background process
-# that tried to take connections meanwhile does not have.
-@test "kubernetes: with a background process running, the install step's relay ends with the step, and the next step works" {
+# the next step gets a takers' socket of its own. Meanwhile the background process watches for
+# the takers' socket and tries to take a connection there: its Landlock domain refuses it.
+@test "kubernetes: a background process cannot take the step's connections, and the step's relay ends with it" {
 	python3 "$TESTS_DIR/lib/make_wheel.py" "$IDX/files" second 1.0
 	index_project "$IDX" second ../../files/second-1.0-py3-none-any.whl
 	chmod -R o+rX "$IDX"
@@ -142,9 +142,25 @@ try:
     socket.create_connection(("127.0.0.1", 3128), 2).close(); print("port open")
 except OSError as e:
     print("port closed", e.errno)'
+	local thief='import socket, time
+names = set()
+for _ in range(12000):
+    for line in open("/proc/net/unix").read().splitlines()[1:]:
+        f = line.split()
+        if len(f) == 8 and f[7].startswith("@sandbox-mcp-take-") and f[7] not in names:
+            names.add(f[7])
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect("\0" + f[7][1:])
+                print("connected", flush=True)
+            except OSError as e:
+                print("refused", e.errno, flush=True)
+    if len(names) == 2:
+        break
+    time.sleep(0.005)'
 	mcp_session --index-url "$INDEX_URL" <<-EOF
 		$INIT
-		$(bg 1 'sleep 120')
+		$(bg 1 "python3 -c '$thief' > thief.out")
 		{"wait": 1}
 		$(py_req 2 okpkg==1.0)
 		{"wait": 2}
@@ -153,7 +169,11 @@ except OSError as e:
 		$(call_json 4 execute_python "$(jq -cn '{script: "import second; print(second.VALUE)", requirements: ["second==1.0"], timeout_s: 60}')")
 		{"wait": 4}
 		$(py_call 5 "$probe")
+		{"wait": 5}
+		$(call_json 6 execute_bash_commands '{"code": "cat thief.out"}')
 	EOF
+	res 1
+	sc '.error == null'
 	res 2
 	sc '.exit_code == 0 and .stdout == "okpkg 1.0\n"'
 	res 3
@@ -162,31 +182,31 @@ except OSError as e:
 	sc '.exit_code == 0 and .stdout == "second 1.0\n"'
 	res 5
 	sc '.stdout | startswith("port closed")'
+	# Both steps' sockets, each a name of its own, each refused (EPERM: Landlock's scope).
+	res 6
+	sc '.stdout == "refused 1\nrefused 1\n"'
 }
 
-# The takers' binary is the pod's copy of the agent, which the code may replace: then what the
-# takers say is the code's, and the server's log gets at most 5 lines of it, one line each,
-# with no control byte; the step ends with its timeout, and the sandbox serves on.
-@test "kubernetes: takers replaced by the code's program: the log takes 5 clean lines of them, the step ends, the sandbox serves on" {
-	local fake='printf "#!/bin/sh\\nwhile :; do printf \"flood\\\\033[31m\\\\nforged: error\\\\n\"; done >&2\\n" > /.sandbox-mcp/x && chmod 755 /.sandbox-mcp/x && mv -f /.sandbox-mcp/x /.sandbox-mcp/sandbox-agent && echo replaced'
-	SESSION_TIMEOUT=120 mcp_session --index-url "$INDEX_URL" <<-EOF
+# The pod's copy of the agent is in the code's reach, so takers do not run it: they are the
+# server's Python program, run isolated from the image's read-only root. Code that replaces the
+# copy changes nothing of the step, and its program never runs.
+@test "kubernetes: the code replaces the pod's copy of the agent: takers do not run it, and the step works" {
+	local fake='printf "#!/bin/sh\\ntouch /workspace/fake-ran\\nwhile :; do echo flood >&2; done\\n" > /.sandbox-mcp/x && chmod 755 /.sandbox-mcp/x && mv -f /.sandbox-mcp/x /.sandbox-mcp/sandbox-agent && echo replaced'
+	mcp_session --index-url "$INDEX_URL" <<-EOF
 		$INIT
 		$(call_json 1 execute_bash_commands "$(jq -cn --arg c "$fake" '{code: $c}')")
 		{"wait": 1}
-		$(call_json 2 execute_python "$(jq -cn '{script: "import okpkg", requirements: ["okpkg==1.0"], timeout_s: 8}')")
+		$(py_req 2 okpkg==1.0)
 		{"wait": 2}
-		$(py_call 3 'print("still")')
+		$(call_json 3 execute_bash_commands '{"code": "ls /workspace/fake-ran 2>&1; echo done"}')
 	EOF
 	res 1
 	sc '.stdout == "replaced\n"'
 	res 2
-	sc '.exit_code != 0'
+	sc '.exit_code == 0 and .stdout == "okpkg 1.0\n"'
 	res 3
-	sc '.exit_code == 0 and .stdout == "still\n"'
-	[ "$(grep -c "install step's taker says" "$SERVER_LOG")" -eq 5 ]
-	grep -q "taker says: flood?\[31m (no more of takers' words logged)" "$SERVER_LOG"
-	[ -z "$(grep -F 'forged: error' "$SERVER_LOG" | grep -v "taker says")" ]
-	! grep -q $'\033' "$SERVER_LOG"
+	sc '(.stdout | contains("No such file")) and (.stdout | endswith("done\n"))'
+	[ -z "$(grep -F "taker says" "$SERVER_LOG")" ]
 }
 
 # The faults of the takers' way: their exec refused, their streams cut, a slow API server. Each
@@ -226,4 +246,33 @@ except OSError as e:
 	res 5
 	sc '.exit_code == 0 and .stdout == "still\n"'
 	grep -qF "the install step's taker did not open" "$SERVER_LOG"
+}
+
+# A step cancelled while a taker's exec is still being opened (the API server answers in 4 s)
+# ends at once: the opening is cancelled with it, not waited out. The next call is answered
+# within 2.5 s of the cancellation.
+@test "kubernetes: a step cancelled while a taker's exec is being opened ends at once" {
+	local c="curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt -X POST $URL/_control -o /dev/null -d @$BATS_TEST_TMPDIR"
+	local look="curl -sS --cacert $BATS_FILE_TMPDIR/ca.crt $URL/_control"
+	jq -cn '{latency_ms: 4000}' >"$BATS_TEST_TMPDIR/slow"
+	echo '{}' >"$BATS_TEST_TMPDIR/none"
+	mcp_session --index-url "$INDEX_URL" <<-EOF
+		$INIT
+		$(py_call 1 'print("up")')
+		{"wait": 1}
+		{"sh": "$c/slow"}
+		$(py_req 2 okpkg==1.0)
+		{"until": "$look | jq -e '[.requests[] | select(.query | contains(\"sandbox-mcp-take-\"))] | length >= 1' >/dev/null"}
+		{"sh": "date +%s%N > $BATS_TEST_TMPDIR/t0"}
+		{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}
+		$(py_call 3 'print("next")')
+		{"wait": 3}
+		{"sh": "date +%s%N > $BATS_TEST_TMPDIR/t1; $c/none"}
+	EOF
+	[ -z "$(response 2)" ]
+	res 3
+	sc '.exit_code == 0 and .stdout == "next\n"'
+	local ms=$(( ($(cat "$BATS_TEST_TMPDIR/t1") - $(cat "$BATS_TEST_TMPDIR/t0")) / 1000000 ))
+	echo "answered $ms ms after the cancellation"
+	[ "$ms" -lt 2500 ]
 }

@@ -22,6 +22,7 @@ void kexec_init(struct kexec *x)
 	x->fd = -1;
 	x->tun.fd = -1;
 	x->tun.cancel_fd = -1;
+	x->cancel_fd = -1;
 	x->max_msg = KEXEC_MSG_MAX;
 	x->send_deadline = -1;
 }
@@ -100,12 +101,14 @@ static int fill(struct kexec *x, size_t room, int64_t deadline, struct err *e)
 			left = deadline - clock_ms();
 			ms = left <= 0 ? 0 : left > 60000 ? 60000 : (int)left;
 		}
-		struct pollfd p = {x->fd, POLLIN, 0};
-		int r = poll(&p, 1, ms);
+		struct pollfd p[2] = {{x->fd, POLLIN, 0}, {x->cancel_fd, POLLIN, 0}};
+		int r = poll(p, x->cancel_fd >= 0 ? 2 : 1, ms);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return err_sys(e, "poll");
+		if (r > 0 && x->cancel_fd >= 0 && p[1].revents)
+			return err_set(e, "cancelled");
 		if (r == 0 && deadline >= 0 && left <= 0)
 			return KEXEC_TIMEOUT;
 		if (r == 0)
@@ -185,8 +188,10 @@ int kexec_open(struct kexec *x, const struct kcreds *c, const char *path, long t
 	hp += 3;
 	size_t hl = strcspn(hp, "/");
 	const char *prefix = hp + hl;
-	if (http_open(&x->tun, NULL, e) < 0 ||
-	    http_tls(&x->tun, c->ca, c->ca_len, c->cert, c->cert_len, c->key, c->key_len, e) < 0 ||
+	if (http_open(&x->tun, NULL, e) < 0)
+		return -1;
+	x->tun.cancel_fd = x->cancel_fd;
+	if (http_tls(&x->tun, c->ca, c->ca_len, c->cert, c->cert_len, c->key, c->key_len, e) < 0 ||
 	    http_tunnel(&x->tun, c->server, timeout_ms, e) < 0)
 		return -1;
 	x->fd = x->tun.fd;

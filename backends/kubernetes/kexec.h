@@ -46,6 +46,8 @@ struct kexec {
 	bool close_sent;         /* ours went (once only) */
 	long http_status;        /* the handshake's answer: 101, or the status that refused it */
 	char *http_body;         /* when it was not 101: its body (a metav1.Status), bounded; owned */
+	int cancel_fd;           /* -1 (the default), or an fd whose turning readable ends the opening
+				  * and every read at once (an error: "cancelled") */
 	int64_t send_deadline;   /* clock_ms() by which a send must be taken whole; -1 (the default):
 				  * none (the relay's: krelay_stop ends a send blocked for good) */
 };

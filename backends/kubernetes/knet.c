@@ -27,6 +27,64 @@
 #define RATE 20
 #define FIRST_SEND_MS 2000
 
+/* The taker, run as `PYTHON -I -S -c TAKER @NAME` (isolated: no environment, no user or site
+ * folder, no current folder on its path): the image's Python and its standard library, on the
+ * pod's read-only root, so nothing the code can write runs in it (the pod's copy of the agent
+ * is in the code's reach). It connects to the relay's socket NAME (for up to 10 s, while the
+ * relay is not there yet), waits for a connection there, says so with one byte (1) on stdout,
+ * then carries the connection: stdin to it, it to stdout, until it ends. The end of its stdin
+ * (the server closed the exec) ends a taker still waiting, and passes on as the connection's
+ * end of writing once it carries one. */
+static const char TAKER[] =
+	"import os,select,socket,sys\n"
+	"def main(n):\n"
+	"    s=None\n"
+	"    for _ in range(500):\n"
+	"        s=socket.socket(socket.AF_UNIX,socket.SOCK_STREAM)\n"
+	"        try:\n"
+	"            s.connect(\"\\0\"+n[1:])\n"
+	"            break\n"
+	"        except ConnectionRefusedError:\n"
+	"            s.close()\n"
+	"            s=None\n"
+	"            if select.select([0],[],[],0.02)[0]:\n"
+	"                return 1\n"
+	"    if s is None:\n"
+	"        return 1\n"
+	"    while True:\n"
+	"        r=select.select([s,0],[],[])[0]\n"
+	"        if s in r:\n"
+	"            break\n"
+	"        if r:\n"
+	"            return 1\n"
+	"    _,a,_,_=s.recvmsg(1,socket.CMSG_SPACE(4))\n"
+	"    s.close()\n"
+	"    f=[d for l,t,d in a if l==socket.SOL_SOCKET and t==socket.SCM_RIGHTS and len(d)==4]\n"
+	"    if len(f)!=1:\n"
+	"        return 1\n"
+	"    c=socket.socket(fileno=int.from_bytes(f[0],sys.byteorder))\n"
+	"    os.write(1,b\"\\1\")\n"
+	"    i=True\n"
+	"    while True:\n"
+	"        r=select.select([0,c] if i else [c],[],[])[0]\n"
+	"        if 0 in r:\n"
+	"            d=os.read(0,65536)\n"
+	"            if d:\n"
+	"                c.sendall(d)\n"
+	"            else:\n"
+	"                i=False\n"
+	"                c.shutdown(socket.SHUT_WR)\n"
+	"        if c in r:\n"
+	"            d=c.recv(65536)\n"
+	"            if not d:\n"
+	"                return 0\n"
+	"            while d:\n"
+	"                d=d[os.write(1,d):]\n"
+	"try:\n"
+	"    sys.exit(main(sys.argv[1]))\n"
+	"except OSError:\n"
+	"    sys.exit(0)\n";
+
 struct conn {
 	struct kexec x;
 	struct krelay r;
@@ -46,6 +104,7 @@ struct knet {
 	char why[256];           /* under mu: the last failure to open a taker */
 	bool hopeless;           /* under mu */
 	int hopeless_fd;         /* eventfd: readable once no taker can be opened */
+	int stop_fd;             /* eventfd: readable once knet_stop began (ends an exec's opening) */
 	struct conn *live;       /* the thread's alone */
 	unsigned n_live;
 	unsigned logged;
@@ -205,6 +264,7 @@ static void *run(void *arg)
 			if (!(spare = calloc(1, sizeof *spare)))
 				break;
 			kexec_init(&spare->x);
+			spare->x.cancel_fd = k->stop_fd;
 			if (kexec_open(&spare->x, k->creds, k->path, OPEN_MS, &e) < 0) {
 				log_msg(LOG_WARNING, "kubernetes: the install step's taker did not open: %s", e.msg);
 				/* Refused (no exec allowed, the pod gone): so will the next be. */
@@ -261,8 +321,8 @@ static void *run(void *arg)
 	return NULL;
 }
 
-struct knet *knet_start(const struct kcreds *c, const char *ns, const char *pod, const char *proxy_path,
-			struct err *e)
+struct knet *knet_start(const struct kcreds *c, const char *ns, const char *pod, const char *python,
+			const char *proxy_path, struct err *e)
 {
 	struct knet *k = calloc(1, sizeof *k);
 	unsigned char rnd[8];
@@ -274,7 +334,7 @@ struct knet *knet_start(const struct kcreds *c, const char *ns, const char *pod,
 	}
 	snprintf(k->take, sizeof k->take, "@sandbox-mcp-take-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
 		 rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-	const char *argv[] = {KPOD_AGENT_PATH, "--take", k->take};
+	const char *argv[] = {python, "-I", "-S", "-c", TAKER, k->take};
 	if (strlen(proxy_path) >= sizeof k->sock) {
 		free(k);
 		return err_set(e, "the proxy's socket path is too long"), NULL;
@@ -284,18 +344,25 @@ struct knet *knet_start(const struct kcreds *c, const char *ns, const char *pod,
 	k->tokens = BURST;
 	k->refilled = clock_ms();
 	pthread_mutex_init(&k->mu, NULL);
-	if ((k->hopeless_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+	k->stop_fd = -1;
+	if ((k->hopeless_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+	    (k->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		err_sys(e, "eventfd");
+		if (k->hopeless_fd >= 0)
+			close(k->hopeless_fd);
 		free(k);
-		return err_sys(e, "eventfd"), NULL;
+		return NULL;
 	}
-	if (!(k->path = kexec_exec_path(ns, pod, NULL, argv, 3, true))) {
+	if (!(k->path = kexec_exec_path(ns, pod, NULL, argv, sizeof argv / sizeof argv[0], true))) {
 		close(k->hopeless_fd);
+		close(k->stop_fd);
 		free(k);
 		return err_set(e, "out of memory"), NULL;
 	}
 	int rc = pthread_create(&k->thread, NULL, run, k);
 	if (rc) {
 		close(k->hopeless_fd);
+		close(k->stop_fd);
 		free(k->path);
 		free(k);
 		return err_set(e, "cannot start the install step's relay: %s", strerror(rc)), NULL;
@@ -329,9 +396,12 @@ void knet_stop(struct knet *k)
 	pthread_mutex_lock(&k->mu);
 	k->stop = true;
 	pthread_mutex_unlock(&k->mu);
+	uint64_t one = 1;
+	(void)!write(k->stop_fd, &one, sizeof one);
 	pthread_join(k->thread, NULL);
 	pthread_mutex_destroy(&k->mu);
 	close(k->hopeless_fd);
+	close(k->stop_fd);
 	free(k->path);
 	free(k);
 }

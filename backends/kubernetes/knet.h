@@ -3,15 +3,18 @@
  * filtering proxy (agenthost/proxy.h) is reached the other way round. The step runs in the
  * sandbox's pod, whose NetworkPolicy lets nothing out; the agent's relay takes pip's
  * connections on the pod's 127.0.0.1:INSTALLNET_PORT and, with AG_RUN_RELAY_TAKE, hands each to
- * a taker (`sandbox-agent --take @NAME`), a process the server runs in the pod through
- * an exec of its own (pods/exec, kexec.h); the exec's stdin and stdout then carry that one
- * connection's bytes, which a relay (krelay_start_on) joins to a connection of its own to the
- * proxy's unix socket. Each connection is one exec: its own stream, its own flow control.
+ * a taker on an abstract socket named for the step (knet_socket): a small Python program of the
+ * server's (knet.c's TAKER, run isolated from the image's read-only root, so that nothing the
+ * code wrote runs in it), started in the pod through an exec of its own (pods/exec, kexec.h);
+ * the exec's stdin and stdout then carry that one connection's bytes, which a relay
+ * (krelay_start_on) joins to a connection of its own to the proxy's unix socket. Each
+ * connection is one exec: its own stream, its own flow control.
  *
  * A thread keeps one taker waiting (its exec open before pip connects, so a connection waits
- * for no request), opens the next as soon as one takes a connection, and carries at most
- * KNET_MAX connections at once (more wait in the relay's backlog). Nothing of it outlives
- * knet_stop; the takers in the pod end with the step (the agent ends every process of a call).
+ * for no request), opens the next as soon as one takes a connection (32 at once, then 20 a
+ * second), and carries at most KNET_MAX connections at once (more wait in the relay's
+ * backlog). Nothing of it outlives knet_stop, which also ends an exec being opened; a taker
+ * ends with its exec's stdin, and the agent ends every process of the pod at the call's end.
  * A taker's exec that fails to open is tried again, 50 ms later, doubling to 1 s, TRIES times.
  */
 #ifndef SANDBOX_KUBERNETES_KNET_H
@@ -19,16 +22,15 @@
 
 #include "../../src/base/err.h"
 #include "kcreds.h"
-#include "kpod.h"
 
 #define KNET_MAX 16
 
 struct knet;
 
-/* Starts carrying connections of pod (in ns) to the proxy's socket at proxy_path, as c's user.
- * NULL with e set when it cannot start. */
-struct knet *knet_start(const struct kcreds *c, const char *ns, const char *pod, const char *proxy_path,
-			struct err *e);
+/* Starts carrying connections of pod (in ns) to the proxy's socket at proxy_path, as c's user,
+ * with takers run by python (the image's). NULL with e set when it cannot start. */
+struct knet *knet_start(const struct kcreds *c, const char *ns, const char *pod, const char *python,
+			const char *proxy_path, struct err *e);
 
 /* The takers' socket of this step, "@sandbox-mcp-take-" and 16 random hex digits (an abstract
  * socket of the pod's network namespace), for the agent's AG_RUN_RELAY_TAKE. Borrowed. */

@@ -150,8 +150,10 @@ static void *relay(void *arg)
 		int n = poll(p, 3, more ? 0 : -1);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
+		if (n < 0) {
+			set_why(r, "the relay could not wait (poll failed)");
 			break;
+		}
 		ssize_t got;
 		if (p[1].revents) {
 			if (!to_stream(r, r->fd, 0, buf, &got)) {
@@ -187,6 +189,8 @@ static void *relay(void *arg)
 				c_in = false;
 		}
 	}
+	if (!buf)
+		set_why(r, "out of memory");
 	free(buf);
 	/* The link sees the agent's end. */
 	shutdown(r->fd, SHUT_RDWR);

@@ -540,7 +540,7 @@ static void *k8s_net_start(void *ctx, struct agent_inst *in, const char *proxy_p
 			   struct err *e)
 {
 	struct k8s *K = ctx;
-	struct knet *k = knet_start(&K->api.creds, K->ns, KI(in)->pod, proxy_path, e);
+	struct knet *k = knet_start(&K->api.creds, K->ns, KI(in)->pod, K->host.cfg->python, proxy_path, e);
 	if (k)
 		snprintf(take, take_n, "%s", knet_socket(k));
 	return k;
@@ -723,9 +723,10 @@ static void k8s_report_isolation(void *ctx, FILE *f)
 		K->o->warm_pool[0] ? " (claimed pods: one per server, selecting the pool template's pods)" : "");
 	if (K->host.cfg->network == NET_INSTALL)
 		fprintf(f, "    installs    in the sandbox's pod, through the server's filtering proxy, which lets through "
-			   "only the package index; the step's connections leave the pod through an exec each (the "
-			   "agent's --take), not through the pod network, which the egress policy keeps closed (where "
-			   "it is enforced: else a process that ignores the proxy variables reaches the pod network)\n");
+			   "only the package index; the step's connections leave the pod through an exec each (a "
+			   "taker of the server's, run by the image's Python), not through the pod network, which the "
+			   "egress policy keeps closed (where it is enforced: else a process that ignores the proxy "
+			   "variables reaches the pod network)\n");
 	if (K->host.cfg->workspace_claim)
 		report_claim(K, f);
 	if (K->o->warm_pool[0])

@@ -19,7 +19,10 @@ let changed = 0;
 const waiters = [];
 client.setNotificationHandler(ResourceListChangedNotificationSchema, () => { changed++; waiters.splice(0).forEach((w) => w()); });
 
-const call = (name, a) => client.callTool({ name, arguments: a }, CallToolResultSchema, { timeout: 120000 });
+// As patient as the calls: a listing on a loaded machine (a remote backend's, 10,000 files) may
+// take longer than the SDK's default 60 s.
+const patient = { timeout: 120000 };
+const call = (name, a) => client.callTool({ name, arguments: a }, CallToolResultSchema, patient);
 const sha = (b) => createHash('sha256').update(b).digest('hex');
 const allBytes = Buffer.from([...Array(256).keys()]);
 const errorCode = async (p) => { try { await p; } catch (e) { if (e instanceof McpError) return e.code; throw e; } return 0; };
@@ -90,9 +93,9 @@ check('outputs_hostile_shapes', async () => {
   assert.match(byPath['outputs/pipe'].note, /FIFO/);
   assert.equal(byPath['outputs/link'].shown, 'none');
   assert.match(byPath['outputs/link'].note, /symlink/);
-  assert.equal(await errorCode(client.readResource({ uri: 'sandbox://workspace/outputs/sparse.bin' })), -32602);
-  assert.equal(await errorCode(client.readResource({ uri: 'sandbox://workspace/outputs/pipe' })), -32002);
-  assert.equal(await errorCode(client.readResource({ uri: 'sandbox://workspace/outputs/link' })), -32002);
+  assert.equal(await errorCode(client.readResource({ uri: 'sandbox://workspace/outputs/sparse.bin' }, patient)), -32602);
+  assert.equal(await errorCode(client.readResource({ uri: 'sandbox://workspace/outputs/pipe' }, patient)), -32002);
+  assert.equal(await errorCode(client.readResource({ uri: 'sandbox://workspace/outputs/link' }, patient)), -32002);
 });
 
 check('ten_thousand_outputs', async () => {
@@ -114,7 +117,7 @@ check('resources_list_paged_and_read', async () => {
   const uris = [];
   let cursor, pages = 0;
   do {
-    const page = await client.listResources(cursor ? { cursor } : {});
+    const page = await client.listResources(cursor ? { cursor } : {}, patient);
     uris.push(...page.resources.map((x) => x.uri));
     cursor = page.nextCursor;
     pages++;
@@ -124,17 +127,17 @@ check('resources_list_paged_and_read', async () => {
   assert.ok(uris.includes('sandbox://workspace/a%20b.txt'), 'a b.txt missing');
   assert.ok(uris.includes('sandbox://workspace/in/all.bin'), 'in/all.bin missing');
   assert.ok(!uris.some((u) => u.includes('/.sandbox/')), 'the server\'s own folder is listed');
-  const t = await client.readResource({ uri: 'sandbox://workspace/a%20b.txt' });
+  const t = await client.readResource({ uri: 'sandbox://workspace/a%20b.txt' }, patient);
   assert.equal(t.contents[0].text, 'héllo');
-  const b = await client.readResource({ uri: 'sandbox://workspace/in/all.bin' });
+  const b = await client.readResource({ uri: 'sandbox://workspace/in/all.bin' }, patient);
   assert.ok(Buffer.from(b.contents[0].blob, 'base64').equals(allBytes), 'blob differs');
-  assert.equal(await errorCode(client.readResource({ uri: 'sandbox://workspace/no/such' })), -32002);
-  assert.equal(await errorCode(client.readResource({ uri: 'sandbox://workspace/../etc/passwd' })), -32602);
-  assert.equal(await errorCode(client.readResource({ uri: 'file:///etc/passwd' })), -32602);
+  assert.equal(await errorCode(client.readResource({ uri: 'sandbox://workspace/no/such' }, patient)), -32002);
+  assert.equal(await errorCode(client.readResource({ uri: 'sandbox://workspace/../etc/passwd' }, patient)), -32602);
+  assert.equal(await errorCode(client.readResource({ uri: 'file:///etc/passwd' }, patient)), -32602);
 });
 
 check('list_changed_after_a_call_that_changed_the_tree', async () => {
-  await client.listResources();
+  await client.listResources(undefined, patient);
   const before = changed;
   const got = new Promise((res) => waiters.push(res));
   await call('execute_bash_commands', { code: 'echo new > new-file.txt' });
