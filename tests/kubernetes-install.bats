@@ -235,7 +235,7 @@ for _ in range(12000):
 	EOF
 	# Refused: said at once, with the API server's answer, not after pip's retries.
 	res 2
-	sc '.exit_code == 1 and (.stderr | startswith("Failed to install requirements: the package index could not be reached (the install step'"'"'s connections could not be carried out of the pod (0 were): the API server refused the stream (HTTP 403)"))'
+	sc '.exit_code == 1 and (.stderr | startswith("Failed to install requirements: the package index could not be reached (the install step'"'"'s connections could not be carried out of the pod (0 were): the API server refused the stream (HTTP 403)")) and (.stderr | contains("or use an image that has the packages (--kube-image)"))'
 	[ $(( ($(cat "$BATS_TEST_TMPDIR/t1") - $(cat "$BATS_TEST_TMPDIR/t0")) / 1000000 )) -lt 10000 ]
 	# Cut: pip's own failure, in time.
 	res 3

@@ -54,8 +54,12 @@ static json_t *install_failed(struct call_ctx *c, const struct run_res *rs, stru
 	if (msg) {
 		if (rs->unreachable[0])
 			snprintf(msg, n, "Failed to install requirements: the package index could not be reached (%s), "
-				 "so pip was stopped. Check --index-url and the host's network, or give --wheelhouse DIR "
-				 "to install from a folder of wheels with no network.\n%s", rs->unreachable, pip);
+				 "so pip was stopped. Check --index-url and the host's network, or %s.\n%s", rs->unreachable,
+				 /* No pod sees a folder of this host. */
+				 sandbox_backend(c->sb) && !strcmp(sandbox_backend(c->sb), "kubernetes")
+					 ? "use an image that has the packages (--kube-image)"
+					 : "give --wheelhouse DIR to install from a folder of wheels with no network",
+				 pip);
 		else if (rs->timed_out)
 			snprintf(msg, n, "Failed to install requirements: timed out after %g s\n%s", c->timeout, pip);
 		else
