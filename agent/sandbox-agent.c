@@ -22,13 +22,13 @@
  *                                       another file system than the engine), until stdin ends
  */
 #include <dirent.h>
-#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

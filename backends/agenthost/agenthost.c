@@ -155,9 +155,6 @@ static void call_limits(const struct agenthost *h, const struct agent_inst *in, 
 	lim->spill_max = cfg->spill_max;
 }
 
-/* The install step alone reaches the package index: in an instance of its own on the same
- * workspace, with a network of its own (no host loopback, no abstract sockets) whose only way
- * out is the server's proxy. A failure there is the step's, not the sandbox's. */
 static int run_main(struct agenthost *h, const struct run_req *rq, const struct installnet *step, const char *take,
 		    int stop_fd, struct run_res *rs, struct err *e);
 
@@ -189,6 +186,10 @@ static int run_install_here(struct agenthost *h, const struct run_req *rq, struc
 	return rc;
 }
 
+/* The install step alone reaches the package index: in an instance of its own on the same
+ * workspace, with a network of its own (no host loopback, no abstract sockets) whose only way
+ * out is the server's proxy. A failure there is the step's, not the sandbox's. Where
+ * the home's instances are out of this host's reach, in the main instance (run_install_here). */
 static int run_install(struct agenthost *h, const struct run_req *rq, struct run_res *rs, struct err *e)
 {
 	struct installnet inet;

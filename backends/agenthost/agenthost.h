@@ -4,7 +4,8 @@
  * holding its workspace, the seccomp filter (filter.h), and a main instance: a process tree
  * whose init is the agent, to which the server holds a connection (agentlink.h). The install
  * step of --network install runs in an instance of its own on the same workspace, with no
- * network but the server's filtering proxy (installnet.h).
+ * network but the server's filtering proxy (installnet.h); where no socket of this host reaches
+ * the instances (a pod), in the main one, its connections carried out by the home (net_start).
  *
  * The backends differ only in how an instance -- the agent's home -- is made and ended: Linux
  * namespaces the server makes itself, or a container the engine makes. That is their struct

@@ -266,6 +266,8 @@ static void *run(void *arg)
 			kexec_init(&spare->x);
 			spare->x.cancel_fd = k->stop_fd;
 			if (kexec_open(&spare->x, k->creds, k->path, OPEN_MS, &e) < 0) {
+				if (stopping(k)) /* the step ended: the opening was cancelled */
+					break;
 				log_msg(LOG_WARNING, "kubernetes: the install step's taker did not open: %s", e.msg);
 				/* Refused (no exec allowed, the pod gone): so will the next be. */
 				long st = spare->x.http_status;

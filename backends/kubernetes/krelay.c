@@ -146,7 +146,8 @@ static void *relay(void *arg)
 	bool fd_in = true; /* fd is read (until its side ends: then, given, the stream is read on) */
 	bool more;
 	while (buf && from_stream(r, &logged, &more)) {
-		struct pollfd p[3] = {{r->x->fd, POLLIN, 0}, {fd_in ? r->fd : -1, POLLIN, 0}, {c_in ? r->cfd : -1, POLLIN, 0}};
+		struct pollfd p[3] = {{r->x->fd, POLLIN, 0}, {fd_in ? r->fd : -1, POLLIN, 0},
+				      {c_in ? r->cfd : -1, POLLIN, 0}};
 		int n = poll(p, 3, more ? 0 : -1);
 		if (n < 0 && errno == EINTR)
 			continue;
