@@ -152,6 +152,14 @@ void send_errno(const char *what, int err)
  */
 static int open_parent(const char *path, const char **base, int create)
 {
+	/* The agent's root, opened once: the agent never changes it, and each call's listing of its
+	 * outputs starts here (two system calls less on a call's way). Close-on-exec: no call's
+	 * program holds it. */
+	static int root = -1;
+	if (root < 0)
+		root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return -1;
 	char tmp[4096];
 	size_t n = strlen(path);
 	if (path[0] != '/' || n >= sizeof tmp) {
@@ -168,14 +176,15 @@ static int open_parent(const char *path, const char **base, int create)
 	*last = '\0';
 	if (last == tmp)
 		tmp[1] = '\0'; /* the parent is / itself */
-	int dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int dfd = root;
 	for (char *s = tmp + 1, *next; dfd >= 0 && s && *s; s = next) {
 		if ((next = strchr(s, '/')))
 			*next++ = '\0';
 		if (!*s || !strcmp(s, "."))
 			continue;
 		if (!strcmp(s, "..")) {
-			close(dfd);
+			if (dfd != root)
+				close(dfd);
 			errno = EINVAL;
 			return -1;
 		}
@@ -186,11 +195,13 @@ static int open_parent(const char *path, const char **base, int create)
 		if (fd < 0 && errno == ENOTDIR && fstatat(dfd, s, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
 			errno = ELOOP; /* O_PATH opened the link itself, which is no folder */
 		int err = errno;
-		close(dfd);
+		if (dfd != root)
+			close(dfd);
 		errno = err;
 		dfd = fd;
 	}
-	return dfd;
+	/* The caller closes what it gets: the root itself, as a copy. */
+	return dfd == root ? fcntl(root, F_DUPFD_CLOEXEC, 0) : dfd;
 }
 
 /*
@@ -1427,10 +1438,19 @@ static void reap_exiting(void)
 
 static void reap(void)
 {
-	struct signalfd_siginfo si;
-	while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
-		if (si.ssi_signo == SIGUSR1)
-			exit_said((pid_t)si.ssi_pid);
+	/* Several at a time: a read that does not fill the array has taken all there was, and the
+	 * next would find none (one system call less on a call's way). */
+	struct signalfd_siginfo si[8];
+	for (;;) {
+		ssize_t r = read(sigfd, si, sizeof si);
+		if (r < (ssize_t)sizeof *si)
+			break;
+		for (size_t i = 0; i < (size_t)r / sizeof *si; i++)
+			if (si[i].ssi_signo == SIGUSR1)
+				exit_said((pid_t)si[i].ssi_pid);
+		if ((size_t)r < sizeof si)
+			break;
+	}
 	int st;
 	pid_t p;
 	while ((p = waitpid(-1, &st, WNOHANG | __WALL)) > 0)

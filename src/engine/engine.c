@@ -37,6 +37,9 @@ struct engine {
 	struct job *running;
 	int cancel_fd;             /* eventfd: written to cancel the running call */
 	int wake_fd;               /* eventfd: written when the idle worker has something to do */
+	/* Each is written and read under mu only (kick_set, drain_set): whether it holds a write not
+	 * yet read, so that one that holds none is not read on a call's way. */
+	bool cancel_set, wake_set;
 	int drained_fd;            /* eventfd: written when the output has been written */
 	const struct engine_output *output;
 	int64_t settle_by;         /* the sandbox settles by then, or sooner once the output has been
@@ -119,17 +122,31 @@ static void on_output(void *ctx, int stream, const char *buf, size_t len)
 	pthread_mutex_unlock(&g->mu);
 }
 
+/* One read takes all that was written to an eventfd (none is EFD_SEMAPHORE). */
 static void drain_eventfd(int fd)
 {
 	uint64_t v;
-	while (read(fd, &v, sizeof v) == (ssize_t)sizeof v)
-		;
+	(void)!read(fd, &v, sizeof v);
 }
 
 static void kick(int fd)
 {
 	uint64_t one = 1;
 	(void)!write(fd, &one, sizeof one);
+}
+
+/* cancel_fd and wake_fd, with mu held. */
+static void kick_set(int fd, bool *set)
+{
+	kick(fd);
+	*set = true;
+}
+
+static void drain_set(int fd, bool *set)
+{
+	if (*set)
+		drain_eventfd(fd);
+	*set = false;
 }
 
 /* Where the server's lines go while a request runs: to the client at the level the request
@@ -205,7 +222,7 @@ static void title_idle(const struct engine *g)
 static void prepare(struct engine *g)
 {
 	g->preparing = true;
-	drain_eventfd(g->cancel_fd);
+	drain_set(g->cancel_fd, &g->cancel_set);
 	pthread_mutex_unlock(&g->mu);
 	title_set("making a sandbox ahead of the next call");
 	/* wake_fd turns readable when a job is submitted: it is drained only when idle. */
@@ -274,8 +291,6 @@ static void idle_wait(struct engine *g)
 	int64_t until = g->settle_by && (idle < 0 || g->settle_by < idle) ? g->settle_by : idle;
 	int64_t left = until < 0 ? -1 : until - clock_ms();
 	int r = poll(p, 3, left < 0 ? -1 : left > 3600000 ? 3600000 : (int)left);
-	if (r > 0 && p[0].revents)
-		drain_eventfd(g->wake_fd);
 	if (r > 0 && p[2].revents)
 		drain_eventfd(g->drained_fd);
 	if (r > 0 && wfd >= 0 && p[1].revents)
@@ -284,6 +299,10 @@ static void idle_wait(struct engine *g)
 		sandbox_idle_expire(&g->sb);
 	title_idle(g);
 	pthread_mutex_lock(&g->mu);
+	/* Read under mu, where it is written: a kick that came after the poll is taken too, and
+	 * what it was for is in the queue, which the caller looks at next. */
+	if (r > 0 && p[0].revents)
+		drain_set(g->wake_fd, &g->wake_set);
 }
 
 static void *worker_main(void *arg)
@@ -324,13 +343,13 @@ static void *worker_main(void *arg)
 		/* Its kick is spent (submits kick under mu): a sandbox made ahead after it sees only
 		 * later requests on wake_fd. */
 		if (!g->queued)
-			drain_eventfd(g->wake_fd);
+			drain_set(g->wake_fd, &g->wake_set);
 		g->running = j;
 		g->last_len = 0;
 		g->progress_n = 0;
 		g->progress_at = 0;
 		g->next_progress_ms = clock_ms() + 1000;
-		drain_eventfd(g->cancel_fd);
+		drain_set(g->cancel_fd, &g->cancel_set);
 		pthread_mutex_unlock(&g->mu);
 
 		run_job(g, j);
@@ -422,7 +441,7 @@ int engine_submit(struct engine *g, struct job *j)
 	}
 	STAILQ_INSERT_TAIL(&g->queue, j, queue);
 	g->queued++;
-	kick(g->wake_fd);
+	kick_set(g->wake_fd, &g->wake_set);
 	if (g->preparing)
 		log_msg(LOG_DEBUG, "a request came while the sandbox is made ahead: it waits for the sandbox, not for "
 				   "its priming");
@@ -439,7 +458,7 @@ void engine_cancel(struct engine *g, const json_t *request_id)
 	if (g->running && json_equal(g->running->id, request_id)) {
 		/* From now on nothing more is sent about it, whatever the call still does. */
 		g->running->cancelled = true;
-		kick(g->cancel_fd);
+		kick_set(g->cancel_fd, &g->cancel_set);
 	} else {
 		STAILQ_FOREACH(dropped, &g->queue, queue)
 			if (json_equal(dropped->id, request_id))
@@ -522,8 +541,8 @@ int engine_stop(struct engine *g, int64_t deadline_ms)
 		log_unanswered(g->running, "it was still running");
 	}
 	if (g->running || g->preparing)
-		kick(g->cancel_fd);
-	kick(g->wake_fd);
+		kick_set(g->cancel_fd, &g->cancel_set);
+	kick_set(g->wake_fd, &g->wake_set);
 	pthread_cond_broadcast(&g->side_cv);
 	pthread_mutex_unlock(&g->mu);
 	while (q) {
