@@ -84,6 +84,15 @@ static int send_frame(struct agentlink *l, struct ag_buf *b, struct err *e)
 	return send_all(l, b->p, b->len, e);
 }
 
+/* How much one read of the link may take ahead of the frame being read. */
+#define AHEAD_MAX 16384
+
+/* Whether frames (or part of one) were read already: fd's poll does not see them. */
+static bool ahead(const struct agentlink *l)
+{
+	return l->ahead_at < l->ahead_len;
+}
+
 /* Waits until fd is readable or deadline (monotonic ms; <0: none); 0 ready, 1 timeout. */
 static int wait_readable(int fd, int64_t deadline)
 {
@@ -109,6 +118,13 @@ static int read_raw(struct agentlink *l, void *buf, size_t n, int64_t deadline, 
 	unsigned char *p = buf;
 	int fd = l->fd;
 	l->reset = 0;
+	if (ahead(l)) {
+		size_t k = l->ahead_len - l->ahead_at < n ? l->ahead_len - l->ahead_at : n;
+		memcpy(p, l->ahead + l->ahead_at, k);
+		l->ahead_at += k;
+		p += k;
+		n -= k;
+	}
 	/* What is there already is taken without a poll first: the frames of a run's end come in
 	 * one write, and each poll is one more system call on a call's way. Only an empty socket is
 	 * polled; a link that is not a socket (ENOTSOCK) is polled before each read. */
@@ -118,7 +134,14 @@ static int read_raw(struct agentlink *l, void *buf, size_t n, int64_t deadline, 
 			err_set(e, "the sandbox agent stopped answering");
 			return BACKEND_LOST;
 		}
-		ssize_t r = l->not_sock ? read(fd, p, n) : recv(fd, p, n, MSG_DONTWAIT);
+		/* Short reads go through the read-ahead buffer, so that what follows them in the
+		 * same write is taken by the same system call; long ones go straight to buf. */
+		bool via = n < AHEAD_MAX && !l->mux;
+		if (via && !l->ahead && !(l->ahead = malloc(AHEAD_MAX)))
+			return err_set(e, "out of memory");
+		void *to = via ? l->ahead : p;
+		size_t want = via ? AHEAD_MAX : n;
+		ssize_t r = l->not_sock ? read(fd, to, want) : recv(fd, to, want, MSG_DONTWAIT);
 		if (r < 0 && errno == ENOTSOCK && !l->not_sock) {
 			l->not_sock = true;
 			continue;
@@ -134,8 +157,15 @@ static int read_raw(struct agentlink *l, void *buf, size_t n, int64_t deadline, 
 				err_sys(e, "reading from the sandbox agent");
 			return BACKEND_LOST;
 		}
-		p += r;
-		n -= (size_t)r;
+		size_t k = (size_t)r;
+		if (via) {
+			l->ahead_at = k < n ? k : n;
+			l->ahead_len = k;
+			memcpy(p, l->ahead, l->ahead_at);
+			k = l->ahead_at;
+		}
+		p += k;
+		n -= k;
 	}
 	return 0;
 }
@@ -232,6 +262,8 @@ int agentlink_open_mux(struct agentlink *l, int fd, bool mux, int timeout_ms, st
 	l->mux = mux;
 	l->mux_left = 0;
 	l->not_sock = false;
+	l->ahead = NULL;
+	l->ahead_at = l->ahead_len = 0;
 	struct frame fr;
 	int rc = read_frame(l, &fr, clock_ms() + timeout_ms, e);
 	if (rc)
@@ -258,7 +290,7 @@ int agentlink_mux_relay(struct agentlink *l, struct stdiorelay *r, int *chan_fd,
 	int rc = agentlink_mux(l, e);
 	if (rc)
 		return rc;
-	if (l->mux && l->mux_left) {
+	if ((l->mux && l->mux_left) || ahead(l)) {
 		err_set(e, "the container engine's frame held more than the agent's answer");
 		return BACKEND_LOST;
 	}
@@ -648,7 +680,9 @@ int agentlink_run_until(struct agentlink *l, const struct run_req *rq, const str
 				      {kill_by < 0 ? stop_fd : -1, POLLIN, 0}, {kill_by < 0 ? stop_fd2 : -1, POLLIN, 0}};
 		int64_t now = clock_ms(), until = kill_by >= 0 ? kill_by : rq->deadline_ms;
 		int t = until - now <= 0 ? 0 : (until - now > 1000000 ? 1000000 : (int)(until - now));
-		int r = poll(p, 4, t);
+		/* A frame read ahead is taken before anything else is looked at, as one waiting in
+		 * the socket would be. */
+		int r = ahead(l) ? (p[0].revents = POLLIN, 1) : poll(p, 4, t);
 		if (r < 0 && errno != EINTR)
 			return err_sys(e, "poll");
 		if (r > 0 && p[0].revents) {
@@ -799,7 +833,7 @@ void agentlink_report_limits(const struct config *cfg, uint64_t open_files_max, 
 bool agentlink_ended(const struct agentlink *l)
 {
 	struct pollfd p = {l->fd, POLLIN | POLLRDHUP, 0};
-	return l->fd >= 0 && poll(&p, 1, 0) > 0;
+	return l->fd >= 0 && (ahead(l) || poll(&p, 1, 0) > 0);
 }
 
 void agentlink_close(struct agentlink *l)
@@ -811,6 +845,9 @@ void agentlink_close(struct agentlink *l)
 	free(l->rbuf);
 	l->rbuf = NULL;
 	l->rcap = 0;
+	free(l->ahead);
+	l->ahead = NULL;
+	l->ahead_at = l->ahead_len = 0;
 }
 
 int agentlink_channel(struct agentlink *l, struct agentlink *ch, struct err *e)

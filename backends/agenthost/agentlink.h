@@ -29,6 +29,10 @@ struct agentlink {
 	uint32_t mux_left;   /* bytes of the current one still to come */
 	bool not_sock;       /* fd is no socket: each read waits in poll first (otherwise what is
 	                      * there is taken at once, MSG_DONTWAIT) */
+	unsigned char *ahead; /* what was read from fd past the frames taken so far (not on a
+	                      * multiplexed link, whose fd changes hands): a run's last frames come
+	                      * in one write, and one read takes them all. Owned */
+	size_t ahead_at, ahead_len;
 };
 
 /* rlimits applied to each call's processes. */

@@ -472,8 +472,7 @@ static int k8s_spawn(void *ctx, bool net, const char *proxy_dir, bool install, s
 static int k8s_alive(void *ctx, struct agent_inst *ai, struct err *e)
 {
 	(void)ctx;
-	struct pollfd p = {ai->link.fd, POLLIN, 0};
-	if (poll(&p, 1, 0) <= 0)
+	if (!agentlink_ended(&ai->link))
 		return 0;
 	char why[256];
 	krelay_why(&KI(ai)->relay, why, sizeof why);
