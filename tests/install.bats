@@ -24,25 +24,11 @@ setup() {
 	common_setup
 	[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root to make the test index's network"
 	command -v ip >/dev/null || skip_or_fail "needs ip (iproute2)"
-	IDX="$BATS_TEST_TMPDIR/index"
-	mkdir -p "$IDX/files"
-	python3 "$TESTS_DIR/lib/make_wheel.py" "$IDX/files" okpkg 1.0
-	index_project "$IDX" okpkg ../../files/okpkg-1.0-py3-none-any.whl
-	# The host's loopback service a hostile index page sends pip to.
-	python3 "$TESTS_DIR/lib/stall-server.py" "$BATS_TEST_TMPDIR/host.port" &
-	echo $! >"$BATS_TEST_TMPDIR/host.pid"
-	for _ in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/host.port" ] && break; sleep 0.05; done
-	HOST_PORT=$(cat "$BATS_TEST_TMPDIR/host.port")
-	index_project "$IDX" evil-loopback "http://127.0.0.1:$HOST_PORT/evil_loopback-1.0-py3-none-any.whl"
-	index_project "$IDX" evil-metadata "http://169.254.169.254/latest/evil_metadata-1.0-py3-none-any.whl"
-	index_project "$IDX" slowpkg ../../files/okpkg-1.0-py3-none-any.whl
-	chmod -R o+rX "$BATS_TEST_TMPDIR"
-	index_up "$IDX"
+	index_fixture_up slowpkg ../../files/okpkg-1.0-py3-none-any.whl
 }
 
 teardown() {
-	index_down
-	[ -f "$BATS_TEST_TMPDIR/host.pid" ] && kill "$(cat "$BATS_TEST_TMPDIR/host.pid")" 2>/dev/null
+	index_fixture_down
 	unprivileged_teardown
 	return 0
 }

@@ -4,6 +4,11 @@
 #                     serving ROOT as a PEP 503 index on 198.51.100.2:8080 (lib/test-index.py)
 #   index_down        removes it
 #   INDEX_URL         http://198.51.100.2:8080/simple once up
+#   index_fixture_up  the install tests' index: okpkg 1.0, and the projects of a hostile index
+#                     (evil-loopback, a wheel on the host's loopback service at HOST_PORT, and
+#                     evil-metadata, one at the metadata address), in $BATS_TEST_TMPDIR/index,
+#                     and one more project when given NAME HREF...; then index_up.
+#   index_fixture_down  undoes it
 # Needs root and ip (iproute2).
 
 index_up() {
@@ -48,4 +53,27 @@ index_project() {
 		done
 		echo '</body></html>'
 	} >"$root/simple/$name/index.html"
+}
+
+index_fixture_up() {
+	IDX="$BATS_TEST_TMPDIR/index"
+	mkdir -p "$IDX/files"
+	python3 "$TESTS_DIR/lib/make_wheel.py" "$IDX/files" okpkg 1.0
+	index_project "$IDX" okpkg ../../files/okpkg-1.0-py3-none-any.whl
+	# The host's loopback service a hostile index page sends pip to.
+	python3 "$TESTS_DIR/lib/stall-server.py" "$BATS_TEST_TMPDIR/host.port" &
+	echo $! >"$BATS_TEST_TMPDIR/host.pid"
+	for _ in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/host.port" ] && break; sleep 0.05; done
+	HOST_PORT=$(cat "$BATS_TEST_TMPDIR/host.port")
+	index_project "$IDX" evil-loopback "http://127.0.0.1:$HOST_PORT/evil_loopback-1.0-py3-none-any.whl"
+	index_project "$IDX" evil-metadata "http://169.254.169.254/latest/evil_metadata-1.0-py3-none-any.whl"
+	[ $# -eq 0 ] || index_project "$IDX" "$@"
+	chmod -R o+rX "$BATS_TEST_TMPDIR"
+	index_up "$IDX"
+}
+
+index_fixture_down() {
+	index_down
+	[ -f "$BATS_TEST_TMPDIR/host.pid" ] && kill "$(cat "$BATS_TEST_TMPDIR/host.pid")" 2>/dev/null
+	return 0
 }
