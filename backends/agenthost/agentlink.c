@@ -137,8 +137,12 @@ static int read_raw(struct agentlink *l, void *buf, size_t n, int64_t deadline, 
 		/* Short reads go through the read-ahead buffer, so that what follows them in the
 		 * same write is taken by the same system call; long ones go straight to buf. */
 		bool via = n < AHEAD_MAX && !l->mux;
-		if (via && !l->ahead && !(l->ahead = malloc(AHEAD_MAX)))
-			return err_set(e, "out of memory");
+		/* Nothing is read without it, but a request may be on its way, whose answer would
+		 * then be taken as the next one's: the link is lost, as at any failed read. */
+		if (via && !l->ahead && !(l->ahead = malloc(AHEAD_MAX))) {
+			err_set(e, "out of memory");
+			return BACKEND_LOST;
+		}
 		void *to = via ? l->ahead : p;
 		size_t want = via ? AHEAD_MAX : n;
 		ssize_t r = l->not_sock ? read(fd, to, want) : recv(fd, to, want, MSG_DONTWAIT);
