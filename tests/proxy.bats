@@ -187,3 +187,49 @@ client() {
 	stop_proxy
 	grep -q "^allowed 0 refused" "$BATS_TEST_TMPDIR/proxy.out"
 }
+
+@test "connections at once and in turn are all served by threads kept waiting, a few and no more, and it stops with them waiting" {
+	start_proxy http://198.51.100.2:8080/simple
+	local pid n first
+	pid=$(cat "$BATS_TEST_TMPDIR/proxy.pid")
+	# The helper's threads and the leader (and a sanitizer's own, where built with one).
+	first=$(ls "/proc/$pid/task" | wc -l)
+	run python3 - "$SOCK" <<'PY'
+import socket, sys, threading
+def get(ok):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(20)
+    s.connect(sys.argv[1])
+    s.sendall(b"GET http://198.51.100.2:8080/simple/okpkg/index.html HTTP/1.1\r\nHost: 198.51.100.2:8080\r\n\r\n")
+    r = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        r += d
+    s.close()
+    ok.append(b" 200 " in r.split(b"\r\n")[0] and b"index of okpkg" in r)
+ok = []
+ts = [threading.Thread(target=get, args=(ok,)) for _ in range(12)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+for _ in range(20):
+    get(ok)
+print(sum(ok), len(ok))
+PY
+	[ "$status" -eq 0 ]
+	[ "$output" = "32 32" ]
+	# Beside those: at most PROXY_FOLLOWERS (4) waiting, and at least one; those that served at
+	# once past them end.
+	for _ in $(seq 200); do
+		n=$(ls "/proc/$pid/task" | wc -l)
+		[ "$n" -le $((first + 4)) ] && break
+		sleep 0.05
+	done
+	[ "$n" -le $((first + 4)) ]
+	[ "$n" -ge $((first + 1)) ]
+	stop_proxy
+	grep -q "^allowed 32 refused 0$" "$BATS_TEST_TMPDIR/proxy.out"
+}

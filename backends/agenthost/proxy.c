@@ -31,6 +31,17 @@
 
 /* ---------------------------------------------------------------- the server */
 
+/* How long the listener is left alone when no descriptor (or memory) is left to accept with:
+ * the connection stays in the backlog, and polling the listener meanwhile would only spin. */
+#define ACCEPT_BACKOFF_MS 100
+/* How long a connection refused for want of a slot is waited on for the socket it hands over
+ * (the relay sends it at once after connecting, but a loaded machine may keep it from running
+ * a while), and how many such connections are waited on at once: each holds a descriptor. */
+#define HANDOVER_WAIT_MS 2000
+#define REFUSED_WAITING 8
+/* The listening socket's backlog. */
+#define PROXY_BACKLOG 64
+
 /* A connection's thread is detached: one stuck in the resolver must not hold up a shutdown.
  * So the proxy is freed by whoever drops the last reference, proxy_stop or the last thread. */
 struct conn {
@@ -45,9 +56,27 @@ struct proxy {
 	enum proxy_for who;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int listen_fd, stop_fd;
-	pthread_t acceptor;
 	pthread_mutex_t mu;
-	unsigned refs;              /* proxy_stop's, and one per running connection */
+	/* The proxy's threads (proxy_main), each holding a reference: one at a time leads, taking
+	 * connections; the one that takes a connection hands the lead to a follower (or a thread
+	 * started for it when none waits) and serves the connection itself, so that no thread's
+	 * start or wake-up stands between a connection and its answer; done, it follows again, up to
+	 * PROXY_FOLLOWERS of them, or ends. Under mu: the lead's state, the followers waiting on
+	 * follow (proxy_stop waits there too, for LEAD_NONE), and whether proxy_stop was called. */
+	enum { LEAD_HELD, LEAD_FREE, LEAD_NONE } lead;
+	pthread_cond_t follow;
+	unsigned followers;
+	bool stopping;
+	/* The leader's own, handed on with the lead: connections refused for want of a slot, each
+	 * waited on for what it hands over until its time is up (told 503 then, or once it came,
+	 * even when a slot frees meanwhile); and until when the listener is left alone. */
+	struct refused_conn {
+		int fd;
+		int64_t until;
+	} waiting[REFUSED_WAITING];
+	size_t nw;
+	int64_t starved_until;
+	unsigned refs;              /* proxy_stop's, and one per thread of the proxy's */
 	bool stopped;               /* proxy_stop was called: the call it served is over */
 	struct conn conns[PROXY_MAX_CONN];
 	int max_conn;               /* the slots used of conns: what the descriptors back (budget_take) */
@@ -79,6 +108,7 @@ static void release(struct proxy *px)
 	budget_give(px);
 	close(px->stop_fd);
 	close(px->unreachable_fd);
+	pthread_cond_destroy(&px->follow);
 	pthread_mutex_destroy(&px->mu);
 	free(px);
 }
@@ -1091,9 +1121,9 @@ out:
 	c->pol = NULL;
 }
 
-static void *conn_main(void *arg)
+/* Serves connection c, then frees its slot. */
+static void serve_conn(struct conn *c)
 {
-	struct conn *c = arg;
 	struct proxy *px = c->px;
 	serve(c);
 	pthread_mutex_lock(&px->mu);
@@ -1107,8 +1137,6 @@ static void *conn_main(void *arg)
 	close_client(client);
 	if (upstream >= 0)
 		close(upstream);
-	release(px);
-	return NULL;
 }
 
 /* A free connection slot, or NULL. Called with mu held. */
@@ -1120,16 +1148,6 @@ static struct conn *free_slot(struct proxy *px)
 	return NULL;
 }
 
-/* How long the listener is left alone when no descriptor (or memory) is left to accept with:
- * the connection stays in the backlog, and polling the listener meanwhile would only spin. */
-#define ACCEPT_BACKOFF_MS 100
-/* How long a connection refused for want of a slot is waited on for the socket it hands over
- * (the relay sends it at once after connecting, but a loaded machine may keep it from running
- * a while), and how many such connections are waited on at once: each holds a descriptor. */
-#define HANDOVER_WAIT_MS 2000
-#define REFUSED_WAITING 8
-/* The listening socket's backlog. */
-#define PROXY_BACKLOG 64
 
 /* Tells a connection refused for want of a slot so: a 503 on the socket it handed over, or on
  * its own when it handed none over (nothing came, or it speaks on this socket itself). Never
@@ -1144,41 +1162,67 @@ static void tell_busy(int fd)
 	close_client(fd);
 }
 
-static void *accept_main(void *arg)
+/* Idle threads kept waiting for the lead: one serves a connection at a time with no thread
+ * started; a few connections at once, as pip and browsers open, with none either. */
+#define PROXY_FOLLOWERS 4
+
+static void *proxy_main(void *arg);
+
+/* Starts a thread of the proxy's, detached, with a reference of its own: whether it started.
+ * Called with mu held. */
+static bool start_thread(struct proxy *px)
 {
-	struct proxy *px = arg;
-	/* Connections refused for want of a slot, each waited on (in this loop: never blocking
-	 * the listener or the stop) for what it hands over, until its time is up; refused, they
-	 * are told 503 even when a slot frees meanwhile. */
-	struct refused_conn {
-		int fd;
-		int64_t until;
-	} waiting[REFUSED_WAITING];
-	size_t nw = 0;
-	int64_t starved_until = 0;
+	pthread_t t;
+	pthread_attr_t a;
+	if (pthread_attr_init(&a) != 0)
+		return false;
+	px->refs++;
+	bool started = pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) == 0 &&
+		       pthread_create(&t, &a, proxy_main, px) == 0;
+	pthread_attr_destroy(&a);
+	if (!started)
+		px->refs--;
+	return started;
+}
+
+/* The lead is given up for good (the proxy stops): proxy_stop goes on. Called with mu held. */
+static void lead_end(struct proxy *px)
+{
+	px->lead = LEAD_NONE;
+	pthread_cond_broadcast(&px->follow);
+}
+
+/*
+ * Leads: takes connections until it takes one and hands the lead on (that connection, to be
+ * served by this thread), or the proxy stops (NULL). Each one taken gets a slot and the policy at
+ * once. The lead goes to a waiting follower, or to a thread started for it; where neither can
+ * be had, the connection is refused as one past the slots is, and this thread goes on leading.
+ */
+static struct conn *lead(struct proxy *px)
+{
 	for (;;) {
 		struct pollfd p[2 + REFUSED_WAITING] = {{px->stop_fd, POLLIN, 0}, {px->listen_fd, POLLIN, 0}};
 		int64_t now = clock_ms(), next = -1;
-		if (now < starved_until) {
+		if (now < px->starved_until) {
 			p[1].fd = -1;
-			next = starved_until;
+			next = px->starved_until;
 		}
-		for (size_t i = 0; i < nw; i++) {
-			p[2 + i] = (struct pollfd){waiting[i].fd, POLLIN, 0};
-			if (next < 0 || waiting[i].until < next)
-				next = waiting[i].until;
+		for (size_t i = 0; i < px->nw; i++) {
+			p[2 + i] = (struct pollfd){px->waiting[i].fd, POLLIN, 0};
+			if (next < 0 || px->waiting[i].until < next)
+				next = px->waiting[i].until;
 		}
 		int to = next < 0 ? -1 : next > now ? (int)(next - now) : 0;
-		if (poll(p, 2 + nw, to) < 0 && errno != EINTR)
+		if (poll(p, 2 + px->nw, to) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents)
 			break;
 		/* From the last: one taken out is replaced by the last, already looked at. */
 		now = clock_ms();
-		for (size_t i = nw; i-- > 0;)
-			if (p[2 + i].revents || waiting[i].until <= now) {
-				tell_busy(waiting[i].fd);
-				waiting[i] = waiting[--nw];
+		for (size_t i = px->nw; i-- > 0;)
+			if (p[2 + i].revents || px->waiting[i].until <= now) {
+				tell_busy(px->waiting[i].fd);
+				px->waiting[i] = px->waiting[--px->nw];
 			}
 		if (!p[1].revents)
 			continue;
@@ -1187,53 +1231,90 @@ static void *accept_main(void *arg)
 		 * read the policy later would serve a narrowed call's request with the whole list). */
 		struct netpolicy *pol = malloc(sizeof *pol);
 		if (!pol) {
-			starved_until = now + ACCEPT_BACKOFF_MS;
+			px->starved_until = now + ACCEPT_BACKOFF_MS;
 			continue;
 		}
 		pthread_mutex_lock(&px->mu);
+		if (px->stopping) {
+			pthread_mutex_unlock(&px->mu);
+			free(pol);
+			break;
+		}
 		int fd = accept4(px->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0) {
 			int err = errno;
 			pthread_mutex_unlock(&px->mu);
 			free(pol);
 			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
-				starved_until = now + ACCEPT_BACKOFF_MS;
+				px->starved_until = now + ACCEPT_BACKOFF_MS;
 			continue;
 		}
 		*pol = px->pol;
 		struct conn *c = free_slot(px);
 		if (c) {
-			pthread_t t;
-			pthread_attr_t a;
 			*c = (struct conn){.px = px, .pol = pol, .client = fd, .upstream = -1, .used = true};
-			px->refs++;
-			bool started = pthread_attr_init(&a) == 0 &&
-				       pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) == 0 &&
-				       pthread_create(&t, &a, conn_main, c) == 0;
-			pthread_attr_destroy(&a);
-			if (!started) {
-				px->refs--;
+			/* Past this, nothing of the lead's is this thread's to touch. */
+			if (px->followers) {
+				/* One wakes: proxy_stop, the other waiter on follow, waits only once
+				 * stopping is set, and then no lead is handed on. */
+				px->lead = LEAD_FREE;
+				pthread_cond_signal(&px->follow);
+			} else if (!start_thread(px)) {
 				c->used = false;
 				c = NULL;
 			}
 		}
 		pthread_mutex_unlock(&px->mu);
-		if (!c) {
-			free(pol);
-			char why[64];
-			snprintf(why, sizeof why, "too many connections at once (%d)", px->max_conn);
-			refused(px, "a connection", why);
-			/* Told at once when REFUSED_WAITING are waited on already: what it handed over
-			 * by now, or on its own socket. */
-			if (nw < REFUSED_WAITING)
-				waiting[nw++] = (struct refused_conn){fd, now + HANDOVER_WAIT_MS};
-			else
-				tell_busy(fd);
-		}
+		if (c)
+			return c;
+		free(pol);
+		char why[64];
+		snprintf(why, sizeof why, "too many connections at once (%d)", px->max_conn);
+		refused(px, "a connection", why);
+		/* Told at once when REFUSED_WAITING are waited on already: what it handed over by now,
+		 * or on its own socket. */
+		if (px->nw < REFUSED_WAITING)
+			px->waiting[px->nw++] = (struct refused_conn){fd, now + HANDOVER_WAIT_MS};
+		else
+			tell_busy(fd);
 	}
 	/* Stopped: the connections still waited on are told now. */
-	for (size_t i = 0; i < nw; i++)
-		tell_busy(waiting[i].fd);
+	for (size_t i = 0; i < px->nw; i++)
+		tell_busy(px->waiting[i].fd);
+	px->nw = 0;
+	pthread_mutex_lock(&px->mu);
+	lead_end(px);
+	pthread_mutex_unlock(&px->mu);
+	return NULL;
+}
+
+/* A thread of the proxy's: leads, serves the connection it took, follows until the lead is
+ * handed to it; ends when the proxy stops, or when enough others follow already. */
+static void *proxy_main(void *arg)
+{
+	struct proxy *px = arg;
+	for (struct conn *c; (c = lead(px));) {
+		serve_conn(c);
+		pthread_mutex_lock(&px->mu);
+		bool leads = false;
+		if (!px->stopping && px->followers < PROXY_FOLLOWERS) {
+			px->followers++;
+			while (px->lead != LEAD_FREE && !px->stopping)
+				pthread_cond_wait(&px->follow, &px->mu);
+			px->followers--;
+			if (px->lead == LEAD_FREE) {
+				/* Handed on as the proxy stops: no one leads again. */
+				if (px->stopping)
+					lead_end(px);
+				else
+					leads = true, px->lead = LEAD_HELD;
+			}
+		}
+		pthread_mutex_unlock(&px->mu);
+		if (!leads)
+			break;
+	}
+	release(px);
 	return NULL;
 }
 
@@ -1313,6 +1394,7 @@ int proxy_start(struct proxy **out, const char *path, const struct netpolicy *po
 	snprintf(px->path, sizeof px->path, "%s", path);
 	strcpy(sa.sun_path, path);
 	pthread_mutex_init(&px->mu, NULL);
+	pthread_cond_init(&px->follow, NULL);
 	px->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	px->unreachable_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	px->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -1327,7 +1409,8 @@ int proxy_start(struct proxy **out, const char *path, const struct netpolicy *po
 		goto fail;
 	}
 	budget_take(px);
-	if (pthread_create(&px->acceptor, NULL, accept_main, px) != 0) {
+	px->lead = LEAD_HELD;
+	if (!start_thread(px)) {
 		err_set(e, "the %s's proxy: cannot start its thread", who_name(px));
 		goto fail;
 	}
@@ -1343,6 +1426,7 @@ fail:
 	if (px->unreachable_fd >= 0)
 		close(px->unreachable_fd);
 	budget_give(px);
+	pthread_cond_destroy(&px->follow);
 	pthread_mutex_destroy(&px->mu);
 	free(px);
 	return -1;
@@ -1353,8 +1437,17 @@ void proxy_stop(struct proxy *px)
 	if (!px)
 		return;
 	uint64_t one = 1;
+	/* The followers end; the leader sees stop_fd, tells those it waited on, and ends the lead
+	 * (or whoever it was handed to does). No thread touches the listener after. */
+	pthread_mutex_lock(&px->mu);
+	px->stopping = true;
+	pthread_cond_broadcast(&px->follow);
+	pthread_mutex_unlock(&px->mu);
 	(void)!write(px->stop_fd, &one, sizeof one);
-	pthread_join(px->acceptor, NULL);
+	pthread_mutex_lock(&px->mu);
+	while (px->lead != LEAD_NONE)
+		pthread_cond_wait(&px->follow, &px->mu);
+	pthread_mutex_unlock(&px->mu);
 	close(px->listen_fd);
 	unlink(px->path);
 	/* Every wait of a connection also watches stop_fd: the threads end on their own. */

@@ -32,7 +32,9 @@
  * waits on the code: every descriptor sent on the socket, in any message (or queued in a unix
  * socket sent, a few deep), is taken and closed without lingering before what held it is.
  *
- * Each connection has a thread of its own (at most PROXY_MAX_CONN at once, fewer where the
+ * Each connection has a thread of its own: the one that accepted it, which first hands the
+ * accepting on to one of a few threads kept waiting (or a new one), so that no thread's start
+ * stands between a connection and its answer (at most PROXY_MAX_CONN at once, fewer where the
  * server's open-file limit would not back them); one past them is told 503 on the socket it
  * hands over (up to 8 at a time waited on for it, 2 s each, without holding up the others;
  * the rest told at once); every wait is
