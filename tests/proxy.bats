@@ -188,13 +188,13 @@ client() {
 	grep -q "^allowed 0 refused" "$BATS_TEST_TMPDIR/proxy.out"
 }
 
-@test "connections at once and in turn are all served by threads kept waiting, a few and no more, and it stops with them waiting" {
+@test "connections at once and in turn are all served by threads kept waiting, a few and no more; in turn, by those alone; it stops with them waiting" {
 	start_proxy http://198.51.100.2:8080/simple
-	local pid n first
+	local pid n first kept
 	pid=$(cat "$BATS_TEST_TMPDIR/proxy.pid")
 	# The helper's threads and the leader (and a sanitizer's own, where built with one).
 	first=$(ls "/proc/$pid/task" | wc -l)
-	run python3 - "$SOCK" <<'PY'
+	cat >"$BATS_TEST_TMPDIR/get.py" <<'PY'
 import socket, sys, threading
 def get(ok):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -210,17 +210,20 @@ def get(ok):
     s.close()
     ok.append(b" 200 " in r.split(b"\r\n")[0] and b"index of okpkg" in r)
 ok = []
-ts = [threading.Thread(target=get, args=(ok,)) for _ in range(12)]
-for t in ts:
-    t.start()
-for t in ts:
-    t.join()
-for _ in range(20):
-    get(ok)
+if sys.argv[2] == "at-once":
+    ts = [threading.Thread(target=get, args=(ok,)) for _ in range(int(sys.argv[3]))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+else:
+    for _ in range(int(sys.argv[3])):
+        get(ok)
 print(sum(ok), len(ok))
 PY
+	run python3 "$BATS_TEST_TMPDIR/get.py" "$SOCK" at-once 12
 	[ "$status" -eq 0 ]
-	[ "$output" = "32 32" ]
+	[ "$output" = "12 12" ]
 	# Beside those: at most PROXY_FOLLOWERS (4) waiting, and at least one; those that served at
 	# once past them end.
 	for _ in $(seq 200); do
@@ -230,6 +233,13 @@ PY
 	done
 	[ "$n" -le $((first + 4)) ]
 	[ "$n" -ge $((first + 1)) ]
+	# In turn, each connection is taken by the leader, which hands the lead to one waiting and
+	# serves it: no thread starts or ends.
+	kept=$(ls "/proc/$pid/task" | sort | tr '\n' ' ')
+	run python3 "$BATS_TEST_TMPDIR/get.py" "$SOCK" in-turn 20
+	[ "$status" -eq 0 ]
+	[ "$output" = "20 20" ]
+	[ "$(ls "/proc/$pid/task" | sort | tr '\n' ' ')" = "$kept" ]
 	stop_proxy
 	grep -q "^allowed 32 refused 0$" "$BATS_TEST_TMPDIR/proxy.out"
 }

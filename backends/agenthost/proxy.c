@@ -1185,17 +1185,10 @@ static bool start_thread(struct proxy *px)
 	return started;
 }
 
-/* The lead is given up for good (the proxy stops): proxy_stop goes on. Called with mu held. */
-static void lead_end(struct proxy *px)
-{
-	px->lead = LEAD_NONE;
-	pthread_cond_broadcast(&px->follow);
-}
-
 /*
  * Leads: takes connections until it takes one and hands the lead on (that connection, to be
- * served by this thread), or the proxy stops (NULL). Each one taken gets a slot and the policy at
- * once. The lead goes to a waiting follower, or to a thread started for it; where neither can
+ * served by this thread), or the proxy stops (NULL: the lead and this thread's reference are
+ * given up, and it may touch px no more). Each one taken gets a slot and the policy at once. The lead goes to a waiting follower, or to a thread started for it; where neither can
  * be had, the connection is refused as one past the slots is, and this thread goes on leading.
  */
 static struct conn *lead(struct proxy *px)
@@ -1278,12 +1271,15 @@ static struct conn *lead(struct proxy *px)
 		else
 			tell_busy(fd);
 	}
-	/* Stopped: the connections still waited on are told now. */
+	/* Stopped: the connections still waited on are told now. proxy_stop, whose reference
+	 * outlives this one, goes on. */
 	for (size_t i = 0; i < px->nw; i++)
 		tell_busy(px->waiting[i].fd);
 	px->nw = 0;
 	pthread_mutex_lock(&px->mu);
-	lead_end(px);
+	px->lead = LEAD_NONE;
+	px->refs--;
+	pthread_cond_broadcast(&px->follow);
 	pthread_mutex_unlock(&px->mu);
 	return NULL;
 }
@@ -1296,25 +1292,29 @@ static void *proxy_main(void *arg)
 	for (struct conn *c; (c = lead(px));) {
 		serve_conn(c);
 		pthread_mutex_lock(&px->mu);
-		bool leads = false;
-		if (!px->stopping && px->followers < PROXY_FOLLOWERS) {
-			px->followers++;
-			while (px->lead != LEAD_FREE && !px->stopping)
-				pthread_cond_wait(&px->follow, &px->mu);
-			px->followers--;
-			if (px->lead == LEAD_FREE) {
-				/* Handed on as the proxy stops: no one leads again. */
-				if (px->stopping)
-					lead_end(px);
-				else
-					leads = true, px->lead = LEAD_HELD;
-			}
+		if (px->stopping || px->followers >= PROXY_FOLLOWERS) {
+			pthread_mutex_unlock(&px->mu);
+			release(px);
+			return NULL;
 		}
+		px->followers++;
+		while (px->lead != LEAD_FREE && !px->stopping)
+			pthread_cond_wait(&px->follow, &px->mu);
+		px->followers--;
+		if (px->lead == LEAD_FREE) {
+			/* Taken even as the proxy stops: lead() then sees stop_fd, tells the
+			 * connections the leader before waited on, and ends the lead. */
+			px->lead = LEAD_HELD;
+			pthread_mutex_unlock(&px->mu);
+			continue;
+		}
+		/* Stopped: proxy_stop waits for the followers too, its reference outliving this one,
+		 * so that a proxy with no connection left is gone when it returns. */
+		px->refs--;
+		pthread_cond_broadcast(&px->follow);
 		pthread_mutex_unlock(&px->mu);
-		if (!leads)
-			break;
+		return NULL;
 	}
-	release(px);
 	return NULL;
 }
 
@@ -1438,14 +1438,15 @@ void proxy_stop(struct proxy *px)
 		return;
 	uint64_t one = 1;
 	/* The followers end; the leader sees stop_fd, tells those it waited on, and ends the lead
-	 * (or whoever it was handed to does). No thread touches the listener after. */
+	 * (or whoever it was handed to does). No thread touches the listener after, and no
+	 * reference is left but this one and those of connections still served. */
 	pthread_mutex_lock(&px->mu);
 	px->stopping = true;
 	pthread_cond_broadcast(&px->follow);
 	pthread_mutex_unlock(&px->mu);
 	(void)!write(px->stop_fd, &one, sizeof one);
 	pthread_mutex_lock(&px->mu);
-	while (px->lead != LEAD_NONE)
+	while (px->lead != LEAD_NONE || px->followers)
 		pthread_cond_wait(&px->follow, &px->mu);
 	pthread_mutex_unlock(&px->mu);
 	close(px->listen_fd);
