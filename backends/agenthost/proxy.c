@@ -62,7 +62,8 @@ struct proxy {
 	 * started for it when none waits) and serves the connection itself, so that no thread's
 	 * start or wake-up stands between a connection and its answer; done, it follows again, up to
 	 * PROXY_FOLLOWERS of them, or ends. Under mu: the lead's state, the followers waiting on
-	 * follow (proxy_stop waits there too, for LEAD_NONE), and whether proxy_stop was called. */
+	 * follow (proxy_stop waits there too, for LEAD_NONE and no follower), and whether
+	 * proxy_stop was called. */
 	enum { LEAD_HELD, LEAD_FREE, LEAD_NONE } lead;
 	pthread_cond_t follow;
 	unsigned followers;
@@ -1188,8 +1189,9 @@ static bool start_thread(struct proxy *px)
 /*
  * Leads: takes connections until it takes one and hands the lead on (that connection, to be
  * served by this thread), or the proxy stops (NULL: the lead and this thread's reference are
- * given up, and it may touch px no more). Each one taken gets a slot and the policy at once. The lead goes to a waiting follower, or to a thread started for it; where neither can
- * be had, the connection is refused as one past the slots is, and this thread goes on leading.
+ * given up, and it may touch px no more). Each one taken gets a slot and the policy at once.
+ * The lead goes to a waiting follower, or to a thread started for it; where neither can be
+ * had, the connection is refused as one past the slots is, and this thread goes on leading.
  */
 static struct conn *lead(struct proxy *px)
 {
@@ -1292,6 +1294,13 @@ static void *proxy_main(void *arg)
 	for (struct conn *c; (c = lead(px));) {
 		serve_conn(c);
 		pthread_mutex_lock(&px->mu);
+		/* A lead handed on and not yet taken (the follower woken has not run): kept; that
+		 * follower goes on waiting. */
+		if (px->lead == LEAD_FREE) {
+			px->lead = LEAD_HELD;
+			pthread_mutex_unlock(&px->mu);
+			continue;
+		}
 		if (px->stopping || px->followers >= PROXY_FOLLOWERS) {
 			pthread_mutex_unlock(&px->mu);
 			release(px);
