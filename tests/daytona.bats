@@ -481,9 +481,13 @@ EOF
 	sc '.exit_code == 0 and .stdout == "once\n"'
 	res 3
 	sc '.stdout == "ran\n"'
-	# The go was handled, reset, and sent again.
+	# The go was handled, reset, and sent again: the one execute dropped is followed by one
+	# answered (how many came before it, the making's and the first call's, is the server's own
+	# business, and a loaded machine may change it).
 	[ "$(grep -c 'reset_after: POST /toolbox/.*/process/execute handled' "$DT_LOG")" -eq 1 ]
-	requests | jq -se '[.[] | select(.path | endswith("/process/execute"))] | .[3].status == "dropped" and .[4].status == 200'
+	local ex
+	ex=$(requests | jq -sc '[.[] | select(.path | endswith("/process/execute")) | .status]')
+	jqe "$ex" '(map(. == "dropped") | indices(true)) as $d | ($d | length) == 1 and .[$d[0] + 1] == 200'
 }
 
 @test "429 with Retry-After is waited out and retried; the call succeeds" {
