@@ -67,6 +67,32 @@ EOF
 	grep -q "install step: refused .*127.0.0.1:$HOST_PORT" "$SERVER_LOG"
 }
 
+# At the least open files limit the server takes (64, soft and hard), the install step's proxy
+# sizes its connection slots to the descriptors left, and pip still gets through it, on the
+# local backend (the relay's handover) and on Docker (the bind-mounted socket).
+low_fd_case() {
+	with_backend "$1"
+	run python3 "$SESSION" --stderr "$SERVER_LOG" --timeout 120 -- prlimit --nofile=64 "$SANDBOX_MCP" \
+		--index-url "$INDEX_URL" <<-EOF
+		$INIT
+		$(py_req 1 okpkg==1.0)
+		{"wait": 1}
+		$(py_call 2 'import okpkg; print(okpkg.VALUE)')
+	EOF
+	echo "$output"
+	[ "$status" -eq 0 ]
+	for id in 1 2; do
+		res $id
+		sc '.exit_code == 0 and .stdout == "okpkg 1.0\n"'
+	done
+}
+@test "local: at an open files limit of 64, the least the server takes, a call's install reaches the index" {
+	low_fd_case local
+}
+@test "docker: at an open files limit of 64, the least the server takes, a call's install reaches the index" {
+	low_fd_case docker
+}
+
 # An index the proxy cannot reach: a name that does not resolve (.invalid never does), and a
 # port of the test index's address where nothing listens. The result says so, with the proxy's
 # reason, at once (pip is stopped: its retries, seconds of backing off, are not waited for), and points to
