@@ -194,36 +194,16 @@ client() {
 	pid=$(cat "$BATS_TEST_TMPDIR/proxy.pid")
 	# The helper's threads and the leader (and a sanitizer's own, where built with one).
 	first=$(ls "/proc/$pid/task" | wc -l)
-	cat >"$BATS_TEST_TMPDIR/get.py" <<'PY'
-import socket, sys, threading
-def get(ok):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(20)
-    s.connect(sys.argv[1])
-    s.sendall(b"GET http://198.51.100.2:8080/simple/okpkg/index.html HTTP/1.1\r\nHost: 198.51.100.2:8080\r\n\r\n")
-    r = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        r += d
-    s.close()
-    ok.append(b" 200 " in r.split(b"\r\n")[0] and b"index of okpkg" in r)
-ok = []
-if sys.argv[2] == "at-once":
-    ts = [threading.Thread(target=get, args=(ok,)) for _ in range(int(sys.argv[3]))]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-else:
-    for _ in range(int(sys.argv[3])):
-        get(ok)
-print(sum(ok), len(ok))
-PY
-	run python3 "$BATS_TEST_TMPDIR/get.py" "$SOCK" at-once 12
-	[ "$status" -eq 0 ]
-	[ "$output" = "12 12" ]
+	local url=http://198.51.100.2:8080/simple/okpkg/index.html i at_once=()
+	for i in $(seq 12); do
+		python3 "$TESTS_DIR/lib/proxy-client.py" "$SOCK" get "$url" >"$BATS_TEST_TMPDIR/at-once.$i" &
+		at_once+=($!)
+	done
+	wait "${at_once[@]}"
+	for i in $(seq 12); do
+		run cat "$BATS_TEST_TMPDIR/at-once.$i"
+		[[ "${lines[0]}" == *" 200 "* && "$output" == *"index of okpkg"* ]]
+	done
 	# Beside those: at most PROXY_FOLLOWERS (4) waiting, and at least one; those that served at
 	# once past them end.
 	for _ in $(seq 200); do
@@ -236,9 +216,10 @@ PY
 	# In turn, each connection is taken by the leader, which hands the lead to one waiting and
 	# serves it: no thread starts or ends.
 	kept=$(ls "/proc/$pid/task" | sort | tr '\n' ' ')
-	run python3 "$BATS_TEST_TMPDIR/get.py" "$SOCK" in-turn 20
-	[ "$status" -eq 0 ]
-	[ "$output" = "20 20" ]
+	for i in $(seq 20); do
+		client get "$url"
+		[[ "${lines[0]}" == *" 200 "* && "$output" == *"index of okpkg"* ]]
+	done
 	[ "$(ls "/proc/$pid/task" | sort | tr '\n' ' ')" = "$kept" ]
 	stop_proxy
 	grep -q "^allowed 32 refused 0$" "$BATS_TEST_TMPDIR/proxy.out"
